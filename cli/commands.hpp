@@ -1,0 +1,9 @@
+// The `cordon` commands. Each takes the arguments after its name and returns the process exit status.
+#pragma once
+
+namespace cordon::cli {
+
+int cmd_check(int argc, char** argv);   // argv[0] is the first argument after "check"
+int cmd_policy(int argc, char** argv);
+
+}  // namespace cordon::cli

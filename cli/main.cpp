@@ -1,0 +1,59 @@
+#include <cstring>
+#include <iostream>
+#include <string_view>
+
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+#include "cli/version.hpp"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: cordon COMMAND [options]\n"
+    "\n"
+    "Commands:\n"
+    "  check TARGET     print the policy decision for a URL, host, host:port, read:PATH or write:PATH\n"
+    "  policy           print the effective merged policy as JSON\n"
+    "\n"
+    "  cordon COMMAND --help   describes the command's flags\n"
+    "  cordon --version        prints the version\n";
+
+struct Command {
+    std::string_view name;
+    int (*run)(int, char**);
+};
+
+constexpr Command kCommands[] = {
+    {"check", cordon::cli::cmd_check},
+    {"policy", cordon::cli::cmd_policy},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::cerr << kUsage;
+        return 2;
+    }
+    std::string_view first = argv[1];
+    if (first == "--help" || first == "-h" || first == "help") {
+        std::cout << kUsage;
+        return 0;
+    }
+    if (first == "--version" || first == "-V") {
+        std::cout << "cordon " << cordon::kVersion << "\n";
+        return 0;
+    }
+    for (const auto& command : kCommands) {
+        if (command.name != first) continue;
+        try {
+            return command.run(argc - 2, argv + 2);
+        } catch (const cordon::cli::UsageError& e) {
+            std::cerr << "cordon " << first << ": " << e.what() << "\n"
+                      << "Try 'cordon " << first << " --help'.\n";
+            return 2;
+        }
+    }
+    std::cerr << "cordon: unknown command '" << first << "'\n" << kUsage;
+    return 2;
+}

@@ -1,0 +1,152 @@
+// cordon's policy engine: loads Claude Code / srt settings and flags into one immutable Policy, and decides
+// network targets (host, port) and filesystem accesses (read/write of a path), every decision carrying the rule
+// that made it. Pure: no sockets, no threads, no global state. A reload builds a new Policy.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace cordon::policy {
+
+// Where a rule came from, highest precedence first. Arrays merge across layers; scalars take the highest layer.
+enum class Layer {
+    Managed,   // /etc/claude-code/managed-settings.json and managed-settings.d/*.json
+    Settings,  // files given with --settings
+    Local,     // .claude/settings.local.json in the working directory
+    Project,   // .claude/settings.json in the working directory
+    User,      // ~/.claude/settings.json
+    Flags,     // --allow-domain, --deny-read, ... (the highest non-managed layer)
+    Default,   // cordon's embedded defaults (working directory, private temp dir, always-read-only paths)
+};
+std::string_view to_string(Layer layer);
+
+// The origin of one rule: the layer, the file (empty for flags and defaults) and the position inside it as a
+// JSON path, e.g. `permissions.allow[3]` or `--allow-domain` for a flag.
+struct Source {
+    Layer layer = Layer::Default;
+    std::string file;
+    std::string where;
+};
+
+// One rule as the user wrote it (e.g. `WebFetch(domain:*.example.com)`, `*.example.com`, `Edit(/src/**)`).
+struct Rule {
+    std::string text;
+    Source source;
+};
+
+enum class Verdict { Allow, Deny };
+std::string_view to_string(Verdict verdict);
+
+// Why a decision was taken, as stable words used by the proxy's X-Proxy-Error header and the audit log.
+enum class Reason {
+    AllowedByRule,       // an allow rule matched and no deny rule did
+    BlockedByDenylist,   // a deny rule matched
+    BlockedByAllowlist,  // no allow rule matched (unknown = deny)
+    DefaultAllow,        // filesystem: reads are allowed unless denied
+    DefaultDeny,         // filesystem: writes outside writable areas
+    AlwaysReadOnly,      // filesystem: a protected path (settings, shell start-up files, .git/hooks, ...)
+};
+std::string_view to_string(Reason reason);  // "allowed", "blocked-by-denylist", "blocked-by-allowlist", ...
+
+struct Decision {
+    Verdict verdict = Verdict::Deny;
+    Reason reason = Reason::BlockedByAllowlist;
+    std::optional<Rule> rule;  // empty when no rule matched (BlockedByAllowlist, DefaultAllow)
+    bool allowed() const { return verdict == Verdict::Allow; }
+    // One line for humans: "deny: blocked-by-denylist by `*.evil.com` (Managed, /etc/.../x.json at
+    // sandbox.network.deniedDomains[0])".
+    std::string explain() const;
+    nlohmann::json to_json() const;  // {"decision","reason","rule","source":{"layer","file","where"}}
+};
+
+// A filesystem entry after path resolution: `path` is absolute and lexically normal; `glob` is true when the
+// rule holds gitignore-style wildcards (`*`, `**`, `?`, `[...]`), which the jail can only apply to what exists.
+struct PathRule {
+    std::filesystem::path path;
+    bool glob = false;
+    Rule rule;
+};
+
+struct FilesystemPolicy {
+    std::vector<PathRule> allow_write;  // includes the working directory and the private temp dir (Default)
+    std::vector<PathRule> deny_write;   // includes every always-read-only path (Default) and settings files read
+    std::vector<PathRule> deny_read;
+    std::vector<PathRule> allow_read;   // re-exposes paths inside deny_read
+    // Base names protected wherever they appear under a writable area (.bashrc, .git/hooks, .claude/settings.json,
+    // ...), for the jail to bind read-only (or make uncreatable) inside each writable root.
+    std::vector<std::string> always_read_only_names;
+};
+
+struct NetworkPolicy {
+    std::vector<Rule> allowed_domains;   // effective allow entries (after allowManagedDomainsOnly)
+    std::vector<Rule> denied_domains;
+    std::vector<Rule> ignored_allows;    // allow entries dropped by allowManagedDomainsOnly
+    std::vector<Rule> allowed_addresses; // CIDRs the proxy's address guard lets through
+    std::vector<Rule> allow_unix_sockets;
+    bool allow_all_unix_sockets = false;
+    bool allow_managed_domains_only = false;
+};
+
+// What to load. Paths default to the process's working directory and $HOME.
+struct LoadOptions {
+    std::filesystem::path cwd;                              // project root; empty = current directory
+    std::filesystem::path home;                             // empty = $HOME
+    std::filesystem::path managed_dir = "/etc/claude-code";  // --managed-dir
+    bool discover = true;                                   // false with --no-discover
+    std::vector<std::filesystem::path> settings_files;      // --settings, in the order given
+    std::vector<std::string> allow_domains, deny_domains;   // --allow-domain, --deny-domain
+    std::vector<std::string> allow_write, deny_write;       // --allow-write, --deny-write
+    std::vector<std::string> allow_read, deny_read;         // --allow-read, --deny-read
+    std::vector<std::string> allow_addresses;               // --allow-address (CIDR)
+};
+
+// A settings or flag error a user can fix: names the file, the JSON path (or line:column for bad JSON) and the
+// entry.
+struct LoadError {
+    std::string message;
+};
+
+class Policy {
+public:
+    // Decides a connection to `host` (a name, an IPv4 literal or an IPv6 literal with or without brackets) and
+    // port, before any DNS. Names are normalised (case, trailing dot, IDN to punycode). Cost does not depend on
+    // the number of rules.
+    virtual Decision decide_connect(std::string_view host, std::uint16_t port) const = 0;
+    // Decides access to an absolute path (lexically normalised, not resolved through symlinks).
+    virtual Decision decide_read(const std::filesystem::path& path) const = 0;
+    virtual Decision decide_write(const std::filesystem::path& path) const = 0;
+
+    virtual const NetworkPolicy& network() const = 0;
+    virtual const FilesystemPolicy& filesystem() const = 0;
+    // Every file that was read to build this policy (they are always read-only inside the jail).
+    virtual const std::vector<std::filesystem::path>& files_read() const = 0;
+    // Non-fatal notices (e.g. allowManagedDomainsOnly outside the managed layer), one line each.
+    virtual const std::vector<std::string>& warnings() const = 0;
+    // The effective merged policy, each entry with its source (`cordon policy`).
+    virtual nlohmann::json to_json() const = 0;
+
+    virtual ~Policy() = default;
+};
+
+using PolicyPtr = std::shared_ptr<const Policy>;
+
+// Loads every source in LoadOptions. Never throws for user input: a bad file or flag is a LoadError.
+std::variant<PolicyPtr, LoadError> load_policy(const LoadOptions& options);
+
+// Parses a network target for `cordon check` and the proxy: `host`, `host:port`, `[v6]:port`, `v6`, or a URL
+// (`scheme://host[:port]/...`, default port from the scheme). Returns an error message for malformed input.
+struct HostPort {
+    std::string host;  // normalised; IPv6 without brackets
+    std::uint16_t port = 0;
+};
+std::variant<HostPort, std::string> parse_target(std::string_view text, std::uint16_t default_port = 443);
+
+}  // namespace cordon::policy
