@@ -1,0 +1,60 @@
+// cordon's egress proxy: HTTP (absolute-form and CONNECT) and SOCKS5 on one listener, every connection decided
+// by the policy before DNS, resolved addresses checked by the address guard, every request written to the audit
+// log. Runs on a libuv loop that the caller owns (the standalone `cordon proxy` and the jail supervisor).
+//
+// This header is the seam the jail uses; the proxy's internals stay in proxy/*.cpp and proxy/detail/.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "policy/policy.hpp"
+
+struct uv_loop_s;
+
+namespace cordon::proxy {
+
+struct Options {
+    std::vector<std::string> dns_servers;           // --dns-server IP[:PORT]; empty = /etc/resolv.conf
+    std::string audit_log;                          // --audit-log FILE, "-" = stdout, empty = none
+    std::string sandbox_id;                         // written as `sandbox` in each audit line
+    std::string auth_token;                         // --auth-token: require Basic credentials with this password
+    std::chrono::milliseconds connect_timeout{10'000};
+    std::chrono::milliseconds header_timeout{30'000};
+    std::chrono::milliseconds idle_timeout{300'000};
+    std::size_t max_connections = 10'000;
+};
+
+// What the proxy refused during its life, for the jail's end-of-run summary.
+struct RefusalSummary {
+    std::map<std::string, std::size_t> hosts;  // "host:port" -> count
+};
+
+class Proxy {
+public:
+    // Creates a proxy on `loop`. Throws std::runtime_error with a message when the audit log cannot be opened.
+    static std::unique_ptr<Proxy> create(uv_loop_s* loop, policy::PolicyPtr policy, Options options);
+
+    // Listens on ADDR:PORT (`127.0.0.1:3128`, `[::1]:0`, `0.0.0.0:8080`). Returns the bound port. Throws
+    // std::runtime_error with a message on failure.
+    virtual std::uint16_t listen_tcp(const std::string& address) = 0;
+    // Serves an already-listening TCP socket, e.g. one created inside a jail's network namespace and handed over
+    // with SCM_RIGHTS. The proxy takes ownership of `fd`.
+    virtual void listen_fd(int fd) = 0;
+
+    // Swaps the policy: new requests use it, open tunnels continue.
+    virtual void set_policy(policy::PolicyPtr policy) = 0;
+    // Stops accepting; calls `done` when every connection has closed or `grace` has passed (then closes the
+    // rest), after the audit log is flushed.
+    virtual void shutdown(std::chrono::milliseconds grace, std::function<void()> done) = 0;
+
+    virtual RefusalSummary refusals() const = 0;
+    virtual ~Proxy() = default;
+};
+
+}  // namespace cordon::proxy
