@@ -28,12 +28,14 @@ enum class Layer {
 };
 std::string_view to_string(Layer layer);
 
-// The origin of one rule: the layer, the file (empty for flags and defaults) and the position inside it as a
-// JSON path, e.g. `permissions.allow[3]` or `--allow-domain` for a flag.
+// The origin of one rule: the layer, the file (empty for flags and defaults), the position inside it as a JSON
+// path (e.g. `permissions.allow[3]`, or `--allow-domain` for a flag) and the 1-based line of the entry in the
+// file (0 for flags and defaults).
 struct Source {
     Layer layer = Layer::Default;
     std::string file;
     std::string where;
+    int line = 0;
 };
 
 // One rule as the user wrote it (e.g. `WebFetch(domain:*.example.com)`, `*.example.com`, `Edit(/src/**)`).
