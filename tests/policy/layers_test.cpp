@@ -58,7 +58,7 @@ TEST_CASE("a missing managed directory is fine", "[layers]") {
     CHECK(p->files_read().empty());
 }
 
-TEST_CASE("--settings files are the settings layer, in the order given", "[layers]") {
+TEST_CASE("settings files given with --settings are the settings layer, in the order given", "[layers]") {
     TempTree tree;
     auto one = tree.write("one.json", allowed_domains_json(R"J(["one.example.com"])J"));
     auto two = tree.write("two.json", R"J({"permissions": {"allow": ["WebFetch(domain:two.example.com)"]
@@ -74,7 +74,7 @@ TEST_CASE("--settings files are the settings layer, in the order given", "[layer
     CHECK(p->files_read()[1] == two);
 }
 
-TEST_CASE("a missing --settings file is an error naming it", "[layers]") {
+TEST_CASE("a missing settings file given with --settings is an error naming it", "[layers]") {
     TempTree tree;
     LoadOptions o = tree.options();
     o.settings_files = {tree.root() / "nope.json"};
@@ -82,7 +82,7 @@ TEST_CASE("a missing --settings file is an error naming it", "[layers]") {
                                   Catch::Contains("no such settings file"));
 }
 
-TEST_CASE("a --settings directory is an error", "[layers]") {
+TEST_CASE("a directory given with --settings is an error", "[layers]") {
     TempTree tree;
     LoadOptions o = tree.options();
     o.settings_files = {tree.cwd()};
