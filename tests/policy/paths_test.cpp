@@ -409,3 +409,32 @@ TEST_CASE("relative paths given to decide_* are relative to the working director
 }
 
 }  // namespace cordon::policy::test
+
+namespace cordon::policy::test {
+
+TEST_CASE("a settings file reached through a symlink is read-only at its target too", "[paths][read-only]") {
+    TempTree tree;
+    auto real =
+        tree.write(tree.cwd() / "conf/real-settings.json", allowed_domains_json(R"J(["a.example.com"])J"));
+    fs::create_directories(tree.cwd() / ".claude");
+    fs::create_symlink(real, tree.cwd() / ".claude/settings.json");
+    auto p = load_ok(tree.options());
+    CHECK(allows(p, "a.example.com"));
+    CHECK(p->decide_write(real).reason == Reason::AlwaysReadOnly);
+    CHECK(p->decide_write(tree.cwd() / ".claude/settings.json").reason == Reason::AlwaysReadOnly);
+    CHECK(p->decide_write(tree.cwd() / "conf/other.json").allowed());
+}
+
+TEST_CASE("managed settings files are read-only", "[paths][read-only]") {
+    TempTree tree;
+    auto file = tree.managed_settings("{}");
+    auto drop_in = tree.write(tree.managed() / "managed-settings.d/a.json", "{}");
+    LoadOptions o = tree.options();
+    o.allow_write = {tree.managed().string()};
+    auto p = load_ok(o);
+    CHECK(p->decide_write(tree.managed() / "new.json").allowed());
+    CHECK(p->decide_write(file).reason == Reason::AlwaysReadOnly);
+    CHECK(p->decide_write(drop_in).reason == Reason::AlwaysReadOnly);
+}
+
+}  // namespace cordon::policy::test
