@@ -61,7 +61,7 @@ TEST_CASE("address guard classifies IPv6 ranges and IPv4-embedding forms", "[uni
     CHECK(cls("::7f00:1") == "ipv4-embedded");
 }
 
-TEST_CASE("--allow-address ranges let the guard pass, the proxy itself never", "[unit]") {
+TEST_CASE("allow-address ranges let the guard pass, the proxy itself never", "[unit]") {
     auto loop8 = Cidr::parse("127.0.0.0/8");
     REQUIRE(loop8);
     AddressGuard guard({*loop8, *Cidr::parse("fd00::/8")});

@@ -33,7 +33,7 @@ TEST_CASE("DNS cache clamps TTLs and stays bounded", "[unit]") {
     CHECK_FALSE(cache.find("a.test", now));
 }
 
-TEST_CASE("--dns-server values", "[unit]") {
+TEST_CASE("dns-server flag values", "[unit]") {
     CHECK(dns_server_to_csv("127.0.0.1") == "127.0.0.1");
     CHECK(dns_server_to_csv("127.0.0.1:5353") == "127.0.0.1:5353");
     CHECK(dns_server_to_csv("[::1]:53") == "[::1]:53");
