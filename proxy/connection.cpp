@@ -290,7 +290,10 @@ void Connection::on_drained(Socket& socket) {
         start_tunnel();
         return;
     }
-    if (phase_ == Phase::Closing) return;
+    if (phase_ == Phase::Closing) {
+        if (client_eof_ && client_ && client_->queued() == 0) close(error_);
+        return;
+    }
     (void)socket;
     if (phase_ == Phase::HttpExchange || phase_ == Phase::HttpHead) http_backpressure();
 }

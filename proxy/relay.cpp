@@ -5,12 +5,57 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace cordon::proxy {
 
 namespace {
 constexpr std::size_t kPipeCapacity = 64 * 1024;  // the default pipe size
+
+// Pipes are needed only while bytes are in flight. An empty pipe goes back to this pool, so that idle tunnels
+// hold no pipe (10,000 idle tunnels would otherwise hold 40,000 descriptors) and busy ones create none.
+struct PipePool {
+    std::vector<std::pair<int, int>> free;
+    ~PipePool() {
+        for (auto [r, w] : free) {
+            ::close(r);
+            ::close(w);
+        }
+    }
+};
+PipePool& pool() {
+    static PipePool p;
+    return p;
 }
+constexpr std::size_t kPoolMax = 256;
+
+bool take_pipe(int& read_end, int& write_end) {
+    auto& free = pool().free;
+    if (!free.empty()) {
+        std::tie(read_end, write_end) = free.back();
+        free.pop_back();
+        return true;
+    }
+    int fds[2];
+    if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) return false;
+    read_end = fds[0];
+    write_end = fds[1];
+    return true;
+}
+
+void give_pipe(int& read_end, int& write_end) {
+    if (read_end < 0) return;
+    if (pool().free.size() < kPoolMax) {
+        pool().free.emplace_back(read_end, write_end);
+    } else {
+        ::close(read_end);
+        ::close(write_end);
+    }
+    read_end = write_end = -1;
+}
+}  // namespace
 
 Relay::Relay(Socket& client, Socket& upstream, Done done, Activity activity)
     : up_{&client, &upstream, -1, -1, 0, false, false, &stats_.bytes_up},
@@ -23,8 +68,12 @@ Relay::Relay(Socket& client, Socket& upstream, Done done, Activity activity)
 
 Relay::~Relay() {
     for (Direction* d : {&up_, &down_}) {
-        if (d->pipe_read >= 0) ::close(d->pipe_read);
-        if (d->pipe_write >= 0) ::close(d->pipe_write);
+        if (d->in_pipe == 0) {
+            give_pipe(d->pipe_read, d->pipe_write);
+        } else if (d->pipe_read >= 0) {
+            ::close(d->pipe_read);  // holds bytes nobody will read
+            ::close(d->pipe_write);
+        }
     }
 }
 
@@ -57,14 +106,9 @@ bool Relay::pump(Direction& d) {
             }
         }
         if (!d.eof && d.in_pipe < kPipeCapacity) {
-            if (d.pipe_read < 0) {
-                int fds[2];
-                if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) {
-                    fail(errno);
-                    return false;
-                }
-                d.pipe_read = fds[0];
-                d.pipe_write = fds[1];
+            if (d.pipe_read < 0 && !take_pipe(d.pipe_read, d.pipe_write)) {
+                fail(errno);
+                return false;
             }
             ssize_t n = ::splice(d.from->fd(), nullptr, d.pipe_write, nullptr, kPipeCapacity - d.in_pipe,
                                  SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -86,6 +130,7 @@ bool Relay::pump(Direction& d) {
         }
         if (!progress) break;
     }
+    if (d.in_pipe == 0) give_pipe(d.pipe_read, d.pipe_write);
     return true;
 }
 
