@@ -145,6 +145,8 @@ class PolicyImpl final : public Policy {
         network_.allowed_addresses = std::move(c.addresses);
         network_.allow_unix_sockets = std::move(c.unix_sockets);
         network_.allowed_domains.reserve(c.allow.size());
+        allow_.reserve(c.allow.size());
+        deny_.reserve(c.deny.size());
         network_.denied_domains.reserve(c.deny.size());
         for (auto& entry : c.allow) {
             if (c.managed_only && entry.rule.source.layer != Layer::Managed) {
@@ -171,6 +173,13 @@ class PolicyImpl final : public Policy {
             Rule rule{file.string(), Source{Layer::Default, file.string(), "settings file read", 0}};
             settings_rules_.push_back(PathRule{fs::path(detail::normal_path(file)), false, rule});
             fs_.deny_write.push_back(settings_rules_.back());
+            // A settings file reached through a symlink is protected at its target too.
+            std::error_code ec;
+            fs::path target = fs::weakly_canonical(file, ec);
+            if (!ec && detail::normal_path(target) != settings_rules_.back().path.string()) {
+                settings_rules_.push_back(PathRule{fs::path(detail::normal_path(target)), false, rule});
+                fs_.deny_write.push_back(settings_rules_.back());
+            }
         }
         for (std::string_view name : kAlwaysReadOnly) {
             fs_.always_read_only_names.emplace_back(name);
