@@ -47,10 +47,14 @@ DomainMatcher::DomainMatcher() : slots_(64) {
 }
 
 void DomainMatcher::reserve(std::size_t patterns) {
-    // About two new trie nodes per pattern, table at most half full.
-    const std::size_t wanted = next_power_of_two(patterns * 4);
-    while (slots_.size() < wanted)
-        grow();
+    // About one and a half new trie nodes per pattern, and the table at most half full.
+    const std::size_t wanted = next_power_of_two(patterns * 3);
+    if (wanted <= slots_.size()) return;
+    if (used_ == 0) {
+        slots_.assign(wanted, Slot{});
+        return;
+    }
+    while (slots_.size() < wanted) grow();
 }
 
 bool DomainMatcher::label_equals(const Slot& slot, std::string_view label) const {
