@@ -54,7 +54,8 @@ void DomainMatcher::reserve(std::size_t patterns) {
         slots_.assign(wanted, Slot{});
         return;
     }
-    while (slots_.size() < wanted) grow();
+    while (slots_.size() < wanted)
+        grow();
 }
 
 bool DomainMatcher::label_equals(const Slot& slot, std::string_view label) const {
