@@ -27,7 +27,7 @@ struct Failure {
 };
 
 std::string json_quoted(std::string_view text) {
-    return json(std::string(text)).dump();
+    return json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string type_name(const json& value) {
