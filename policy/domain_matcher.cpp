@@ -1,5 +1,6 @@
 #include "policy/domain_matcher.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -47,8 +48,13 @@ DomainMatcher::DomainMatcher() : slots_(64) {
 }
 
 void DomainMatcher::reserve(std::size_t patterns) {
-    // About two new trie nodes per pattern, table at most half full.
-    const std::size_t wanted = next_power_of_two(patterns * 4);
+    // About one and a half new trie nodes per pattern, and the table at most half full.
+    const std::size_t wanted = next_power_of_two(patterns * 3);
+    if (wanted <= slots_.size()) return;
+    if (used_ == 0) {
+        slots_.assign(wanted, Slot{});
+        return;
+    }
     while (slots_.size() < wanted)
         grow();
 }
@@ -110,7 +116,17 @@ std::uint32_t DomainMatcher::insert_child(std::uint32_t parent_slot, std::string
     return static_cast<std::uint32_t>(i);
 }
 
+// A list of one port-less terminal (the common case) is stored in the head itself, tagged with kInlineRule,
+// so a match needs no access to terminals_.
 void DomainMatcher::push_terminal(std::uint32_t& head, std::uint16_t port, std::uint32_t rule) {
+    if (head == kNone && port == 0 && rule < kInlineRule) {
+        head = kInlineRule | rule;
+        return;
+    }
+    if (head != kNone && (head & kInlineRule) != 0) {
+        terminals_.push_back(Terminal{0, head & ~kInlineRule, kNone});
+        head = static_cast<std::uint32_t>(terminals_.size() - 1);
+    }
     terminals_.push_back(Terminal{port, rule, head});
     head = static_cast<std::uint32_t>(terminals_.size() - 1);
 }
@@ -149,6 +165,8 @@ void DomainMatcher::add(const DomainPattern& pattern, std::uint32_t rule) {
 }
 
 std::uint32_t DomainMatcher::best(std::uint32_t head, std::uint16_t port, std::uint32_t current) const {
+    if (head == kNone) return current;
+    if ((head & kInlineRule) != 0) return std::min(head & ~kInlineRule, current);
     for (std::uint32_t t = head; t != kNone; t = terminals_[t].next) {
         const Terminal& terminal = terminals_[t];
         if ((terminal.port == 0 || terminal.port == port) && terminal.rule < current) current = terminal.rule;

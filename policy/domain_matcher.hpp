@@ -30,6 +30,7 @@ class DomainMatcher {
 
   private:
     static constexpr std::size_t kInline = 10;
+    static constexpr std::uint32_t kInlineRule = 0x80000000u;  // tags a terminal list of one port-less rule
     // One trie node (except the root) and the key that leads to it.
     struct Slot {
         std::uint32_t hash = 0;

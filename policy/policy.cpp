@@ -195,11 +195,18 @@ class PolicyImpl final : public Policy {
     }
 
     Decision decide_connect(std::string_view host, std::uint16_t port) const override {
-        std::string normal;
-        normal.reserve(host.size());
-        const detail::HostKind kind = detail::normalise_host(host, normal);
-        if (kind == detail::HostKind::Invalid)
-            return make(Verdict::Deny, Reason::BlockedByAllowlist, nullptr);
+        // Plain ASCII names (the common case) are normalised into a stack buffer; IP literals, IDN and
+        // invalid input take the general path.
+        std::array<char, 256> buffer;
+        std::string_view normal;
+        std::string general;
+        detail::HostKind kind = detail::HostKind::Name;
+        if (!detail::normalise_plain_name(host, buffer, normal)) {
+            kind = detail::normalise_host(host, general);
+            if (kind == detail::HostKind::Invalid)
+                return make(Verdict::Deny, Reason::BlockedByAllowlist, nullptr);
+            normal = general;
+        }
         if (auto d = deny_.match(kind, normal, port); d != detail::DomainMatcher::kNone)
             return make(Verdict::Deny, Reason::BlockedByDenylist, &network_.denied_domains[d]);
         if (auto a = allow_.match(kind, normal, port); a != detail::DomainMatcher::kNone)

@@ -27,7 +27,7 @@ struct Failure {
 };
 
 std::string json_quoted(std::string_view text) {
-    return json(std::string(text)).dump();
+    return json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string type_name(const json& value) {
@@ -382,7 +382,9 @@ std::optional<LoadError> collect(const LoadOptions& options, Collected& out) {
         for (fs::directory_iterator it(managed_dir / "managed-settings.d", ec), end; !ec && it != end;
              it.increment(ec)) {
             const std::string name = it->path().filename().string();
-            if (name.size() > 5 && name.front() != '.' && name.substr(name.size() - 5) == ".json")
+            std::error_code type_ec;
+            if (name.size() > 5 && name.front() != '.' && name.substr(name.size() - 5) == ".json" &&
+                !it->is_directory(type_ec))
                 drop_ins.push_back(it->path());
         }
         std::sort(drop_ins.begin(), drop_ins.end(), [](const fs::path& a, const fs::path& b) {
