@@ -110,6 +110,7 @@ void Connection::read_client() {
     }
     if (phase_ == Phase::Closing) return;  // lingering: discard
     in_.append(scratch_buffer(), static_cast<std::size_t>(n));
+    if (in_.size() >= kMaxBuffered) client_->want_read(false);
     process_client_input();
 }
 
@@ -143,7 +144,8 @@ void Connection::process_client_input() {
 
 void Connection::decide(const std::string& host, std::uint16_t port) {
     phase_ = Phase::Deciding;
-    client_->want_read(false);
+    // Bytes that come meanwhile wait in in_ (HTTP keeps reading, bounded; SOCKS5 clients wait for the reply).
+    if (proto_ == Proto::Socks5) client_->want_read(false);
     request_.host = host;
     request_.port = port;
     request_.logged = false;

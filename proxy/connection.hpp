@@ -80,6 +80,7 @@ class Connection final : public SocketOwner {
     };
 
     static constexpr std::size_t kScratchSize = 64 * 1024;
+    static constexpr std::size_t kMaxBuffered = 256 * 1024;  // client bytes held while not processing them
     static char* scratch_buffer();
 
     // --- connection.cpp: shared steps

@@ -115,16 +115,21 @@ void Connection::http_process() {
 
 void Connection::http_backpressure() {
     if (closed() || !client_) return;
-    bool client_read = phase_ == Phase::HttpHead || (phase_ == Phase::HttpExchange && !request_done_ &&
-                                                     (!upstream_ || upstream_->queued() < kHighWater));
-    client_->want_read(client_read && !client_eof_);
+    // The client is read while a request is decided and answered too (bounded by kMaxBuffered): toggling read
+    // interest costs system calls on every request of a keep-alive connection.
+    bool body_blocked =
+        phase_ == Phase::HttpExchange && !request_done_ && upstream_ && upstream_->queued() >= kHighWater;
+    bool client_read = !client_eof_ && !body_blocked && in_.size() < kMaxBuffered &&
+                       (phase_ == Phase::HttpHead || phase_ == Phase::HttpExchange ||
+                        phase_ == Phase::Deciding || phase_ == Phase::Dialing);
+    client_->want_read(client_read);
     if (upstream_) {
         bool upstream_read = (phase_ == Phase::HttpExchange && response_parser_ && !response_done_ &&
                               client_->queued() < kHighWater) ||
                              phase_ == Phase::HttpHead;  // an idle kept-alive upstream: notice when it closes
         upstream_->want_read(upstream_read);
     }
-    // Bytes that arrived while the client was paused.
+    // Bytes that arrived while the body was not being read.
     if (client_read && !in_.empty() && phase_ == Phase::HttpExchange && !request_done_) http_process();
 }
 
@@ -381,6 +386,8 @@ void Connection::http_read_upstream() {
         return;
     }
     touch();
+    // Everything this read produces for the client goes out in one write.
+    client_->cork();
     std::string_view view(scratch_buffer(), static_cast<std::size_t>(n));
     while (!view.empty() && !closed() && phase_ == Phase::HttpExchange && !response_done_) {
         auto result = response_parser_->feed(view);
@@ -401,11 +408,14 @@ void Connection::http_read_upstream() {
                 continue;
             }
             if (!view.empty()) upstream_reusable_ = false;  // bytes after the response: do not reuse
+            client_->uncork();
             http_response_complete();
             return;
         }
     }
-    if (!closed()) http_backpressure();
+    if (closed()) return;
+    client_->uncork();
+    http_backpressure();
 }
 
 void Connection::http_response_head(const HttpHead& head) {

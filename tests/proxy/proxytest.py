@@ -373,6 +373,9 @@ class Proxy:
                 self.proc.kill()
                 self.proc.wait()
         self.stderr_file.close()
+        text = self.stderr()
+        if "Sanitizer" in text or "runtime error:" in text:
+            raise AssertionError("sanitizer report from cordon proxy:\n" + text[-4000:])
         return self.proc.returncode
 
     def connect(self, timeout=10):
@@ -446,12 +449,17 @@ class TempDirTest(unittest.TestCase):
         self.cleanups = []
 
     def tearDown(self):
+        failures = []
         for fn in reversed(self.cleanups):
             try:
                 fn()
+            except AssertionError as e:
+                failures.append(str(e))
             except Exception:
                 pass
         shutil.rmtree(self.dir, ignore_errors=True)
+        if failures:
+            self.fail("\n".join(failures))
 
     def dns(self, records, ttl=60):
         d = DnsServer(records, ttl)
