@@ -231,7 +231,24 @@ class Planner {
     void protect_existing(const fs::path& raw, const std::string& why) {
         fs::path p = resolve(raw);
         if (!exists_nofollow(p) || !writable_here(p)) return;
+        pin_ancestors(p, why);
         add({MountKind::ReadOnly, p, why});
+    }
+
+    // Why: a mount point cannot be renamed or removed (EBUSY), but its parent directory can, and the mount
+    // moves with it. `mv .git x && mkdir -p .git/hooks` would leave the read-only hooks under `x` and let the
+    // command plant new ones. So every directory between the writable root and a protected path is bound
+    // read-write over itself: its contents stay writable, the directory itself can no longer be moved away.
+    void pin_ancestors(const fs::path& p, const std::string& why) {
+        const MountOp* cover = covering(p);
+        if (!cover || cover->kind != MountKind::Writable) return;
+        const fs::path root = cover->path;
+        for (fs::path a = p.parent_path(); a != root && within(a, root) && a.has_relative_path();
+             a = a.parent_path()) {
+            const MountOp* c = covering(a);
+            if (c && c->kind == MountKind::Writable && c->path != a)
+                add({MountKind::Writable, a, "pinned: holds " + why});
+        }
     }
 
     void protect(const fs::path& raw, const std::string& why, bool final_is_dir) {
@@ -250,6 +267,7 @@ class Planner {
         bool dir = first != p || final_is_dir;
         for (const auto& ph : plan_.placeholders)
             if (ph.path == first) return;
+        pin_ancestors(first, why);
         plan_.placeholders.push_back({first, dir, why});
         add({MountKind::ReadOnly, first, why + " (not existing: placeholder)"});
     }

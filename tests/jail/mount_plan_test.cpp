@@ -276,3 +276,18 @@ TEST_CASE("expand_glob: *, ?, [..] within a component and ** across components")
     CHECK(std::find(all.begin(), all.end(), s.root / "g/x/y/z.txt") != all.end());
     CHECK(expand_glob(s.root / "g/nothing*").empty());
 }
+
+TEST_CASE("directories holding a protected path are pinned (bound over themselves) so they cannot be moved") {
+    Scratch s;
+    s.dir("project/.git/hooks");
+    s.file("project/sub/deep/.claude/settings.json");
+    auto plan = make_mount_plan(s.input());
+    const fs::path p = s.root / "project";
+    int git = find(plan, MountKind::Writable, p / ".git");
+    REQUIRE(git >= 0);
+    CHECK(find(plan, MountKind::ReadOnly, p / ".git/hooks") > git);
+    CHECK(find(plan, MountKind::Writable, p / "sub") >= 0);
+    CHECK(find(plan, MountKind::Writable, p / "sub/deep") >= 0);
+    CHECK(find(plan, MountKind::Writable, p / "sub/deep/.claude") >= 0);
+    CHECK(find(plan, MountKind::ReadOnly, p / "sub/deep/.claude/settings.json") >= 0);
+}
