@@ -112,6 +112,8 @@ Result apply_landlock(Context& ctx) {
     // Device files (/dev/null, /dev/tty, the jail's ptys) and /proc/self knobs are written, not created; the
     // read-only mounts on /dev and /proc/sys still apply.
     if (!result) result = allow("/dev", file_rights, true);
+    // POSIX shared memory (shm_open, multiprocessing) lives in the jail's own /dev/shm tmpfs.
+    if (!result) result = allow("/dev/shm", dir_rights, false);
     if (!result) result = allow("/proc", file_rights, true);
     // The files behind fds 0-2 (a host pty, a log file), reopened through /dev/stdout & co.
     for (int fd = 0; fd <= 2 && !result; ++fd)

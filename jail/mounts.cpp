@@ -186,6 +186,21 @@ Result mount_dev() {
                           "newinstance,ptmxmode=0666,mode=620"))
         return r;
     if (::symlink("pts/ptmx", (dev + "/ptmx").c_str()) != 0) return fail("symlink /dev/ptmx");
+    // The terminal the jail was started on (a host pty, not in the jail's devpts) appears as /dev/console, as
+    // container runtimes do: ttyname(3) finds it there, so `tty`, shells and editors see a named terminal.
+    for (int fd = 0; fd <= 2; ++fd) {
+        if (!::isatty(fd)) continue;
+        char link[256] = {};
+        std::string self = std::string(kOld) + "/proc/self/fd/" + std::to_string(fd);
+        ssize_t n = ::readlink(self.c_str(), link, sizeof link - 1);
+        if (n <= 0 || std::strncmp(link, "/dev/", 5) != 0) continue;
+        std::string source = std::string(kOld) + link;
+        struct stat st {};
+        if (::stat(source.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) continue;
+        if (auto r = ensure_target(dev + "/console", false)) return r;
+        if (auto r = do_mount(source, dev + "/console", nullptr, MS_BIND, nullptr)) return r;
+        break;
+    }
     if (auto r = ensure_target(dev + "/shm", true)) return r;
     if (auto r = do_mount("tmpfs", dev + "/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")) return r;
     const std::pair<const char*, const char*> links[] = {{"/proc/self/fd", "fd"},

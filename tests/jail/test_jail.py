@@ -255,6 +255,56 @@ class JailCase:
         rc, out, _ = self.run_jail(["--memory", "1G", "--", PY, "-c", "b = bytearray(16 << 20); print('ok')"])
         self.assertEqual((rc, out.strip()), (0, "ok"))
 
+    def test_terminal_kept_and_ctrl_c_delivered_once(self):
+        import pty
+        import select
+        script = ("import signal, time, os\n"
+                  "n = [0]\n"
+                  "signal.signal(signal.SIGINT, lambda *a: n.__setitem__(0, n[0] + 1))\n"
+                  "print('tty', os.ttyname(0), os.isatty(1), flush=True)\n"
+                  "print('ready', flush=True)\n"
+                  "time.sleep(1.5)\n"
+                  "print('count', n[0], flush=True)\n")
+        pid, fd = pty.fork()
+        if pid == 0:
+            if self.AS_USER:
+                os.setgroups([])
+                os.setgid(Env.gid)
+                os.setuid(Env.uid)
+            os.chdir(self.cwd)
+            os.execve(Env.cordon, [Env.cordon, "run", "--no-discover", "--", PY, "-c", script], self.env())
+        out = b""
+        sent = False
+        deadline = time.time() + 15
+        try:
+            while time.time() < deadline:
+                r, _, _ = select.select([fd], [], [], 0.2)
+                if not r:
+                    continue
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+                if b"ready" in out and not sent:
+                    os.write(fd, b"\x03")  # Ctrl-C: the terminal signals the foreground process group
+                    sent = True
+        finally:
+            _, status = os.waitpid(pid, 0)
+            os.close(fd)
+        text = out.decode(errors="replace")
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0, text)
+        self.assertIn("tty /dev/console", text)
+        self.assertIn("True", text)
+        self.assertIn("count 1", text)  # once, not relayed a second time
+
+    def test_shared_memory(self):
+        out, err = self.sh(f"{PY} -c 'from multiprocessing import shared_memory as s; m = s.SharedMemory("
+                           f"create=True, size=64); m.buf[0] = 7; print(m.buf[0]); m.close(); m.unlink()'")
+        self.assertEqual(out.strip(), "7", err)
+
     # --- filesystem -----------------------------------------------------------------------------------------
 
     def test_writes_inside_and_outside(self):
