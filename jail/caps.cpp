@@ -31,7 +31,8 @@ Result drop_privileges(Context& ctx) {
     if (::prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) != 0) return fail("set securebits");
     // The bounding set limits what any later execve() can grant: empty it (needs CAP_SETPCAP, so before the
     // uid change below).
-    for (int cap = 0; cap <= last_cap(); ++cap) {
+    const int last = last_cap();
+    for (int cap = 0; cap <= last; ++cap) {
         if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL)
             return fail("drop capability " + std::to_string(cap) + " from the bounding set");
     }

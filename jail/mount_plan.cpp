@@ -264,7 +264,13 @@ class Planner {
             first = first.parent_path();
         fs::path parent = first.parent_path();
         if (!is_dir(parent) || !writable_here(first)) return;  // cannot be created anyway
-        bool dir = first != p || final_is_dir;
+        // A file blocks creating a file or a directory of that name just as well, and removing it afterwards
+        // is much cheaper than removing a directory that was a mount point. Only `.git` is a directory: an
+        // empty
+        // `.git` file would be read by git as a broken gitfile, an empty directory is skipped by its
+        // discovery.
+        (void)final_is_dir;
+        bool dir = first.filename() == ".git";
         for (const auto& ph : plan_.placeholders)
             if (ph.path == first) return;
         pin_ancestors(first, why);

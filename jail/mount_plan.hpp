@@ -31,7 +31,8 @@ struct MountOp {
 };
 
 // A protected path that does not exist yet. It must stay impossible to create inside the jail, so an empty
-// placeholder (file or directory) is created at its first missing component before the jail starts and bound
+// placeholder is created at its first missing component (an empty file, which blocks a directory of that name
+// too; only `.git` is an empty directory) before the jail starts and bound
 // read-only over itself: the name is taken, the mount cannot be written, renamed or unlinked (EBUSY), and
 // nothing can be created inside it. The supervisor removes placeholders after the run (if they are still
 // empty).

@@ -70,44 +70,63 @@ bool under(const std::string& p, const std::string& root) {
            (p.size() > root.size() && p.compare(0, root.size(), root) == 0 && p[root.size()] == '/');
 }
 
-// Why: a bind mount's MS_RDONLY applies to that one mount only. Submounts (a mounted /home, /dev/shm, /run)
-// keep their own flags and would stay writable under a read-only "/". So every mount at or below `root` is
-// remounted read-only, keeping the flags it already has: in a user namespace, flags inherited from a more
-// privileged namespace (nosuid, nodev, noexec, atime) are locked and a remount that drops them fails.
-Result make_readonly_recursive(const std::string& root) {
-    // While building, the host's proc is below /oldroot; it shows our mount namespace from our root.
+// The host's mount points (host paths), read once before the first bind.
+std::vector<std::string> read_host_mounts() {
+    // While building, the host's proc is below /oldroot; it shows our mount namespace from our root, where
+    // the host's tree is below /oldroot.
     std::ifstream in(std::string(kOld) + "/proc/self/mountinfo");
-    if (!in) return fail("open /proc/self/mountinfo");
     std::vector<std::string> points;
     std::set<std::string> seen;
     std::string line;
+    const std::string old = kOld;
     while (std::getline(in, line)) {
         std::istringstream fields(line);
         std::string id, parent, devno, mroot, point;
         fields >> id >> parent >> devno >> mroot >> point;
         point = unescape(point);
-        if (under(point, root) && seen.insert(point).second) points.push_back(point);
+        if (!under(point, old)) continue;
+        point = point == old ? "/" : point.substr(old.size());
+        if (seen.insert(point).second) points.push_back(point);
     }
-    for (const auto& point : points) {
-        struct statvfs sv {};
-        if (::statvfs(point.c_str(), &sv) != 0) {
-            // Unreachable for us (a directory we may not enter, or a mount point hidden by another mount):
-            // the command, with our uid and no capabilities, cannot reach it either.
-            if (errno == EACCES || errno == ENOENT || errno == ENOTDIR) continue;
-            return fail("statvfs " + point);
-        }
-        unsigned long flags = MS_REMOUNT | MS_BIND | MS_RDONLY;
-        if (sv.f_flag & ST_NOSUID) flags |= MS_NOSUID;
-        if (sv.f_flag & ST_NODEV) flags |= MS_NODEV;
-        if (sv.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
-        if (sv.f_flag & ST_NOATIME) flags |= MS_NOATIME;
-        if (sv.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
-        if (sv.f_flag & ST_RELATIME) flags |= MS_RELATIME;
-        if (!(sv.f_flag & (ST_NOATIME | ST_RELATIME))) flags |= MS_STRICTATIME;
-        if (::mount(nullptr, point.c_str(), nullptr, flags, nullptr) != 0) {
-            if (errno == EACCES || errno == ENOENT) continue;
-            return fail("remount read-only " + point);
-        }
+    return points;
+}
+
+std::vector<std::string> host_mounts;
+
+Result remount_readonly(const std::string& point) {
+    struct statvfs sv {};
+    if (::statvfs(point.c_str(), &sv) != 0) {
+        // Unreachable for us (a directory we may not enter, or a mount point hidden by another mount): the
+        // command, with our uid and no capabilities, cannot reach it either.
+        if (errno == EACCES || errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+        return fail("statvfs " + point);
+    }
+    unsigned long flags = MS_REMOUNT | MS_BIND | MS_RDONLY;
+    if (sv.f_flag & ST_NOSUID) flags |= MS_NOSUID;
+    if (sv.f_flag & ST_NODEV) flags |= MS_NODEV;
+    if (sv.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+    if (sv.f_flag & ST_NOATIME) flags |= MS_NOATIME;
+    if (sv.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
+    if (sv.f_flag & ST_RELATIME) flags |= MS_RELATIME;
+    if (!(sv.f_flag & (ST_NOATIME | ST_RELATIME))) flags |= MS_STRICTATIME;
+    if (::mount(nullptr, point.c_str(), nullptr, flags, nullptr) != 0) {
+        if (errno == EACCES || errno == ENOENT) return std::nullopt;
+        return fail("remount read-only " + point);
+    }
+    return std::nullopt;
+}
+
+// Why: a bind mount's MS_RDONLY applies to that one mount only. Submounts (a mounted /home, /dev/shm, /run)
+// keep their own flags and would stay writable under a read-only "/". So the bound path and every host mount
+// below it (which the recursive bind copied) are remounted read-only, keeping the flags they already have: in
+// a user namespace, flags inherited from a more privileged namespace (nosuid, nodev, noexec, atime) are
+// locked and a remount that drops them fails.
+Result make_readonly_tree(const fs::path& host_path) {
+    if (auto r = remount_readonly(in_new(host_path))) return r;
+    for (const auto& m : host_mounts) {
+        if (m == host_path.string()) continue;
+        if (host_path != "/" && !under(m, host_path.string())) continue;
+        if (auto r = remount_readonly(in_new(m))) return r;
     }
     return std::nullopt;
 }
@@ -161,7 +180,7 @@ Result mount_proc() {
         struct stat st {};
         if (::lstat(p.c_str(), &st) != 0) continue;
         if (auto r = do_mount(p, p, nullptr, MS_BIND | MS_REC, nullptr)) return r;
-        if (auto r = make_readonly_recursive(p)) return r;
+        if (auto r = remount_readonly(p)) return r;
     }
     return std::nullopt;
 }
@@ -218,7 +237,7 @@ Result apply_op(const MountOp& op, std::vector<std::string>& masks) {
     switch (op.kind) {
         case MountKind::RootReadOnly:
             if (auto r = do_mount(kOld, kNew, nullptr, MS_BIND | MS_REC, nullptr)) return r;
-            return make_readonly_recursive(kNew);
+            return make_readonly_tree("/");
         case MountKind::PrivateTmp: {
             std::string target = in_new(op.path);
             if (auto r = ensure_target(target, true)) return r;
@@ -229,7 +248,7 @@ Result apply_op(const MountOp& op, std::vector<std::string>& masks) {
             return bind(op.path, true);
         case MountKind::ReadOnly:
             if (auto r = bind(op.path, true)) return r;
-            return make_readonly_recursive(in_new(op.path));
+            return make_readonly_tree(op.path);
         case MountKind::MaskDir: {
             std::string target = in_new(op.path);
             if (auto r = ensure_target(target, true)) return r;
@@ -272,6 +291,8 @@ Result apply_mount_plan(Context& ctx) {
     if (fd < 0) return fail("create /empty-file");
     ::close(fd);
 
+    host_mounts = read_host_mounts();
+    if (host_mounts.empty()) return fail_msg("cannot read the host's mount table");
     std::vector<std::string> masks;
     for (const auto& op : ctx.config.plan.ops) {
         if (auto r = apply_op(op, masks)) {

@@ -110,10 +110,10 @@ TEST_CASE("missing always-read-only paths get a placeholder at their first missi
     const fs::path p = s.root / "project";
     CHECK(has_placeholder(plan, p / ".bashrc", false));  // a file name
     CHECK(has_placeholder(plan, p / ".mcp.json", false));
-    CHECK(has_placeholder(plan, p / ".git/hooks", true));  // a directory name
+    CHECK(has_placeholder(plan, p / ".git/hooks", false));  // a file blocks a directory too
     CHECK(has_placeholder(plan, p / ".git/config", false));
-    CHECK(has_placeholder(plan, p / ".vscode", true));
-    CHECK(has_placeholder(plan, p / ".claude", true));  // intermediate: the directory itself
+    CHECK(has_placeholder(plan, p / ".vscode", false));
+    CHECK(has_placeholder(plan, p / ".claude", false));  // the first missing component
     CHECK_FALSE(has_placeholder(plan, p / ".claude/settings.json", false));
     CHECK(find(plan, MountKind::ReadOnly, p / ".claude") > find(plan, MountKind::Writable, p));
     CHECK(find(plan, MountKind::ReadOnly, p / ".git/hooks") >= 0);
