@@ -288,3 +288,32 @@ std::string check_cidr(std::string_view text) {
 }
 
 }  // namespace cordon::policy::detail
+
+namespace cordon::policy::detail {
+
+bool normalise_plain_name(std::string_view host, std::array<char, 256>& buffer, std::string_view& out) {
+    if (!host.empty() && host.back() == '.') host.remove_suffix(1);
+    if (host.empty() || host.size() > kMaxHostLength) return false;
+    std::size_t label_length = 0;
+    bool label_numeric = true;
+    for (std::size_t i = 0; i < host.size(); ++i) {
+        char c = host[i];
+        if (c == '.') {
+            if (label_length == 0) return false;
+            label_length = 0;
+            label_numeric = true;
+            buffer[i] = c;
+            continue;
+        }
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        if (!is_label_char(c)) return false;
+        if (c < '0' || c > '9') label_numeric = false;
+        if (++label_length > 63) return false;
+        buffer[i] = c;
+    }
+    if (label_length == 0 || label_numeric) return false;  // empty last label, or maybe an IPv4 literal
+    out = std::string_view(buffer.data(), host.size());
+    return true;
+}
+
+}  // namespace cordon::policy::detail

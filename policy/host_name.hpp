@@ -3,6 +3,7 @@
 // `*`). Internal to the policy module.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -49,5 +50,14 @@ namespace cordon::policy::detail {
 // Checks an address-guard entry: an IPv4 or IPv6 address with an optional `/prefix` (0..32, 0..128). Returns
 // an empty string when valid, else the reason.
 std::string check_cidr(std::string_view text);
+
+}  // namespace cordon::policy::detail
+
+namespace cordon::policy::detail {
+
+// The allocation-free fast path of normalise_host for plain ASCII names (the common case on the proxy's data
+// path): lowercases into `buffer` and sets `out`. Returns false when the host needs the general path (IP
+// literals, IDN, invalid input), which then decides.
+bool normalise_plain_name(std::string_view host, std::array<char, 256>& buffer, std::string_view& out);
 
 }  // namespace cordon::policy::detail

@@ -8,8 +8,9 @@ namespace {
 // A recursive-descent walk over valid JSON that records the line where each value starts.
 class Scanner {
   public:
-    Scanner(std::string_view text, std::unordered_map<std::string, int>& lines)
-        : text_(text), lines_(lines) {}
+    Scanner(std::string_view text, std::unordered_map<std::string, int>& lines,
+            std::unordered_map<std::string, std::vector<int>>& arrays)
+        : text_(text), lines_(lines), arrays_(arrays) {}
 
     void run() {
         skip_space();
@@ -29,8 +30,12 @@ class Scanner {
         }
     }
 
-    void value(const std::string& path) {
-        lines_[path] = line_;
+    void value(const std::string& path, std::vector<int>* element_lines = nullptr) {
+        if (element_lines != nullptr) {
+            element_lines->push_back(line_);
+        } else {
+            lines_[path] = line_;
+        }
         if (pos_ >= text_.size()) return;
         switch (text_[pos_]) {
             case '{':
@@ -80,9 +85,17 @@ class Scanner {
             ++pos_;
             return;
         }
+        std::vector<int>& lines = arrays_[path];
         for (std::size_t index = 0; pos_ < text_.size(); ++index) {
             skip_space();
-            value(append_index(path, index));
+            // Scalars need no path of their own; containers do (their members are recorded by path).
+            const char c = pos_ < text_.size() ? text_[pos_] : '\0';
+            if (c == '{' || c == '[') {
+                lines.push_back(line_);
+                value(append_index(path, index));
+            } else {
+                value(std::string(), &lines);
+            }
             skip_space();
             if (pos_ < text_.size() && text_[pos_] == ',') {
                 ++pos_;
@@ -176,6 +189,7 @@ class Scanner {
 
     std::string_view text_;
     std::unordered_map<std::string, int>& lines_;
+    std::unordered_map<std::string, std::vector<int>>& arrays_;
     std::size_t pos_ = 0;
     int line_ = 1;
 };
@@ -183,10 +197,24 @@ class Scanner {
 }  // namespace
 
 JsonPositions::JsonPositions(std::string_view text) {
-    Scanner(text, lines_).run();
+    Scanner(text, lines_, arrays_).run();
 }
 
 int JsonPositions::line_of(const std::string& path) const {
+    if (!path.empty() && path.back() == ']') {
+        auto open = path.rfind('[');
+        if (open != std::string::npos) {
+            auto array = arrays_.find(path.substr(0, open));
+            if (array != arrays_.end()) {
+                std::size_t index = 0;
+                for (std::size_t i = open + 1; i + 1 < path.size(); ++i) {
+                    if (path[i] < '0' || path[i] > '9') return 0;
+                    index = index * 10 + static_cast<std::size_t>(path[i] - '0');
+                }
+                return index < array->second.size() ? array->second[index] : 0;
+            }
+        }
+    }
     auto it = lines_.find(path);
     return it == lines_.end() ? 0 : it->second;
 }

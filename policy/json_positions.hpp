@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace cordon::policy::detail {
 
@@ -18,7 +19,10 @@ class JsonPositions {
     int line_of(const std::string& path) const;
 
   private:
+    // Lines of values that are not array elements, by path; lines of array elements, by the array's path (a
+    // settings file may hold 100,000 entries: one vector per array keeps the scan cheap).
     std::unordered_map<std::string, int> lines_;
+    std::unordered_map<std::string, std::vector<int>> arrays_;
 };
 
 struct LineColumn {

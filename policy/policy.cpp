@@ -144,6 +144,8 @@ class PolicyImpl final : public Policy {
         network_.allow_all_unix_sockets = c.allow_all_unix_sockets.value_or(false);
         network_.allowed_addresses = std::move(c.addresses);
         network_.allow_unix_sockets = std::move(c.unix_sockets);
+        network_.allowed_domains.reserve(c.allow.size());
+        network_.denied_domains.reserve(c.deny.size());
         for (auto& entry : c.allow) {
             if (c.managed_only && entry.rule.source.layer != Layer::Managed) {
                 network_.ignored_allows.push_back(std::move(entry.rule));

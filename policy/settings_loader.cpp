@@ -111,6 +111,9 @@ class FileLoader {
         if (it == parent.end()) return;
         const std::string path = append_key(parent_path, key);
         if (!it->is_array()) fail(path, "expected an array of strings, found " + type_name(*it));
+        // Large lists (100,000 domains) grow the rule vectors once, not by repeated doubling.
+        if (it->size() > 1024 && std::string_view(key) == "allowedDomains")
+            out_.allow.reserve(out_.allow.size() + it->size());
         std::size_t index = 0;
         for (const json& element : *it) {
             std::string where = append_index(path, index++);
