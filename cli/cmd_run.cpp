@@ -3,9 +3,11 @@
 // enforces
 // --timeout, and exits with the command's status.
 #include <pwd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <uv.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -14,7 +16,9 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/proxy_flags.hpp"
 #include "jail/jail.hpp"
+#include "proxy/proxy.hpp"
 
 extern char** environ;
 
@@ -49,6 +53,12 @@ constexpr const char* kRunHelp =
     "  --no-network           do not create the proxy listeners: the jail has no network at all\n"
     "  --quiet                no end-of-run summary of refused connections\n"
     "  --help                 this text\n"
+    "\n"
+    "Inside, HTTP_PROXY/HTTPS_PROXY/http_proxy/https_proxy/GRPC_PROXY = http://127.0.0.1:3128,\n"
+    "ALL_PROXY/all_proxy = socks5h://127.0.0.1:1080, NO_PROXY=localhost,127.0.0.1,::1, SANDBOX_RUNTIME=1.\n"
+    "The proxy runs in cordon itself (host side) and serves sockets created inside the jail; the audit log\n"
+    "names the jail in `sandbox`. At the end, refused connections are summarised on stderr (not with "
+    "--quiet).\n"
     "\n";
 
 struct RunOptions {
@@ -142,6 +152,7 @@ std::string make_jail_id() {
 // The supervisor's loop: signals (relayed, SIGCHLD), the timeout, and (once started) the proxy.
 struct Supervisor {
     jail::Jail* jail = nullptr;
+    proxy::Proxy* proxy = nullptr;
     uv_loop_t loop{};
     uv_poll_t signals{};
     uv_timer_t timer{};
@@ -155,13 +166,35 @@ struct Supervisor {
         uv_timer_stop(&timer);
         uv_close(reinterpret_cast<uv_handle_t*>(&signals), nullptr);
         uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr);
+        // The jail is gone, and with it every client socket: let the proxy finish what is left (upstream
+        // sides, the audit log) and stop.
+        if (proxy) proxy->shutdown(std::chrono::milliseconds(1000), [this] { uv_stop(&loop); });
     }
 };
+
+void print_refusals(const proxy::RefusalSummary& summary) {
+    if (summary.hosts.empty()) return;
+    std::vector<std::pair<std::string, std::size_t>> hosts(summary.hosts.begin(), summary.hosts.end());
+    std::stable_sort(hosts.begin(), hosts.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::size_t total = 0;
+    for (const auto& h : hosts)
+        total += h.second;
+    std::string out = "cordon: refused " + std::to_string(total) + " connection(s) to " +
+                      std::to_string(hosts.size()) + " host(s):\n";
+    constexpr std::size_t kMax = 15;
+    for (std::size_t i = 0; i < hosts.size() && i < kMax; ++i)
+        out += "  " + hosts[i].first + "  x" + std::to_string(hosts[i].second) + "\n";
+    if (hosts.size() > kMax) out += "  ... and " + std::to_string(hosts.size() - kMax) + " more host(s)\n";
+    out += "  (allow with --allow-domain or sandbox.network.allowedDomains; `cordon check HOST` explains)\n";
+    std::cerr << out;
+}
 
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
     policy::LoadOptions load;
+    proxy::Options proxy_options;
     RunOptions run;
     ArgCursor args(argc, argv, 0);
     while (!args.done()) {
@@ -170,9 +203,9 @@ int cmd_run(int argc, char** argv) {
             run.command = args.rest();
             break;
         }
-        if (parse_policy_flag(args, load)) continue;
+        if (parse_policy_flag(args, load) || parse_proxy_flag(args, proxy_options)) continue;
         if (args.flag("--help") || args.flag("-h")) {
-            std::cout << kRunHelp << kPolicyFlagsHelp;
+            std::cout << kRunHelp << kProxyFlagsHelp << "\n" << kPolicyFlagsHelp;
             return 0;
         } else if (args.flag("-c")) {
             run.command = {"/bin/sh", "-c", args.value()};
@@ -255,15 +288,38 @@ int cmd_run(int argc, char** argv) {
         return 125;
     }
     auto jail = std::get<std::unique_ptr<jail::Jail>>(std::move(started));
-    const std::string jail_id = make_jail_id();
-    (void)jail_id;
-
     Supervisor sup;
     sup.jail = jail.get();
     uv_loop_init(&sup.loop);
     sup.loop.data = &sup;
-    for (auto& listener : jail->take_listeners())
-        ::close(listener.fd);
+    // After the jail started: it must not inherit an ignored SIGPIPE (`yes | head` relies on it).
+    ::signal(SIGPIPE, SIG_IGN);
+    rlimit files{};
+    if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+        files.rlim_cur = files.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &files);
+    }
+    std::unique_ptr<proxy::Proxy> proxy;
+    auto listeners = jail->take_listeners();
+    if (run.network) {
+        proxy_options.sandbox_id = make_jail_id();
+        try {
+            proxy = proxy::Proxy::create(&sup.loop, policy, proxy_options);
+        } catch (const std::exception& e) {
+            std::cerr << "cordon: " << e.what() << "\n";
+            for (auto& l : listeners)
+                ::close(l.fd);
+            jail->kill();
+            jail->wait();
+            return 2;
+        }
+        for (auto& listener : listeners)
+            proxy->listen_fd(listener.fd);
+        sup.proxy = proxy.get();
+    } else {
+        for (auto& listener : listeners)
+            ::close(listener.fd);
+    }
 
     uv_poll_init(&sup.loop, &sup.signals, jail->signal_fd());
     sup.signals.data = &sup;
@@ -288,9 +344,14 @@ int cmd_run(int argc, char** argv) {
     // The jail may have exited before the poll started.
     if (auto st = jail->handle_signals()) sup.finish(*st);
     uv_run(&sup.loop, UV_RUN_DEFAULT);
-    uv_loop_close(&sup.loop);
     int status = sup.status.value_or(125);
     jail.reset();  // placeholders removed
+    if (proxy) {
+        if (!run.quiet) print_refusals(proxy->refusals());
+        proxy.reset();
+        uv_run(&sup.loop, UV_RUN_NOWAIT);  // close callbacks
+    }
+    uv_loop_close(&sup.loop);
     return status;
 }
 
