@@ -478,6 +478,73 @@ class JailCase:
 
     # --- network ------------------------------------------------------------------------------------------
 
+    def curl(self, *curl_args, flags=(), expect=0):
+        args = " ".join(f"'{a}'" for a in curl_args)
+        # Response headers to stderr through a file: reopening /dev/stderr fails for a pipe owned by root.
+        return self.sh(f"curl -sS --max-time 10 -D headers {args}; rc=$?; cat headers >&2; exit $rc",
+                       *Upstream.flags(), *flags, expect=expect)
+
+    def test_allowed_host_via_http_proxy(self):
+        audit = os.path.join(self.dir, "audit.log")
+        self.own(self.dir)
+        out, err = self.curl(Upstream.url(), flags=["--allow-domain", Upstream.NAME, "--audit-log", audit])
+        self.assertEqual(out, "hello from upstream\n", err)
+        with open(audit) as f:
+            lines = [json.loads(line) for line in f]
+        decisions = [line for line in lines if line["event"] == "decision"]
+        self.assertEqual(len(decisions), 1, lines)
+        self.assertEqual(decisions[0]["decision"], "allow")
+        self.assertEqual(decisions[0]["host"], Upstream.NAME)
+        self.assertRegex(decisions[0]["sandbox"], r"^cordon-\d+-[0-9a-f]+$")
+        self.assertTrue(all(line["sandbox"] == decisions[0]["sandbox"] for line in lines))
+        self.assertNotIn("refused", err)
+
+    def test_allowed_host_via_connect_and_socks(self):
+        flags = ["--allow-domain", Upstream.NAME]
+        out, err = self.curl("--proxytunnel", Upstream.url(), flags=flags)  # CONNECT through HTTPS_PROXY's port
+        self.assertEqual(out, "hello from upstream\n", err)
+        out, err = self.sh(f"curl -sS --max-time 10 --proxy \"$ALL_PROXY\" {Upstream.url()}",
+                           *Upstream.flags(), *flags)
+        self.assertEqual(out, "hello from upstream\n", err)
+
+    def test_denied_host_gets_403(self):
+        out, err = self.curl("-w", "%{http_code}", Upstream.url(), flags=["--allow-domain", "other.example"])
+        self.assertTrue(out.endswith("403"), out)
+        self.assertIn("X-Proxy-Error: blocked-by-allowlist", err)
+        self.assertIn(Upstream.NAME, out)
+        # The end-of-run summary names the host; --quiet drops it.
+        self.assertIn(f"refused 1 connection(s)", err)
+        self.assertIn(f"{Upstream.NAME}:{Upstream.http_port}", err)
+        out, err = self.curl("-w", "%{http_code}", Upstream.url(),
+                             flags=["--allow-domain", Upstream.NAME, "--deny-domain", "*.cordon.example", "--quiet"])
+        self.assertTrue(out.endswith("403"), out)
+        self.assertIn("X-Proxy-Error: blocked-by-denylist", err)
+        self.assertNotIn("refused", err)
+
+    def test_empty_allowed_domains_allows_nothing(self):
+        settings = self.write(os.path.join(self.dir, "settings.json"),
+                              json.dumps({"network": {"allowedDomains": [], "deniedDomains": []}}))
+        out, err = self.curl("-w", "%{http_code}", Upstream.url(), flags=["--settings", settings])
+        self.assertTrue(out.endswith("403"), out)
+        out, err = self.sh("curl -sS --max-time 5 -w '%{http_code}' http://example.com/", "--settings", settings,
+                           *Upstream.flags())
+        self.assertTrue(out.endswith("403"), out)
+
+    def test_test_host_reachable_only_through_the_proxy(self):
+        url = f"http://{TestHost.addr}:{TestHost.port}/"
+        out, err = self.sh(f"curl -sS --max-time 5 {url}", "--allow-domain", TestHost.addr, "--allow-address",
+                           "10.202.0.0/16")
+        self.assertEqual(out, "test-host\n", err)
+        out, err = self.sh(f"curl -sS --noproxy '*' --max-time 3 {url} && echo REACHED; true", "--allow-domain",
+                           TestHost.addr, "--allow-address", "10.202.0.0/16")
+        self.assertNotIn("REACHED", out)
+
+    def test_no_network_flag(self):
+        out, err = self.sh("curl -sS --max-time 3 http://example.com/ && echo REACHED; echo ${HTTP_PROXY:-none}",
+                           "--no-network")
+        self.assertNotIn("REACHED", out)
+        self.assertIn("none", out)
+
     def test_direct_connection_to_test_host_fails(self):
         out, err = self.sh(f"curl -sS --noproxy '*' --max-time 3 http://{TestHost.addr}:{TestHost.port}/ "
                            f"&& echo REACHED; curl -sS --noproxy '*' --max-time 3 "
@@ -540,6 +607,88 @@ class TestHost:
             subprocess.run(["ip", "link", "del", cls.host_if], check=False, stderr=subprocess.DEVNULL)
 
 
+class Upstream:
+    """A test upstream on the host's loopback: an HTTP server and a DNS server that resolves
+    test.cordon.example (and only that) to 127.0.0.1."""
+
+    NAME = "test.cordon.example"
+    http = None
+    http_port = None
+    dns = None
+    dns_port = None
+
+    @classmethod
+    def setup(cls):
+        import http.server
+        import socket
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = b"hello from upstream\n"
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        cls.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        cls.http_port = cls.http.server_address[1]
+        threading.Thread(target=cls.http.serve_forever, daemon=True).start()
+
+        cls.dns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        cls.dns.bind(("127.0.0.1", 0))
+        cls.dns_port = cls.dns.getsockname()[1]
+        threading.Thread(target=cls._serve_dns, daemon=True).start()
+
+    @classmethod
+    def _serve_dns(cls):
+        import struct
+        while True:
+            try:
+                data, peer = cls.dns.recvfrom(512)
+            except OSError:
+                return
+            if len(data) < 12:
+                continue
+            qid, = struct.unpack("!H", data[:2])
+            pos, labels = 12, []
+            while pos < len(data) and data[pos] != 0:
+                n = data[pos]
+                labels.append(data[pos + 1:pos + 1 + n].decode(errors="replace"))
+                pos += 1 + n
+            question = data[12:pos + 5]
+            qtype, = struct.unpack("!H", data[pos + 1:pos + 3])
+            name = ".".join(labels).lower()
+            if name != cls.NAME:
+                cls.dns.sendto(struct.pack("!HHHHHH", qid, 0x8183, 1, 0, 0, 0) + question, peer)
+                continue
+            answers = b""
+            count = 0
+            if qtype == 1:
+                answers = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + bytes([127, 0, 0, 1])
+                count = 1
+            cls.dns.sendto(struct.pack("!HHHHHH", qid, 0x8180, 1, count, 0, 0) + question + answers, peer)
+
+    @classmethod
+    def teardown(cls):
+        if cls.http:
+            cls.http.shutdown()
+            cls.http.server_close()
+        if cls.dns:
+            cls.dns.close()
+
+    @classmethod
+    def url(cls):
+        return f"http://{cls.NAME}:{cls.http_port}/"
+
+    @classmethod
+    def flags(cls):
+        return ["--dns-server", f"127.0.0.1:{cls.dns_port}", "--allow-address", "127.0.0.0/8"]
+
+
 class AsRoot(JailCase, unittest.TestCase):
     AS_USER = False
 
@@ -574,11 +723,13 @@ def main():
         return 77
     Env.setup()
     try:
+        Upstream.setup()
         TestHost.setup()
         prog = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)
         return 0 if prog.result.wasSuccessful() else 1
     finally:
         TestHost.teardown()
+        Upstream.teardown()
         Env.teardown()
 
 
