@@ -4,6 +4,7 @@
 #include "jail/jail.hpp"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -139,6 +140,17 @@ Result setup_network(Context& ctx) {
     }
     ::close(fd);
     ::syscall(SYS_close_range, 3U, ~0U, 0U);
+    // The init keeps only what it needs (CAP_KILL, to kill a command running under another uid) and is not
+    // dumpable: nothing in the jail can read or write its memory or make it do anything with privileges.
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
+    caps[0].permitted = caps[0].effective = 1U << CAP_KILL;
+    if (::syscall(SYS_capset, &header, caps) != 0) {
+        say("cannot set up the jail: drop the init's capabilities: " + std::string(std::strerror(errno)));
+        ::kill(command, SIGKILL);
+        ::_exit(kSetupFailed);
+    }
     run_init(command);
 }
 

@@ -179,6 +179,12 @@ class JailCase:
         self.assertLessEqual(len(pids), 5, pids)
         out, _ = self.sh("cat /proc/1/cmdline | tr '\\0' ' '")
         self.assertIn("cordon", out)
+        # The jail's init (which set the jail up) is out of reach: not dumpable, only CAP_KILL left.
+        out, err = self.sh("cat /proc/1/environ >/dev/null && echo ENV; dd if=/proc/1/mem bs=1 count=1 "
+                           "2>/dev/null && echo MEM; grep CapEff /proc/1/status", expect=None)
+        self.assertNotIn("ENV", out)
+        self.assertNotIn("MEM", out)
+        self.assertIn("0000000000000020", out)
 
     def test_proc_sys_read_only(self):
         # Writes the value it already has, so a failure of the jail would change nothing on the host.
@@ -457,6 +463,24 @@ class JailCase:
                      "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "add_key", "request_key", "keyctl",
                      "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "ptrace_traceme"):
             self.assertEqual(r[name], E.EPERM, name)
+
+    def test_x32_syscalls_killed(self):
+        # The x32 ABI reuses the x86_64 audit arch with high syscall numbers: the filter kills the process
+        # rather than let socket(AF_UNIX) through under another number.
+        rc, out, err = self.run_jail(["--", PY, "-c", "import ctypes; l = ctypes.CDLL(None); "
+                                      "l.syscall(ctypes.c_long(0x40000000 + 41), 1, 1, 0); print('ALIVE')"])
+        self.assertEqual(rc, 128 + signal.SIGSYS, err)
+        self.assertNotIn("ALIVE", out)
+
+    def test_strict_and_best_effort(self):
+        rc, _, err = self.run_jail(["--strict", "--best-effort", "--", "/bin/true"])
+        self.assertEqual(rc, 2)
+        self.assertIn("contradict", err)
+        # This kernel has Landlock with scoping (ABI >= 6): --strict runs; without it, it would refuse.
+        rc, _, err = self.run_jail(["--strict", "--", "/bin/true"])
+        self.assertEqual(rc, 0, err)
+        rc, _, err = self.run_jail(["--best-effort", "--", "/bin/true"])
+        self.assertEqual((rc, err), (0, ""))
 
     def test_allow_ptrace(self):
         r = self.probe("seccomp", "--allow-ptrace")
