@@ -264,14 +264,23 @@ bool JailImpl::write_id_maps(const JailConfig& config, std::string& error) {
     return true;
 }
 
-bool JailImpl::start(const JailConfig& config, std::string& error) {
-    for (const auto& ph : config.plan.placeholders) {
+bool JailImpl::start(const JailConfig& given, std::string& error) {
+    JailConfig config = given;
+    for (const auto& ph : given.plan.placeholders) {
         int rc;
         if (ph.directory) {
             rc = ::mkdir(ph.path.c_str(), 0755);
         } else {
             rc = ::open(ph.path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
             if (rc >= 0) ::close(rc);
+        }
+        // Where we may not create it (a directory we cannot write, a read-only file system), the command,
+        // with our uid and no capabilities, cannot either: nothing to protect.
+        if (rc < 0 && (errno == EACCES || errno == EPERM || errno == EROFS)) {
+            std::erase_if(config.plan.ops, [&](const MountOp& op) {
+                return op.kind == MountKind::ReadOnly && op.path == ph.path;
+            });
+            continue;
         }
         if (rc < 0 && errno != EEXIST) {
             error = "cannot create the placeholder " + ph.path.string() + " that keeps " + ph.why +

@@ -730,6 +730,16 @@ class AsUser(JailCase, unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("--user needs root", err)
 
+    def test_read_only_working_directory(self):
+        # A directory the user cannot write: no placeholders needed (or possible); the command runs.
+        ro = self.mkdir("readonly")
+        os.chown(ro, 0, 0)
+        os.chmod(ro, 0o755)
+        out, err = self.sh("echo x > f || echo DENIED; echo ok", cwd=ro)
+        self.assertIn("DENIED", out)
+        self.assertIn("ok", out)
+        self.assertEqual(os.listdir(ro), [])
+
     def test_pids_limit(self):
         out, err = self.sh("for i in 1 2 3 4 5 6 7 8; do sleep 2 & done 2>&1; wait; echo done", "--pids", "4",
                            expect=None)
