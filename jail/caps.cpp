@@ -1,4 +1,5 @@
 // Privileges of the command: no capabilities in any set, no way to regain them, no_new_privs.
+#include <grp.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <sys/prctl.h>
@@ -41,6 +42,8 @@ Result drop_privileges(Context& ctx) {
 
     if (ctx.config.run_as) {
         auto [uid, gid] = *ctx.config.run_as;
+        // No supplementary group of the caller (root's groups) may follow the command.
+        if (::setgroups(0, nullptr) != 0) return fail("clear supplementary groups");
         if (::setresgid(gid, gid, gid) != 0) return fail("setresgid " + std::to_string(gid));
         if (::setresuid(uid, uid, uid) != 0) return fail("setresuid " + std::to_string(uid));
     }

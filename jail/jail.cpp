@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -116,11 +117,59 @@ Result setup_network(Context& ctx) {
     ::_exit(err == ENOENT ? 127 : 126);
 }
 
-[[noreturn]] void child_main(const JailConfig& config, int fd) {
-    // The jail dies with the supervisor. If the supervisor is already gone, the read below sees EOF.
+bool write_file(const std::string& path, const std::string& content) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+    ::close(fd);
+    return ok;
+}
+
+// The jail's id maps: the caller keeps its uid and gid inside. Computed before the clone (inside, before the
+// maps exist, getuid() reads the overflow uid).
+struct IdMaps {
+    std::string uid_map, gid_map;
+    // A single line mapping our own ids: the jail child writes it itself (no round trip to the supervisor),
+    // which the kernel allows only after setgroups(2) is given up in the namespace (otherwise dropping a
+    // group could gain access that the group was denying).
+    bool by_child = true;
+};
+
+IdMaps id_maps(const JailConfig& config) {
+    IdMaps m;
+    uid_t uid = ::getuid();
+    gid_t gid = ::getgid();
+    m.uid_map = std::to_string(uid) + " " + std::to_string(uid) + " 1\n";
+    m.gid_map = std::to_string(gid) + " " + std::to_string(gid) + " 1\n";
+    if (uid == 0 && config.run_as && config.run_as->first != 0) {
+        // Root stays root inside (the jail's init needs a mapped uid to create mount points) and the command
+        // switches to the requested user, mapped to itself. Two lines need the supervisor's CAP_SETUID.
+        m.by_child = false;
+        m.uid_map +=
+            std::to_string(config.run_as->first) + " " + std::to_string(config.run_as->first) + " 1\n";
+        if (config.run_as->second != gid)
+            m.gid_map +=
+                std::to_string(config.run_as->second) + " " + std::to_string(config.run_as->second) + " 1\n";
+    }
+    return m;
+}
+
+[[noreturn]] void child_main(const JailConfig& config, const IdMaps& maps, int fd, int supervisor_pidfd) {
+    // The jail dies with the supervisor; if the supervisor died before this line, its pidfd is readable.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    char go = 0;
-    if (::read(fd, &go, 1) != 1) ::_exit(kSetupFailed);
+    pollfd dead{supervisor_pidfd, POLLIN, 0};
+    if (supervisor_pidfd >= 0 && ::poll(&dead, 1, 0) != 0) ::_exit(kSetupFailed);
+    if (supervisor_pidfd >= 0) ::close(supervisor_pidfd);
+    if (maps.by_child) {
+        if (!write_file("/proc/self/setgroups", "deny") || !write_file("/proc/self/uid_map", maps.uid_map) ||
+            !write_file("/proc/self/gid_map", maps.gid_map)) {
+            say("cannot set up the jail: write the id maps: " + std::string(std::strerror(errno)));
+            ::_exit(kSetupFailed);
+        }
+    } else {
+        char go = 0;
+        if (::read(fd, &go, 1) != 1) ::_exit(kSetupFailed);
+    }
 
     Context ctx{config, fd, {}};
     bool ok = run_steps(ctx, {{"hostname", set_hostname, true},
@@ -152,14 +201,6 @@ Result setup_network(Context& ctx) {
         ::_exit(kSetupFailed);
     }
     run_init(command);
-}
-
-bool write_file(const std::string& path, const std::string& content) {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
-    ::close(fd);
-    return ok;
 }
 
 class JailImpl final : public Jail {
@@ -222,7 +263,7 @@ class JailImpl final : public Jail {
         if (r < 0 && errno != EINTR) status_ = kSetupFailed;
     }
 
-    bool write_id_maps(const JailConfig& config, std::string& error);
+    bool write_id_maps(const IdMaps& maps, std::string& error);
 
     pid_t pid_ = -1;
     int sigfd_ = -1;
@@ -233,31 +274,13 @@ class JailImpl final : public Jail {
     std::vector<Placeholder> created_;
 };
 
-bool JailImpl::write_id_maps(const JailConfig& config, std::string& error) {
+bool JailImpl::write_id_maps(const IdMaps& maps, std::string& error) {
     std::string proc = "/proc/" + std::to_string(pid_);
-    uid_t uid = ::getuid();
-    gid_t gid = ::getgid();
-    std::string uid_map = std::to_string(uid) + " " + std::to_string(uid) + " 1\n";
-    std::string gid_map = std::to_string(gid) + " " + std::to_string(gid) + " 1\n";
-    if (uid == 0 && config.run_as && config.run_as->first != 0) {
-        // Root stays root inside (the jail's init needs a mapped uid to create mount points) and the command
-        // switches to the requested user, mapped to itself.
-        uid_map += std::to_string(config.run_as->first) + " " + std::to_string(config.run_as->first) + " 1\n";
-        if (config.run_as->second != gid)
-            gid_map +=
-                std::to_string(config.run_as->second) + " " + std::to_string(config.run_as->second) + " 1\n";
-    }
-    // An unprivileged user may map its own gid only after giving up setgroups(2) in the namespace (otherwise
-    // it could drop a group that is used to deny it access).
-    if (uid != 0 && !write_file(proc + "/setgroups", "deny")) {
-        error = "cannot write " + proc + "/setgroups: " + std::strerror(errno);
-        return false;
-    }
-    if (!write_file(proc + "/uid_map", uid_map)) {
+    if (!write_file(proc + "/uid_map", maps.uid_map)) {
         error = "cannot write the jail's uid map: " + std::string(std::strerror(errno));
         return false;
     }
-    if (!write_file(proc + "/gid_map", gid_map)) {
+    if (!write_file(proc + "/gid_map", maps.gid_map)) {
         error = "cannot write the jail's gid map: " + std::string(std::strerror(errno));
         return false;
     }
@@ -310,7 +333,10 @@ bool JailImpl::start(const JailConfig& given, std::string& error) {
     // is single-threaded at this point (the proxy's loop starts later).
     long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
                  CLONE_NEWCGROUP | SIGCHLD;
+    const IdMaps maps = id_maps(config);
+    int self_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
     long child = ::syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr);
+    if (child != 0 && self_pidfd >= 0) ::close(self_pidfd);
     if (child < 0) {
         error = std::string("cannot create the jail's namespaces: ") + std::strerror(errno) +
                 (errno == EPERM || errno == ENOSPC ? " (are user namespaces disabled?)" : "");
@@ -319,16 +345,18 @@ bool JailImpl::start(const JailConfig& given, std::string& error) {
     }
     if (child == 0) {
         ::close(pair[0]);
-        child_main(config, pair[1]);
+        child_main(config, maps, pair[1], self_pidfd);
     }
     pid_ = static_cast<pid_t>(child);
     ::close(pair[1]);
 
-    if (!write_id_maps(config, error)) return false;
-    char go = 'g';
-    if (::write(sock_, &go, 1) != 1) {
-        error = std::string("cannot start the jail: ") + std::strerror(errno);
-        return false;
+    if (!maps.by_child) {
+        if (!write_id_maps(maps, error)) return false;
+        char go = 'g';
+        if (::write(sock_, &go, 1) != 1) {
+            error = std::string("cannot start the jail: ") + std::strerror(errno);
+            return false;
+        }
     }
     auto listeners = receive_listeners(sock_);
     if (!listeners) {

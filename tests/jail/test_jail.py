@@ -717,8 +717,8 @@ class AsRoot(JailCase, unittest.TestCase):
     AS_USER = False
 
     def test_run_as_other_user(self):
-        out, _ = self.sh("id -u; id -g; cat /proc/self/status | grep CapEff", "--user", f"{Env.uid}:{Env.gid}")
-        self.assertEqual(out.splitlines()[:2], [str(Env.uid), str(Env.gid)])
+        out, _ = self.sh("id -u; id -g; id -G; cat /proc/self/status | grep CapEff", "--user", f"{Env.uid}:{Env.gid}")
+        self.assertEqual(out.splitlines()[:3], [str(Env.uid), str(Env.gid), str(Env.gid)])  # no root groups
         self.assertIn("0000000000000000", out)
 
 
