@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -20,8 +21,6 @@
 #include <fstream>
 
 #include "jail/detail/setup.hpp"
-
-extern char** environ;
 
 namespace cordon::jail {
 
@@ -85,36 +84,45 @@ Result setup_network(Context& ctx) {
     return create_listeners(ctx);
 }
 
-// The command process: restrictions in dependency order, then exec. Never returns.
-[[noreturn]] void exec_command(Context& ctx) {
+// The command process: restrictions in dependency order, then exec. Runs with vfork semantics (see
+// setup.hpp): system calls on prepared data only. Never returns.
+int exec_command(void* arg) {
+    Context& ctx = *static_cast<Context*>(arg);
+    ::close(ctx.supervisor_fd);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     // Limits first (rlimits need no privilege to lower), then privileges (capabilities are needed to drop the
-    // bounding set and change uid), no_new_privs, Landlock, and seccomp last: it refuses calls made above.
+    // bounding set and change uid) and no_new_privs, Landlock, and seccomp last: it refuses calls made above.
     bool ok = run_steps(ctx, {{"resource limits", apply_limits, true},
                               {"privilege drop", drop_privileges, false},
-                              {"Landlock", apply_landlock, true},
-                              {"seccomp filter", apply_seccomp, true}});
+                              {"Landlock", enforce_landlock, true},
+                              {"seccomp filter", enforce_seccomp, true}});
     if (!ok) ::_exit(kSetupFailed);
-
-    std::vector<char*> argv;
-    for (const auto& a : ctx.config.argv)
-        argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    std::vector<char*> envp;
-    for (const auto& e : ctx.config.env)
-        envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    environ = envp.data();  // execvp searches the command's PATH
     // A file descriptor inherited from the caller reaches whatever it points to, whatever the mounts say:
     // only 0-2 survive exec.
     ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
-    ::execvp(argv[0], argv.data());
+    // The command's PATH is the caller's (only proxy variables differ), which execvpe searches.
+    ::execvpe(ctx.argv[0], ctx.argv.data(), ctx.envp.data());
     int err = errno;
     say("cannot run " + ctx.config.argv[0] + ": " + std::strerror(err));
     ::_exit(err == ENOENT ? 127 : 126);
+}
+
+// Starts the command sharing our memory (CLONE_VM) and suspended until it execs or exits (CLONE_VFORK):
+// nothing of the init's address space is copied.
+pid_t start_command(Context& ctx) {
+    constexpr std::size_t kStack = 256 * 1024;
+    void* stack =
+        ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) return -1;
+    pid_t pid =
+        ::clone(exec_command, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &ctx);
+    int err = errno;
+    ::munmap(stack, kStack);
+    errno = err;
+    return pid;
 }
 
 bool write_file(const std::string& path, const std::string& content) {
@@ -154,7 +162,8 @@ IdMaps id_maps(const JailConfig& config) {
     return m;
 }
 
-[[noreturn]] void child_main(const JailConfig& config, const IdMaps& maps, int fd, int supervisor_pidfd) {
+[[noreturn]] void child_main(const JailConfig& config, const IdMaps& maps, std::vector<sock_filter> seccomp,
+                             int fd, int supervisor_pidfd) {
     // The jail dies with the supervisor; if the supervisor died before this line, its pidfd is readable.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     pollfd dead{supervisor_pidfd, POLLIN, 0};
@@ -171,21 +180,24 @@ IdMaps id_maps(const JailConfig& config) {
         if (::read(fd, &go, 1) != 1) ::_exit(kSetupFailed);
     }
 
-    Context ctx{config, fd, {}};
+    Context ctx{config, fd, {}, std::move(seccomp), -1, read_last_cap(), {}, {}};
     bool ok = run_steps(ctx, {{"hostname", set_hostname, true},
                               {"filesystem", apply_mount_plan, false},
                               {"network", setup_network, false},
-                              {"listener hand-over", send_listeners, false}});
+                              {"listener hand-over", send_listeners, false},
+                              {"Landlock", prepare_landlock, true}});
     if (!ok) ::_exit(kSetupFailed);
+    for (const auto& a : config.argv)
+        ctx.argv.push_back(const_cast<char*>(a.c_str()));
+    ctx.argv.push_back(nullptr);
+    for (const auto& e : config.env)
+        ctx.envp.push_back(const_cast<char*>(e.c_str()));
+    ctx.envp.push_back(nullptr);
 
-    pid_t command = ::fork();
+    pid_t command = start_command(ctx);
     if (command < 0) {
-        say("cannot set up the jail: fork the command: " + std::string(std::strerror(errno)));
+        say("cannot set up the jail: start the command: " + std::string(std::strerror(errno)));
         ::_exit(kSetupFailed);
-    }
-    if (command == 0) {
-        ::close(fd);
-        exec_command(ctx);
     }
     ::close(fd);
     ::syscall(SYS_close_range, 3U, ~0U, 0U);
@@ -334,6 +346,15 @@ bool JailImpl::start(const JailConfig& given, std::string& error) {
     long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
                  CLONE_NEWCGROUP | SIGCHLD;
     const IdMaps maps = id_maps(config);
+    // Compiled here, once, so that the command process only has to load it.
+    std::vector<sock_filter> seccomp;
+    if (auto r = compile_seccomp(config, seccomp)) {
+        if (!config.best_effort) {
+            error = "cannot build the seccomp filter: " + r->message();
+            return false;
+        }
+        say("warning: --best-effort: running without the seccomp filter: " + r->message());
+    }
     int self_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
     long child = ::syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr);
     if (child != 0 && self_pidfd >= 0) ::close(self_pidfd);
@@ -345,7 +366,7 @@ bool JailImpl::start(const JailConfig& given, std::string& error) {
     }
     if (child == 0) {
         ::close(pair[0]);
-        child_main(config, maps, pair[1], self_pidfd);
+        child_main(config, maps, std::move(seccomp), pair[1], self_pidfd);
     }
     pid_ = static_cast<pid_t>(child);
     ::close(pair[1]);
