@@ -1,0 +1,404 @@
+// The jail's process model. The supervisor (the caller) clones the jail child into new namespaces, writes its
+// id maps, and receives the proxy listeners; the child (PID 1 of the new PID namespace) runs the setup
+// pipeline, forks the command, restricts it and becomes its init.
+#include "jail/jail.hpp"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "jail/detail/setup.hpp"
+
+namespace cordon::jail {
+
+int exit_status(int wait_status) {
+    if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+    if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+    return 125;
+}
+
+namespace detail {
+
+std::string Failure::message() const {
+    std::string m = what;
+    if (err != 0) m += ": " + std::string(std::strerror(err));
+    m += " (" + std::string(where.file_name()) + ":" + std::to_string(where.line()) + ")";
+    return m;
+}
+
+void say(const std::string& line) {
+    std::string out = "cordon: " + line + "\n";
+    ssize_t n = ::write(2, out.data(), out.size());
+    (void)n;
+}
+
+namespace {
+
+// Exit status of the jail when its setup failed (the command did not run), as env(1) and container runtimes
+// do.
+constexpr int kSetupFailed = 125;
+
+struct Step {
+    const char* name;
+    Result (*run)(Context&);
+    bool optional;  // may be skipped with --best-effort
+};
+
+// Runs steps in order; a failure stops the pipeline unless the step is optional and best effort was asked
+// for.
+bool run_steps(Context& ctx, std::initializer_list<Step> steps) {
+    for (const auto& step : steps) {
+        Result r = step.run(ctx);
+        if (!r) continue;
+        if (step.optional && ctx.config.best_effort) {
+            say("warning: --best-effort: running without " + std::string(step.name) + ": " + r->message());
+            continue;
+        }
+        say("cannot set up the jail: " + std::string(step.name) + ": " + r->message());
+        return false;
+    }
+    return true;
+}
+
+Result set_hostname(Context&) {
+    if (::sethostname("cordon", 6) != 0) return fail("sethostname");
+    return std::nullopt;
+}
+
+Result setup_network(Context& ctx) {
+    if (!ctx.config.network) return std::nullopt;
+    if (auto r = bring_up_loopback(ctx)) return r;
+    return create_listeners(ctx);
+}
+
+// The command process: restrictions in dependency order, then exec. Runs with vfork semantics (see
+// setup.hpp): system calls on prepared data only. Never returns.
+int exec_command(void* arg) {
+    Context& ctx = *static_cast<Context*>(arg);
+    ::close(ctx.supervisor_fd);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    // Limits first (rlimits need no privilege to lower), then privileges (capabilities are needed to drop the
+    // bounding set and change uid) and no_new_privs, Landlock, and seccomp last: it refuses calls made above.
+    bool ok = run_steps(ctx, {{"resource limits", apply_limits, true},
+                              {"privilege drop", drop_privileges, false},
+                              {"Landlock", enforce_landlock, true},
+                              {"seccomp filter", enforce_seccomp, true}});
+    if (!ok) ::_exit(kSetupFailed);
+    // A file descriptor inherited from the caller reaches whatever it points to, whatever the mounts say:
+    // only 0-2 survive exec.
+    ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
+    // The command's PATH is the caller's (only proxy variables differ), which execvpe searches.
+    ::execvpe(ctx.argv[0], ctx.argv.data(), ctx.envp.data());
+    int err = errno;
+    say("cannot run " + ctx.config.argv[0] + ": " + std::strerror(err));
+    ::_exit(err == ENOENT ? 127 : 126);
+}
+
+// Starts the command sharing our memory (CLONE_VM) and suspended until it execs or exits (CLONE_VFORK):
+// nothing of the init's address space is copied.
+pid_t start_command(Context& ctx) {
+    constexpr std::size_t kStack = 256 * 1024;
+    void* stack =
+        ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) return -1;
+    pid_t pid =
+        ::clone(exec_command, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &ctx);
+    int err = errno;
+    ::munmap(stack, kStack);
+    errno = err;
+    return pid;
+}
+
+bool write_file(const std::string& path, const std::string& content) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+    ::close(fd);
+    return ok;
+}
+
+// The jail's id maps: the caller keeps its uid and gid inside. Computed before the clone (inside, before the
+// maps exist, getuid() reads the overflow uid).
+struct IdMaps {
+    std::string uid_map, gid_map;
+    // A single line mapping our own ids: the jail child writes it itself (no round trip to the supervisor),
+    // which the kernel allows only after setgroups(2) is given up in the namespace (otherwise dropping a
+    // group could gain access that the group was denying).
+    bool by_child = true;
+};
+
+IdMaps id_maps(const JailConfig& config) {
+    IdMaps m;
+    uid_t uid = ::getuid();
+    gid_t gid = ::getgid();
+    m.uid_map = std::to_string(uid) + " " + std::to_string(uid) + " 1\n";
+    m.gid_map = std::to_string(gid) + " " + std::to_string(gid) + " 1\n";
+    if (uid == 0 && config.run_as && config.run_as->first != 0) {
+        // Root stays root inside (the jail's init needs a mapped uid to create mount points) and the command
+        // switches to the requested user, mapped to itself. Two lines need the supervisor's CAP_SETUID.
+        m.by_child = false;
+        m.uid_map +=
+            std::to_string(config.run_as->first) + " " + std::to_string(config.run_as->first) + " 1\n";
+        if (config.run_as->second != gid)
+            m.gid_map +=
+                std::to_string(config.run_as->second) + " " + std::to_string(config.run_as->second) + " 1\n";
+    }
+    return m;
+}
+
+[[noreturn]] void child_main(const JailConfig& config, const IdMaps& maps, std::vector<sock_filter> seccomp,
+                             int fd, int supervisor_pidfd) {
+    // The jail dies with the supervisor; if the supervisor died before this line, its pidfd is readable.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    pollfd dead{supervisor_pidfd, POLLIN, 0};
+    if (supervisor_pidfd >= 0 && ::poll(&dead, 1, 0) != 0) ::_exit(kSetupFailed);
+    if (supervisor_pidfd >= 0) ::close(supervisor_pidfd);
+    if (maps.by_child) {
+        if (!write_file("/proc/self/setgroups", "deny") || !write_file("/proc/self/uid_map", maps.uid_map) ||
+            !write_file("/proc/self/gid_map", maps.gid_map)) {
+            say("cannot set up the jail: write the id maps: " + std::string(std::strerror(errno)));
+            ::_exit(kSetupFailed);
+        }
+    } else {
+        char go = 0;
+        if (::read(fd, &go, 1) != 1) ::_exit(kSetupFailed);
+    }
+
+    Context ctx{config, fd, {}, std::move(seccomp), -1, read_last_cap(), {}, {}};
+    bool ok = run_steps(ctx, {{"hostname", set_hostname, true},
+                              {"filesystem", apply_mount_plan, false},
+                              {"network", setup_network, false},
+                              {"listener hand-over", send_listeners, false},
+                              {"Landlock", prepare_landlock, true}});
+    if (!ok) ::_exit(kSetupFailed);
+    for (const auto& a : config.argv)
+        ctx.argv.push_back(const_cast<char*>(a.c_str()));
+    ctx.argv.push_back(nullptr);
+    for (const auto& e : config.env)
+        ctx.envp.push_back(const_cast<char*>(e.c_str()));
+    ctx.envp.push_back(nullptr);
+
+    pid_t command = start_command(ctx);
+    if (command < 0) {
+        say("cannot set up the jail: start the command: " + std::string(std::strerror(errno)));
+        ::_exit(kSetupFailed);
+    }
+    ::close(fd);
+    ::syscall(SYS_close_range, 3U, ~0U, 0U);
+    // The init keeps only what it needs (CAP_KILL, to kill a command running under another uid) and is not
+    // dumpable: nothing in the jail can read or write its memory or make it do anything with privileges.
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
+    caps[0].permitted = caps[0].effective = 1U << CAP_KILL;
+    if (::syscall(SYS_capset, &header, caps) != 0) {
+        say("cannot set up the jail: drop the init's capabilities: " + std::string(std::strerror(errno)));
+        ::kill(command, SIGKILL);
+        ::_exit(kSetupFailed);
+    }
+    run_init(command);
+}
+
+class JailImpl final : public Jail {
+  public:
+    ~JailImpl() override {
+        if (pid_ > 0 && !status_) {
+            kill();
+            wait();
+        }
+        for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
+            // Only if still what we made: an empty directory or an empty file.
+            struct stat st {};
+            if (::lstat(it->path.c_str(), &st) != 0) continue;
+            if (it->directory && S_ISDIR(st.st_mode)) ::rmdir(it->path.c_str());
+            if (!it->directory && S_ISREG(st.st_mode) && st.st_size == 0) ::unlink(it->path.c_str());
+        }
+        for (auto& l : listeners_)
+            if (l.fd >= 0) ::close(l.fd);
+        if (sigfd_ >= 0) ::close(sigfd_);
+        if (sock_ >= 0) ::close(sock_);
+        ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+    }
+
+    pid_t pid() const override { return pid_; }
+    std::vector<Listener> take_listeners() override { return std::move(listeners_); }
+    int signal_fd() const override { return sigfd_; }
+
+    std::optional<int> handle_signals() override {
+        signalfd_siginfo info{};
+        while (::read(sigfd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+            int sig = static_cast<int>(info.ssi_signo);
+            if (sig == SIGCHLD) continue;
+            // The terminal sends SIGINT, SIGQUIT, SIGWINCH to the whole foreground process group, the command
+            // included: relaying those would deliver them twice.
+            if (info.ssi_code == SI_KERNEL) continue;
+            ::kill(pid_, sig);
+        }
+        reap(WNOHANG);
+        return status_;
+    }
+
+    void kill() override {
+        if (pid_ > 0 && !status_) ::kill(pid_, SIGKILL);
+    }
+
+    int wait() override {
+        while (!status_)
+            reap(0);
+        return *status_;
+    }
+
+    bool start(const JailConfig& config, std::string& error);
+
+  private:
+    void reap(int options) {
+        if (status_) return;
+        int st = 0;
+        pid_t r = ::waitpid(pid_, &st, options);
+        if (r == pid_) status_ = exit_status(st);
+        if (r < 0 && errno != EINTR) status_ = kSetupFailed;
+    }
+
+    bool write_id_maps(const IdMaps& maps, std::string& error);
+
+    pid_t pid_ = -1;
+    int sigfd_ = -1;
+    int sock_ = -1;
+    sigset_t old_mask_{};
+    std::optional<int> status_;
+    std::vector<Listener> listeners_;
+    std::vector<Placeholder> created_;
+};
+
+bool JailImpl::write_id_maps(const IdMaps& maps, std::string& error) {
+    std::string proc = "/proc/" + std::to_string(pid_);
+    if (!write_file(proc + "/uid_map", maps.uid_map)) {
+        error = "cannot write the jail's uid map: " + std::string(std::strerror(errno));
+        return false;
+    }
+    if (!write_file(proc + "/gid_map", maps.gid_map)) {
+        error = "cannot write the jail's gid map: " + std::string(std::strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+bool JailImpl::start(const JailConfig& given, std::string& error) {
+    JailConfig config = given;
+    for (const auto& ph : given.plan.placeholders) {
+        int rc;
+        if (ph.directory) {
+            rc = ::mkdir(ph.path.c_str(), 0755);
+        } else {
+            rc = ::open(ph.path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+            if (rc >= 0) ::close(rc);
+        }
+        // Where we may not create it (a directory we cannot write, a read-only file system), the command,
+        // with our uid and no capabilities, cannot either: nothing to protect.
+        if (rc < 0 && (errno == EACCES || errno == EPERM || errno == EROFS)) {
+            std::erase_if(config.plan.ops, [&](const MountOp& op) {
+                return op.kind == MountKind::ReadOnly && op.path == ph.path;
+            });
+            continue;
+        }
+        if (rc < 0 && errno != EEXIST) {
+            error = "cannot create the placeholder " + ph.path.string() + " that keeps " + ph.why +
+                    " from being created: " + std::strerror(errno);
+            return false;
+        }
+        if (rc >= 0) created_.push_back(ph);
+    }
+
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+        error = std::string("socketpair: ") + std::strerror(errno);
+        return false;
+    }
+    sock_ = pair[0];
+
+    sigset_t set = forwarded_signals(true);
+    ::sigprocmask(SIG_BLOCK, &set, &old_mask_);
+    sigfd_ = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sigfd_ < 0) {
+        error = std::string("signalfd: ") + std::strerror(errno);
+        ::close(pair[1]);
+        return false;
+    }
+
+    // A fork-like clone: the child continues here with a copy of our memory, in new namespaces. The process
+    // is single-threaded at this point (the proxy's loop starts later).
+    long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+                 CLONE_NEWCGROUP | SIGCHLD;
+    const IdMaps maps = id_maps(config);
+    // Compiled here, once, so that the command process only has to load it.
+    std::vector<sock_filter> seccomp;
+    if (auto r = compile_seccomp(config, seccomp)) {
+        if (!config.best_effort) {
+            error = "cannot build the seccomp filter: " + r->message();
+            return false;
+        }
+        say("warning: --best-effort: running without the seccomp filter: " + r->message());
+    }
+    int self_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
+    long child = ::syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr);
+    if (child != 0 && self_pidfd >= 0) ::close(self_pidfd);
+    if (child < 0) {
+        error = std::string("cannot create the jail's namespaces: ") + std::strerror(errno) +
+                (errno == EPERM || errno == ENOSPC ? " (are user namespaces disabled?)" : "");
+        ::close(pair[1]);
+        return false;
+    }
+    if (child == 0) {
+        ::close(pair[0]);
+        child_main(config, maps, std::move(seccomp), pair[1], self_pidfd);
+    }
+    pid_ = static_cast<pid_t>(child);
+    ::close(pair[1]);
+
+    if (!maps.by_child) {
+        if (!write_id_maps(maps, error)) return false;
+        char go = 'g';
+        if (::write(sock_, &go, 1) != 1) {
+            error = std::string("cannot start the jail: ") + std::strerror(errno);
+            return false;
+        }
+    }
+    auto listeners = receive_listeners(sock_);
+    if (!listeners) {
+        error = "the jail could not be set up";
+        wait();
+        return false;
+    }
+    listeners_ = std::move(*listeners);
+    ::close(sock_);
+    sock_ = -1;
+    return true;
+}
+
+}  // namespace
+}  // namespace detail
+
+std::variant<std::unique_ptr<Jail>, std::string> Jail::start(const JailConfig& config) {
+    auto jail = std::make_unique<detail::JailImpl>();
+    std::string error;
+    if (!jail->start(config, error)) return error;
+    return std::unique_ptr<Jail>(std::move(jail));
+}
+
+}  // namespace cordon::jail
