@@ -1,6 +1,12 @@
 #!/usr/bin/env python3
-"""Turns bench/out/results.tsv (written by bench/run) into the Markdown results table on stdout."""
+"""Turns bench/out/results.tsv (written by bench/run) into the Markdown results table on stdout.
+
+    report.py RESULTS_TSV [--readme README.md]
+
+With --readme it also replaces, in that file, everything between the lines `<!-- results:begin -->` and
+`<!-- results:end -->` with the table (its title demoted one level)."""
 import math
+import re
 import sys
 
 
@@ -56,7 +62,7 @@ out.append(f"Measured {R.get('date', '?')} by `bench/run`, all peers in the same
 out.append("")
 out.append(f"- Machine: {R.get('cpu', '?')}, {R.get('mem', '?')} RAM, {R.get('os', '?')}, kernel {R.get('kernel', '?')}; "
            f"load average at start {R.get('loadavg', '?')}")
-out.append(f"- cordon {R.get('v_cordon', '?')}; {R.get('v_tinyproxy', '?')}; {R.get('v_squid', '?')}; "
+out.append(f"- {R.get('v_cordon', '?')}{'; cordon run: ' + R['v_cordon_run'] if 'v_cordon_run' in R else ''}; {R.get('v_tinyproxy', '?')}; {R.get('v_squid', '?')}; "
            f"{R.get('v_srt', '?')}; upstream {R.get('v_nginx', '?')}")
 out.append(f"- clients: {R.get('v_curl', '?')}, {R.get('v_wrk', '?')}, {R.get('v_hyperfine', '?')}; "
            f"{R.get('v_bwrap', '?')}; {R.get('v_socat', '?')}")
@@ -193,4 +199,16 @@ out.append("| benchmark | target | measured | |")
 out.append("|---|---|---:|---|")
 for bench, text, measured, ok in targets:
     out.append(f"| {bench} | {text} | {measured} | {verdict(ok)} |")
-print("\n".join(out))
+text = "\n".join(out)
+print(text)
+if len(sys.argv) >= 4 and sys.argv[2] == "--readme":
+    with open(sys.argv[3], encoding="utf-8") as f:
+        readme = f.read()
+    body = re.sub(r"^(#+) ", r"#\1 ", text, flags=re.M).split("\n", 1)[1].lstrip("\n")
+    new, n = re.subn(r"(<!-- results:begin -->\n).*?(<!-- results:end -->)", lambda m: m.group(1) + body + "\n" + m.group(2),
+                     readme, flags=re.S)
+    if n != 1:
+        sys.exit(f"report.py: no results markers in {sys.argv[3]}")
+    with open(sys.argv[3], "w", encoding="utf-8") as f:
+        f.write(new)
+
