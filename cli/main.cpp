@@ -26,6 +26,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"check", cordon::cli::cmd_check},
     {"policy", cordon::cli::cmd_policy},
+    {"proxy", cordon::cli::cmd_proxy},
 };
 
 }  // namespace

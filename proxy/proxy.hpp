@@ -1,6 +1,7 @@
-// cordon's egress proxy: HTTP (absolute-form and CONNECT) and SOCKS5 on one listener, every connection decided
-// by the policy before DNS, resolved addresses checked by the address guard, every request written to the audit
-// log. Runs on a libuv loop that the caller owns (the standalone `cordon proxy` and the jail supervisor).
+// cordon's egress proxy: HTTP (absolute-form and CONNECT) and SOCKS5 on one listener, every connection
+// decided by the policy before DNS, resolved addresses checked by the address guard, every request written to
+// the audit log. Runs on a libuv loop that the caller owns (the standalone `cordon proxy` and the jail
+// supervisor).
 //
 // This header is the seam the jail uses; the proxy's internals stay in proxy/*.cpp and proxy/detail/.
 #pragma once
@@ -20,10 +21,10 @@ struct uv_loop_s;
 namespace cordon::proxy {
 
 struct Options {
-    std::vector<std::string> dns_servers;           // --dns-server IP[:PORT]; empty = /etc/resolv.conf
-    std::string audit_log;                          // --audit-log FILE, "-" = stdout, empty = none
-    std::string sandbox_id;                         // written as `sandbox` in each audit line
-    std::string auth_token;                         // --auth-token: require Basic credentials with this password
+    std::vector<std::string> dns_servers;  // --dns-server IP[:PORT]; empty = /etc/resolv.conf
+    std::string audit_log;                 // --audit-log FILE, "-" = stdout, empty = none
+    std::string sandbox_id;                // written as `sandbox` in each audit line
+    std::string auth_token;                // --auth-token: require Basic credentials with this password
     std::chrono::milliseconds connect_timeout{10'000};
     std::chrono::milliseconds header_timeout{30'000};
     std::chrono::milliseconds idle_timeout{300'000};
@@ -36,15 +37,16 @@ struct RefusalSummary {
 };
 
 class Proxy {
-public:
-    // Creates a proxy on `loop`. Throws std::runtime_error with a message when the audit log cannot be opened.
+  public:
+    // Creates a proxy on `loop`. Throws std::runtime_error with a message when the audit log cannot be
+    // opened.
     static std::unique_ptr<Proxy> create(uv_loop_s* loop, policy::PolicyPtr policy, Options options);
 
     // Listens on ADDR:PORT (`127.0.0.1:3128`, `[::1]:0`, `0.0.0.0:8080`). Returns the bound port. Throws
     // std::runtime_error with a message on failure.
     virtual std::uint16_t listen_tcp(const std::string& address) = 0;
-    // Serves an already-listening TCP socket, e.g. one created inside a jail's network namespace and handed over
-    // with SCM_RIGHTS. The proxy takes ownership of `fd`.
+    // Serves an already-listening TCP socket, e.g. one created inside a jail's network namespace and handed
+    // over with SCM_RIGHTS. The proxy takes ownership of `fd`.
     virtual void listen_fd(int fd) = 0;
 
     // Swaps the policy: new requests use it, open tunnels continue.
@@ -54,6 +56,14 @@ public:
     virtual void shutdown(std::chrono::milliseconds grace, std::function<void()> done) = 0;
 
     virtual RefusalSummary refusals() const = 0;
+
+    // Serves Prometheus metrics on ADDR:PORT (`--metrics`). Returns the bound port; throws
+    // std::runtime_error.
+    virtual std::uint16_t serve_metrics(const std::string& address) = 0;
+    // Counts a policy reload (SIGHUP) in the metrics; `ok` false for a reload that was refused.
+    virtual void count_policy_reload(bool ok) = 0;
+    // Connections open now.
+    virtual std::size_t active_connections() const = 0;
     virtual ~Proxy() = default;
 };
 

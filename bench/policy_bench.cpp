@@ -1,0 +1,147 @@
+// policy_bench: loads a generated settings file of 100,000 domain patterns (exact, `*.` wildcard, inner `*`,
+// with and without ports) and measures the load time and the cost of decide_connect over hits and misses.
+//   build/bench/policy_bench [PATTERNS]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "policy/policy.hpp"
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+}
+
+std::string pattern_for(std::size_t i) {
+    const std::string base = "svc" + std::to_string(i) + ".team" + std::to_string(i % 97) + ".example" +
+                             std::to_string(i % 13) + ".com";
+    switch (i % 5) {
+        case 0:
+            return "*." + base;
+        case 1:
+            return base + ":443";
+        case 2:
+            return "api.*." + base;
+        default:
+            return base;
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::size_t count = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 100000;
+    char tmpl[] = "/tmp/cordon-bench-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) {
+        std::perror("mkdtemp");
+        return 1;
+    }
+    const fs::path dir = tmpl;
+    const fs::path file = dir / "settings.json";
+    {
+        std::ofstream out(file);
+        out << "{\n  \"sandbox\": {\n    \"network\": {\n      \"allowedDomains\": [\n";
+        for (std::size_t i = 0; i < count; ++i)
+            out << "        \"" << pattern_for(i) << "\"" << (i + 1 < count ? ",\n" : "\n");
+        out << "      ],\n      \"deniedDomains\": [\"*.blocked.example0.com\", \"evil.example1.com\"]\n"
+               "    }\n  }\n}\n";
+    }
+    std::printf("settings file: %zu patterns, %ju bytes\n", count,
+                static_cast<std::uintmax_t>(fs::file_size(file)));
+
+    cordon::policy::LoadOptions options;
+    options.cwd = dir;
+    options.home = dir;
+    options.managed_dir = dir / "no-managed";
+    options.discover = false;
+    options.settings_files = {file};
+
+    std::vector<double> load_ms;
+    cordon::policy::PolicyPtr policy;
+    for (int run = 0; run < 7; ++run) {
+        auto start = Clock::now();
+        auto result = cordon::policy::load_policy(options);
+        auto end = Clock::now();
+        if (auto* error = std::get_if<cordon::policy::LoadError>(&result)) {
+            std::fprintf(stderr, "load failed: %s\n", error->message.c_str());
+            return 1;
+        }
+        policy = std::get<cordon::policy::PolicyPtr>(result);
+        load_ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+    }
+    std::printf("load_policy: median %.1f ms, min %.1f ms (7 runs)\n", median(load_ms),
+                *std::min_element(load_ms.begin(), load_ms.end()));
+
+    // Targets: half hits (exact, port-limited, deep subdomains of `*.` patterns, inner-wildcard names), half
+    // misses (unknown names, wrong ports, the bare domain of a `*.` pattern).
+    std::mt19937 rng(42);
+    std::vector<std::pair<std::string, std::uint16_t>> targets;
+    std::size_t expected_hits = 0;
+    for (std::size_t n = 0; n < 20000; ++n) {
+        const std::size_t i = rng() % count;
+        const std::string base = "svc" + std::to_string(i) + ".team" + std::to_string(i % 97) + ".example" +
+                                 std::to_string(i % 13) + ".com";
+        if (n % 2 == 0) {
+            ++expected_hits;
+            switch (i % 5) {
+                case 0:
+                    targets.emplace_back("a.b." + base, 443);
+                    break;
+                case 2:
+                    targets.emplace_back("api.x." + base, 443);
+                    break;
+                default:
+                    targets.emplace_back(base, 443);
+            }
+        } else {
+            switch (n % 3) {
+                case 0:
+                    targets.emplace_back("nosuch" + std::to_string(n) + ".example.org", 443);
+                    break;
+                case 1:
+                    targets.emplace_back(i % 5 == 0 ? base : "x" + base, 443);
+                    break;
+                default:
+                    targets.emplace_back(i % 5 == 1 ? base : "zz." + base + ".net", i % 5 == 1 ? 80 : 443);
+            }
+        }
+    }
+    std::size_t hits = 0;
+    for (const auto& [host, port] : targets)
+        hits += policy->decide_connect(host, port).allowed() ? 1 : 0;
+    if (hits != expected_hits) {
+        std::fprintf(stderr, "unexpected result: %zu hits, expected %zu\n", hits, expected_hits);
+        return 1;
+    }
+
+    constexpr std::size_t kBatch = 100;
+    std::vector<double> per_lookup_ns;
+    std::size_t sink = 0;
+    for (int round = 0; round < 20; ++round) {
+        for (std::size_t b = 0; b + kBatch <= targets.size(); b += kBatch) {
+            auto start = Clock::now();
+            for (std::size_t k = b; k < b + kBatch; ++k)
+                sink += policy->decide_connect(targets[k].first, targets[k].second).allowed() ? 1 : 0;
+            auto end = Clock::now();
+            per_lookup_ns.push_back(std::chrono::duration<double, std::nano>(end - start).count() / kBatch);
+        }
+    }
+    std::sort(per_lookup_ns.begin(), per_lookup_ns.end());
+    std::printf("decide_connect: median %.0f ns, p99 %.0f ns per lookup (%zu lookups, %zu hits / %zu)\n",
+                median(per_lookup_ns), per_lookup_ns[per_lookup_ns.size() * 99 / 100],
+                per_lookup_ns.size() * kBatch, hits, targets.size());
+    std::printf("(sink %zu)\n", sink);
+    fs::remove_all(dir);
+    return 0;
+}

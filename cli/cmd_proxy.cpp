@@ -1,0 +1,152 @@
+// `cordon proxy --listen ADDR:PORT [flags]`: the standalone egress filter, HTTP proxy and SOCKS5 on one port.
+// SIGHUP re-reads every policy source; SIGTERM/SIGINT stop accepting, drain, flush the audit log and exit 0.
+#include <sys/resource.h>
+#include <uv.h>
+
+#include <iostream>
+#include <memory>
+
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+#include "cli/proxy_flags.hpp"
+#include "proxy/proxy.hpp"
+
+namespace cordon::cli {
+namespace {
+
+constexpr const char* kProxyHelp =
+    "usage: cordon proxy --listen ADDR:PORT [policy flags] [upstream flags] [--metrics ADDR:PORT]\n"
+    "                    [--auth-token TOKEN] [--drain-timeout S]\n"
+    "\n"
+    "Runs the egress filter: an HTTP proxy (absolute-form and CONNECT) and a SOCKS5 proxy on one port. "
+    "Every\n"
+    "request is decided by the policy before DNS; resolved addresses pass the address guard (loopback, "
+    "private,\n"
+    "link-local and metadata addresses are refused unless --allow-address covers them).\n"
+    "\n"
+    "  --listen ADDR:PORT     where to listen (repeatable; 127.0.0.1:3128, [::1]:0, 0.0.0.0:8080)\n"
+    "  --metrics ADDR:PORT    serve Prometheus metrics there\n"
+    "  --auth-token TOKEN     require Basic proxy credentials (any user name) with this password;\n"
+    "                         SOCKS5 clients must use username/password\n"
+    "  --drain-timeout S      on SIGTERM/SIGINT, let open connections finish for S seconds (default 30)\n"
+    "  -h, --help             print this help\n"
+    "\n"
+    "Signals: SIGHUP re-reads the policy (a bad one is refused, the old one stays); SIGTERM/SIGINT drain "
+    "and\n"
+    "exit 0. The bound address is printed on stderr: `cordon proxy: listening on ADDR:PORT`.\n"
+    "\n";
+
+struct State {
+    policy::LoadOptions load;
+    std::unique_ptr<proxy::Proxy> proxy;
+    std::chrono::milliseconds drain{30'000};
+    bool stopping = false;
+    uv_signal_t hup, term, intr;
+};
+
+void raise_fd_limit() {
+    // Each tunnel holds two sockets (and two pipes while moving data): ask for every descriptor we may have.
+    rlimit lim{};
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+        lim.rlim_cur = lim.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &lim);
+    }
+}
+
+void on_hup(uv_signal_t* handle, int) {
+    auto* state = static_cast<State*>(handle->data);
+    auto policy = load_policy_or_report(state->load);
+    if (!policy) {
+        std::cerr << "cordon proxy: SIGHUP: the new policy is invalid; keeping the old one\n";
+        state->proxy->count_policy_reload(false);
+        return;
+    }
+    state->proxy->set_policy(std::move(policy));
+    state->proxy->count_policy_reload(true);
+    std::cerr << "cordon proxy: SIGHUP: policy reloaded\n";
+}
+
+void on_stop(uv_signal_t* handle, int signum) {
+    auto* state = static_cast<State*>(handle->data);
+    if (state->stopping) return;
+    state->stopping = true;
+    std::cerr << "cordon proxy: " << (signum == SIGINT ? "SIGINT" : "SIGTERM") << ": draining "
+              << state->proxy->active_connections() << " connection(s)\n";
+    state->proxy->shutdown(state->drain, [state]() {
+        uv_close(reinterpret_cast<uv_handle_t*>(&state->hup), nullptr);
+        uv_close(reinterpret_cast<uv_handle_t*>(&state->term), nullptr);
+        uv_close(reinterpret_cast<uv_handle_t*>(&state->intr), nullptr);
+        uv_stop(state->hup.loop);
+    });
+}
+
+}  // namespace
+
+int cmd_proxy(int argc, char** argv) {
+    ArgCursor args(argc, argv, 0);
+    State state;
+    proxy::Options options;
+    std::vector<std::string> listen;
+    std::string metrics;
+    while (!args.done()) {
+        if (args.peek() == "--help" || args.peek() == "-h") {
+            std::cout << kProxyHelp << kProxyFlagsHelp << "\n" << kPolicyFlagsHelp;
+            return 0;
+        }
+        if (args.flag("--listen")) {
+            listen.push_back(args.value());
+        } else if (args.flag("--metrics")) {
+            metrics = args.value();
+        } else if (args.flag("--auth-token")) {
+            options.auth_token = args.value();
+            if (options.auth_token.empty()) throw UsageError("--auth-token needs a non-empty token");
+        } else if (args.flag("--drain-timeout")) {
+            state.drain = parse_seconds("--drain-timeout", args.value());
+        } else if (parse_proxy_flag(args, options) || parse_policy_flag(args, state.load)) {
+            continue;
+        } else {
+            throw UsageError("unknown argument '" + args.peek() + "'");
+        }
+    }
+    if (listen.empty()) throw UsageError("--listen ADDR:PORT is required");
+
+    auto policy = load_policy_or_report(state.load);
+    if (!policy) return 2;
+    raise_fd_limit();
+
+    uv_loop_t* loop = uv_default_loop();
+    try {
+        state.proxy = proxy::Proxy::create(loop, policy, options);
+        for (const auto& address : listen) {
+            auto port = state.proxy->listen_tcp(address);
+            std::string host = address.substr(0, address.rfind(':'));
+            std::cerr << "cordon proxy: listening on " << host << ":" << port << "\n";
+        }
+        if (!metrics.empty()) {
+            auto port = state.proxy->serve_metrics(metrics);
+            std::cerr << "cordon proxy: metrics on " << metrics.substr(0, metrics.rfind(':')) << ":" << port
+                      << "\n";
+        }
+    } catch (const std::exception& e) {
+        std::cerr << "cordon proxy: " << e.what() << "\n";
+        return 2;
+    }
+    std::cerr.flush();
+
+    uv_signal_init(loop, &state.hup);
+    uv_signal_init(loop, &state.term);
+    uv_signal_init(loop, &state.intr);
+    state.hup.data = state.term.data = state.intr.data = &state;
+    uv_signal_start(&state.hup, on_hup, SIGHUP);
+    uv_signal_start(&state.term, on_stop, SIGTERM);
+    uv_signal_start(&state.intr, on_stop, SIGINT);
+    signal(SIGPIPE, SIG_IGN);
+
+    uv_run(loop, UV_RUN_DEFAULT);
+    state.proxy.reset();
+    uv_run(loop, UV_RUN_NOWAIT);  // let the handles' close callbacks run
+    std::cerr << "cordon proxy: stopped\n";
+    return 0;
+}
+
+}  // namespace cordon::cli

@@ -1,0 +1,57 @@
+#include "cli/proxy_flags.hpp"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "proxy/resolver.hpp"
+
+namespace cordon::cli {
+
+std::chrono::milliseconds parse_seconds(const std::string& flag, const std::string& value) {
+    char* end = nullptr;
+    double seconds = std::strtod(value.c_str(), &end);
+    if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(seconds) || seconds <= 0 ||
+        seconds > 86400 * 7)
+        throw UsageError(flag + " needs a number of seconds > 0, got '" + value + "'");
+    return std::chrono::milliseconds(static_cast<long long>(std::llround(seconds * 1000)));
+}
+
+bool parse_proxy_flag(ArgCursor& args, proxy::Options& options) {
+    if (args.flag("--dns-server")) {
+        std::string value = args.value();
+        if (proxy::dns_server_to_csv(value).empty())
+            throw UsageError("--dns-server needs IP or IP:PORT ([v6]:PORT), got '" + value + "'");
+        options.dns_servers.push_back(value);
+    } else if (args.flag("--audit-log")) {
+        options.audit_log = args.value();
+        if (options.audit_log.empty()) throw UsageError("--audit-log needs a file name or -");
+    } else if (args.flag("--connect-timeout")) {
+        options.connect_timeout = parse_seconds("--connect-timeout", args.value());
+    } else if (args.flag("--idle-timeout")) {
+        options.idle_timeout = parse_seconds("--idle-timeout", args.value());
+    } else if (args.flag("--header-timeout")) {
+        options.header_timeout = parse_seconds("--header-timeout", args.value());
+    } else if (args.flag("--max-connections")) {
+        std::string value = args.value();
+        char* end = nullptr;
+        long long n = std::strtoll(value.c_str(), &end, 10);
+        if (value.empty() || end != value.c_str() + value.size() || n < 1 || n > 10'000'000)
+            throw UsageError("--max-connections needs a whole number >= 1, got '" + value + "'");
+        options.max_connections = static_cast<std::size_t>(n);
+    } else {
+        return false;
+    }
+    return true;
+}
+
+const char* const kProxyFlagsHelp =
+    "Upstream flags (cordon proxy and cordon run):\n"
+    "  --dns-server IP[:PORT] resolve names with this DNS server (repeatable; default /etc/resolv.conf)\n"
+    "  --audit-log FILE|-     write one JSON line per decision and per closed connection (- = stdout)\n"
+    "  --connect-timeout S    give up connecting upstream after S seconds (default 10; then 504)\n"
+    "  --idle-timeout S       close a connection idle for S seconds (default 300; 504 if awaiting a "
+    "response)\n"
+    "  --header-timeout S     close a client that takes S seconds to send a request head (default 30)\n"
+    "  --max-connections N    concurrent connections; more get 503 / SOCKS5 0x01 (default 10000)\n";
+
+}  // namespace cordon::cli

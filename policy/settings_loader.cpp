@@ -1,0 +1,390 @@
+#include "policy/settings_loader.hpp"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <system_error>
+
+#include "policy/json_positions.hpp"
+#include "policy/path_rules.hpp"
+
+namespace cordon::policy::detail {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+// A user-fixable problem; caught in collect() and turned into a LoadError.
+struct Failure {
+    std::string message;
+};
+
+std::string json_quoted(std::string_view text) {
+    return json(std::string(text)).dump();
+}
+
+std::string type_name(const json& value) {
+    switch (value.type()) {
+        case json::value_t::null:
+            return "null";
+        case json::value_t::object:
+            return "an object";
+        case json::value_t::array:
+            return "an array";
+        case json::value_t::string:
+            return "a string";
+        case json::value_t::boolean:
+            return "a boolean";
+        case json::value_t::number_integer:
+        case json::value_t::number_unsigned:
+        case json::value_t::number_float:
+            return "a number";
+        default:
+            return "an unsupported value";
+    }
+}
+
+enum class Shape { ClaudeCode, Srt };
+
+// One settings file being loaded: where it is, its layer, positions of its values, and the path conventions.
+class FileLoader {
+  public:
+    FileLoader(const fs::path& file, Layer layer, const std::string& text, Collected& out)
+        : file_(file.string()), layer_(layer), positions_(text), out_(out) {
+        ctx_.cwd = out.cwd;
+        ctx_.home = out.home;
+        ctx_.settings_root = settings_root(file);
+    }
+
+    void load(const json& root) {
+        if (!root.is_object()) fail("", "the top level must be a JSON object, found " + type_name(root));
+        const bool claude = root.contains("permissions") || root.contains("sandbox");
+        const bool srt = root.contains("network") || root.contains("filesystem");
+        shape_ = (!claude && srt) ? Shape::Srt : Shape::ClaudeCode;
+        if (shape_ == Shape::Srt) {
+            if (const json* network = object_member(root, "network", "")) load_network(*network, "network");
+            if (const json* filesystem = object_member(root, "filesystem", ""))
+                load_filesystem(*filesystem, "filesystem");
+            return;
+        }
+        if (const json* permissions = object_member(root, "permissions", "")) load_permissions(*permissions);
+        if (const json* sandbox = object_member(root, "sandbox", "")) {
+            if (const json* network = object_member(*sandbox, "network", "sandbox"))
+                load_network(*network, "sandbox.network");
+            if (const json* filesystem = object_member(*sandbox, "filesystem", "sandbox"))
+                load_filesystem(*filesystem, "sandbox.filesystem");
+        }
+    }
+
+  private:
+    [[noreturn]] void fail(const std::string& where, const std::string& why) const {
+        std::string message = file_;
+        if (int line = positions_.line_of(where); line > 0) message += ":" + std::to_string(line);
+        message += ": ";
+        if (!where.empty()) message += where + ": ";
+        throw Failure{message + why};
+    }
+
+    Source source(const std::string& where) const {
+        return Source{layer_, file_, where, positions_.line_of(where)};
+    }
+
+    const json* object_member(const json& parent, const char* key, const std::string& parent_path) const {
+        auto it = parent.find(key);
+        if (it == parent.end()) return nullptr;
+        if (!it->is_object())
+            fail(append_key(parent_path, key), "expected an object, found " + type_name(*it));
+        return &*it;
+    }
+
+    // Calls `each(text, where)` for every string of the array at parent[key].
+    template <typename Each>
+    void strings(const json& parent, const char* key, const std::string& parent_path, Each each) {
+        auto it = parent.find(key);
+        if (it == parent.end()) return;
+        const std::string path = append_key(parent_path, key);
+        if (!it->is_array()) fail(path, "expected an array of strings, found " + type_name(*it));
+        // Large lists (100,000 domains) grow the rule vectors once, not by repeated doubling.
+        if (it->size() > 1024 && std::string_view(key) == "allowedDomains")
+            out_.allow.reserve(out_.allow.size() + it->size());
+        std::size_t index = 0;
+        for (const json& element : *it) {
+            std::string where = append_index(path, index++);
+            if (!element.is_string()) fail(where, "expected a string, found " + type_name(element));
+            each(element.get_ref<const std::string&>(), where);
+        }
+    }
+
+    std::optional<bool> boolean(const json& parent, const char* key, const std::string& parent_path) const {
+        auto it = parent.find(key);
+        if (it == parent.end()) return std::nullopt;
+        if (!it->is_boolean())
+            fail(append_key(parent_path, key), "expected true or false, found " + type_name(*it));
+        return it->get<bool>();
+    }
+
+    void domain(const std::string& rule_text, std::string_view pattern_text, const std::string& where,
+                bool allow) {
+        auto parsed = parse_domain_pattern(pattern_text);
+        if (auto* why = std::get_if<std::string>(&parsed))
+            fail(where, "invalid domain pattern " + json_quoted(rule_text) + ": " + *why);
+        DomainEntry entry{Rule{rule_text, source(where)}, std::get<DomainPattern>(std::move(parsed))};
+        (allow ? out_.allow : out_.deny).push_back(std::move(entry));
+    }
+
+    void path(std::vector<PathRule>& into, const std::string& rule_text, std::string_view path_text,
+              const std::string& where) {
+        auto resolved =
+            resolve_path(path_text, shape_ == Shape::Srt ? PathStyle::Plain : PathStyle::ClaudeCode, ctx_);
+        if (auto* why = std::get_if<std::string>(&resolved))
+            fail(where, "invalid path " + json_quoted(rule_text) + ": " + *why);
+        auto& r = std::get<ResolvedPath>(resolved);
+        into.push_back(PathRule{std::move(r.path), r.glob, Rule{rule_text, source(where)}});
+    }
+
+    // `Tool(specifier)` rules. WebFetch(domain:...), Read(...) and Edit(...) become network and filesystem
+    // rules; every other tool's rules belong to Claude Code alone and are skipped.
+    void permission_rule(const std::string& text, const std::string& where, bool allow) {
+        auto open = text.find('(');
+        if (open == std::string::npos)
+            return;  // a bare tool name (`WebFetch`, `Read`) grants no sandbox access
+        const std::string tool = text.substr(0, open);
+        if (tool != "WebFetch" && tool != "Read" && tool != "Edit") return;
+        if (text.back() != ')') fail(where, "invalid rule " + json_quoted(text) + ": missing ')' at the end");
+        std::string_view specifier = std::string_view(text).substr(open + 1, text.size() - open - 2);
+        if (tool == "WebFetch") {
+            constexpr std::string_view kPrefix = "domain:";
+            if (specifier.substr(0, kPrefix.size()) != kPrefix)
+                fail(where, "invalid rule " + json_quoted(text) + ": WebFetch rules take domain:PATTERN");
+            specifier.remove_prefix(kPrefix.size());
+            domain(text, specifier, where, allow);
+            return;
+        }
+        if (specifier.empty()) fail(where, "invalid rule " + json_quoted(text) + ": empty path");
+        if (tool == "Read") {
+            path(allow ? out_.allow_read : out_.deny_read, text, specifier, where);
+        } else {
+            path(allow ? out_.allow_write : out_.deny_write, text, specifier, where);
+        }
+    }
+
+    void load_permissions(const json& permissions) {
+        strings(permissions, "allow", "permissions", [&](const std::string& text, const std::string& where) {
+            permission_rule(text, where, true);
+        });
+        strings(permissions, "deny", "permissions", [&](const std::string& text, const std::string& where) {
+            permission_rule(text, where, false);
+        });
+    }
+
+    void load_network(const json& network, const std::string& base) {
+        strings(network, "allowedDomains", base,
+                [&](const std::string& text, const std::string& where) { domain(text, text, where, true); });
+        strings(network, "deniedDomains", base,
+                [&](const std::string& text, const std::string& where) { domain(text, text, where, false); });
+        strings(network, "allowedAddresses", base, [&](const std::string& text, const std::string& where) {
+            if (std::string why = check_cidr(text); !why.empty())
+                fail(where, "invalid address " + json_quoted(text) + ": " + why);
+            out_.addresses.push_back(Rule{text, source(where)});
+        });
+        strings(network, "allowUnixSockets", base, [&](const std::string& text, const std::string& where) {
+            if (text.empty()) fail(where, "invalid socket path \"\": empty path");
+            out_.unix_sockets.push_back(Rule{text, source(where)});
+        });
+        if (auto value = boolean(network, "allowAllUnixSockets", base)) {
+            // Scalars take the highest layer; within a layer the later file wins (drop-in order).
+            if (!out_.allow_all_unix_sockets || out_.allow_all_unix_sockets_layer == layer_) {
+                out_.allow_all_unix_sockets = *value;
+                out_.allow_all_unix_sockets_layer = layer_;
+            }
+        }
+        if (auto value = boolean(network, "allowManagedDomainsOnly", base)) {
+            if (layer_ == Layer::Managed) {
+                out_.managed_only = *value;
+            } else if (*value) {
+                out_.warnings.push_back(file_ + ": " + append_key(base, "allowManagedDomainsOnly") +
+                                        " is honoured only in managed settings; ignored");
+            }
+        }
+    }
+
+    void load_filesystem(const json& filesystem, const std::string& base) {
+        auto into = [&](std::vector<PathRule>& rules) {
+            return [&](const std::string& text, const std::string& where) { path(rules, text, text, where); };
+        };
+        strings(filesystem, "allowWrite", base, into(out_.allow_write));
+        strings(filesystem, "denyWrite", base, into(out_.deny_write));
+        strings(filesystem, "denyRead", base, into(out_.deny_read));
+        strings(filesystem, "allowRead", base, into(out_.allow_read));
+    }
+
+    std::string file_;
+    Layer layer_;
+    JsonPositions positions_;
+    Collected& out_;
+    PathContext ctx_;
+    Shape shape_ = Shape::ClaudeCode;
+};
+
+std::string read_file(const fs::path& file) {
+    std::error_code ec;
+    if (fs::is_directory(file, ec)) throw Failure{file.string() + ": is a directory, not a settings file"};
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw Failure{file.string() + ": cannot read: " + std::strerror(errno)};
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    if (in.bad()) throw Failure{file.string() + ": cannot read: " + std::strerror(errno)};
+    return buffer.str();
+}
+
+// The part of nlohmann's message after "line L, column C: ".
+std::string parse_reason(const char* what) {
+    std::string message(what);
+    auto column = message.find("column ");
+    if (column != std::string::npos) {
+        auto colon = message.find(": ", column);
+        if (colon != std::string::npos) return message.substr(colon + 2);
+    }
+    return message;
+}
+
+class Loader {
+  public:
+    explicit Loader(Collected& out) : out_(out) {}
+
+    void load_file(const fs::path& file, Layer layer) {
+        std::error_code ec;
+        fs::path identity = fs::weakly_canonical(file, ec);
+        if (ec) identity = file;
+        if (std::find(seen_.begin(), seen_.end(), identity) != seen_.end()) return;
+        seen_.push_back(identity);
+
+        const std::string text = read_file(file);
+        out_.files_read.push_back(file);
+        json root;
+        try {
+            root = json::parse(text);
+        } catch (const json::parse_error& e) {
+            std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
+            LineColumn lc = line_column(text, offset);
+            throw Failure{file.string() + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column) +
+                          ": not valid JSON: " + parse_reason(e.what())};
+        }
+        FileLoader(file, layer, text, out_).load(root);
+    }
+
+    // Loads `file` when it exists; a missing discovered file is no error.
+    void load_if_present(const fs::path& file, Layer layer) {
+        std::error_code ec;
+        if (!fs::exists(fs::symlink_status(file, ec)) || ec) return;
+        load_file(file, layer);
+    }
+
+  private:
+    Collected& out_;
+    std::vector<fs::path> seen_;
+};
+
+fs::path absolute_normal(const fs::path& path, const fs::path& base) {
+    return fs::path(normal_path(path.is_absolute() ? path : base / path));
+}
+
+fs::path home_directory() {
+    if (const char* home = std::getenv("HOME"); home != nullptr && home[0] == '/') return home;
+    if (const passwd* pw = getpwuid(getuid()); pw != nullptr && pw->pw_dir != nullptr) return pw->pw_dir;
+    return "/";
+}
+
+void load_flags(const LoadOptions& options, Collected& out) {
+    auto flag_source = [](const char* flag) { return Source{Layer::Flags, "", flag, 0}; };
+    auto domains = [&](const std::vector<std::string>& values, const char* flag,
+                       std::vector<DomainEntry>& into) {
+        for (const std::string& text : values) {
+            auto parsed = parse_domain_pattern(text);
+            if (auto* why = std::get_if<std::string>(&parsed))
+                throw Failure{std::string(flag) + " " + json_quoted(text) +
+                              ": invalid domain pattern: " + *why};
+            into.push_back(
+                DomainEntry{Rule{text, flag_source(flag)}, std::get<DomainPattern>(std::move(parsed))});
+        }
+    };
+    domains(options.allow_domains, "--allow-domain", out.allow);
+    domains(options.deny_domains, "--deny-domain", out.deny);
+
+    PathContext ctx{out.cwd, out.home, out.cwd};
+    auto paths = [&](const std::vector<std::string>& values, const char* flag, std::vector<PathRule>& into) {
+        for (const std::string& text : values) {
+            auto resolved = resolve_path(text, PathStyle::Plain, ctx);
+            if (auto* why = std::get_if<std::string>(&resolved))
+                throw Failure{std::string(flag) + " " + json_quoted(text) + ": invalid path: " + *why};
+            auto& r = std::get<ResolvedPath>(resolved);
+            into.push_back(PathRule{std::move(r.path), r.glob, Rule{text, flag_source(flag)}});
+        }
+    };
+    paths(options.allow_write, "--allow-write", out.allow_write);
+    paths(options.deny_write, "--deny-write", out.deny_write);
+    paths(options.allow_read, "--allow-read", out.allow_read);
+    paths(options.deny_read, "--deny-read", out.deny_read);
+
+    for (const std::string& text : options.allow_addresses) {
+        if (std::string why = check_cidr(text); !why.empty())
+            throw Failure{"--allow-address " + json_quoted(text) + ": invalid address: " + why};
+        out.addresses.push_back(Rule{text, flag_source("--allow-address")});
+    }
+}
+
+}  // namespace
+
+std::optional<LoadError> collect(const LoadOptions& options, Collected& out) {
+    try {
+        std::error_code ec;
+        fs::path process_cwd = fs::current_path(ec);
+        if (ec) process_cwd = "/";
+        out.cwd = absolute_normal(options.cwd.empty() ? process_cwd : options.cwd, process_cwd);
+        out.home = absolute_normal(options.home.empty() ? home_directory() : options.home, process_cwd);
+
+        Loader loader(out);
+        const fs::path managed_dir = absolute_normal(options.managed_dir, process_cwd);
+        loader.load_if_present(managed_dir / "managed-settings.json", Layer::Managed);
+        std::vector<fs::path> drop_ins;
+        for (fs::directory_iterator it(managed_dir / "managed-settings.d", ec), end; !ec && it != end;
+             it.increment(ec)) {
+            const std::string name = it->path().filename().string();
+            if (name.size() > 5 && name.front() != '.' && name.substr(name.size() - 5) == ".json")
+                drop_ins.push_back(it->path());
+        }
+        std::sort(drop_ins.begin(), drop_ins.end(), [](const fs::path& a, const fs::path& b) {
+            return a.filename().string() < b.filename().string();
+        });
+        for (const fs::path& file : drop_ins)
+            loader.load_file(file, Layer::Managed);
+
+        for (const fs::path& file : options.settings_files) {
+            const fs::path full = absolute_normal(file, process_cwd);
+            std::error_code exists_ec;
+            if (!fs::exists(full, exists_ec)) throw Failure{full.string() + ": no such settings file"};
+            loader.load_file(full, Layer::Settings);
+        }
+        if (options.discover) {
+            loader.load_if_present(out.cwd / ".claude" / "settings.local.json", Layer::Local);
+            loader.load_if_present(out.cwd / ".claude" / "settings.json", Layer::Project);
+            loader.load_if_present(out.home / ".claude" / "settings.json", Layer::User);
+        }
+        load_flags(options, out);
+    } catch (const Failure& failure) {
+        return LoadError{failure.message};
+    } catch (const std::exception& e) {
+        // Filesystem errors (e.g. an unreadable managed directory) are user-fixable too.
+        return LoadError{e.what()};
+    }
+    return std::nullopt;
+}
+
+}  // namespace cordon::policy::detail

@@ -1,0 +1,288 @@
+#include "proxy/address_guard.hpp"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+
+#include <charconv>
+#include <cstring>
+
+namespace cordon::proxy {
+
+namespace {
+
+const sockaddr_in* v4(const Address& a) {
+    return reinterpret_cast<const sockaddr_in*>(&a.storage);
+}
+const sockaddr_in6* v6(const Address& a) {
+    return reinterpret_cast<const sockaddr_in6*>(&a.storage);
+}
+
+std::uint32_t v4_host_order(const Address& a) {
+    return ntohl(v4(a)->sin_addr.s_addr);
+}
+
+bool in_v4(std::uint32_t ip, std::uint32_t net, int prefix) {
+    std::uint32_t mask = prefix == 0 ? 0 : ~std::uint32_t{0} << (32 - prefix);
+    return (ip & mask) == (net & mask);
+}
+
+constexpr std::uint32_t ip4(unsigned a, unsigned b, unsigned c, unsigned d) {
+    return a << 24 | b << 16 | c << 8 | d;
+}
+
+std::optional<std::string> classify_v4(std::uint32_t ip) {
+    struct Range {
+        std::uint32_t net;
+        int prefix;
+        const char* what;
+    };
+    // Ordered so that the most specific name wins where ranges nest.
+    static const Range kRanges[] = {
+        {ip4(255, 255, 255, 255), 32, "broadcast"},
+        {ip4(0, 0, 0, 0), 8, "unspecified"},
+        {ip4(127, 0, 0, 0), 8, "loopback"},
+        {ip4(169, 254, 0, 0), 16, "link-local"},  // includes the cloud metadata address 169.254.169.254
+        {ip4(10, 0, 0, 0), 8, "private"},
+        {ip4(172, 16, 0, 0), 12, "private"},
+        {ip4(192, 168, 0, 0), 16, "private"},
+        {ip4(100, 64, 0, 0), 10, "cgnat"},
+        {ip4(224, 0, 0, 0), 4, "multicast"},
+        {ip4(240, 0, 0, 0), 4, "reserved"},
+        {ip4(192, 0, 0, 0), 24, "reserved"},     // IETF protocol assignments
+        {ip4(192, 0, 2, 0), 24, "reserved"},     // TEST-NET-1
+        {ip4(198, 51, 100, 0), 24, "reserved"},  // TEST-NET-2
+        {ip4(203, 0, 113, 0), 24, "reserved"},   // TEST-NET-3
+        {ip4(192, 88, 99, 0), 24, "reserved"},   // 6to4 relay anycast
+        {ip4(198, 18, 0, 0), 15, "reserved"},    // benchmarking; also the jail's fake-DNS pool
+    };
+    for (const auto& r : kRanges) {
+        if (in_v4(ip, r.net, r.prefix)) return std::string(r.what);
+    }
+    return std::nullopt;
+}
+
+bool prefix_equal(const std::uint8_t* a, const std::uint8_t* b, int prefix) {
+    int full = prefix / 8;
+    if (std::memcmp(a, b, static_cast<std::size_t>(full)) != 0) return false;
+    int rest = prefix % 8;
+    if (rest == 0) return true;
+    auto mask = static_cast<std::uint8_t>(0xff << (8 - rest));
+    return (a[full] & mask) == (b[full] & mask);
+}
+
+std::uint32_t read_be32(const std::uint8_t* p) {
+    return std::uint32_t{p[0]} << 24 | std::uint32_t{p[1]} << 16 | std::uint32_t{p[2]} << 8 | p[3];
+}
+
+std::optional<std::string> classify_v6(const std::uint8_t* b) {
+    static const std::uint8_t kZero[16] = {};
+    if (std::memcmp(b, kZero, 16) == 0) return "unspecified";
+    if (std::memcmp(b, kZero, 15) == 0 && b[15] == 1) return "loopback";
+    if (b[0] == 0xff) return "multicast";
+    if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) return "link-local";
+    if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) return "private";  // deprecated site-local
+    if ((b[0] & 0xfe) == 0xfc) return "unique-local";
+
+    // IPv6 forms that carry an IPv4 address. A refused IPv4 address must not come back dressed as IPv6: these
+    // are refused when the embedded address would be, and otherwise pass as the IPv4 address they name.
+    std::optional<std::uint32_t> embedded;
+    static const std::uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    static const std::uint8_t kNat64[12] = {0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
+    static const std::uint8_t kNat64Local[6] = {0x00, 0x64, 0xff, 0x9b, 0x00, 0x01};
+    if (std::memcmp(b, kMapped, 12) == 0)
+        embedded = read_be32(b + 12);  // ::ffff:a.b.c.d
+    else if (std::memcmp(b, kZero, 12) == 0)
+        embedded = read_be32(b + 12);  // ::a.b.c.d (deprecated)
+    else if (std::memcmp(b, kNat64, 12) == 0)
+        embedded = read_be32(b + 12);  // 64:ff9b::/96
+    else if (std::memcmp(b, kNat64Local, 6) == 0)
+        return "ipv4-embedded";  // 64:ff9b:1::/48 local use
+    else if (b[0] == 0x20 && b[1] == 0x02)
+        embedded = read_be32(b + 2);                                    // 6to4 2002::/16
+    else if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0) {  // Teredo 2001::/32
+        std::uint32_t server = read_be32(b + 4);
+        std::uint32_t client = ~read_be32(b + 12);
+        if (classify_v4(server) || classify_v4(client)) return "ipv4-embedded";
+        return std::nullopt;
+    }
+    if (embedded) {
+        if (classify_v4(*embedded)) return "ipv4-embedded";
+        return std::nullopt;
+    }
+
+    struct Range6 {
+        std::uint8_t net[16];
+        int prefix;
+        const char* what;
+    };
+    static const Range6 kRanges[] = {
+        {{0x20, 0x01, 0x0d, 0xb8}, 32, "reserved"},  // documentation
+        {{0x01, 0x00}, 64, "reserved"},              // discard-only
+        {{0x20, 0x01, 0x00, 0x10}, 28, "reserved"},  // ORCHID
+        {{0x20, 0x01, 0x00, 0x20}, 28, "reserved"},  // ORCHIDv2
+        {{0x3f, 0xff}, 20, "reserved"},              // documentation (RFC 9637)
+    };
+    for (const auto& r : kRanges) {
+        if (prefix_equal(b, r.net, r.prefix)) return std::string(r.what);
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Address> Address::parse(std::string_view ip, std::uint16_t port) {
+    if (ip.empty() || ip.size() > INET6_ADDRSTRLEN) return std::nullopt;
+    std::string text(ip);
+    Address a;
+    auto* s4 = reinterpret_cast<sockaddr_in*>(&a.storage);
+    if (inet_pton(AF_INET, text.c_str(), &s4->sin_addr) == 1) {
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons(port);
+        a.length = sizeof(sockaddr_in);
+        return a;
+    }
+    auto* s6 = reinterpret_cast<sockaddr_in6*>(&a.storage);
+    if (inet_pton(AF_INET6, text.c_str(), &s6->sin6_addr) == 1) {
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons(port);
+        a.length = sizeof(sockaddr_in6);
+        return a;
+    }
+    return std::nullopt;
+}
+
+Address Address::from_sockaddr(const sockaddr* sa, socklen_t len) {
+    Address a;
+    if (len > static_cast<socklen_t>(sizeof(a.storage))) len = sizeof(a.storage);
+    std::memcpy(&a.storage, sa, static_cast<std::size_t>(len));
+    a.length = len;
+    return a;
+}
+
+std::uint16_t Address::port() const {
+    if (family() == AF_INET) return ntohs(v4(*this)->sin_port);
+    if (family() == AF_INET6) return ntohs(v6(*this)->sin6_port);
+    return 0;
+}
+
+void Address::set_port(std::uint16_t port) {
+    if (family() == AF_INET) reinterpret_cast<sockaddr_in*>(&storage)->sin_port = htons(port);
+    if (family() == AF_INET6) reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port = htons(port);
+}
+
+std::string Address::ip() const {
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (family() == AF_INET) inet_ntop(AF_INET, &v4(*this)->sin_addr, buf, sizeof buf);
+    if (family() == AF_INET6) inet_ntop(AF_INET6, &v6(*this)->sin6_addr, buf, sizeof buf);
+    return buf;
+}
+
+std::string Address::to_string() const {
+    if (family() == AF_INET6) return "[" + ip() + "]:" + std::to_string(port());
+    return ip() + ":" + std::to_string(port());
+}
+
+bool Address::same_ip(const Address& other) const {
+    Address a = unmapped(), b = other.unmapped();
+    if (a.family() != b.family()) return false;
+    if (a.family() == AF_INET) return v4(a)->sin_addr.s_addr == v4(b)->sin_addr.s_addr;
+    if (a.family() == AF_INET6) return std::memcmp(&v6(a)->sin6_addr, &v6(b)->sin6_addr, 16) == 0;
+    return false;
+}
+
+Address Address::unmapped() const {
+    if (family() != AF_INET6) return *this;
+    const auto* s6 = v6(*this);
+    if (!IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) return *this;
+    Address a;
+    auto* s4 = reinterpret_cast<sockaddr_in*>(&a.storage);
+    s4->sin_family = AF_INET;
+    s4->sin_port = s6->sin6_port;
+    std::memcpy(&s4->sin_addr, s6->sin6_addr.s6_addr + 12, 4);
+    a.length = sizeof(sockaddr_in);
+    return a;
+}
+
+std::optional<Cidr> Cidr::parse(std::string_view text) {
+    std::string_view ip = text;
+    int prefix = -1;
+    if (auto slash = text.find('/'); slash != std::string_view::npos) {
+        ip = text.substr(0, slash);
+        auto digits = text.substr(slash + 1);
+        if (digits.empty() || digits.size() > 3) return std::nullopt;
+        auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), prefix);
+        if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+    }
+    if (ip.size() >= 2 && ip.front() == '[' && ip.back() == ']') ip = ip.substr(1, ip.size() - 2);
+    auto address = Address::parse(ip);
+    if (!address) return std::nullopt;
+    Cidr c;
+    c.family = address->family();
+    int max = c.family == AF_INET ? 32 : 128;
+    if (prefix < 0) prefix = max;
+    if (prefix > max) return std::nullopt;
+    c.prefix = prefix;
+    if (c.family == AF_INET)
+        std::memcpy(c.bytes, &v4(*address)->sin_addr, 4);
+    else
+        std::memcpy(c.bytes, &v6(*address)->sin6_addr, 16);
+    return c;
+}
+
+bool Cidr::contains(const Address& address) const {
+    Address a = address.unmapped();
+    if (a.family() != family) return false;
+    const auto* ip = family == AF_INET ? reinterpret_cast<const std::uint8_t*>(&v4(a)->sin_addr)
+                                       : reinterpret_cast<const std::uint8_t*>(&v6(a)->sin6_addr);
+    return prefix_equal(ip, bytes, prefix);
+}
+
+std::optional<std::string> AddressGuard::classify(const Address& address) {
+    Address a = address.unmapped();
+    if (a.family() == AF_INET) return classify_v4(v4_host_order(a));
+    if (a.family() == AF_INET6) return classify_v6(v6(a)->sin6_addr.s6_addr);
+    return "reserved";
+}
+
+void AddressGuard::add_own_listener(const Address& address) {
+    Address a = address.unmapped();
+    bool unspecified = classify(a) == std::optional<std::string>("unspecified");
+    if (!unspecified) {
+        own_.push_back(a);
+        return;
+    }
+    // Listening on 0.0.0.0 or :: means every local address reaches the proxy.
+    ifaddrs* list = nullptr;
+    if (getifaddrs(&list) != 0) return;
+    for (ifaddrs* i = list; i; i = i->ifa_next) {
+        if (!i->ifa_addr) continue;
+        int fam = i->ifa_addr->sa_family;
+        if (fam != AF_INET && fam != AF_INET6) continue;
+        Address local = Address::from_sockaddr(
+            i->ifa_addr, fam == AF_INET ? sizeof(sockaddr_in) : static_cast<socklen_t>(sizeof(sockaddr_in6)));
+        local.set_port(a.port());
+        own_.push_back(local);
+    }
+    freeifaddrs(list);
+    own_.push_back(a);
+}
+
+bool AddressGuard::is_own_listener(const Address& address) const {
+    for (const auto& own : own_) {
+        if (own.port() == address.port() && own.same_ip(address)) return true;
+    }
+    return false;
+}
+
+std::optional<std::string> AddressGuard::check(const Address& address) const {
+    // Never: a connection from the proxy to itself would loop until the connection limit.
+    if (is_own_listener(address)) return "proxy-itself";
+    auto what = classify(address);
+    if (!what) return std::nullopt;
+    for (const auto& cidr : allowed_) {
+        if (cidr.contains(address)) return std::nullopt;
+    }
+    return what;
+}
+
+}  // namespace cordon::proxy

@@ -1,0 +1,438 @@
+#include "proxy/connection.hpp"
+
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "proxy/context.hpp"
+#include "proxy/socks5.hpp"
+
+namespace cordon::proxy {
+
+char* Connection::scratch_buffer() {
+    // One read buffer for every connection: the loop is single-threaded and each read is consumed before the
+    // next.
+    static char buffer[kScratchSize];
+    return buffer;
+}
+
+Connection::Connection(Context& context, int fd, bool over_limit)
+    : context_(context),
+      id_(context.next_id++),
+      over_limit_(over_limit),
+      started_(std::chrono::steady_clock::now()),
+      decision_(context),
+      timer_(new uv_timer_t) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    client_ = std::make_unique<Socket>(context.loop, fd, this);
+    request_sink_.c = this;
+    response_sink_.c = this;
+    uv_timer_init(context.loop, timer_);
+    timer_->data = this;
+}
+
+Connection::~Connection() {
+    timer_->data = nullptr;
+    uv_close(reinterpret_cast<uv_handle_t*>(timer_),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+}
+
+void Connection::start() {
+    touch();
+    head_started_ = last_activity_;
+    auto shortest = std::min(context_.options.idle_timeout, context_.options.header_timeout);
+    std::uint64_t tick = static_cast<std::uint64_t>(std::clamp<long long>(shortest.count() / 4, 50, 5000));
+    uv_timer_start(timer_, &Connection::on_timer, tick, tick);
+    client_->want_read(true);
+}
+
+void Connection::touch() {
+    last_activity_ = uv_now(context_.loop);
+}
+
+const char* Connection::proto_name() const {
+    switch (proto_) {
+        case Proto::Http:
+            return "http";
+        case Proto::Connect:
+            return "connect";
+        case Proto::Socks5:
+            return "socks5";
+        case Proto::Unknown:
+            break;
+    }
+    return "unknown";
+}
+
+// ---- reading from the client
+
+void Connection::on_readable(Socket& socket) {
+    if (closed()) return;
+    if (&socket == client_.get()) {
+        read_client();
+    } else if (upstream_ && &socket == upstream_.get()) {
+        http_read_upstream();
+    }
+}
+
+void Connection::read_client() {
+    long n = client_->read(scratch_buffer(), kScratchSize);
+    if (n == -1) return;
+    if (n == -2) {
+        close(std::string("client: ") + std::strerror(client_->error()));
+        return;
+    }
+    touch();
+    if (n == 0) {
+        client_eof_ = true;
+        client_->want_read(false);
+        if (phase_ == Phase::Closing || phase_ == Phase::Sniff || phase_ == Phase::SocksGreeting ||
+            phase_ == Phase::SocksAuth || phase_ == Phase::SocksRequest) {
+            close(phase_ == Phase::Closing || phase_ == Phase::Sniff
+                      ? ""
+                      : "client closed during SOCKS5 handshake");
+            return;
+        }
+        if (phase_ == Phase::HttpHead) {
+            close(in_.empty() ? "" : "client closed mid-request");
+            return;
+        }
+        if (phase_ == Phase::HttpExchange && !request_done_) {
+            close("client closed mid-request");
+            return;
+        }
+        return;  // a request is complete and its answer is on the way
+    }
+    if (phase_ == Phase::Closing) return;  // lingering: discard
+    in_.append(scratch_buffer(), static_cast<std::size_t>(n));
+    process_client_input();
+}
+
+void Connection::process_client_input() {
+    if (phase_ == Phase::Sniff && !in_.empty()) {
+        if (static_cast<unsigned char>(in_[0]) == 0x05) {
+            proto_ = Proto::Socks5;
+            phase_ = Phase::SocksGreeting;
+        } else {
+            proto_ = Proto::Http;
+            phase_ = Phase::HttpHead;
+            request_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Request, &request_sink_);
+        }
+    }
+    switch (phase_) {
+        case Phase::SocksGreeting:
+        case Phase::SocksAuth:
+        case Phase::SocksRequest:
+            socks_process();
+            break;
+        case Phase::HttpHead:
+        case Phase::HttpExchange:
+            http_process();
+            break;
+        default:
+            break;
+    }
+}
+
+// ---- deciding and dialing
+
+void Connection::decide(const std::string& host, std::uint16_t port) {
+    phase_ = Phase::Deciding;
+    client_->want_read(false);
+    request_.host = host;
+    request_.port = port;
+    request_.logged = false;
+    request_.upstream_ip.clear();
+    if (over_limit_) {
+        // Over --max-connections: answer, never crash, never queue without bound.
+        ++context_.metrics.connections_rejected;
+        log_decision("deny", "over-connection-limit", "", proto_ == Proto::Socks5 ? 1 : 503);
+        if (proto_ == Proto::Socks5) {
+            socks_reply(socks5::kGeneralFailure, true);
+        } else {
+            http_send_error(503, "Service Unavailable", "over-connection-limit",
+                            "cordon: too many connections (--max-connections); try again later\n", false);
+        }
+        return;
+    }
+    decision_.decide(host, port, [this](Outcome outcome) { on_outcome(std::move(outcome)); });
+}
+
+void Connection::on_outcome(Outcome outcome) {
+    if (closed()) return;
+    switch (outcome.kind) {
+        case Outcome::Kind::DeniedByPolicy:
+        case Outcome::Kind::DeniedByGuard:
+            count_refusal();
+            if (proto_ == Proto::Socks5) {
+                log_decision("deny", outcome.reason(), "", socks5::kNotAllowed);
+                socks_refuse(outcome);
+            } else {
+                log_decision("deny", outcome.reason(), "", 403);
+                http_refuse(outcome);
+            }
+            return;
+        case Outcome::Kind::ResolveFailed: {
+            std::string error = to_string(outcome.resolve_error);
+            if (proto_ == Proto::Socks5) {
+                socks_upstream_failure(socks5::kHostUnreachable, error);
+            } else {
+                http_upstream_failure(outcome.resolve_error == ResolveError::Timeout ? 504 : 502, error,
+                                      "cannot resolve " + request_.host + ": " + error);
+            }
+            return;
+        }
+        case Outcome::Kind::Allowed:
+            break;
+    }
+    std::string key = request_.host + ":" + std::to_string(request_.port);
+    if (proto_ == Proto::Http && upstream_ && upstream_key_ == key && upstream_reusable_) {
+        // Keep-alive upstream to the same target: the address it uses was checked when it was dialled.
+        log_decision("allow", outcome.reason(), "", 0);
+        http_connected();
+        return;
+    }
+    upstream_.reset();
+    upstream_key_.clear();
+    dial(std::move(outcome.addresses));
+}
+
+void Connection::dial(std::vector<Address> addresses) {
+    phase_ = Phase::Dialing;
+    dialer_ = std::make_unique<Dialer>(context_.loop, std::move(addresses), context_.options.connect_timeout,
+                                       [this](DialResult result) { on_dialed(std::move(result)); });
+}
+
+void Connection::on_dialed(DialResult result) {
+    auto dialer = std::move(dialer_);  // freed when this returns; the dialer touches nothing after calling us
+    if (closed()) return;
+    request_.upstream_ip = result.address.ip();
+    if (!result.socket) {
+        std::string error = result.error == ETIMEDOUT ? "connect-timeout"
+                            : result.error == ECONNREFUSED
+                                ? "connect-refused"
+                                : std::string("connect-failed: ") + std::strerror(result.error);
+        if (proto_ == Proto::Socks5) {
+            std::uint8_t code = result.error == ECONNREFUSED  ? socks5::kConnectionRefused
+                                : result.error == ENETUNREACH ? socks5::kNetworkUnreachable
+                                                              : socks5::kHostUnreachable;
+            socks_upstream_failure(code, error);
+        } else {
+            http_upstream_failure(result.error == ETIMEDOUT ? 504 : 502, error,
+                                  "cannot connect to " + request_.host + ":" + std::to_string(request_.port) +
+                                      " (" + result.address.to_string() +
+                                      "): " + std::strerror(result.error));
+        }
+        return;
+    }
+    upstream_ = std::move(result.socket);
+    upstream_->set_owner(this);
+    upstream_key_ = request_.host + ":" + std::to_string(request_.port);
+    upstream_reusable_ = true;
+    log_decision("allow", std::string(policy::to_string(decision_.last().reason)), "", 0);
+    touch();
+    switch (proto_) {
+        case Proto::Http:
+            http_connected();
+            break;
+        case Proto::Connect:
+            client_->send("HTTP/1.1 200 Connection established\r\n\r\n");
+            start_tunnel();
+            break;
+        case Proto::Socks5:
+            socks_connected();
+            break;
+        case Proto::Unknown:
+            close("internal: unknown protocol");
+            break;
+    }
+}
+
+// ---- tunnels
+
+void Connection::start_tunnel() {
+    phase_ = Phase::Tunnel;
+    request_parser_.reset();
+    response_parser_.reset();
+    if (!in_.empty()) {
+        // Bytes the client sent right behind its CONNECT / SOCKS request belong to the tunnel.
+        bytes_up_ += in_.size();
+        if (!upstream_->send(in_)) {
+            close(std::string("upstream: ") + std::strerror(upstream_->error()));
+            return;
+        }
+        std::string().swap(in_);
+    }
+    if (client_->queued() > 0 || upstream_->queued() > 0) return;  // on_drained comes back here
+    relay_ = std::make_unique<Relay>(
+        *client_, *upstream_,
+        [this](const Relay::Stats& stats) {
+            bytes_up_ += stats.bytes_up;
+            bytes_down_ += stats.bytes_down;
+            close(stats.error ? std::strerror(stats.error) : "");
+        },
+        [this]() { touch(); });
+    relay_->start();
+}
+
+// ---- socket events
+
+void Connection::on_writable(Socket&) {}
+
+void Connection::on_drained(Socket& socket) {
+    if (closed()) return;
+    if (phase_ == Phase::Tunnel && !relay_) {
+        start_tunnel();
+        return;
+    }
+    if (phase_ == Phase::Closing) return;
+    (void)socket;
+    if (phase_ == Phase::HttpExchange || phase_ == Phase::HttpHead) http_backpressure();
+}
+
+void Connection::on_error(Socket& socket, int error) {
+    if (closed()) return;
+    bool upstream = upstream_ && &socket == upstream_.get();
+    if (upstream && phase_ == Phase::HttpExchange && !response_started_ && !response_done_) {
+        http_upstream_failure(502, "upstream-reset", std::string("upstream failed: ") + std::strerror(error));
+        return;
+    }
+    if (upstream && phase_ == Phase::HttpHead) {
+        upstream_.reset();  // an idle kept-alive upstream went away
+        upstream_key_.clear();
+        return;
+    }
+    close(std::string(upstream ? "upstream: " : "client: ") + std::strerror(error));
+}
+
+// ---- timers
+
+void Connection::on_timer(uv_timer_t* timer) {
+    auto* self = static_cast<Connection*>(timer->data);
+    if (!self || self->closed()) return;
+    const auto& o = self->context_.options;
+    std::uint64_t now = uv_now(self->context_.loop);
+    if (self->phase_ == Phase::Closing) {
+        if (now - self->last_activity_ >= 2000) self->close(self->error_);
+        return;
+    }
+    bool in_head = self->phase_ == Phase::Sniff || self->phase_ == Phase::SocksGreeting ||
+                   self->phase_ == Phase::SocksAuth || self->phase_ == Phase::SocksRequest ||
+                   self->phase_ == Phase::HttpHead;
+    if (in_head && self->head_started_ != 0 &&
+        now - self->head_started_ >= static_cast<std::uint64_t>(o.header_timeout.count())) {
+        if (self->proto_ == Proto::Http && !self->in_.empty()) {
+            self->http_send_error(408, "Request Timeout", "", "cordon: request head not received in time\n",
+                                  false);
+            self->error_ = "header-timeout";
+        } else {
+            self->close("header-timeout");
+        }
+        return;
+    }
+    if (now - self->last_activity_ >= static_cast<std::uint64_t>(o.idle_timeout.count())) {
+        if (self->phase_ == Phase::HttpExchange && !self->response_started_ && !self->response_done_) {
+            self->http_upstream_failure(504, "upstream-timeout",
+                                        "upstream " + self->request_.host + " did not answer in time");
+            return;
+        }
+        if (self->phase_ == Phase::Dialing || self->phase_ == Phase::Deciding) return;  // own timeouts
+        self->close(self->phase_ == Phase::HttpHead && self->in_.empty() ? "" : "idle-timeout");
+    }
+}
+
+// ---- ending
+
+void Connection::finish_after_flush() {
+    // Lingering close: send what is queued, then half-close and read (discarding) until the client closes or
+    // two seconds pass. Closing with unread input would reset the connection and could destroy the answer.
+    phase_ = Phase::Closing;
+    decision_.cancel();
+    dialer_.reset();
+    upstream_.reset();
+    std::string().swap(in_);
+    touch();
+    client_->shutdown_write_when_drained();
+    if (client_eof_) {
+        if (client_->queued() == 0) close(error_);
+        return;
+    }
+    client_->want_read(true);
+}
+
+void Connection::close_if_idle() {
+    if (closed()) return;
+    if ((phase_ == Phase::HttpHead && in_.empty()) || phase_ == Phase::Sniff) close("");
+}
+
+void Connection::log_decision(const std::string& decision, const std::string& reason,
+                              const std::string& error, int status) {
+    if (request_.logged) return;
+    request_.logged = true;
+    const auto& d = decision_.last();
+    DecisionEvent e;
+    e.id = id_;
+    e.proto = proto_name();
+    e.host = request_.host;
+    e.port = request_.port;
+    e.method = request_.method;
+    e.path = request_.path;
+    e.decision = decision;
+    e.rule = rule_text(d);
+    e.source = rule_source(d);
+    e.reason = reason;
+    e.upstream_ip = request_.upstream_ip;
+    e.error = error;
+    e.status = status;
+    last_host_ = request_.host;
+    last_port_ = request_.port;
+    last_upstream_ip_ = request_.upstream_ip;
+    context_.metrics.count_request(e.proto, decision, reason);
+    if (context_.audit) context_.audit->decision(e);
+}
+
+void Connection::count_refusal() {
+    ++context_.refusals.hosts[request_.host + ":" + std::to_string(request_.port)];
+}
+
+void Connection::close(const std::string& error) {
+    if (closed()) return;
+    bool pending = (phase_ == Phase::Deciding || phase_ == Phase::Dialing) && !request_.host.empty();
+    phase_ = Phase::Closed;
+    if (pending && !request_.logged && decision_.last().allowed()) {
+        // Allowed by the policy but the connection ended before the dial finished (shutdown, client gone).
+        request_.logged = false;
+        log_decision("allow", std::string(policy::to_string(decision_.last().reason)),
+                     "aborted" + (error.empty() ? std::string() : ": " + error), 0);
+    }
+    decision_.cancel();
+    relay_.reset();
+    dialer_.reset();
+    upstream_.reset();
+    client_.reset();
+    uv_timer_stop(timer_);
+    context_.metrics.bytes_up += bytes_up_;
+    context_.metrics.bytes_down += bytes_down_;
+    if (proto_ != Proto::Unknown && context_.audit) {
+        CloseEvent e;
+        e.id = id_;
+        e.proto = proto_name();
+        e.host = request_.host.empty() ? last_host_ : request_.host;
+        e.port = request_.host.empty() ? last_port_ : request_.port;
+        e.upstream_ip = request_.upstream_ip.empty() ? last_upstream_ip_ : request_.upstream_ip;
+        e.bytes_up = bytes_up_;
+        e.bytes_down = bytes_down_;
+        e.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                           started_);
+        e.error = error.empty() ? error_ : error;
+        context_.audit->close(e);
+    }
+    context_.retire(this);
+}
+
+}  // namespace cordon::proxy

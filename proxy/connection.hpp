@@ -1,0 +1,162 @@
+// One client connection, from accept to close: sniffs the protocol on the first byte (0x05 = SOCKS5, anything
+// else = HTTP), runs that front-end, asks the decision point, dials, then relays. The data path reads top to
+// bottom: accept -> parse -> decide -> resolve -> guard -> dial -> relay -> log.
+//
+// connection.cpp holds the shared steps (dial, tunnel, timers, close, audit); http_frontend.cpp and
+// socks5_frontend.cpp hold each protocol's parsing and replies.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "proxy/audit_log.hpp"
+#include "proxy/decision.hpp"
+#include "proxy/dialer.hpp"
+#include "proxy/http_parser.hpp"
+#include "proxy/relay.hpp"
+#include "proxy/socket.hpp"
+
+struct uv_timer_s;
+
+namespace cordon::proxy {
+
+struct Context;
+
+class Connection final : public SocketOwner {
+  public:
+    // Takes ownership of the accepted `fd`. `over_limit`: answer the first request with 503 / SOCKS 0x01.
+    Connection(Context& context, int fd, bool over_limit);
+    ~Connection() override;
+
+    void start();
+    // Closes both sides (idempotent), writes the close line and retires the connection.
+    void close(const std::string& error);
+    bool closed() const { return phase_ == Phase::Closed; }
+    // During shutdown: a keep-alive connection waiting for its next request closes now.
+    void close_if_idle();
+
+    void on_readable(Socket& socket) override;
+    void on_writable(Socket& socket) override;
+    void on_drained(Socket& socket) override;
+    void on_error(Socket& socket, int error) override;
+
+  private:
+    enum class Phase {
+        Sniff,          // nothing read yet
+        SocksGreeting,  // SOCKS5 method negotiation
+        SocksAuth,      // RFC 1929 username/password
+        SocksRequest,   // waiting for the CONNECT request
+        HttpHead,       // reading a request head
+        Deciding,       // policy / DNS / guard
+        Dialing,        // connecting upstream
+        HttpExchange,   // forwarding one request and its response
+        Tunnel,         // CONNECT / SOCKS5 relay
+        Closing,        // flushing a final answer to the client
+        Closed,
+    };
+    enum class Proto { Unknown, Http, Connect, Socks5 };
+
+    // The request being decided (one per HTTP request, one per tunnel).
+    struct Request {
+        std::string host;
+        std::uint16_t port = 0;
+        std::string method, path;
+        bool logged = false;  // its decision line has been written
+        std::string upstream_ip;
+    };
+
+    struct RequestSink final : HttpParser::Sink {
+        Connection* c;
+        void on_head(const HttpHead&) override {}
+        void on_body(std::string_view data) override { c->http_request_body(data); }
+    };
+    struct ResponseSink final : HttpParser::Sink {
+        Connection* c;
+        void on_head(const HttpHead& head) override { c->http_response_head(head); }
+        void on_body(std::string_view data) override { c->http_response_body(data); }
+    };
+
+    static constexpr std::size_t kScratchSize = 64 * 1024;
+    static char* scratch_buffer();
+
+    // --- connection.cpp: shared steps
+    void read_client();
+    void process_client_input();
+    void decide(const std::string& host, std::uint16_t port);
+    void on_outcome(Outcome outcome);
+    void dial(std::vector<Address> addresses);
+    void on_dialed(DialResult result);
+    void start_tunnel();
+    void log_decision(const std::string& decision, const std::string& reason, const std::string& error,
+                      int status);
+    void count_refusal();
+    const char* proto_name() const;
+    static void on_timer(uv_timer_s* timer);
+    void touch();
+    void finish_after_flush();
+
+    // --- http_frontend.cpp
+    void http_process();
+    void http_head_complete();
+    void http_bad_request(const std::string& why);
+    void http_send_error(int status, const std::string& reason, const std::string& x_proxy_error,
+                         const std::string& body, bool keep_alive);
+    void http_refuse(const Outcome& outcome);
+    void http_upstream_failure(int status, const std::string& error, const std::string& detail);
+    void http_connected();
+    void http_request_body(std::string_view data);
+    void http_request_complete();
+    void http_read_upstream();
+    void http_response_head(const HttpHead& head);
+    void http_response_body(std::string_view data);
+    void http_response_complete();
+    void http_upstream_eof();
+    void http_next_request();
+    void http_backpressure();
+
+    // --- socks5_frontend.cpp
+    void socks_process();
+    void socks_reply(std::uint8_t code, bool then_close);
+    void socks_refuse(const Outcome& outcome);
+    void socks_upstream_failure(std::uint8_t code, const std::string& error);
+    void socks_connected();
+
+    Context& context_;
+    std::uint64_t id_;
+    bool over_limit_;
+    std::chrono::steady_clock::time_point started_;
+    std::unique_ptr<Socket> client_;
+    std::unique_ptr<Socket> upstream_;
+    std::string upstream_key_;  // "host:port" the kept-alive upstream connection goes to
+    std::unique_ptr<Dialer> dialer_;
+    std::unique_ptr<Relay> relay_;
+    DecisionPoint decision_;
+    Phase phase_ = Phase::Sniff;
+    Proto proto_ = Proto::Unknown;
+    std::string in_;  // client bytes read but not yet consumed
+    bool client_eof_ = false;
+    Request request_;
+    std::string last_host_, last_upstream_ip_;  // the last request decided, for the close line
+    std::uint16_t last_port_ = 0;
+    std::uint64_t bytes_up_ = 0, bytes_down_ = 0;
+    std::string error_;
+    uv_timer_s* timer_;
+    std::uint64_t last_activity_ = 0;  // uv_now()
+    std::uint64_t head_started_ = 0;   // uv_now() when the first byte of a request head arrived, 0 if none
+
+    // HTTP state for the current exchange.
+    std::unique_ptr<HttpParser> request_parser_, response_parser_;
+    RequestSink request_sink_;
+    ResponseSink response_sink_;
+    HttpHead request_head_;
+    bool request_done_ = false, response_done_ = false, response_started_ = false;
+    bool chunk_request_ = false;   // re-frame the request body as chunks
+    bool chunk_response_ = false;  // re-frame the response body as chunks
+    bool close_after_response_ = false;
+    bool upstream_reusable_ = false;
+};
+
+}  // namespace cordon::proxy

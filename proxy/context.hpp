@@ -1,0 +1,37 @@
+// What every connection of one proxy shares: the loop, options, the current policy, the address guard, the
+// resolver, the audit log and the metrics. Internal to proxy/.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "policy/policy.hpp"
+#include "proxy/address_guard.hpp"
+#include "proxy/audit_log.hpp"
+#include "proxy/metrics.hpp"
+#include "proxy/proxy.hpp"
+#include "proxy/resolver.hpp"
+
+struct uv_loop_s;
+
+namespace cordon::proxy {
+
+class Connection;
+
+struct Context {
+    uv_loop_s* loop = nullptr;
+    Options options;
+    policy::PolicyPtr policy;
+    AddressGuard guard;
+    std::unique_ptr<Resolver> resolver;
+    std::unique_ptr<AuditLog> audit;
+    Metrics metrics;
+    RefusalSummary refusals;
+    std::uint64_t next_id = 1;
+    bool draining = false;
+    // Hands a closed connection back to the proxy, which frees it on the next loop turn.
+    std::function<void(Connection*)> retire;
+};
+
+}  // namespace cordon::proxy

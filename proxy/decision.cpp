@@ -1,0 +1,91 @@
+#include "proxy/decision.hpp"
+
+#include "proxy/context.hpp"
+
+namespace cordon::proxy {
+
+std::string Outcome::reason() const {
+    switch (kind) {
+        case Kind::Allowed:
+        case Kind::ResolveFailed:
+            return std::string(policy::to_string(decision.reason));
+        case Kind::DeniedByPolicy:
+            return std::string(policy::to_string(decision.reason));
+        case Kind::DeniedByGuard:
+            return "blocked-by-address-guard";
+    }
+    return "blocked-by-allowlist";
+}
+
+std::string rule_text(const policy::Decision& decision) {
+    return decision.rule ? decision.rule->text : "";
+}
+
+std::string rule_source(const policy::Decision& decision) {
+    if (!decision.rule) return "";
+    const auto& s = decision.rule->source;
+    std::string out;
+    if (!s.file.empty()) {
+        out = s.file;
+        if (s.line > 0) out += ":" + std::to_string(s.line);
+        if (!s.where.empty()) out += " (" + s.where + ")";
+    } else {
+        out = s.where.empty() ? std::string(policy::to_string(s.layer)) : s.where;
+    }
+    return out;
+}
+
+Outcome DecisionPoint::guard(Outcome outcome, const std::vector<Address>& addresses,
+                             std::uint16_t port) const {
+    // Check every answer; dial only those that pass. A name whose answers are all refused is refused.
+    for (Address a : addresses) {
+        a = a.unmapped();
+        a.set_port(port);
+        if (auto why = context_.guard.check(a)) {
+            if (outcome.refused_ip.empty()) {
+                outcome.refused_ip = a.ip();
+                outcome.guard_class = *why;
+            }
+            continue;
+        }
+        outcome.addresses.push_back(a);
+    }
+    outcome.kind = outcome.addresses.empty() ? Outcome::Kind::DeniedByGuard : Outcome::Kind::Allowed;
+    return outcome;
+}
+
+void DecisionPoint::decide(const std::string& host, std::uint16_t port, Callback done) {
+    Outcome outcome;
+    outcome.decision = context_.policy->decide_connect(host, port);
+    last_ = outcome.decision;
+    if (!outcome.decision.allowed()) {
+        outcome.kind = Outcome::Kind::DeniedByPolicy;
+        done(std::move(outcome));
+        return;
+    }
+    // An IP literal was allowed by a rule naming it; it still goes through the guard.
+    if (auto literal = Address::parse(host)) {
+        done(guard(std::move(outcome), {*literal}, port));
+        return;
+    }
+    if (auto cached = context_.resolver->cached(host)) {
+        ++context_.metrics.dns_cache_hits;
+        done(guard(std::move(outcome), *cached, port));
+        return;
+    }
+    auto* self = this;
+    pending_ = context_.resolver->resolve(host, [self, outcome = std::move(outcome), port,
+                                                 done = std::move(done)](ResolveResult result) mutable {
+        self->pending_.reset();
+        if (result.error != ResolveError::Cancelled) self->context_.metrics.observe_dns(result.latency);
+        if (result.error != ResolveError::None) {
+            outcome.kind = Outcome::Kind::ResolveFailed;
+            outcome.resolve_error = result.error;
+            done(std::move(outcome));
+            return;
+        }
+        done(self->guard(std::move(outcome), result.addresses, port));
+    });
+}
+
+}  // namespace cordon::proxy

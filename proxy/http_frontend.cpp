@@ -1,0 +1,516 @@
+// The HTTP front-end of a connection: absolute-form requests forwarded with keep-alive on both sides (each
+// request decided and logged on its own), CONNECT tunnels, and the proxy's own answers (400, 403, 407, 502,
+// 503, 504).
+#include <uv.h>
+
+#include <cstring>
+
+#include "proxy/auth.hpp"
+#include "proxy/connection.hpp"
+#include "proxy/context.hpp"
+
+namespace cordon::proxy {
+
+namespace {
+
+constexpr std::size_t kHighWater = 1024 * 1024;  // stop reading one side while the other has this much queued
+
+std::string chunk_header(std::size_t n) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "%zx\r\n", n);
+    return buf;
+}
+
+const char* status_text(int status) {
+    switch (status) {
+        case 400:
+            return "Bad Request";
+        case 403:
+            return "Forbidden";
+        case 407:
+            return "Proxy Authentication Required";
+        case 408:
+            return "Request Timeout";
+        case 502:
+            return "Bad Gateway";
+        case 503:
+            return "Service Unavailable";
+        case 504:
+            return "Gateway Timeout";
+    }
+    return "Error";
+}
+
+bool starts_with_icase(std::string_view s, std::string_view prefix) {
+    return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
+}
+
+// Splits "host:port" / "[v6]:port" (CONNECT's authority form). Port required.
+bool split_authority(std::string_view text, std::string& host, std::uint16_t& port) {
+    std::string_view h, p;
+    if (!text.empty() && text.front() == '[') {
+        auto close = text.find(']');
+        if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':')
+            return false;
+        h = text.substr(1, close - 1);
+        p = text.substr(close + 2);
+    } else {
+        auto colon = text.rfind(':');
+        if (colon == std::string_view::npos) return false;
+        h = text.substr(0, colon);
+        p = text.substr(colon + 1);
+        if (h.find(':') != std::string_view::npos) return false;
+    }
+    if (h.empty() || p.empty() || p.size() > 5 || p.find_first_not_of("0123456789") != std::string_view::npos)
+        return false;
+    unsigned long n = std::stoul(std::string(p));
+    if (n == 0 || n > 65535) return false;
+    host = std::string(h);
+    port = static_cast<std::uint16_t>(n);
+    return true;
+}
+
+// Normalises a host the way the policy does (case, trailing dot, IDN); empty with `why` set when malformed.
+bool normalise_host(const std::string& host, std::uint16_t port, std::string& out, std::string& why) {
+    if (host.find_first_of("@/?#\\ \t") != std::string::npos) {
+        why = "malformed host '" + host + "'";
+        return false;
+    }
+    std::string text = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+    auto parsed = policy::parse_target(text + ":" + std::to_string(port), port);
+    if (auto* error = std::get_if<std::string>(&parsed)) {
+        why = *error;
+        return false;
+    }
+    out = std::get<policy::HostPort>(parsed).host;
+    return !out.empty();
+}
+
+}  // namespace
+
+void Connection::http_process() {
+    while (!in_.empty() && !closed() &&
+           (phase_ == Phase::HttpHead || (phase_ == Phase::HttpExchange && !request_done_))) {
+        if (phase_ == Phase::HttpHead && head_started_ == 0) head_started_ = uv_now(context_.loop);
+        auto result = request_parser_->feed(in_);
+        switch (result.status) {
+            case HttpParser::Status::Ok:
+                in_.clear();
+                break;
+            case HttpParser::Status::HeadComplete:
+                in_.erase(0, result.consumed);
+                http_head_complete();
+                return;
+            case HttpParser::Status::MessageComplete:
+                in_.erase(0, result.consumed);
+                http_request_complete();
+                break;
+            case HttpParser::Status::Error:
+                http_bad_request(request_parser_->error());
+                return;
+        }
+    }
+    if (!closed()) http_backpressure();
+}
+
+void Connection::http_backpressure() {
+    if (closed() || !client_) return;
+    bool client_read = phase_ == Phase::HttpHead || (phase_ == Phase::HttpExchange && !request_done_ &&
+                                                     (!upstream_ || upstream_->queued() < kHighWater));
+    client_->want_read(client_read && !client_eof_);
+    if (upstream_) {
+        bool upstream_read = (phase_ == Phase::HttpExchange && response_parser_ && !response_done_ &&
+                              client_->queued() < kHighWater) ||
+                             phase_ == Phase::HttpHead;  // an idle kept-alive upstream: notice when it closes
+        upstream_->want_read(upstream_read);
+    }
+    // Bytes that arrived while the client was paused.
+    if (client_read && !in_.empty() && phase_ == Phase::HttpExchange && !request_done_) http_process();
+}
+
+void Connection::http_head_complete() {
+    const HttpHead& head = request_parser_->head();
+    head_started_ = 0;
+    request_head_ = head;
+    request_done_ = response_done_ = response_started_ = false;
+    chunk_request_ = chunk_response_ = close_after_response_ = false;
+    request_ = Request{};
+    request_.method = head.method;
+
+    std::string host;
+    std::uint16_t port = 0;
+    if (request_parser_->is_connect()) {
+        proto_ = Proto::Connect;
+        std::string raw;
+        if (!split_authority(head.target, raw, port)) {
+            http_bad_request("CONNECT needs host:port, got '" + head.target + "'");
+            return;
+        }
+        std::string why;
+        if (!normalise_host(raw, port, host, why)) {
+            http_bad_request("bad CONNECT target: " + why);
+            return;
+        }
+    } else {
+        proto_ = Proto::Http;
+        const std::string& target = head.target;
+        if (target.empty() || target.front() == '/' || target == "*") {
+            http_bad_request(
+                "origin-form request to the proxy itself: send an absolute URI (GET http://host/path) "
+                "or use CONNECT");
+            return;
+        }
+        if (starts_with_icase(target, "https://")) {
+            http_bad_request("https:// URLs go through CONNECT, not as absolute-form requests");
+            return;
+        }
+        if (!starts_with_icase(target, "http://")) {
+            http_bad_request("unsupported request target '" + target.substr(0, 64) + "' (only http:// URIs)");
+            return;
+        }
+        std::string_view rest = std::string_view(target).substr(7);
+        auto end = rest.find_first_of("/?#");
+        std::string_view authority = rest.substr(0, end);
+        std::string path = end == std::string_view::npos ? "/" : std::string(rest.substr(end));
+        if (auto hash = path.find('#'); hash != std::string::npos) path.erase(hash);
+        if (path.empty() || path.front() == '?') path.insert(0, "/");
+        if (authority.find('@') != std::string_view::npos) {
+            http_bad_request("credentials in the request URI are not accepted");
+            return;
+        }
+        std::string raw;
+        if (!split_authority(authority, raw, port)) {
+            raw = std::string(authority);
+            port = 80;
+            if (!raw.empty() && raw.front() == '[' && raw.back() == ']') raw = raw.substr(1, raw.size() - 2);
+        }
+        std::string why;
+        if (raw.empty() || !normalise_host(raw, port, host, why)) {
+            http_bad_request("bad host in request URI" + (why.empty() ? std::string() : ": " + why));
+            return;
+        }
+        // A Host header naming another host than the URI is how requests get routed past a filter.
+        if (auto h = head.header("host")) {
+            std::string hraw, hhost;
+            std::uint16_t hport = 0;
+            if (!split_authority(*h, hraw, hport)) {
+                hraw = std::string(*h);
+                hport = 80;
+                if (!hraw.empty() && hraw.front() == '[' && hraw.back() == ']')
+                    hraw = hraw.substr(1, hraw.size() - 2);
+            }
+            std::string why2;
+            if (!normalise_host(hraw, hport, hhost, why2) || hhost != host || hport != port) {
+                http_bad_request("Host header '" + std::string(*h) +
+                                 "' names another host than the request URI");
+                return;
+            }
+        }
+        request_.path = path;
+    }
+    request_.host = host;
+    request_.port = port;
+
+    if (!context_.options.auth_token.empty()) {
+        auto credentials = head.header("proxy-authorization");
+        if (!credentials || !basic_auth_ok(*credentials, context_.options.auth_token)) {
+            decision_.cancel();
+            log_decision("deny", "proxy-auth-required", "", 407);
+            phase_ = Phase::Closing;
+            std::string body = "cordon: proxy authentication required\n";
+            client_->send("HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: " +
+                          std::string(kProxyAuthenticate) +
+                          "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
+                          "\r\nConnection: close\r\n\r\n" + body);
+            finish_after_flush();
+            return;
+        }
+    }
+    decide(host, port);
+}
+
+void Connection::http_bad_request(const std::string& why) {
+    error_ = "bad-request: " + why;
+    if (!request_.host.empty())
+        log_decision("deny", "bad-request", why, 400);
+    else
+        context_.metrics.count_request(proto_name(), "deny", "bad-request");
+    http_send_error(400, "Bad Request", "bad-request", "cordon: bad request: " + why + "\n", false);
+}
+
+void Connection::http_send_error(int status, const std::string& reason, const std::string& x_proxy_error,
+                                 const std::string& body, bool keep_alive) {
+    // Keep the connection only when the request carried no body we would have to skip.
+    bool has_body = request_head_.chunked || request_head_.content_length.value_or(0) > 0;
+    if (has_body || !request_head_.keep_alive || context_.draining || over_limit_) keep_alive = false;
+    bool head_method = request_head_.method == "HEAD";
+    std::string out =
+        "HTTP/1.1 " + std::to_string(status) + " " + (reason.empty() ? status_text(status) : reason) +
+        "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+    if (!x_proxy_error.empty()) out += "X-Proxy-Error: " + x_proxy_error + "\r\n";
+    if (!keep_alive) out += "Connection: close\r\n";
+    out += "\r\n";
+    if (!head_method) out += body;
+    if (!client_->send(out)) {
+        close(std::string("client: ") + std::strerror(client_->error()));
+        return;
+    }
+    if (!keep_alive) {
+        finish_after_flush();
+        return;
+    }
+    // The request was answered here; read the next one.
+    request_done_ = true;
+    response_done_ = true;
+    phase_ = Phase::HttpExchange;
+    request_parser_->resume();  // paused after the head; the (empty) body completes at once
+    auto result = request_parser_->feed(std::string_view());
+    (void)result;
+    http_next_request();
+}
+
+void Connection::http_refuse(const Outcome& outcome) {
+    std::string target = request_.host + ":" + std::to_string(request_.port);
+    std::string body;
+    std::string reason = outcome.reason();
+    if (outcome.kind == Outcome::Kind::DeniedByGuard) {
+        body = "cordon: connection to " + target + " blocked: " + request_.host + " resolves to " +
+               outcome.refused_ip + " (" + outcome.guard_class +
+               "), which the address guard refuses (allow it with --allow-address)\n";
+    } else if (outcome.decision.rule) {
+        body = "cordon: connection to " + target + " blocked by rule `" + rule_text(outcome.decision) +
+               "` from " + rule_source(outcome.decision) + " (" + reason + ")\n";
+    } else {
+        body = "cordon: connection to " + target + " blocked: no rule allows " + request_.host +
+               " (hosts not in the allow list are denied) (" + reason + ")\n";
+    }
+    http_send_error(403, "Forbidden", reason, body, true);
+}
+
+void Connection::http_upstream_failure(int status, const std::string& error, const std::string& detail) {
+    log_decision("allow", std::string(policy::to_string(decision_.last().reason)), error, status);
+    upstream_.reset();
+    upstream_key_.clear();
+    if (response_started_) {
+        close(error);
+        return;
+    }
+    error_ = error;
+    http_send_error(status, status_text(status), status == 504 ? "upstream-timeout" : "upstream-failure",
+                    "cordon: " + detail + "\n", true);
+}
+
+void Connection::http_connected() {
+    phase_ = Phase::HttpExchange;
+    const HttpHead& h = request_head_;
+    auto tokens = connection_tokens(h);
+    std::string out;
+    out.reserve(512);
+    out += h.method + " " + request_.path + " HTTP/1.1\r\n";
+    if (!h.header("host")) {
+        bool v6 = request_.host.find(':') != std::string::npos;
+        out += "Host: " + (v6 ? "[" + request_.host + "]" : request_.host);
+        if (request_.port != 80) out += ":" + std::to_string(request_.port);
+        out += "\r\n";
+    }
+    for (const auto& [name, value] : h.headers) {
+        if (is_hop_by_hop(name, tokens)) continue;
+        out += name + ": " + value + "\r\n";
+    }
+    chunk_request_ = h.chunked;
+    if (chunk_request_) out += "Transfer-Encoding: chunked\r\n";
+    out += "\r\n";
+    if (!response_parser_)
+        response_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Response, &response_sink_);
+    response_parser_->set_no_body(h.method == "HEAD");
+    bytes_up_ += out.size();
+    if (!upstream_->send(out)) {
+        http_upstream_failure(502, "upstream-reset",
+                              std::string("upstream failed: ") + std::strerror(upstream_->error()));
+        return;
+    }
+    request_parser_->resume();
+    http_backpressure();
+    if (!closed() && !in_.empty()) http_process();
+    // A body-less request completes at its head: let the parser say so.
+    if (!closed() && phase_ == Phase::HttpExchange && !request_done_ && in_.empty() && !h.chunked &&
+        h.content_length.value_or(0) == 0) {
+        auto result = request_parser_->feed(std::string_view());
+        if (result.status == HttpParser::Status::MessageComplete) http_request_complete();
+    }
+}
+
+void Connection::http_request_body(std::string_view data) {
+    if (response_done_ && request_done_) return;
+    if (!upstream_ || phase_ != Phase::HttpExchange) return;  // answered by the proxy: discard
+    bytes_up_ += data.size();
+    if (chunk_request_) {
+        upstream_->send(chunk_header(data.size()));
+        upstream_->send(data);
+        upstream_->send("\r\n");
+    } else {
+        upstream_->send(data);
+    }
+}
+
+void Connection::http_request_complete() {
+    request_done_ = true;
+    if (!upstream_ || response_done_) {
+        http_next_request();
+        return;
+    }
+    if (chunk_request_) upstream_->send("0\r\n\r\n");
+    http_backpressure();
+}
+
+void Connection::http_read_upstream() {
+    long n = upstream_->read(scratch_buffer(), kScratchSize);
+    if (n == -1) return;
+    if (phase_ != Phase::HttpExchange || !response_parser_) {
+        // An idle kept-alive upstream spoke or closed: it can no longer be trusted for the next request.
+        upstream_.reset();
+        upstream_key_.clear();
+        return;
+    }
+    if (n == -2) {
+        on_error(*upstream_, upstream_->error());
+        return;
+    }
+    if (n == 0) {
+        http_upstream_eof();
+        return;
+    }
+    touch();
+    std::string_view view(scratch_buffer(), static_cast<std::size_t>(n));
+    while (!view.empty() && !closed() && phase_ == Phase::HttpExchange && !response_done_) {
+        auto result = response_parser_->feed(view);
+        if (result.status == HttpParser::Status::Ok) break;
+        if (result.status == HttpParser::Status::Error) {
+            if (!response_started_) {
+                http_upstream_failure(502, "bad-response",
+                                      "bad response from upstream: " + response_parser_->error());
+            } else {
+                close("bad response from upstream: " + response_parser_->error());
+            }
+            return;
+        }
+        view.remove_prefix(result.consumed);
+        if (result.status == HttpParser::Status::MessageComplete) {
+            if (response_parser_->interim()) {
+                response_parser_->resume();
+                continue;
+            }
+            if (!view.empty()) upstream_reusable_ = false;  // bytes after the response: do not reuse
+            http_response_complete();
+            return;
+        }
+    }
+    if (!closed()) http_backpressure();
+}
+
+void Connection::http_response_head(const HttpHead& head) {
+    const HttpHead& req = request_head_;
+    bool client_11 = req.version_major == 1 && req.version_minor >= 1;
+    if (head.status >= 100 && head.status < 200) {
+        if (head.status == 101 || !client_11)
+            return;  // no upgrades (Upgrade is hop-by-hop); 1.0 knows no 1xx
+        std::string out = "HTTP/1.1 " + std::to_string(head.status) + " " + head.reason + "\r\n";
+        for (const auto& [name, value] : head.headers)
+            out += name + ": " + value + "\r\n";
+        out += "\r\n";
+        client_->send(out);
+        return;
+    }
+    response_started_ = true;
+    bool no_body = req.method == "HEAD" || head.status == 204 || head.status == 304;
+    chunk_response_ = false;
+    if (!no_body && head.chunked) {
+        chunk_response_ = true;
+    } else if (!no_body && !head.content_length) {
+        // Delimited by the upstream closing: re-frame as chunks for a 1.1 client so its connection can stay.
+        if (client_11)
+            chunk_response_ = true;
+        else
+            close_after_response_ = true;
+    }
+    if (!req.keep_alive || context_.draining) close_after_response_ = true;
+    auto tokens = connection_tokens(head);
+    std::string out;
+    out.reserve(512);
+    out += "HTTP/1.1 " + std::to_string(head.status) + " " + head.reason + "\r\n";
+    for (const auto& [name, value] : head.headers) {
+        if (is_hop_by_hop(name, tokens)) continue;
+        if (chunk_response_ && iequals(name, "content-length")) continue;
+        out += name + ": " + value + "\r\n";
+    }
+    if (chunk_response_) out += "Transfer-Encoding: chunked\r\n";
+    if (close_after_response_)
+        out += "Connection: close\r\n";
+    else if (!client_11)
+        out += "Connection: keep-alive\r\n";
+    out += "\r\n";
+    bytes_down_ += out.size();
+    client_->send(out);
+}
+
+void Connection::http_response_body(std::string_view data) {
+    bytes_down_ += data.size();
+    if (chunk_response_) {
+        client_->send(chunk_header(data.size()));
+        client_->send(data);
+        client_->send("\r\n");
+    } else {
+        client_->send(data);
+    }
+}
+
+void Connection::http_response_complete() {
+    response_done_ = true;
+    if (chunk_response_) client_->send("0\r\n\r\n");
+    if (!response_parser_->should_keep_alive()) upstream_reusable_ = false;
+    if (!upstream_reusable_) {
+        upstream_.reset();
+        upstream_key_.clear();
+        response_parser_.reset();
+    } else {
+        response_parser_->resume();
+    }
+    if (!request_done_) {
+        // The upstream answered before the request body ended: the two sides are out of step; finish here.
+        close_after_response_ = true;
+        request_done_ = true;
+    }
+    http_next_request();
+}
+
+void Connection::http_upstream_eof() {
+    if (!response_started_) {
+        http_upstream_failure(502, "upstream-closed",
+                              "upstream " + request_.host + " closed the connection without answering");
+        return;
+    }
+    upstream_reusable_ = false;
+    if (response_parser_->finish() && !response_done_) {
+        http_response_complete();
+        return;
+    }
+    close("upstream closed mid-response");
+}
+
+void Connection::http_next_request() {
+    if (closed()) return;
+    if (close_after_response_ || client_eof_ || context_.draining) {
+        finish_after_flush();
+        return;
+    }
+    phase_ = Phase::HttpHead;
+    request_ = Request{};
+    request_head_ = HttpHead{};
+    request_done_ = response_done_ = response_started_ = false;
+    request_parser_->resume();
+    touch();
+    http_backpressure();
+    if (!in_.empty()) http_process();
+}
+
+}  // namespace cordon::proxy

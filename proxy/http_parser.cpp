@@ -1,0 +1,264 @@
+#include "proxy/http_parser.hpp"
+
+#include <llhttp.h>
+#include <strings.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace cordon::proxy {
+
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::optional<std::string_view> HttpHead::header(std::string_view name) const {
+    for (const auto& [n, v] : headers) {
+        if (iequals(n, name)) return std::string_view(v);
+    }
+    return std::nullopt;
+}
+
+std::size_t HttpHead::header_count(std::string_view name) const {
+    return static_cast<std::size_t>(
+        std::count_if(headers.begin(), headers.end(), [&](const auto& h) { return iequals(h.first, name); }));
+}
+
+std::vector<std::string> connection_tokens(const HttpHead& head) {
+    std::vector<std::string> out;
+    for (const auto& [n, v] : head.headers) {
+        if (!iequals(n, "connection")) continue;
+        std::size_t start = 0;
+        while (start <= v.size()) {
+            std::size_t comma = v.find(',', start);
+            if (comma == std::string::npos) comma = v.size();
+            std::string token = v.substr(start, comma - start);
+            token.erase(0, token.find_first_not_of(" \t"));
+            token.erase(token.find_last_not_of(" \t") + 1);
+            if (!token.empty()) out.push_back(token);
+            start = comma + 1;
+        }
+    }
+    return out;
+}
+
+bool is_hop_by_hop(std::string_view name, const std::vector<std::string>& tokens) {
+    static const char* const kHop[] = {"connection",
+                                       "keep-alive",
+                                       "proxy-connection",
+                                       "proxy-authorization",
+                                       "proxy-authenticate",
+                                       "te",
+                                       "trailer",
+                                       "transfer-encoding",
+                                       "upgrade"};
+    for (const char* h : kHop) {
+        if (iequals(name, h)) return true;
+    }
+    for (const auto& t : tokens) {
+        if (iequals(name, t)) return true;
+    }
+    return false;
+}
+
+struct HttpParser::Callbacks {
+    static HttpParser* self(llhttp_t* p) { return static_cast<HttpParser*>(p->data); }
+
+    static int on_message_begin(llhttp_t* p) {
+        auto* s = self(p);
+        s->head_ = HttpHead{};
+        s->field_.clear();
+        s->value_.clear();
+        s->in_message_ = true;
+        return 0;
+    }
+    static int on_method(llhttp_t* p, const char* at, size_t n) {
+        self(p)->head_.method.append(at, n);
+        return 0;
+    }
+    static int on_url(llhttp_t* p, const char* at, size_t n) {
+        auto* s = self(p);
+        if (s->head_.target.size() + n > 16 * 1024) {
+            llhttp_set_error_reason(p, "request target longer than 16 KiB");
+            return HPE_USER;
+        }
+        s->head_.target.append(at, n);
+        return 0;
+    }
+    static int on_status(llhttp_t* p, const char* at, size_t n) {
+        self(p)->head_.reason.append(at, n);
+        return 0;
+    }
+    static int on_header_field(llhttp_t* p, const char* at, size_t n) {
+        self(p)->field_.append(at, n);
+        return limit(p);
+    }
+    static int on_header_value(llhttp_t* p, const char* at, size_t n) {
+        self(p)->value_.append(at, n);
+        return limit(p);
+    }
+    static int limit(llhttp_t* p) {
+        auto* s = self(p);
+        if (s->field_.size() + s->value_.size() > 64 * 1024) {
+            llhttp_set_error_reason(p, "header line longer than 64 KiB");
+            return HPE_USER;
+        }
+        return 0;
+    }
+    static int on_header_value_complete(llhttp_t* p) {
+        auto* s = self(p);
+        if (s->head_.headers.size() >= 256) {
+            llhttp_set_error_reason(p, "more than 256 header lines");
+            return HPE_USER;
+        }
+        // A proxy and the server behind it must agree on where each header ends; shapes that parsers disagree
+        // on are refused: whitespace before the colon, characters outside the token set, obsolete line
+        // folding.
+        for (char c : s->field_) {
+            auto u = static_cast<unsigned char>(c);
+            bool tchar =
+                std::isalnum(u) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+            if (!tchar)
+                return fail(p, c == ' ' || c == '\t' ? "whitespace before the colon in a header"
+                                                     : "bad character in a header name");
+        }
+        if (s->field_.empty()) return fail(p, "empty header name");
+        if (s->value_.find_first_of("\r\n") != std::string::npos)
+            return fail(p, "obsolete header line folding");
+        // Trailing whitespace is not part of the value (llhttp keeps it).
+        while (!s->value_.empty() && (s->value_.back() == ' ' || s->value_.back() == '\t'))
+            s->value_.pop_back();
+        s->head_.headers.emplace_back(std::move(s->field_), std::move(s->value_));
+        s->field_.clear();
+        s->value_.clear();
+        return 0;
+    }
+    static int on_headers_complete(llhttp_t* p) {
+        auto* s = self(p);
+        if (!s->field_.empty()) on_header_value_complete(p);
+        HttpHead& h = s->head_;
+        h.version_major = p->http_major;
+        h.version_minor = p->http_minor;
+        h.chunked = (p->flags & F_CHUNKED) != 0;
+        if (p->flags & F_CONTENT_LENGTH) h.content_length = p->content_length;
+        h.keep_alive = llhttp_should_keep_alive(p) != 0;
+        if (s->kind_ == Kind::Request) {
+            h.status = 0;
+            // Smuggling shapes llhttp lets through: say no before anything is forwarded.
+            if (h.header_count("content-length") > 1) return fail(p, "duplicate Content-Length header");
+            if (h.header_count("host") > 1) return fail(p, "duplicate Host header");
+            if (h.header_count("transfer-encoding") > 0 && h.header_count("content-length") > 0)
+                return fail(p, "both Content-Length and Transfer-Encoding");
+            if (h.header_count("transfer-encoding") > 0 && !h.chunked)
+                return fail(p, "Transfer-Encoding other than chunked");
+            s->pause_ = Status::HeadComplete;
+            return HPE_PAUSED;
+        }
+        h.status = p->status_code;
+        if (h.header_count("content-length") > 1)
+            return fail(p, "duplicate Content-Length header in response");
+        s->sink_->on_head(h);
+        // 1 = no body (HEAD responses; llhttp knows 1xx/204/304 itself).
+        return s->no_body_ ? 1 : 0;
+    }
+    static int fail(llhttp_t* p, const char* why) {
+        self(p)->error_ = why;
+        llhttp_set_error_reason(p, why);
+        return HPE_USER;
+    }
+    static int on_body(llhttp_t* p, const char* at, size_t n) {
+        self(p)->sink_->on_body(std::string_view(at, n));
+        return 0;
+    }
+    static int on_message_complete(llhttp_t* p) {
+        auto* s = self(p);
+        s->in_message_ = false;
+        s->scanning_head_ = true;
+        s->seen_line_ = false;
+        s->last_ = 0;
+        s->pause_ = Status::MessageComplete;
+        return HPE_PAUSED;
+    }
+
+    static const llhttp_settings_t& settings() {
+        static const llhttp_settings_t kSettings = [] {
+            llhttp_settings_t st;
+            llhttp_settings_init(&st);
+            st.on_message_begin = on_message_begin;
+            st.on_method = on_method;
+            st.on_url = on_url;
+            st.on_status = on_status;
+            st.on_header_field = on_header_field;
+            st.on_header_value = on_header_value;
+            st.on_header_value_complete = on_header_value_complete;
+            st.on_headers_complete = on_headers_complete;
+            st.on_body = on_body;
+            st.on_message_complete = on_message_complete;
+            return st;
+        }();
+        return kSettings;
+    }
+};
+
+HttpParser::HttpParser(Kind kind, Sink* sink)
+    : kind_(kind), sink_(sink), parser_(std::make_unique<llhttp_t>()) {
+    llhttp_init(parser_.get(), kind == Kind::Request ? HTTP_REQUEST : HTTP_RESPONSE, &Callbacks::settings());
+    parser_->data = this;
+}
+
+HttpParser::~HttpParser() = default;
+
+HttpParser::Result HttpParser::feed(std::string_view data) {
+    if (failed_) return {Status::Error, 0};
+    pause_ = Status::Ok;
+    if (kind_ == Kind::Request && scanning_head_) {
+        // llhttp joins folded header lines silently; a server behind us might not. Look at the raw head.
+        for (std::size_t i = 0; i < data.size() && scanning_head_; ++i) {
+            char c = data[i];
+            if (last_ == '\n' && (c == ' ' || c == '\t')) {
+                failed_ = true;
+                error_ = "obsolete header line folding";
+                return {Status::Error, i};
+            }
+            if (last_ == '\n' && (c == '\r' || c == '\n') && seen_line_) scanning_head_ = false;
+            if (c == '\n') seen_line_ = true;
+            last_ = c;
+        }
+    }
+    llhttp_errno_t err = llhttp_execute(parser_.get(), data.data(), data.size());
+    if (err == HPE_OK) return {Status::Ok, data.size()};
+    std::size_t consumed = data.size();
+    if (const char* pos = llhttp_get_error_pos(parser_.get()); pos && pos >= data.data()) {
+        consumed = std::min(data.size(), static_cast<std::size_t>(pos - data.data()));
+    }
+    if (err == HPE_PAUSED && pause_ != Status::Ok) return {pause_, consumed};
+    if (err == HPE_PAUSED_UPGRADE) return {Status::MessageComplete, consumed};
+    failed_ = true;
+    if (!error_.empty()) return {Status::Error, consumed};  // one of our own checks
+    const char* reason = llhttp_get_error_reason(parser_.get());
+    error_ = reason && *reason ? reason : llhttp_errno_name(err);
+    return {Status::Error, consumed};
+}
+
+void HttpParser::resume() {
+    if (llhttp_get_errno(parser_.get()) == HPE_PAUSED)
+        llhttp_resume(parser_.get());
+    else if (llhttp_get_errno(parser_.get()) == HPE_PAUSED_UPGRADE)
+        llhttp_resume_after_upgrade(parser_.get());
+}
+
+bool HttpParser::finish() {
+    pause_ = Status::Ok;
+    llhttp_errno_t err = llhttp_finish(parser_.get());
+    return err == HPE_OK || (err == HPE_PAUSED && pause_ == Status::MessageComplete);
+}
+
+bool HttpParser::is_connect() const {
+    return parser_->method == HTTP_CONNECT;
+}
+
+bool HttpParser::should_keep_alive() const {
+    return llhttp_should_keep_alive(parser_.get()) != 0;
+}
+
+}  // namespace cordon::proxy

@@ -1,0 +1,53 @@
+// Prometheus metrics: counters the proxy bumps as it works, rendered as text exposition format, and a small
+// HTTP endpoint (`--metrics ADDR:PORT`) that serves them on any path.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+struct uv_loop_s;
+
+namespace cordon::proxy {
+
+struct Metrics {
+    // (proto, decision, reason) -> count
+    std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> requests;
+    std::uint64_t connections_total = 0;
+    std::uint64_t connections_active = 0;
+    std::uint64_t connections_rejected = 0;  // over --max-connections
+    std::uint64_t bytes_up = 0, bytes_down = 0;
+    std::uint64_t policy_reloads = 0, policy_reload_failures = 0;
+    std::uint64_t dns_cache_hits = 0;
+    // DNS lookup latency histogram (seconds).
+    static constexpr std::array<double, 9> kDnsBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                          0.05,  0.1,    0.5,   2.5};
+    std::array<std::uint64_t, kDnsBuckets.size()> dns_bucket_counts{};
+    std::uint64_t dns_count = 0;
+    double dns_sum = 0;
+
+    void count_request(const std::string& proto, const std::string& decision, const std::string& reason) {
+        ++requests[{proto, decision, reason}];
+    }
+    void observe_dns(std::chrono::microseconds latency);
+    std::string render() const;
+};
+
+class MetricsServer {
+  public:
+    // Listens on ADDR:PORT; throws std::runtime_error on failure. Returns the bound port via port().
+    static std::unique_ptr<MetricsServer> create(uv_loop_s* loop, const std::string& address,
+                                                 const Metrics& metrics);
+    virtual std::uint16_t port() const = 0;
+    virtual void close() = 0;
+    virtual ~MetricsServer() = default;
+};
+
+// Parses "ADDR:PORT", "[v6]:PORT" into ip and port; false when malformed.
+bool split_host_port(const std::string& text, std::string& ip, std::uint16_t& port);
+
+}  // namespace cordon::proxy
