@@ -155,17 +155,18 @@ if any(k.startswith("tun_open_") for k in R):
 
 # 4. startup
 if "start_bwrap" in R:
-    out.append("## 4. Sandbox start-up: `/bin/true` (hyperfine, 3 warm-up + 30 runs, median)")
+    out.append("## 4. Sandbox start-up: `/bin/true` (hyperfine -N, interleaved rounds of 3 warm-up + 10 runs)")
     out.append("")
-    out.append("| sandbox | median wall time | command |")
-    out.append("|---|---:|---|")
+    out.append("| sandbox | median wall time | min | mean | runs | command |")
+    out.append("|---|---:|---:|---:|---:|---|")
     for t in ["cordon", "bwrap", "srt"]:
         if t == "cordon" and not HAVE_RUN:
-            out.append(f"| cordon run | not measured: {WHY_RUN} | |")
+            out.append(f"| cordon run | not measured: {WHY_RUN} | | | | |")
             continue
-        v = num(f"start_{t}")
+        v, mn, mean = num(f"start_{t}"), num(f"start_min_{t}"), num(f"start_mean_{t}")
         cmd = R.get(f"start_cmd_{t}", "").replace("|", "\\|")
-        out.append(f"| {t} | {fmt(v and v * 1000, '{:.2f} ms')} | `{cmd}` |")
+        out.append(f"| {t} | {fmt(v and v * 1000, '{:.2f} ms')} | {fmt(mn and mn * 1000, '{:.2f} ms')} | "
+                   f"{fmt(mean and mean * 1000, '{:.2f} ms')} | {R.get(f'start_runs_{t}', '?')} | `{cmd}` |")
     out.append("")
     c = num("start_cordon") if HAVE_RUN else None
     b, s = num("start_bwrap"), num("start_srt")
@@ -185,6 +186,10 @@ if "jdl_srt" in R:
             out.append(f"| cordon run | not measured: {WHY_RUN} | | |")
             continue
         v, med = num(f"jdl_best_{t}"), num(f"jdl_{t}")
+        if v is None:
+            out.append(f"| {'cordon run -- curl' if t == 'cordon' else 'srt curl'} | failed in every round: "
+                       f"{R.get(f'jdl_why_{t}', 'see bench/out/run/jail-' + t + '.err')} | | |")
+            continue
         allr = " ".join(fmt(float(x) / 1e6 if x != "nan" else None, "{:.0f}") for x in R.get(f"jdl_all_{t}", "").split())
         out.append(f"| {'cordon run -- curl' if t == 'cordon' else 'srt curl'} | {fmt(v and v / 1e6, '{:.0f}')} | "
                    f"{fmt(med and med / 1e6, '{:.0f}')} | {allr} |")
