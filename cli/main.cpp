@@ -27,6 +27,7 @@ constexpr Command kCommands[] = {
     {"check", cordon::cli::cmd_check},
     {"policy", cordon::cli::cmd_policy},
     {"proxy", cordon::cli::cmd_proxy},
+    {"run", cordon::cli::cmd_run},
 };
 
 }  // namespace

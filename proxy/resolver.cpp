@@ -36,11 +36,13 @@ std::string dns_server_to_csv(const std::string& server) {
         if (close + 1 < server.size()) {
             if (server[close + 1] != ':') return {};
             port = server.substr(close + 2);
+            if (port.empty()) return {};
         }
     } else if (std::count(server.begin(), server.end(), ':') == 1) {
         auto colon = server.find(':');
         ip = server.substr(0, colon);
         port = server.substr(colon + 1);
+        if (port.empty()) return {};
     }
     auto address = Address::parse(ip);
     if (!address) return {};

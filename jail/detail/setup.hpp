@@ -1,0 +1,47 @@
+// The steps of the jail's setup, one concern per file (mounts, net, caps, landlock, seccomp, limits, init).
+// Everything here runs in the jail child (the jail's PID 1) or in the command process it forks.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <optional>
+
+#include <vector>
+
+#include "jail/detail/step.hpp"
+#include "jail/jail.hpp"
+
+namespace cordon::jail::detail {
+
+// What the pipeline carries from step to step.
+struct Context {
+    const JailConfig& config;
+    int supervisor_fd = -1;  // socketpair to the supervisor: "go" byte in, listeners out
+    std::vector<Listener> listeners;
+};
+
+// jail/mounts.cpp: applies the plan under a staging root, pivots into it and detaches the host's root.
+Result apply_mount_plan(Context& ctx);
+// jail/net.cpp
+Result bring_up_loopback(Context& ctx);
+Result create_listeners(Context& ctx);
+Result send_listeners(Context& ctx);
+std::optional<std::vector<Listener>> receive_listeners(int fd);  // supervisor side; nullopt on EOF
+// jail/caps.cpp: no_new_privs, capabilities (bounding, ambient, inheritable, permitted, effective), uid
+// change.
+Result drop_privileges(Context& ctx);
+// jail/landlock.cpp: returns success when Landlock is missing and that is allowed (with a message).
+Result apply_landlock(Context& ctx);
+// jail/seccomp.cpp
+Result apply_seccomp(Context& ctx);
+// jail/limits.cpp
+Result apply_limits(Context& ctx);
+// jail/init.cpp: the jail's PID 1 after forking the command: reaps, forwards signals, kills the rest when the
+// command exits, exits with the command's status.
+[[noreturn]] void run_init(pid_t command);
+
+// The signals forwarded to the command (and SIGCHLD), blocked in the supervisor and the jail's init.
+sigset_t forwarded_signals(bool with_sigchld);
+
+}  // namespace cordon::jail::detail

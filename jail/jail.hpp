@@ -1,0 +1,76 @@
+// cordon's jail: runs one command inside new user, mount, PID, network, IPC, UTS and cgroup namespaces, with
+// the filesystem view of a MountPlan, no capabilities, no_new_privs, a seccomp filter and Landlock. The
+// caller (the supervisor, `cordon run`) receives the proxy listening sockets created inside the jail's
+// network namespace and serves them; it forwards signals and collects the exit status through this class.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "jail/mount_plan.hpp"
+
+namespace cordon::jail {
+
+struct JailConfig {
+    MountPlan plan;
+    std::vector<std::string> argv;  // the command; argv[0] is looked up in PATH of `env`
+    std::vector<std::string> env;   // the command's whole environment, "NAME=value"
+    std::filesystem::path cwd;      // where the command starts (inside the jail's view)
+
+    bool allow_all_unix_sockets = false;  // otherwise socket(AF_UNIX, ...) fails with EPERM
+    bool allow_ptrace = false;
+    bool strict = false;       // a kernel without a protection layer (Landlock) is an error
+    bool best_effort = false;  // a restriction that cannot be applied is skipped with a message
+
+    // Started as root, the command keeps uid 0 (mapped to the host's root, every capability dropped) unless
+    // `run_as` names another uid/gid (then the jail maps both and the command runs as that user).
+    std::optional<std::pair<uid_t, gid_t>> run_as;
+
+    std::optional<std::uint64_t> memory_bytes;  // --memory
+    std::optional<std::uint64_t> max_pids;      // --pids
+    bool network = true;                        // create the proxy listeners inside the jail
+};
+
+// The proxy's listening sockets created inside the jail's network namespace.
+struct Listener {
+    std::string address;  // "127.0.0.1:3128", "[::1]:3128", "127.0.0.1:1080", "[::1]:1080"
+    int fd = -1;
+};
+
+class Jail {
+  public:
+    // Starts the jail (placeholders, clone, id maps, mounts, listeners). Blocks the forwarded signals and
+    // SIGCHLD in the calling thread: they arrive on signal_fd(). On failure returns a message (the jail child
+    // has already printed the details on stderr). Call before starting threads.
+    static std::variant<std::unique_ptr<Jail>, std::string> start(const JailConfig& config);
+
+    virtual pid_t pid() const = 0;
+    // Ownership passes to the caller.
+    virtual std::vector<Listener> take_listeners() = 0;
+    // Readable when a signal arrived for the supervisor.
+    virtual int signal_fd() const = 0;
+    // Reads pending signals: forwards SIGINT SIGTERM SIGHUP SIGQUIT SIGUSR1 SIGUSR2 SIGWINCH sent to the
+    // supervisor to the jail (not those the terminal sent to the whole process group: the command got them
+    // too), reaps the jail. Returns the exit status (the command's, or 128+N) once the jail has exited.
+    virtual std::optional<int> handle_signals() = 0;
+    // Kills everything in the jail (SIGKILL to its init).
+    virtual void kill() = 0;
+    // Waits for the jail to exit (after kill()) and returns its status.
+    virtual int wait() = 0;
+
+    // Removes the placeholders and unblocks signals.
+    virtual ~Jail() = default;
+};
+
+// The exit status for a wait(2) status: the code, or 128+N when killed by signal N.
+int exit_status(int wait_status);
+
+}  // namespace cordon::jail

@@ -1,0 +1,126 @@
+// Landlock, a second layer under the mounts: even if a mount were wrong, the command can write only below the
+// writable roots; with ABI 6 it can neither signal processes outside its domain nor connect to abstract Unix
+// sockets created outside it.
+#include <fcntl.h>
+#include <linux/landlock.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+#include "jail/detail/setup.hpp"
+
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_add_rule 445
+#define SYS_landlock_restrict_self 446
+#endif
+
+namespace cordon::jail::detail {
+
+namespace {
+
+// The kernel headers of the build machine may predate the newer ABIs; the values are stable.
+constexpr std::uint64_t kWriteFile = 1ULL << 1, kRemoveDir = 1ULL << 4, kRemoveFile = 1ULL << 5,
+                        kMakeChar = 1ULL << 6, kMakeDir = 1ULL << 7, kMakeReg = 1ULL << 8,
+                        kMakeSock = 1ULL << 9, kMakeFifo = 1ULL << 10, kMakeBlock = 1ULL << 11,
+                        kMakeSym = 1ULL << 12,
+                        kRefer = 1ULL << 13,                                       // ABI 2
+    kTruncate = 1ULL << 14,                                                        // ABI 3
+    kIoctlDev = 1ULL << 15;                                                        // ABI 5
+constexpr std::uint64_t kScopeAbstractUnix = 1ULL << 0, kScopeSignal = 1ULL << 1;  // ABI 6
+
+struct RulesetAttr {
+    std::uint64_t handled_access_fs;
+    std::uint64_t handled_access_net;  // ABI 4
+    std::uint64_t scoped;              // ABI 6
+};
+
+struct PathBeneath {
+    std::uint64_t allowed_access;
+    std::int32_t parent_fd;
+} __attribute__((packed));
+
+constexpr int kRulePathBeneath = 1;
+
+int abi_version() {
+    long v = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+    return v < 0 ? 0 : static_cast<int>(v);
+}
+
+bool said_missing = false;
+
+}  // namespace
+
+Result apply_landlock(Context& ctx) {
+    int abi = abi_version();
+    if (abi < 1) {
+        if (ctx.config.strict) return fail_msg("Landlock is not available in this kernel (--strict)");
+        if (!said_missing) say("note: Landlock is not available in this kernel; running without it");
+        said_missing = true;
+        return std::nullopt;
+    }
+    std::uint64_t file_rights = kWriteFile;
+    std::uint64_t dir_rights = kWriteFile | kRemoveDir | kRemoveFile | kMakeChar | kMakeDir | kMakeReg |
+                               kMakeSock | kMakeFifo | kMakeBlock | kMakeSym;
+    if (abi >= 2) dir_rights |= kRefer;
+    if (abi >= 3) file_rights |= kTruncate;
+    if (abi >= 5) file_rights |= kIoctlDev;
+    dir_rights |= file_rights;
+
+    RulesetAttr attr{dir_rights, 0, 0};
+    std::size_t size = sizeof(std::uint64_t);
+    if (abi >= 6) {
+        attr.scoped = kScopeAbstractUnix | kScopeSignal;
+        size = sizeof attr;
+    } else {
+        if (ctx.config.strict)
+            return fail_msg("Landlock ABI " + std::to_string(abi) +
+                            " has no signal and "
+                            "abstract-socket scoping (needs 6; --strict)");
+        say("note: Landlock ABI " + std::to_string(abi) +
+            " lacks signal and abstract-socket scoping; running "
+            "without them");
+    }
+    int ruleset = static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, size, 0));
+    if (ruleset < 0) return fail("create Landlock ruleset");
+
+    auto allow = [&](const std::string& path, std::uint64_t dir_access, bool must_exist) -> Result {
+        int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+        if (fd < 0) {
+            if (!must_exist) return std::nullopt;
+            return fail("open " + path + " for Landlock");
+        }
+        struct stat st {};
+        ::fstat(fd, &st);
+        PathBeneath rule{S_ISDIR(st.st_mode) ? dir_access : (dir_access & file_rights), fd};
+        long rc = ::syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &rule, 0);
+        int err = errno;
+        ::close(fd);
+        if (rc != 0 && must_exist) {
+            errno = err;
+            return fail("add Landlock rule for " + path);
+        }
+        return std::nullopt;
+    };
+
+    Result result;
+    for (const auto& root : ctx.config.plan.writable_roots)
+        if ((result = allow(root.string(), dir_rights, false))) break;
+    // Device files (/dev/null, /dev/tty, the jail's ptys) and /proc/self knobs are written, not created; the
+    // read-only mounts on /dev and /proc/sys still apply.
+    if (!result) result = allow("/dev", file_rights, true);
+    // POSIX shared memory (shm_open, multiprocessing) lives in the jail's own /dev/shm tmpfs.
+    if (!result) result = allow("/dev/shm", dir_rights, false);
+    if (!result) result = allow("/proc", file_rights, true);
+    // The files behind fds 0-2 (a host pty, a log file), reopened through /dev/stdout & co.
+    for (int fd = 0; fd <= 2 && !result; ++fd)
+        allow("/proc/self/fd/" + std::to_string(fd), file_rights, false);
+    if (!result && ::syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) result = fail("enforce Landlock");
+    ::close(ruleset);
+    return result;
+}
+
+}  // namespace cordon::jail::detail

@@ -1,0 +1,369 @@
+#include "jail/mount_plan.hpp"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <set>
+#include <system_error>
+
+namespace cordon::jail {
+
+namespace fs = std::filesystem;
+
+std::string_view to_string(MountKind kind) {
+    switch (kind) {
+        case MountKind::RootReadOnly:
+            return "root-read-only";
+        case MountKind::PrivateTmp:
+            return "private-tmp";
+        case MountKind::Writable:
+            return "writable";
+        case MountKind::ReadOnly:
+            return "read-only";
+        case MountKind::MaskDir:
+            return "mask-dir";
+        case MountKind::MaskFile:
+            return "mask-file";
+        case MountKind::Proc:
+            return "proc";
+        case MountKind::Dev:
+            return "dev";
+    }
+    return "?";
+}
+
+namespace {
+
+// Always-read-only names that are files when they exist; the others (.git/hooks, .vscode, .idea) are
+// directories. Decides the type of a placeholder.
+const std::set<std::string> kFileNames = {
+    ".bashrc",     ".bash_profile", ".zshrc",     ".zprofile", ".profile",      ".gitconfig",
+    ".gitmodules", ".mcp.json",     ".ripgreprc", "config",    "settings.json", "settings.local.json"};
+
+bool exists_nofollow(const fs::path& p) {
+    std::error_code ec;
+    return fs::symlink_status(p, ec).type() != fs::file_type::not_found && !ec;
+}
+
+bool is_dir(const fs::path& p) {
+    std::error_code ec;
+    return fs::is_directory(p, ec);
+}
+
+// Resolves symlinks in the existing prefix of `p` (what a bind mount would follow) and normalises the rest.
+fs::path resolve(const fs::path& p) {
+    std::error_code ec;
+    fs::path r = fs::weakly_canonical(p, ec);
+    if (ec) return p.lexically_normal();
+    std::string s = r.string();
+    while (s.size() > 1 && s.back() == '/')
+        s.pop_back();
+    return s;
+}
+
+bool within(const fs::path& p, const fs::path& root) {
+    const std::string& ps = p.native();
+    const std::string& rs = root.native();
+    if (rs == "/") return true;
+    return ps == rs || (ps.size() > rs.size() && ps.compare(0, rs.size(), rs) == 0 && ps[rs.size()] == '/');
+}
+
+int depth(const fs::path& p) {
+    if (p == "/") return 0;
+    return static_cast<int>(std::count(p.native().begin(), p.native().end(), '/'));
+}
+
+int rank(MountKind kind) {
+    switch (kind) {
+        case MountKind::RootReadOnly:
+            return 0;
+        case MountKind::PrivateTmp:
+            return 1;
+        case MountKind::Writable:
+            return 2;
+        case MountKind::ReadOnly:
+            return 3;
+        case MountKind::MaskDir:
+        case MountKind::MaskFile:
+            return 4;
+        case MountKind::Proc:
+        case MountKind::Dev:
+            return 5;
+    }
+    return 5;
+}
+
+bool has_glob(const std::string& s) {
+    return s.find_first_of("*?[") != std::string::npos;
+}
+
+void glob_walk(const fs::path& base, const std::vector<std::string>& parts, std::size_t i,
+               std::vector<fs::path>& out, std::size_t& budget) {
+    if (budget == 0) return;
+    --budget;
+    if (i == parts.size()) {
+        if (exists_nofollow(base)) out.push_back(base);
+        return;
+    }
+    const std::string& part = parts[i];
+    if (part == "**") {
+        glob_walk(base, parts, i + 1, out, budget);  // zero directories
+        std::error_code ec;
+        if (!is_dir(base)) return;
+        for (fs::directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec)) {
+            if (it->is_directory(ec) && !it->is_symlink(ec)) glob_walk(it->path(), parts, i, out, budget);
+        }
+        return;
+    }
+    if (!has_glob(part)) {
+        glob_walk(base / part, parts, i + 1, out, budget);
+        return;
+    }
+    std::error_code ec;
+    if (!is_dir(base)) return;
+    for (fs::directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec)) {
+        std::string name = it->path().filename().string();
+        if (fnmatch(part.c_str(), name.c_str(), 0) == 0) glob_walk(it->path(), parts, i + 1, out, budget);
+    }
+}
+
+class Planner {
+  public:
+    explicit Planner(const PlanInput& in) : in_(in) {}
+
+    MountPlan build() {
+        add({MountKind::RootReadOnly, "/", "read-only view of /"});
+        add({MountKind::PrivateTmp, "/tmp", "private temporary directory"});
+        add_writable_roots();
+        add_masks();
+        add_reexposed();
+        add_protections();
+        std::stable_sort(plan_.ops.begin(), plan_.ops.end(), [](const MountOp& a, const MountOp& b) {
+            int ra = rank(a.kind), rb = rank(b.kind);
+            if ((ra == 5) != (rb == 5)) return rb == 5;  // /proc and /dev last
+            if (depth(a.path) != depth(b.path)) return depth(a.path) < depth(b.path);
+            return ra < rb;
+        });
+        add({MountKind::Proc, "/proc", "fresh /proc of the jail's PID namespace"});
+        add({MountKind::Dev, "/dev", "minimal /dev"});
+        return std::move(plan_);
+    }
+
+  private:
+    void add(MountOp op) {
+        for (const auto& o : plan_.ops)
+            if (o.kind == op.kind && o.path == op.path) return;
+        plan_.ops.push_back(std::move(op));
+    }
+
+    // The paths a rule names: itself, or what its glob matches now (with a notice that later paths are not
+    // covered).
+    std::vector<fs::path> expand(const policy::PathRule& rule, std::string_view what) {
+        if (!rule.glob) return {rule.path};
+        auto found = expand_glob(rule.path);
+        plan_.notices.push_back(std::string(what) + " glob `" + rule.rule.text + "` (" + rule.path.string() +
+                                ") is enforced on the " + std::to_string(found.size()) +
+                                " path(s) that exist now; paths created later are not covered");
+        return found;
+    }
+
+    // The effective state of `p` given the ops so far: the deepest op covering it wins; at equal depth the
+    // higher rank.
+    const MountOp* covering(const fs::path& p) const {
+        const MountOp* best = nullptr;
+        for (const auto& op : plan_.ops) {
+            if (!within(p, op.path)) continue;
+            if (!best || depth(op.path) > depth(best->path) ||
+                (depth(op.path) == depth(best->path) && rank(op.kind) > rank(best->kind)))
+                best = &op;
+        }
+        return best;
+    }
+
+    void add_writable_roots() {
+        auto add_root = [&](const fs::path& raw, const std::string& why) {
+            fs::path p = resolve(raw);
+            if (p == "/tmp") return;  // the private tmpfs
+            if (!exists_nofollow(p)) {
+                plan_.notices.push_back("allowWrite " + raw.string() + " does not exist; not made writable");
+                return;
+            }
+            add({MountKind::Writable, p, why});
+        };
+        if (!in_.cwd.empty()) add_root(in_.cwd, "working directory");
+        for (const auto& rule : in_.filesystem.allow_write)
+            for (const auto& p : expand(rule, "allowWrite"))
+                add_root(p, rule.rule.text);
+        plan_.writable_roots.push_back("/tmp");
+        for (const auto& op : plan_.ops)
+            if (op.kind == MountKind::Writable) plan_.writable_roots.push_back(op.path);
+    }
+
+    void add_masks() {
+        for (const auto& rule : in_.filesystem.deny_read) {
+            for (const auto& raw : expand(rule, "denyRead")) {
+                fs::path p = resolve(raw);
+                if (!exists_nofollow(p)) continue;  // nothing to hide
+                add({is_dir(p) ? MountKind::MaskDir : MountKind::MaskFile, p, rule.rule.text});
+            }
+        }
+    }
+
+    void add_reexposed() {
+        for (const auto& rule : in_.filesystem.allow_read) {
+            for (const auto& raw : expand(rule, "allowRead")) {
+                fs::path p = resolve(raw);
+                if (!exists_nofollow(p)) continue;
+                const MountOp* cover = covering(p);
+                if (cover && (cover->kind == MountKind::MaskDir || cover->kind == MountKind::MaskFile) &&
+                    cover->path != p)
+                    add({MountKind::ReadOnly, p, rule.rule.text});
+            }
+        }
+    }
+
+    // A path needs protection only where it would otherwise be writable.
+    bool writable_here(const fs::path& p) const {
+        const MountOp* cover = covering(p);
+        return cover && cover->kind == MountKind::Writable;
+    }
+
+    void protect_existing(const fs::path& raw, const std::string& why) {
+        fs::path p = resolve(raw);
+        if (!exists_nofollow(p) || !writable_here(p)) return;
+        pin_ancestors(p, why);
+        add({MountKind::ReadOnly, p, why});
+    }
+
+    // Why: a mount point cannot be renamed or removed (EBUSY), but its parent directory can, and the mount
+    // moves with it. `mv .git x && mkdir -p .git/hooks` would leave the read-only hooks under `x` and let the
+    // command plant new ones. So every directory between the writable root and a protected path is bound
+    // read-write over itself: its contents stay writable, the directory itself can no longer be moved away.
+    void pin_ancestors(const fs::path& p, const std::string& why) {
+        const MountOp* cover = covering(p);
+        if (!cover || cover->kind != MountKind::Writable) return;
+        const fs::path root = cover->path;
+        for (fs::path a = p.parent_path(); a != root && within(a, root) && a.has_relative_path();
+             a = a.parent_path()) {
+            const MountOp* c = covering(a);
+            if (c && c->kind == MountKind::Writable && c->path != a)
+                add({MountKind::Writable, a, "pinned: holds " + why});
+        }
+    }
+
+    void protect(const fs::path& raw, const std::string& why, bool final_is_dir) {
+        fs::path p = resolve(raw);
+        if (exists_nofollow(p)) {
+            protect_existing(p, why);
+            return;
+        }
+        // Find the first missing component: its parent exists.
+        fs::path first = p;
+        while (first.has_parent_path() && first.parent_path() != first &&
+               !exists_nofollow(first.parent_path()))
+            first = first.parent_path();
+        fs::path parent = first.parent_path();
+        if (!is_dir(parent) || !writable_here(first)) return;  // cannot be created anyway
+        // A file blocks creating a file or a directory of that name just as well, and removing it afterwards
+        // is much cheaper than removing a directory that was a mount point. Only `.git` is a directory: an
+        // empty
+        // `.git` file would be read by git as a broken gitfile, an empty directory is skipped by its
+        // discovery.
+        (void)final_is_dir;
+        bool dir = first.filename() == ".git";
+        for (const auto& ph : plan_.placeholders)
+            if (ph.path == first) return;
+        pin_ancestors(first, why);
+        plan_.placeholders.push_back({first, dir, why});
+        add({MountKind::ReadOnly, first, why + " (not existing: placeholder)"});
+    }
+
+    void add_protections() {
+        for (const auto& rule : in_.filesystem.deny_write) {
+            if (rule.glob) {
+                for (const auto& p : expand(rule, "denyWrite"))
+                    protect_existing(p, rule.rule.text);
+            } else {
+                protect(rule.path, rule.rule.text, !kFileNames.count(rule.path.filename().string()));
+            }
+        }
+        for (const auto& f : in_.files_read)
+            protect_existing(f, "settings file read by cordon");
+
+        std::vector<fs::path> roots;
+        for (const auto& op : plan_.ops)
+            if (op.kind == MountKind::Writable && is_dir(op.path)) roots.push_back(op.path);
+        for (const auto& root : roots) {
+            for (const auto& name : in_.filesystem.always_read_only_names) {
+                bool dir = !kFileNames.count(fs::path(name).filename().string());
+                fs::path p = root / name;
+                std::error_code ec;
+                if (fs::is_symlink(p, ec)) {
+                    // A symlinked protected file (dotfile managers): protect what it points to. The link
+                    // itself sits in a writable directory; a bind mount cannot be placed on a symlink.
+                    plan_.notices.push_back(p.string() +
+                                            " is a symlink; its target is protected, the link is not");
+                }
+                protect(p, "always read-only: " + name, dir);
+            }
+            scan_nested(root);
+        }
+    }
+
+    // Existing always-read-only names below a writable root (a nested repository's .git/hooks, a
+    // sub-project's .claude/settings.json), to a bounded depth and entry count.
+    void scan_nested(const fs::path& root) {
+        std::size_t budget = 20000;
+        std::vector<std::pair<fs::path, int>> stack{{root, 0}};
+        while (!stack.empty() && budget > 0) {
+            auto [dir, d] = stack.back();
+            stack.pop_back();
+            if (d > 0) {
+                for (const auto& name : in_.filesystem.always_read_only_names)
+                    if (exists_nofollow(dir / name))
+                        protect_existing(dir / name, "always read-only: " + name);
+            }
+            if (d >= in_.scan_depth) continue;
+            std::error_code ec;
+            for (fs::directory_iterator it(dir, ec), end; !ec && it != end && budget > 0; it.increment(ec)) {
+                --budget;
+                std::error_code ec2;
+                if (!it->is_directory(ec2) || it->is_symlink(ec2)) continue;
+                std::string name = it->path().filename().string();
+                if (name == ".git" || name == "node_modules") continue;
+                stack.emplace_back(it->path(), d + 1);
+            }
+        }
+        if (budget == 0)
+            plan_.notices.push_back("stopped looking for protected files below " + root.string() +
+                                    " after 20000 entries; deeper ones are not protected");
+    }
+
+    const PlanInput& in_;
+    MountPlan plan_;
+};
+
+}  // namespace
+
+std::vector<fs::path> expand_glob(const fs::path& pattern) {
+    std::vector<std::string> parts;
+    for (const auto& part : pattern.relative_path())
+        parts.push_back(part.string());
+    std::vector<fs::path> out;
+    std::size_t budget = 100000;
+    glob_walk(pattern.root_path().empty() ? fs::path("/") : pattern.root_path(), parts, 0, out, budget);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+MountPlan make_mount_plan(const PlanInput& input) {
+    return Planner(input).build();
+}
+
+MountPlan make_mount_plan(const policy::Policy& policy, const fs::path& cwd, const fs::path& home) {
+    PlanInput input{policy.filesystem(), policy.files_read(), cwd, home};
+    return make_mount_plan(input);
+}
+
+}  // namespace cordon::jail

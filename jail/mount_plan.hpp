@@ -1,0 +1,82 @@
+// The jail's filesystem view as data: what to mount where, computed from the policy without touching anything
+// (it only looks at the filesystem to resolve symlinks, expand globs and see what exists). The executor
+// (jail/mounts.cpp) applies a plan; unit tests check plans without privileges.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "policy/policy.hpp"
+
+namespace cordon::jail {
+
+enum class MountKind {
+    RootReadOnly,  // "/" of the host, bound recursively, every submount read-only
+    PrivateTmp,    // a fresh, writable tmpfs (the private /tmp)
+    Writable,      // the host path bound read-write (working directory, allowWrite)
+    ReadOnly,  // the host path bound read-only over itself (denyWrite, always-read-only, settings files read,
+               // allowRead re-exposed inside a mask, placeholders)
+    MaskDir,   // an empty read-only tmpfs over a directory (denyRead)
+    MaskFile,  // an empty read-only file over a file (denyRead)
+    Proc,      // a fresh /proc of the jail's PID namespace, with /proc/sys & co read-only
+    Dev,       // a minimal /dev
+};
+std::string_view to_string(MountKind kind);
+
+struct MountOp {
+    MountKind kind;
+    std::filesystem::path path;  // absolute, resolved through symlinks
+    std::string why;             // the rule or default that asked for it, for error messages
+};
+
+// A protected path that does not exist yet. It must stay impossible to create inside the jail, so an empty
+// placeholder is created at its first missing component (an empty file, which blocks a directory of that name
+// too; only `.git` is an empty directory) before the jail starts and bound
+// read-only over itself: the name is taken, the mount cannot be written, renamed or unlinked (EBUSY), and
+// nothing can be created inside it. The supervisor removes placeholders after the run (if they are still
+// empty).
+//
+// Why not something that leaves the host untouched: a mount needs a mount point, and every alternative is
+// worse: an empty read-only tmpfs over the parent directory would hide the working directory's contents,
+// Landlock rules only allow (they cannot carve one name out of a writable directory), and a mount point
+// created only in the jail's view does not exist (the working directory *is* the host directory). The
+// placeholder is visible on the host during the run; an empty `.git` directory does not disturb git (it is
+// not a valid git directory, so discovery continues upwards), an empty `.bashrc` does nothing.
+struct Placeholder {
+    std::filesystem::path path;
+    bool directory = false;
+    std::string why;
+};
+
+struct MountPlan {
+    // In the order they must be applied: shallower paths first, so a deeper rule overrides a shallower one;
+    // at equal depth, Writable < ReadOnly < MaskDir/MaskFile (deny beats allow).
+    std::vector<MountOp> ops;
+    std::vector<Placeholder> placeholders;
+    // The roots where the command may write (for Landlock): the working directory, /tmp, allowWrite.
+    std::vector<std::filesystem::path> writable_roots;
+    // Things the user should know: a glob enforced only on what exists, an allowWrite path that does not
+    // exist.
+    std::vector<std::string> notices;
+};
+
+struct PlanInput {
+    policy::FilesystemPolicy filesystem;
+    std::vector<std::filesystem::path> files_read;
+    std::filesystem::path cwd;
+    std::filesystem::path home;
+    // How deep to look for existing always-read-only names (.git/hooks, .bashrc, ...) below each writable
+    // root.
+    int scan_depth = 3;
+};
+
+MountPlan make_mount_plan(const PlanInput& input);
+MountPlan make_mount_plan(const policy::Policy& policy, const std::filesystem::path& cwd,
+                          const std::filesystem::path& home);
+
+// Expands a gitignore-style glob (`*`, `?`, `[...]` within a component, `**` across components) against what
+// exists now. Exposed for tests.
+std::vector<std::filesystem::path> expand_glob(const std::filesystem::path& pattern);
+
+}  // namespace cordon::jail

@@ -1,0 +1,147 @@
+// The jail's network: loopback up in the new network namespace, the proxy's listening sockets created there
+// and handed to the supervisor with SCM_RIGHTS. A socket belongs to the namespace it was created in, so the
+// proxy, running in the host's namespace, accepts connections from the jail directly: no bridge process, one
+// hop.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "jail/detail/setup.hpp"
+
+namespace cordon::jail::detail {
+
+namespace {
+
+constexpr std::size_t kMaxListeners = 4;
+
+Result listen_on(int family, const char* ip, std::uint16_t port, std::vector<Listener>& out) {
+    int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return fail(std::string("socket for ") + ip);
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int rc;
+    if (family == AF_INET) {
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port);
+        ::inet_pton(AF_INET, ip, &a.sin_addr);
+        rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    } else {
+        ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        sockaddr_in6 a{};
+        a.sin6_family = AF_INET6;
+        a.sin6_port = htons(port);
+        ::inet_pton(AF_INET6, ip, &a.sin6_addr);
+        rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    }
+    if (rc != 0 || ::listen(fd, 4096) != 0) {
+        Failure f = fail("listen on " + std::string(family == AF_INET6 ? "[" : "") + ip +
+                         (family == AF_INET6 ? "]" : "") + ":" + std::to_string(port));
+        ::close(fd);
+        return f;
+    }
+    std::string name = family == AF_INET6 ? "[" + std::string(ip) + "]" : std::string(ip);
+    out.push_back({name + ":" + std::to_string(port), fd});
+    return std::nullopt;
+}
+
+}  // namespace
+
+Result bring_up_loopback(Context&) {
+    int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return fail("socket for loopback setup");
+    ifreq ifr{};
+    std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+    Result result;
+    if (::ioctl(fd, SIOCGIFFLAGS, &ifr) != 0) {
+        result = fail("read flags of lo");
+    } else {
+        ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
+        if (::ioctl(fd, SIOCSIFFLAGS, &ifr) != 0) result = fail("bring up lo");
+    }
+    ::close(fd);
+    return result;
+}
+
+Result create_listeners(Context& ctx) {
+    // HTTP+SOCKS on 3128, SOCKS on 1080 (ALL_PROXY), on both loopback addresses. IPv6 may be disabled in the
+    // kernel: then the IPv4 listeners suffice (the environment names 127.0.0.1).
+    if (auto r = listen_on(AF_INET, "127.0.0.1", 3128, ctx.listeners)) return r;
+    if (auto r = listen_on(AF_INET, "127.0.0.1", 1080, ctx.listeners)) return r;
+    if (listen_on(AF_INET6, "::1", 3128, ctx.listeners) || listen_on(AF_INET6, "::1", 1080, ctx.listeners))
+        say("note: no IPv6 loopback in the jail; the proxy listens on 127.0.0.1 only");
+    return std::nullopt;
+}
+
+// One message: the listeners' addresses, NUL-separated, with their fds attached in the same order.
+Result send_listeners(Context& ctx) {
+    std::string names;
+    std::vector<int> fds;
+    for (const auto& l : ctx.listeners) {
+        names += l.address;
+        names.push_back('\0');
+        fds.push_back(l.fd);
+    }
+    if (names.empty()) names.push_back('\0');
+    iovec iov{names.data(), names.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxListeners)] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (!fds.empty()) {
+        msg.msg_control = control;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+        cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        if (!c) return fail_msg("no room for the listeners' control message");
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+        std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+    }
+    if (::sendmsg(ctx.supervisor_fd, &msg, MSG_NOSIGNAL) < 0)
+        return fail("hand the listeners to the supervisor");
+    // The jail keeps no copy: only the proxy accepts on them.
+    for (auto& l : ctx.listeners)
+        ::close(l.fd);
+    ctx.listeners.clear();
+    return std::nullopt;
+}
+
+std::optional<std::vector<Listener>> receive_listeners(int fd) {
+    char names[512] = {};
+    iovec iov{names, sizeof names - 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxListeners)] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n;
+    do {
+        n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) return std::nullopt;
+    std::vector<Listener> out;
+    std::vector<int> fds;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        fds.resize(count);
+        std::memcpy(fds.data(), CMSG_DATA(c), count * sizeof(int));
+    }
+    std::size_t pos = 0;
+    for (int f : fds) {
+        std::string name(names + pos);
+        pos += name.size() + 1;
+        out.push_back({name, f});
+    }
+    return out;
+}
+
+}  // namespace cordon::jail::detail

@@ -1,0 +1,134 @@
+// The seccomp filter: everything is allowed except what a jailed command could use to leave the jail or
+// attack the kernel or the terminal. Refused calls fail with an errno (programs see a normal error), never
+// kill.
+#include <linux/sched.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include "jail/detail/setup.hpp"
+
+namespace cordon::jail::detail {
+
+namespace {
+
+// Arguments declared `int` are compared on their low 32 bits: the kernel ignores the upper half of the
+// register, so a caller could set it to slip past a full 64-bit comparison.
+constexpr scmp_datum_t kLow32 = 0xffffffffULL;
+
+struct Filter {
+    scmp_filter_ctx ctx;
+    ~Filter() { seccomp_release(ctx); }
+};
+
+Result refuse(scmp_filter_ctx ctx, const char* name, int err, unsigned count = 0,
+              const scmp_arg_cmp* args = nullptr) {
+    int nr = seccomp_syscall_resolve_name(name);
+    if (nr == __NR_SCMP_ERROR) return std::nullopt;  // not on this architecture
+    int rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(static_cast<std::uint32_t>(err)), nr, count, args);
+    if (rc != 0) {
+        errno = -rc;
+        return fail(std::string("seccomp rule for ") + name);
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+Result apply_seccomp(Context& ctx) {
+    Filter f{seccomp_init(SCMP_ACT_ALLOW)};
+    if (!f.ctx) return fail_msg("seccomp_init failed");
+    Result r;
+
+    // Socket families. AF_INET/AF_INET6 reach only the jail's loopback (the network namespace has nothing
+    // else). AF_UNIX is refused unless allowAllUnixSockets: a read-only mount does not stop connect() to a
+    // socket file (docker.sock, D-Bus). socketpair() is not affected. AF_NETLINK only for NETLINK_ROUTE
+    // (getaddrinfo asks it for the interfaces; the namespace has only lo). Every other family (AF_PACKET,
+    // AF_VSOCK, AF_KEY, AF_BLUETOOTH, AF_ALG, ...) is refused.
+    for (int family = 0; family < AF_MAX && !r; ++family) {
+        if (family == AF_INET || family == AF_INET6 || family == AF_NETLINK) continue;
+        if (family == AF_UNIX && ctx.config.allow_all_unix_sockets) continue;
+        scmp_arg_cmp arg = SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(family));
+        r = refuse(f.ctx, "socket", family == AF_UNIX ? EPERM : EAFNOSUPPORT, 1, &arg);
+    }
+    if (!r) {
+        scmp_arg_cmp args[] = {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, AF_NETLINK), SCMP_A2(SCMP_CMP_NE, 0)};
+        r = refuse(f.ctx, "socket", EPROTONOSUPPORT, 2, args);
+    }
+
+    // New user namespaces would give the command a fresh set of capabilities over new mount and network
+    // namespaces. (Other namespace flags need capabilities the command does not have.)
+    if (!r) {
+        scmp_arg_cmp arg = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER);
+        r = refuse(f.ctx, "clone", EPERM, 1, &arg);
+    }
+    if (!r) {
+        scmp_arg_cmp arg = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER);
+        r = refuse(f.ctx, "unshare", EPERM, 1, &arg);
+    }
+    // clone3 passes its flags in memory, which seccomp cannot read: ENOSYS makes libc fall back to clone().
+    if (!r) r = refuse(f.ctx, "clone3", ENOSYS);
+
+    // The mount API, keys, io_uring (bypasses seccomp for the operations it performs), bpf, perf,
+    // userfaultfd (a tool for kernel exploits), and ptrace unless asked for.
+    const char* refused[] = {"mount",
+                             "umount2",
+                             "move_mount",
+                             "open_tree",
+                             "fsopen",
+                             "fsconfig",
+                             "fsmount",
+                             "fspick",
+                             "pivot_root",
+                             "mount_setattr",
+                             "setns",
+                             "keyctl",
+                             "add_key",
+                             "request_key",
+                             "io_uring_setup",
+                             "io_uring_enter",
+                             "io_uring_register",
+                             "bpf",
+                             "perf_event_open",
+                             "userfaultfd",
+                             "kexec_load",
+                             "kexec_file_load",
+                             "init_module",
+                             "finit_module",
+                             "delete_module",
+                             "acct",
+                             "swapon",
+                             "swapoff",
+                             "reboot"};
+    for (const char* name : refused) {
+        if (r) break;
+        r = refuse(f.ctx, name, EPERM);
+    }
+    if (!r && !ctx.config.allow_ptrace) {
+        for (const char* name : {"ptrace", "process_vm_readv", "process_vm_writev"}) {
+            if (r) break;
+            r = refuse(f.ctx, name, EPERM);
+        }
+    }
+
+    // Terminal injection: TIOCSTI pushes bytes into the terminal's input queue, which the user's shell reads
+    // after the jail exits; TIOCLINUX can do the same on a Linux console.
+    for (unsigned long request :
+         {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
+        if (r) break;
+        scmp_arg_cmp arg = SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, request);
+        r = refuse(f.ctx, "ioctl", EPERM, 1, &arg);
+    }
+    if (r) return r;
+
+    int rc = seccomp_load(f.ctx);
+    if (rc != 0) {
+        errno = -rc;
+        return fail("load the seccomp filter");
+    }
+    return std::nullopt;
+}
+
+}  // namespace cordon::jail::detail

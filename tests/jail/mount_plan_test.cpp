@@ -1,0 +1,293 @@
+// Mount plans computed from filesystem policies over a scratch directory tree. No privileges needed.
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "jail/mount_plan.hpp"
+
+namespace fs = std::filesystem;
+using cordon::jail::make_mount_plan;
+using cordon::jail::MountKind;
+using cordon::jail::MountPlan;
+using cordon::jail::PlanInput;
+
+namespace {
+
+const std::vector<std::string> kNames = {".claude/settings.json",
+                                         ".claude/settings.local.json",
+                                         ".bashrc",
+                                         ".git/hooks",
+                                         ".git/config",
+                                         ".vscode",
+                                         ".mcp.json"};
+
+struct Scratch {
+    fs::path root;
+    Scratch() {
+        std::string tmpl = (fs::temp_directory_path() / "cordon-plan-XXXXXX").string();
+        root = fs::canonical(::mkdtemp(tmpl.data()));
+        fs::create_directories(root / "project");
+    }
+    ~Scratch() { fs::remove_all(root); }
+    fs::path file(const fs::path& rel) {
+        fs::create_directories((root / rel).parent_path());
+        std::ofstream(root / rel) << "x";
+        return root / rel;
+    }
+    fs::path dir(const fs::path& rel) {
+        fs::create_directories(root / rel);
+        return root / rel;
+    }
+    PlanInput input() {
+        PlanInput in;
+        in.cwd = root / "project";
+        in.home = root;
+        in.filesystem.always_read_only_names = kNames;
+        return in;
+    }
+};
+
+cordon::policy::PathRule rule(const fs::path& p, bool glob = false) {
+    return {p, glob, {p.string(), {}}};
+}
+
+// The index of the op of `kind` at `path`, or -1.
+int find(const MountPlan& plan, MountKind kind, const fs::path& path) {
+    for (std::size_t i = 0; i < plan.ops.size(); ++i)
+        if (plan.ops[i].kind == kind && plan.ops[i].path == path) return static_cast<int>(i);
+    return -1;
+}
+
+bool has_placeholder(const MountPlan& plan, const fs::path& path, bool directory) {
+    return std::any_of(plan.placeholders.begin(), plan.placeholders.end(),
+                       [&](const auto& p) { return p.path == path && p.directory == directory; });
+}
+
+}  // namespace
+
+TEST_CASE("default plan: read-only root, private /tmp, writable cwd, /proc and /dev last") {
+    Scratch s;
+    auto plan = make_mount_plan(s.input());
+    REQUIRE(plan.ops.size() >= 5);
+    CHECK(plan.ops.front().kind == MountKind::RootReadOnly);
+    CHECK(find(plan, MountKind::PrivateTmp, "/tmp") == 1);
+    CHECK(find(plan, MountKind::Writable, s.root / "project") > 1);
+    CHECK(plan.ops[plan.ops.size() - 2].kind == MountKind::Proc);
+    CHECK(plan.ops.back().kind == MountKind::Dev);
+    CHECK(std::find(plan.writable_roots.begin(), plan.writable_roots.end(), s.root / "project") !=
+          plan.writable_roots.end());
+}
+
+TEST_CASE("the private temp dir of the policy is the tmpfs, not a bind of the host's /tmp") {
+    Scratch s;
+    auto in = s.input();
+    in.filesystem.allow_write.push_back(rule("/tmp"));
+    auto plan = make_mount_plan(in);
+    CHECK(find(plan, MountKind::Writable, "/tmp") == -1);
+    CHECK(find(plan, MountKind::PrivateTmp, "/tmp") >= 0);
+}
+
+TEST_CASE("existing always-read-only paths in a writable root are bound read-only after it") {
+    Scratch s;
+    s.file("project/.bashrc");
+    s.dir("project/.git/hooks");
+    s.file("project/.git/config");
+    auto plan = make_mount_plan(s.input());
+    int root = find(plan, MountKind::Writable, s.root / "project");
+    for (const char* name : {".bashrc", ".git/hooks", ".git/config"}) {
+        INFO(name);
+        CHECK(find(plan, MountKind::ReadOnly, s.root / "project" / name) > root);
+    }
+    CHECK_FALSE(has_placeholder(plan, s.root / "project/.bashrc", false));
+}
+
+TEST_CASE("missing always-read-only paths get a placeholder at their first missing component") {
+    Scratch s;
+    s.dir("project/.git");  // a repository without hooks yet
+    auto plan = make_mount_plan(s.input());
+    const fs::path p = s.root / "project";
+    CHECK(has_placeholder(plan, p / ".bashrc", false));  // a file name
+    CHECK(has_placeholder(plan, p / ".mcp.json", false));
+    CHECK(has_placeholder(plan, p / ".git/hooks", false));  // a file blocks a directory too
+    CHECK(has_placeholder(plan, p / ".git/config", false));
+    CHECK(has_placeholder(plan, p / ".vscode", false));
+    CHECK(has_placeholder(plan, p / ".claude", false));  // the first missing component
+    CHECK_FALSE(has_placeholder(plan, p / ".claude/settings.json", false));
+    CHECK(find(plan, MountKind::ReadOnly, p / ".claude") > find(plan, MountKind::Writable, p));
+    CHECK(find(plan, MountKind::ReadOnly, p / ".git/hooks") >= 0);
+    // Nothing is created by planning.
+    CHECK_FALSE(fs::exists(p / ".bashrc"));
+    CHECK_FALSE(fs::exists(p / ".claude"));
+}
+
+TEST_CASE("no .git at all: .git itself is the placeholder") {
+    Scratch s;
+    auto plan = make_mount_plan(s.input());
+    CHECK(has_placeholder(plan, s.root / "project/.git", true));
+}
+
+TEST_CASE("protected paths outside writable areas need nothing (already read-only)") {
+    Scratch s;
+    s.file("elsewhere/.bashrc");
+    auto in = s.input();
+    in.filesystem.deny_write.push_back(rule(s.root / "elsewhere/.bashrc"));
+    in.filesystem.deny_write.push_back(rule(s.root / "elsewhere/missing"));
+    auto plan = make_mount_plan(in);
+    CHECK(find(plan, MountKind::ReadOnly, s.root / "elsewhere/.bashrc") == -1);
+    CHECK_FALSE(has_placeholder(plan, s.root / "elsewhere/missing", true));
+}
+
+TEST_CASE("denyWrite inside allowWrite: read-only wins, also at the same path") {
+    Scratch s;
+    s.dir("data/locked");
+    auto in = s.input();
+    in.filesystem.allow_write.push_back(rule(s.root / "data"));
+    in.filesystem.allow_write.push_back(rule(s.root / "data/locked"));
+    in.filesystem.deny_write.push_back(rule(s.root / "data/locked"));
+    auto plan = make_mount_plan(in);
+    int w = find(plan, MountKind::Writable, s.root / "data/locked");
+    int r = find(plan, MountKind::ReadOnly, s.root / "data/locked");
+    REQUIRE(w >= 0);
+    CHECK(r > w);
+}
+
+TEST_CASE("paths are resolved through symlinks before binding") {
+    Scratch s;
+    s.dir("real/out");
+    fs::create_directory_symlink(s.root / "real", s.root / "link");
+    auto in = s.input();
+    in.filesystem.allow_write.push_back(rule(s.root / "link/out"));
+    auto plan = make_mount_plan(in);
+    CHECK(find(plan, MountKind::Writable, s.root / "real/out") >= 0);
+    CHECK(find(plan, MountKind::Writable, s.root / "link/out") == -1);
+}
+
+TEST_CASE("a symlinked always-read-only file protects its target inside the writable area") {
+    Scratch s;
+    s.file("project/dotfiles/bashrc");
+    fs::create_symlink(s.root / "project/dotfiles/bashrc", s.root / "project/.bashrc");
+    auto plan = make_mount_plan(s.input());
+    CHECK(find(plan, MountKind::ReadOnly, s.root / "project/dotfiles/bashrc") >= 0);
+}
+
+TEST_CASE("allowWrite of a path that does not exist is a notice, not a mount") {
+    Scratch s;
+    auto in = s.input();
+    in.filesystem.allow_write.push_back(rule(s.root / "nope"));
+    auto plan = make_mount_plan(in);
+    CHECK(find(plan, MountKind::Writable, s.root / "nope") == -1);
+    REQUIRE_FALSE(plan.notices.empty());
+    CHECK(plan.notices.back().find("does not exist") != std::string::npos);
+}
+
+TEST_CASE("denyRead masks directories with a tmpfs and files with an empty file; allowRead re-exposes") {
+    Scratch s;
+    s.file("secrets/key.pem");
+    s.file("secrets/public/readme");
+    s.file("token");
+    auto in = s.input();
+    in.filesystem.deny_read.push_back(rule(s.root / "secrets"));
+    in.filesystem.deny_read.push_back(rule(s.root / "token"));
+    in.filesystem.deny_read.push_back(rule(s.root / "absent"));
+    in.filesystem.allow_read.push_back(rule(s.root / "secrets/public"));
+    in.filesystem.allow_read.push_back(rule(s.root / "project"));  // not inside a mask: nothing to do
+    auto plan = make_mount_plan(in);
+    int mask = find(plan, MountKind::MaskDir, s.root / "secrets");
+    REQUIRE(mask >= 0);
+    CHECK(find(plan, MountKind::MaskFile, s.root / "token") >= 0);
+    CHECK(find(plan, MountKind::ReadOnly, s.root / "secrets/public") > mask);
+    CHECK(find(plan, MountKind::ReadOnly, s.root / "project") == -1);
+    CHECK(find(plan, MountKind::MaskDir, s.root / "absent") == -1);
+}
+
+TEST_CASE("a writable root inside a denied directory stays visible; a denied dir inside it is hidden") {
+    Scratch s;
+    s.dir("project/private");
+    auto in = s.input();
+    in.filesystem.deny_read.push_back(rule(s.root));
+    in.filesystem.deny_read.push_back(rule(s.root / "project/private"));
+    auto plan = make_mount_plan(in);
+    int outer = find(plan, MountKind::MaskDir, s.root);
+    int cwd = find(plan, MountKind::Writable, s.root / "project");
+    int inner = find(plan, MountKind::MaskDir, s.root / "project/private");
+    CHECK(outer >= 0);
+    CHECK(cwd > outer);
+    CHECK(inner > cwd);
+}
+
+TEST_CASE("protection is not re-exposed inside a denyRead mask") {
+    Scratch s;
+    s.dir("project/.git/hooks");
+    auto in = s.input();
+    in.filesystem.deny_read.push_back(rule(s.root / "project/.git"));
+    auto plan = make_mount_plan(in);
+    CHECK(find(plan, MountKind::MaskDir, s.root / "project/.git") >= 0);
+    CHECK(find(plan, MountKind::ReadOnly, s.root / "project/.git/hooks") == -1);
+}
+
+TEST_CASE("globs apply to what exists, with a notice") {
+    Scratch s;
+    s.file("project/a.key");
+    s.file("project/sub/b.key");
+    s.file("project/c.txt");
+    auto in = s.input();
+    in.filesystem.deny_read.push_back(rule(s.root / "project/**/*.key", true));
+    auto plan = make_mount_plan(in);
+    CHECK(find(plan, MountKind::MaskFile, s.root / "project/a.key") >= 0);
+    CHECK(find(plan, MountKind::MaskFile, s.root / "project/sub/b.key") >= 0);
+    CHECK(find(plan, MountKind::MaskFile, s.root / "project/c.txt") == -1);
+    bool noticed = std::any_of(plan.notices.begin(), plan.notices.end(), [](const std::string& n) {
+        return n.find("created later") != std::string::npos;
+    });
+    CHECK(noticed);
+}
+
+TEST_CASE("nested always-read-only names below a writable root are protected") {
+    Scratch s;
+    s.dir("project/vendor/lib/.git/hooks");
+    s.file("project/sub/.claude/settings.json");
+    auto plan = make_mount_plan(s.input());
+    CHECK(find(plan, MountKind::ReadOnly, s.root / "project/vendor/lib/.git/hooks") >= 0);
+    CHECK(find(plan, MountKind::ReadOnly, s.root / "project/sub/.claude/settings.json") >= 0);
+}
+
+TEST_CASE("settings files read by cordon are read-only when inside a writable area") {
+    Scratch s;
+    auto f = s.file("project/my-settings.json");
+    auto in = s.input();
+    in.files_read.push_back(f);
+    auto plan = make_mount_plan(in);
+    CHECK(find(plan, MountKind::ReadOnly, f) >= 0);
+}
+
+TEST_CASE("expand_glob: *, ?, [..] within a component and ** across components") {
+    Scratch s;
+    s.file("g/a1.txt");
+    s.file("g/b2.txt");
+    s.file("g/x/y/z.txt");
+    s.file("g/.hidden.txt");
+    using cordon::jail::expand_glob;
+    CHECK(expand_glob(s.root / "g/?1.txt") == std::vector<fs::path>{s.root / "g/a1.txt"});
+    CHECK(expand_glob(s.root / "g/[b]*.txt") == std::vector<fs::path>{s.root / "g/b2.txt"});
+    auto all = expand_glob(s.root / "g/**/*.txt");
+    CHECK(all.size() == 4);
+    CHECK(std::find(all.begin(), all.end(), s.root / "g/x/y/z.txt") != all.end());
+    CHECK(expand_glob(s.root / "g/nothing*").empty());
+}
+
+TEST_CASE("directories holding a protected path are pinned (bound over themselves) so they cannot be moved") {
+    Scratch s;
+    s.dir("project/.git/hooks");
+    s.file("project/sub/deep/.claude/settings.json");
+    auto plan = make_mount_plan(s.input());
+    const fs::path p = s.root / "project";
+    int git = find(plan, MountKind::Writable, p / ".git");
+    REQUIRE(git >= 0);
+    CHECK(find(plan, MountKind::ReadOnly, p / ".git/hooks") > git);
+    CHECK(find(plan, MountKind::Writable, p / "sub") >= 0);
+    CHECK(find(plan, MountKind::Writable, p / "sub/deep") >= 0);
+    CHECK(find(plan, MountKind::Writable, p / "sub/deep/.claude") >= 0);
+    CHECK(find(plan, MountKind::ReadOnly, p / "sub/deep/.claude/settings.json") >= 0);
+}

@@ -1,0 +1,737 @@
+#!/usr/bin/python3
+"""Integration tests for `cordon run`: real jailed commands, as root and as an unprivileged user created for the
+run (removed afterwards). Needs root (user creation, network namespaces). Hermetic: traffic only to 127.0.0.1
+and to a network namespace the tests create.
+
+    python3 tests/jail/test_jail.py --cordon build/cordon [-k pattern]
+"""
+import argparse
+import json
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+CORDON_SRC = None  # the binary under test (copied where the test user can run it)
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = "/usr/bin/python3"  # the system interpreter: readable by every user
+
+
+class Env:
+    """Shared fixtures: a base directory readable by the test user, the binary and probe inside it, the user."""
+
+    base = None
+    cordon = None
+    probe = None
+    user = None
+    uid = gid = None
+
+    @classmethod
+    def setup(cls):
+        cls.base = tempfile.mkdtemp(prefix="cordon-jail-test-", dir="/var/tmp")
+        os.chmod(cls.base, 0o755)
+        bindir = os.path.join(cls.base, "bin")
+        os.mkdir(bindir, 0o755)
+        cls.cordon = os.path.join(bindir, "cordon")
+        shutil.copy2(CORDON_SRC, cls.cordon)
+        os.chmod(cls.cordon, 0o755)
+        cls.probe = os.path.join(bindir, "probe.py")
+        shutil.copy2(os.path.join(HERE, "probe.py"), cls.probe)
+        os.chmod(cls.probe, 0o644)
+        cls.user = "cordontest" + secrets.token_hex(3)
+        subprocess.run(["useradd", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/bin/sh",
+                        "--user-group", cls.user], check=True)
+        pw = pwd.getpwnam(cls.user)
+        cls.uid, cls.gid = pw.pw_uid, pw.pw_gid
+
+    @classmethod
+    def teardown(cls):
+        if cls.user:
+            subprocess.run(["userdel", cls.user], check=False, stderr=subprocess.DEVNULL)
+        if cls.base:
+            shutil.rmtree(cls.base, ignore_errors=True)
+
+
+class JailCase:
+    """Mixed into a TestCase per identity: AS_USER False runs as root, True as the unprivileged test user."""
+
+    AS_USER = False
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="case-", dir=Env.base)
+        os.chmod(self.dir, 0o755)
+        self.cwd = self.mkdir("project")
+        self.outside = self.mkdir("outside")
+        self.home = self.mkdir("home")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def own(self, path):
+        if self.AS_USER:
+            os.lchown(path, Env.uid, Env.gid)
+        return path
+
+    def mkdir(self, rel):
+        path = os.path.join(self.dir, rel)
+        os.makedirs(path, exist_ok=True)
+        for p in [path] + [os.path.join(self.dir, rel.split("/")[0])]:
+            self.own(p)
+        return path
+
+    def write(self, path, content="original\n"):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        d = os.path.dirname(path)
+        while d.startswith(self.dir) and d != self.dir:
+            self.own(d)
+            d = os.path.dirname(d)
+        with open(path, "w") as f:
+            f.write(content)
+        self.own(path)
+        return path
+
+    def read(self, path):
+        with open(path) as f:
+            return f.read()
+
+    def _identity(self):
+        if not self.AS_USER:
+            return {}
+        return {"user": Env.uid, "group": Env.gid, "extra_groups": []}
+
+    def env(self):
+        return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.home, "LANG": "C.UTF-8"}
+
+    def popen(self, args, cwd=None, **kw):
+        return subprocess.Popen([Env.cordon, "run", "--no-discover", *args], cwd=cwd or self.cwd, env=self.env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **self._identity(),
+                                **kw)
+
+    def run_jail(self, args, cwd=None, timeout=30, **kw):
+        p = self.popen(args, cwd=cwd, **kw)
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            self.fail(f"cordon run {args} timed out; stderr: {err}")
+        return p.returncode, out, err
+
+    def sh(self, script, *flags, expect=0, **kw):
+        rc, out, err = self.run_jail([*flags, "-c", script], **kw)
+        if expect is not None:
+            self.assertEqual(rc, expect, f"script: {script}\nstdout: {out}\nstderr: {err}")
+        return out, err
+
+    # --- process model ------------------------------------------------------------------------------------
+
+    def test_exit_codes(self):
+        self.assertEqual(self.run_jail(["--", "/bin/true"])[0], 0)
+        self.assertEqual(self.run_jail(["--", "/bin/false"])[0], 1)
+        self.assertEqual(self.run_jail(["-c", "exit 7"])[0], 7)
+        self.assertEqual(self.run_jail(["-c", "kill -TERM $$"])[0], 128 + signal.SIGTERM)
+        self.assertEqual(self.run_jail(["-c", "kill -KILL $$"])[0], 128 + signal.SIGKILL)
+        rc, _, err = self.run_jail(["--", "/nonexistent/command"])
+        self.assertEqual(rc, 127)
+        self.assertIn("cannot run /nonexistent/command", err)
+
+    def test_usage_errors(self):
+        for args in (["--bogus", "--", "true"], [], ["--timeout", "x", "--", "true"], ["--memory", "12Q", "--",
+                                                                                        "true"]):
+            rc, _, err = self.run_jail(args)
+            self.assertEqual(rc, 2, args)
+            self.assertIn("cordon run", err)
+        rc, out, _ = self.run_jail(["--help"])
+        self.assertEqual(rc, 0)
+        for flag in ("--strict", "--best-effort", "--allow-ptrace", "--memory", "--pids", "--timeout", "--quiet",
+                     "-c", "--allow-write", "--deny-read", "--user"):
+            self.assertIn(flag, out)
+
+    def test_identity_and_environment(self):
+        out, _ = self.sh("id -u; hostname; echo $HTTP_PROXY $HTTPS_PROXY $ALL_PROXY; echo $NO_PROXY; "
+                         "echo $SANDBOX_RUNTIME $GRPC_PROXY $http_proxy $all_proxy")
+        lines = out.splitlines()
+        self.assertEqual(lines[0], str(Env.uid if self.AS_USER else 0))
+        self.assertEqual(lines[1], "cordon")
+        self.assertEqual(lines[2], "http://127.0.0.1:3128 http://127.0.0.1:3128 socks5h://127.0.0.1:1080")
+        self.assertEqual(lines[3], "localhost,127.0.0.1,::1")
+        self.assertEqual(lines[4], "1 http://127.0.0.1:3128 http://127.0.0.1:3128 socks5h://127.0.0.1:1080")
+
+    def test_capabilities_and_no_new_privs(self):
+        out, _ = self.sh("cat /proc/self/status")
+        fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+        for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+            self.assertEqual(int(fields[cap].strip(), 16), 0, cap)
+        self.assertEqual(fields["NoNewPrivs"].strip(), "1")
+        self.assertEqual(fields["Seccomp"].strip(), "2")
+
+    def test_proc_shows_only_the_jail(self):
+        out, _ = self.sh("ls /proc | grep -E '^[0-9]+$'")
+        pids = [int(p) for p in out.split()]
+        self.assertIn(1, pids)
+        self.assertLessEqual(len(pids), 5, pids)
+        out, _ = self.sh("cat /proc/1/cmdline | tr '\\0' ' '")
+        self.assertIn("cordon", out)
+
+    def test_proc_sys_read_only(self):
+        # Writes the value it already has, so a failure of the jail would change nothing on the host.
+        _, err = self.sh("v=$(cat /proc/sys/vm/overcommit_memory); echo $v > /proc/sys/vm/overcommit_memory "
+                         "&& echo WROTE", expect=None)
+        self.assertIn("Read-only file system", err)
+        out, _ = self.sh("grep ' /proc/sys ' /proc/self/mountinfo")
+        self.assertIn(" ro,", out)
+        # Nothing writable to sysfs either.
+        _, err = self.sh("echo x > /sys/kernel/uevent_helper", expect=None)
+        self.assertRegex(err, "Read-only file system|Permission denied|No such file")
+
+    def test_inherited_fds_closed(self):
+        fd = os.open(self.outside, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.set_inheritable(fd, True)
+            rc, out, err = self.run_jail(["--", "/bin/ls", "/proc/self/fd"], pass_fds=(fd,))
+        finally:
+            os.close(fd)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(sorted(int(x) for x in out.split()), [0, 1, 2, 3])  # 3: ls's own directory fd
+
+    def test_signal_forwarding(self):
+        for sig, code in ((signal.SIGTERM, 42), (signal.SIGINT, 43), (signal.SIGHUP, 44), (signal.SIGUSR1, 45),
+                          (signal.SIGUSR2, 46), (signal.SIGQUIT, 47)):
+            name = signal.Signals(sig).name[3:]
+            p = self.popen(["-c", f"trap 'echo got {name}; exit {code}' {name}; echo ready; "
+                                  "while :; do sleep 0.05; done"])
+            self.assertEqual(p.stdout.readline().strip(), "ready")
+            p.send_signal(sig)
+            out, err = p.communicate(timeout=10)
+            self.assertEqual(p.returncode, code, f"{name}: {out} {err}")
+            self.assertIn(f"got {name}", out)
+        # SIGWINCH has no default action: the trap shows it arrived.
+        p = self.popen(["-c", "trap 'echo got WINCH; exit 48' WINCH; echo ready; while :; do sleep 0.05; done"])
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        p.send_signal(signal.SIGWINCH)
+        out, _ = p.communicate(timeout=10)
+        self.assertEqual(p.returncode, 48)
+
+    def _alive(self, marker):
+        return subprocess.run(["pgrep", "-f", marker], stdout=subprocess.PIPE).returncode == 0
+
+    def test_orphans_killed_when_command_exits(self):
+        marker = f"{1000 + secrets.randbelow(9000)}.{secrets.randbelow(1000)}"
+        rc, _, err = self.run_jail(["-c", f"(setsid sleep {marker} &) ; sleep {marker} & exit 0"])
+        self.assertEqual(rc, 0, err)
+        time.sleep(0.2)
+        self.assertFalse(self._alive(f"sleep {marker}"))
+
+    def test_supervisor_killed_jail_gone(self):
+        marker = f"{1000 + secrets.randbelow(9000)}.{secrets.randbelow(1000)}"
+        p = self.popen(["-c", f"echo ready; sleep {marker}"])
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        self.assertTrue(self._alive(f"sleep {marker}"))
+        p.kill()
+        p.communicate()
+        deadline = time.time() + 5
+        while self._alive(f"sleep {marker}") and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(self._alive(f"sleep {marker}"))
+
+    def test_timeout(self):
+        t = time.time()
+        rc, _, err = self.run_jail(["--timeout", "0.5", "--", "/bin/sleep", "30"])
+        self.assertEqual(rc, 124, err)
+        self.assertLess(time.time() - t, 10)
+
+    def test_memory_limit(self):
+        rc, out, err = self.run_jail(["--memory", "64M", "--", PY, "-c", "b = bytearray(256 << 20); print('big')"])
+        self.assertNotEqual(rc, 0)
+        self.assertNotIn("big", out)
+        self.assertIn("rlimit", err)
+        rc, out, _ = self.run_jail(["--memory", "1G", "--", PY, "-c", "b = bytearray(16 << 20); print('ok')"])
+        self.assertEqual((rc, out.strip()), (0, "ok"))
+
+    def test_terminal_kept_and_ctrl_c_delivered_once(self):
+        import pty
+        import select
+        script = ("import signal, time, os\n"
+                  "n = [0]\n"
+                  "signal.signal(signal.SIGINT, lambda *a: n.__setitem__(0, n[0] + 1))\n"
+                  "print('tty', os.ttyname(0), os.isatty(1), flush=True)\n"
+                  "print('ready', flush=True)\n"
+                  "time.sleep(1.5)\n"
+                  "print('count', n[0], flush=True)\n")
+        pid, fd = pty.fork()
+        if pid == 0:
+            if self.AS_USER:
+                os.setgroups([])
+                os.setgid(Env.gid)
+                os.setuid(Env.uid)
+            os.chdir(self.cwd)
+            os.execve(Env.cordon, [Env.cordon, "run", "--no-discover", "--", PY, "-c", script], self.env())
+        out = b""
+        sent = False
+        deadline = time.time() + 15
+        try:
+            while time.time() < deadline:
+                r, _, _ = select.select([fd], [], [], 0.2)
+                if not r:
+                    continue
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+                if b"ready" in out and not sent:
+                    os.write(fd, b"\x03")  # Ctrl-C: the terminal signals the foreground process group
+                    sent = True
+        finally:
+            _, status = os.waitpid(pid, 0)
+            os.close(fd)
+        text = out.decode(errors="replace")
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0, text)
+        self.assertIn("tty /dev/console", text)
+        self.assertIn("True", text)
+        self.assertIn("count 1", text)  # once, not relayed a second time
+
+    def test_shared_memory(self):
+        out, err = self.sh(f"{PY} -c 'from multiprocessing import shared_memory as s; m = s.SharedMemory("
+                           f"create=True, size=64); m.buf[0] = 7; print(m.buf[0]); m.close(); m.unlink()'")
+        self.assertEqual(out.strip(), "7", err)
+
+    # --- filesystem -----------------------------------------------------------------------------------------
+
+    def test_writes_inside_and_outside(self):
+        target = self.write(os.path.join(self.outside, "file"))
+        allowed = self.mkdir("allowed")
+        out, err = self.sh(f"echo in > new && echo ok1; echo t > /tmp/t && echo ok2; "
+                           f"echo x > {target} || echo denied1; echo x > {self.outside}/new || echo denied2; "
+                           f"echo y > {allowed}/f && echo ok3; echo z > /etc/cordon-test || echo denied3; "
+                           f"echo h > {self.home}/f || echo denied4",
+                           "--allow-write", allowed)
+        for word in ("ok1", "ok2", "ok3", "denied1", "denied2", "denied3", "denied4"):
+            self.assertIn(word, out, err)
+        self.assertEqual(self.read(os.path.join(self.cwd, "new")), "in\n")
+        self.assertEqual(self.read(os.path.join(allowed, "f")), "y\n")
+        self.assertEqual(self.read(target), "original\n")
+        self.assertFalse(os.path.exists(os.path.join(self.outside, "new")))
+        self.assertFalse(os.path.exists("/etc/cordon-test"))
+        self.assertIn("Read-only file system", err)
+
+    def test_private_tmp(self):
+        name = "cordon-private-" + secrets.token_hex(4)
+        self.sh(f"echo x > /tmp/{name} && ls /tmp")
+        self.assertFalse(os.path.exists(f"/tmp/{name}"))
+
+    PROTECTED_FILES = [".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile", ".gitconfig", ".gitmodules",
+                       ".mcp.json", ".ripgreprc", ".git/config", ".claude/settings.json",
+                       ".claude/settings.local.json", ".git/hooks/pre-commit", ".vscode/settings.json",
+                       ".idea/workspace.xml"]
+
+    def test_always_read_only_existing(self):
+        for rel in self.PROTECTED_FILES:
+            self.write(os.path.join(self.cwd, rel))
+        script = []
+        for rel in self.PROTECTED_FILES:
+            d = os.path.dirname(rel) or "."
+            script.append(f"echo evil >> {rel} && echo WROTE {rel}; rm -f {rel} && echo REMOVED {rel}; "
+                          f"mv {rel} {rel}.moved 2>/dev/null && echo MOVED {rel}; "
+                          f"echo x > {d}/new-in-dir 2>/dev/null && echo CREATED-IN {d}")
+        # Directories themselves: new files inside protected directories.
+        script.append("echo x > .git/hooks/post-checkout && echo CREATED hook")
+        script.append("echo x > .vscode/tasks.json && echo CREATED vscode")
+        out, err = self.sh("; ".join(script), expect=None)
+        for rel in self.PROTECTED_FILES:
+            self.assertEqual(self.read(os.path.join(self.cwd, rel)), "original\n", rel)
+            self.assertNotIn(f"WROTE {rel}", out)
+            self.assertNotIn(f"REMOVED {rel}", out)
+            self.assertNotIn(f"MOVED {rel}", out)
+        self.assertNotIn("CREATED hook", out)
+        self.assertNotIn("CREATED vscode", out)
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, ".git/hooks/post-checkout")))
+        # The rest of the working directory stays writable, .git included.
+        self.sh("echo ok > .git/HEAD && echo ok > normal")
+        self.assertEqual(self.read(os.path.join(self.cwd, ".git/HEAD")), "ok\n")
+
+    def test_always_read_only_not_yet_existing(self):
+        attempts = {
+            ".bashrc": "echo evil > .bashrc",
+            ".profile": "echo evil > .profile",
+            ".gitconfig": "echo evil > .gitconfig",
+            ".mcp.json": "echo '{}' > .mcp.json",
+            ".git/hooks": "mkdir -p .git/hooks && echo x > .git/hooks/pre-commit",
+            ".git/config": "mkdir -p .git && echo x > .git/config",
+            ".claude/settings.json": "mkdir -p .claude && echo '{}' > .claude/settings.json",
+            ".vscode": "mkdir -p .vscode && echo x > .vscode/settings.json",
+            ".idea": "mkdir -p .idea && echo x > .idea/x",
+        }
+        script = "; ".join(f"({cmd}) 2>/dev/null && echo MADE {name}" for name, cmd in attempts.items())
+        out, err = self.sh(script + "; ln -s /etc/passwd .bashrc 2>/dev/null && echo LINKED; true")
+        for name in attempts:
+            self.assertNotIn(f"MADE {name}", out, err)
+        self.assertNotIn("LINKED", out)
+        # After the run: nothing left behind (placeholders removed), the directory otherwise untouched.
+        self.assertEqual(sorted(os.listdir(self.cwd)), [])
+
+    def test_git_hooks_missing_in_existing_repo(self):
+        self.write(os.path.join(self.cwd, ".git/HEAD"), "ref: refs/heads/main\n")
+        out, _ = self.sh("mkdir .git/hooks 2>/dev/null && echo MADE; echo x > .git/hooks/pre-commit 2>/dev/null "
+                         "&& echo HOOK; echo y > .git/description && echo DESC")
+        self.assertNotIn("MADE", out)
+        self.assertNotIn("HOOK", out)
+        self.assertIn("DESC", out)
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, ".git/hooks")))
+        self.assertEqual(sorted(os.listdir(os.path.join(self.cwd, ".git"))), ["HEAD", "description"])
+
+    def test_symlink_tricks(self):
+        target = self.write(os.path.join(self.outside, "target"))
+        os.symlink(target, os.path.join(self.cwd, "pre-made-link"))
+        os.lchown(os.path.join(self.cwd, "pre-made-link"), Env.uid if self.AS_USER else 0,
+                  Env.gid if self.AS_USER else 0)
+        out, err = self.sh(f"echo a > pre-made-link && echo W1; ln -s {target} new-link && echo LINKED; "
+                           f"echo b > new-link && echo W2; ln -s {self.outside} dirlink; echo c > dirlink/x && "
+                           f"echo W3; ln -s /etc/passwd .bashrc2; echo d >> .bashrc2 && echo W4; true")
+        self.assertIn("LINKED", out)  # creating a link is fine; writing through it is not
+        for w in ("W1", "W2", "W3", "W4"):
+            self.assertNotIn(w, out, err)
+        self.assertEqual(self.read(target), "original\n")
+        self.assertFalse(os.path.exists(os.path.join(self.outside, "x")))
+
+    def test_hard_link_and_rename_tricks(self):
+        self.write(os.path.join(self.cwd, ".bashrc"))
+        self.write(os.path.join(self.cwd, ".git/hooks/pre-commit"))
+        self.write(os.path.join(self.cwd, ".claude/settings.json"))
+        outside_file = self.write(os.path.join(self.outside, "secret"))
+        out, err = self.sh(f"ln .bashrc hl && echo HL1; ln .git/hooks/pre-commit hl2 && echo HL2; "
+                           f"ln {outside_file} hl3 && echo HL3; mv .bashrc moved && echo MV1; "
+                           f"mv .git/hooks hooks2 && echo MV2; mv .git git2 && echo MV3; mv .claude c2 && echo MV5; "
+                           f"cp .bashrc copy && echo evil >> copy && mv copy .bashrc && echo MV4; true")
+        for w in ("HL1", "HL2", "HL3", "MV1", "MV2", "MV3", "MV4", "MV5"):
+            self.assertNotIn(w, out, err)
+        self.assertEqual(self.read(os.path.join(self.cwd, ".bashrc")), "original\n")
+        self.assertEqual(self.read(os.path.join(self.cwd, ".git/hooks/pre-commit")), "original\n")
+        self.assertEqual(self.read(outside_file), "original\n")
+
+    def test_deny_read_with_allow_read_inside(self):
+        secret_dir = self.mkdir("secrets")
+        self.write(os.path.join(secret_dir, "key"), "TOPSECRET\n")
+        self.write(os.path.join(secret_dir, "public/readme"), "public\n")
+        token = self.write(os.path.join(self.outside, "token"), "TOKEN\n")
+        out, err = self.sh(f"cat {secret_dir}/key; ls {secret_dir}; cat {secret_dir}/public/readme; "
+                           f"echo \"[$(cat {token})]\"; echo x > {secret_dir}/new && echo W; true",
+                           "--deny-read", secret_dir, "--allow-read", os.path.join(secret_dir, "public"),
+                           "--deny-read", token)
+        self.assertNotIn("TOPSECRET", out)
+        self.assertNotIn("key", out)
+        self.assertIn("public\n", out)
+        self.assertIn("[]", out)
+        self.assertNotIn("TOKEN", out)
+        self.assertNotIn("W\n", out)
+
+    # --- process restrictions ---------------------------------------------------------------------------------
+
+    def probe(self, what, *flags):
+        out, err = self.sh(f"{PY} {Env.probe} {what}", *flags)
+        return json.loads(out)
+
+    def test_seccomp_refusals(self):
+        import errno as E
+        r = self.probe("seccomp")
+        self.assertEqual(r["socket_unix"], E.EPERM)
+        self.assertEqual(r["socket_unix_high_bits"], E.EPERM)
+        self.assertEqual(r["socketpair"], 0)
+        self.assertEqual(r["socket_inet"], 0)
+        self.assertEqual(r["socket_inet6"], 0)
+        self.assertEqual(r["socket_netlink_route"], 0)
+        for name in ("socket_packet", "socket_vsock", "socket_alg"):
+            self.assertEqual(r[name], E.EAFNOSUPPORT, name)
+        self.assertEqual(r["socket_netlink_audit"], E.EPROTONOSUPPORT)
+        self.assertEqual(r["clone3"], E.ENOSYS)
+        for name in ("unshare_user", "clone_newuser", "mount", "umount2", "pivot_root", "open_tree",
+                     "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "add_key", "request_key", "keyctl",
+                     "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "ptrace_traceme"):
+            self.assertEqual(r[name], E.EPERM, name)
+
+    def test_allow_ptrace(self):
+        r = self.probe("seccomp", "--allow-ptrace")
+        self.assertEqual(r["ptrace_traceme"], 0)
+
+    def test_allow_all_unix_sockets(self):
+        settings = self.write(os.path.join(self.dir, "srt.json"),
+                              json.dumps({"network": {"allowAllUnixSockets": True}}))
+        r = self.probe("seccomp", "--settings", settings)
+        self.assertEqual(r["socket_unix"], 0)
+
+    def test_terminal_injection_refused(self):
+        import errno as E
+        r = self.probe("tty")
+        self.assertEqual(r["tiocsti"], E.EPERM)
+        self.assertEqual(r["tiocsti_high_bits"], E.EPERM)
+        self.assertEqual(r["tioclinux"], E.EPERM)
+        self.assertEqual(r["tcgetattr"], 0)
+
+    # --- network ------------------------------------------------------------------------------------------
+
+    def curl(self, *curl_args, flags=(), expect=0):
+        args = " ".join(f"'{a}'" for a in curl_args)
+        # Response headers to stderr through a file: reopening /dev/stderr fails for a pipe owned by root.
+        return self.sh(f"curl -sS --max-time 10 -D headers {args}; rc=$?; cat headers >&2; exit $rc",
+                       *Upstream.flags(), *flags, expect=expect)
+
+    def test_allowed_host_via_http_proxy(self):
+        audit = os.path.join(self.dir, "audit.log")
+        self.own(self.dir)
+        out, err = self.curl(Upstream.url(), flags=["--allow-domain", Upstream.NAME, "--audit-log", audit])
+        self.assertEqual(out, "hello from upstream\n", err)
+        with open(audit) as f:
+            lines = [json.loads(line) for line in f]
+        decisions = [line for line in lines if line["event"] == "decision"]
+        self.assertEqual(len(decisions), 1, lines)
+        self.assertEqual(decisions[0]["decision"], "allow")
+        self.assertEqual(decisions[0]["host"], Upstream.NAME)
+        self.assertRegex(decisions[0]["sandbox"], r"^cordon-\d+-[0-9a-f]+$")
+        self.assertTrue(all(line["sandbox"] == decisions[0]["sandbox"] for line in lines))
+        self.assertNotIn("refused", err)
+
+    def test_allowed_host_via_connect_and_socks(self):
+        flags = ["--allow-domain", Upstream.NAME]
+        out, err = self.curl("--proxytunnel", Upstream.url(), flags=flags)  # CONNECT through HTTPS_PROXY's port
+        self.assertEqual(out, "hello from upstream\n", err)
+        out, err = self.sh(f"curl -sS --max-time 10 --proxy \"$ALL_PROXY\" {Upstream.url()}",
+                           *Upstream.flags(), *flags)
+        self.assertEqual(out, "hello from upstream\n", err)
+
+    def test_denied_host_gets_403(self):
+        out, err = self.curl("-w", "%{http_code}", Upstream.url(), flags=["--allow-domain", "other.example"])
+        self.assertTrue(out.endswith("403"), out)
+        self.assertIn("X-Proxy-Error: blocked-by-allowlist", err)
+        self.assertIn(Upstream.NAME, out)
+        # The end-of-run summary names the host; --quiet drops it.
+        self.assertIn(f"refused 1 connection(s)", err)
+        self.assertIn(f"{Upstream.NAME}:{Upstream.http_port}", err)
+        out, err = self.curl("-w", "%{http_code}", Upstream.url(),
+                             flags=["--allow-domain", Upstream.NAME, "--deny-domain", "*.cordon.example", "--quiet"])
+        self.assertTrue(out.endswith("403"), out)
+        self.assertIn("X-Proxy-Error: blocked-by-denylist", err)
+        self.assertNotIn("refused", err)
+
+    def test_empty_allowed_domains_allows_nothing(self):
+        settings = self.write(os.path.join(self.dir, "settings.json"),
+                              json.dumps({"network": {"allowedDomains": [], "deniedDomains": []}}))
+        out, err = self.curl("-w", "%{http_code}", Upstream.url(), flags=["--settings", settings])
+        self.assertTrue(out.endswith("403"), out)
+        out, err = self.sh("curl -sS --max-time 5 -w '%{http_code}' http://example.com/", "--settings", settings,
+                           *Upstream.flags())
+        self.assertTrue(out.endswith("403"), out)
+
+    def test_test_host_reachable_only_through_the_proxy(self):
+        url = f"http://{TestHost.addr}:{TestHost.port}/"
+        out, err = self.sh(f"curl -sS --max-time 5 {url}", "--allow-domain", TestHost.addr, "--allow-address",
+                           "10.202.0.0/16")
+        self.assertEqual(out, "test-host\n", err)
+        out, err = self.sh(f"curl -sS --noproxy '*' --max-time 3 {url} && echo REACHED; true", "--allow-domain",
+                           TestHost.addr, "--allow-address", "10.202.0.0/16")
+        self.assertNotIn("REACHED", out)
+
+    def test_no_network_flag(self):
+        out, err = self.sh("curl -sS --max-time 3 http://example.com/ && echo REACHED; echo ${HTTP_PROXY:-none}",
+                           "--no-network")
+        self.assertNotIn("REACHED", out)
+        self.assertIn("none", out)
+
+    def test_direct_connection_to_test_host_fails(self):
+        out, err = self.sh(f"curl -sS --noproxy '*' --max-time 3 http://{TestHost.addr}:{TestHost.port}/ "
+                           f"&& echo REACHED; curl -sS --noproxy '*' --max-time 3 "
+                           f"http://127.0.0.1:{TestHost.port}/ && echo REACHED2; true")
+        self.assertNotIn("REACHED", out, err)
+        # Sanity: the host itself reaches the test host.
+        r = subprocess.run(["curl", "-sS", "--noproxy", "*", "--max-time", "3",
+                            f"http://{TestHost.addr}:{TestHost.port}/"], stdout=subprocess.PIPE, text=True)
+        self.assertIn("test-host", r.stdout)
+
+
+class TestHost:
+    """A network namespace with a veth to the host and an HTTP server: an address the jail must not reach."""
+
+    ns = None
+    addr = None
+    port = 8080
+    server = None
+
+    @classmethod
+    def setup(cls):
+        tag = secrets.token_hex(3)
+        cls.ns = f"cordon-th-{tag}"
+        octet = 1 + secrets.randbelow(250)
+        host_if, ns_if = f"cth{tag}a", f"cth{tag}b"
+        cls.addr = f"10.202.{octet}.2"
+        cmds = [["ip", "netns", "add", cls.ns],
+                ["ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if],
+                ["ip", "link", "set", ns_if, "netns", cls.ns],
+                ["ip", "addr", "add", f"10.202.{octet}.1/24", "dev", host_if],
+                ["ip", "link", "set", host_if, "up"],
+                ["ip", "-n", cls.ns, "addr", "add", f"{cls.addr}/24", "dev", ns_if],
+                ["ip", "-n", cls.ns, "link", "set", ns_if, "up"],
+                ["ip", "-n", cls.ns, "link", "set", "lo", "up"]]
+        cls.host_if = host_if
+        for c in cmds:
+            subprocess.run(c, check=True)
+        root = tempfile.mkdtemp(prefix="cordon-th-", dir=Env.base)
+        with open(os.path.join(root, "index.html"), "w") as f:
+            f.write("test-host\n")
+        cls.server = subprocess.Popen(["ip", "netns", "exec", cls.ns, PY, "-m", "http.server", "--bind", cls.addr,
+                                       str(cls.port), "--directory", root], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            r = subprocess.run(["curl", "-s", "--noproxy", "*", "--max-time", "1",
+                                f"http://{cls.addr}:{cls.port}/"], stdout=subprocess.PIPE, text=True)
+            if "test-host" in r.stdout:
+                return
+            time.sleep(0.1)
+        raise RuntimeError("test host did not come up")
+
+    @classmethod
+    def teardown(cls):
+        if cls.server:
+            cls.server.kill()
+            cls.server.wait()
+        if cls.ns:
+            subprocess.run(["ip", "netns", "del", cls.ns], check=False)
+            subprocess.run(["ip", "link", "del", cls.host_if], check=False, stderr=subprocess.DEVNULL)
+
+
+class Upstream:
+    """A test upstream on the host's loopback: an HTTP server and a DNS server that resolves
+    test.cordon.example (and only that) to 127.0.0.1."""
+
+    NAME = "test.cordon.example"
+    http = None
+    http_port = None
+    dns = None
+    dns_port = None
+
+    @classmethod
+    def setup(cls):
+        import http.server
+        import socket
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = b"hello from upstream\n"
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        cls.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        cls.http_port = cls.http.server_address[1]
+        threading.Thread(target=cls.http.serve_forever, daemon=True).start()
+
+        cls.dns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        cls.dns.bind(("127.0.0.1", 0))
+        cls.dns_port = cls.dns.getsockname()[1]
+        threading.Thread(target=cls._serve_dns, daemon=True).start()
+
+    @classmethod
+    def _serve_dns(cls):
+        import struct
+        while True:
+            try:
+                data, peer = cls.dns.recvfrom(512)
+            except OSError:
+                return
+            if len(data) < 12:
+                continue
+            qid, = struct.unpack("!H", data[:2])
+            pos, labels = 12, []
+            while pos < len(data) and data[pos] != 0:
+                n = data[pos]
+                labels.append(data[pos + 1:pos + 1 + n].decode(errors="replace"))
+                pos += 1 + n
+            question = data[12:pos + 5]
+            qtype, = struct.unpack("!H", data[pos + 1:pos + 3])
+            name = ".".join(labels).lower()
+            if name != cls.NAME:
+                cls.dns.sendto(struct.pack("!HHHHHH", qid, 0x8183, 1, 0, 0, 0) + question, peer)
+                continue
+            answers = b""
+            count = 0
+            if qtype == 1:
+                answers = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + bytes([127, 0, 0, 1])
+                count = 1
+            cls.dns.sendto(struct.pack("!HHHHHH", qid, 0x8180, 1, count, 0, 0) + question + answers, peer)
+
+    @classmethod
+    def teardown(cls):
+        if cls.http:
+            cls.http.shutdown()
+            cls.http.server_close()
+        if cls.dns:
+            cls.dns.close()
+
+    @classmethod
+    def url(cls):
+        return f"http://{cls.NAME}:{cls.http_port}/"
+
+    @classmethod
+    def flags(cls):
+        return ["--dns-server", f"127.0.0.1:{cls.dns_port}", "--allow-address", "127.0.0.0/8"]
+
+
+class AsRoot(JailCase, unittest.TestCase):
+    AS_USER = False
+
+    def test_run_as_other_user(self):
+        out, _ = self.sh("id -u; id -g; cat /proc/self/status | grep CapEff", "--user", f"{Env.uid}:{Env.gid}")
+        self.assertEqual(out.splitlines()[:2], [str(Env.uid), str(Env.gid)])
+        self.assertIn("0000000000000000", out)
+
+
+class AsUser(JailCase, unittest.TestCase):
+    AS_USER = True
+
+    def test_user_cannot_use_user_flag(self):
+        rc, _, err = self.run_jail(["--user", "0", "--", "/bin/true"])
+        self.assertEqual(rc, 2)
+        self.assertIn("--user needs root", err)
+
+    def test_pids_limit(self):
+        out, err = self.sh("for i in 1 2 3 4 5 6 7 8; do sleep 2 & done 2>&1; wait; echo done", "--pids", "4",
+                           expect=None)
+        self.assertRegex(out + err, "fork|Resource temporarily unavailable|Cannot fork")
+
+
+def main():
+    global CORDON_SRC
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cordon", required=True)
+    args, rest = parser.parse_known_args()
+    CORDON_SRC = os.path.abspath(args.cordon)
+    if os.geteuid() != 0:
+        print("jail integration tests need root (they create a user and network namespaces)", file=sys.stderr)
+        return 77
+    Env.setup()
+    try:
+        Upstream.setup()
+        TestHost.setup()
+        prog = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)
+        return 0 if prog.result.wasSuccessful() else 1
+    finally:
+        TestHost.teardown()
+        Upstream.teardown()
+        Env.teardown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
