@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Turns bench/out/results.tsv (written by bench/run) into the Markdown results table on stdout.
+
+    report.py RESULTS_TSV [--readme README.md]
+
+With --readme it also replaces, in that file, everything between the lines `<!-- results:begin -->` and
+`<!-- results:end -->` with the table (its title demoted one level)."""
+import math
+import re
+import sys
+
+
+def load(path):
+    res = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if "\t" in line:
+                k, v = line.split("\t", 1)
+                res[k] = v
+    return res
+
+
+R = load(sys.argv[1])
+
+
+def num(key):
+    try:
+        v = float(R[key])
+    except (KeyError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+def fmt(v, pattern):
+    return "—" if v is None else pattern.format(v)
+
+
+HAVE_PROXY = R.get("have_cordon_proxy") == "1"
+HAVE_RUN = R.get("have_cordon_run") == "1"
+WHY_PROXY = R.get("cordon_why_proxy", "")
+WHY_RUN = R.get("cordon_why_run", "")
+out = []
+targets = []  # (benchmark, target, measured, met: True/False/None)
+
+
+def target(bench, text, measured, ok):
+    targets.append((bench, text, measured, ok))
+
+
+def verdict(ok):
+    return {True: "**met**", False: "**NOT met**", None: "not measured"}[ok]
+
+
+def ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+
+out.append("# cordon benchmark results")
+out.append("")
+out.append(f"Measured {R.get('date', '?')} by `bench/run`, all peers in the same run, everything on loopback.")
+out.append("")
+out.append(f"- Machine: {R.get('cpu', '?')}, {R.get('mem', '?')} RAM, {R.get('os', '?')}, kernel {R.get('kernel', '?')}; "
+           f"load average at start {R.get('loadavg', '?')}")
+out.append(f"- {R.get('v_cordon', '?')}{'; cordon run: ' + R['v_cordon_run'] if 'v_cordon_run' in R else ''}; {R.get('v_tinyproxy', '?')}; {R.get('v_squid', '?')}; "
+           f"{R.get('v_srt', '?')}; upstream {R.get('v_nginx', '?')}")
+out.append(f"- clients: {R.get('v_curl', '?')}, {R.get('v_wrk', '?')}, {R.get('v_hyperfine', '?')}; "
+           f"{R.get('v_bwrap', '?')}; {R.get('v_socat', '?')}")
+out.append("")
+
+# 1. bulk
+if "bulk_direct" in R:
+    runs = R.get("runs", "?")
+    out.append(f"## 1. CONNECT bulk throughput (1 GiB, `curl --proxytunnel`, {runs} interleaved rounds)")
+    out.append("")
+    out.append("| target | best MB/s | best vs direct | median MB/s | all runs (MB/s) |")
+    out.append("|---|---:|---:|---:|---|")
+    direct = num("bulk_best_direct")
+    for t in ["direct", "cordon", "tinyproxy", "squid", "srt"]:
+        if t == "cordon" and not HAVE_PROXY:
+            out.append(f"| cordon proxy | not measured: {WHY_PROXY} | | | |")
+            continue
+        v, med = num(f"bulk_best_{t}"), num(f"bulk_{t}")
+        allr = " ".join(fmt(float(x) / 1e6 if x != "nan" else None, "{:.0f}") for x in R.get(f"bulk_all_{t}", "").split())
+        name = {"direct": "direct (no proxy)", "srt": "srt's proxy", "cordon": "cordon proxy"}.get(t, t)
+        out.append(f"| {name} | {fmt(v and v / 1e6, '{:.0f}')} | {fmt(ratio(v, direct), '{:.2f}')} | "
+                   f"{fmt(med and med / 1e6, '{:.0f}')} | {allr} |")
+    out.append("")
+    c = num("bulk_best_cordon") if HAVE_PROXY else None
+    target("1 bulk", "cordon ≥ 3× srt's proxy", fmt(ratio(c, num("bulk_best_srt")), "{:.1f}×"),
+           None if ratio(c, num("bulk_best_srt")) is None else ratio(c, num("bulk_best_srt")) >= 3)
+    target("1 bulk", "cordon ≥ tinyproxy", fmt(ratio(c, num("bulk_best_tinyproxy")), "{:.2f}×"),
+           None if ratio(c, num("bulk_best_tinyproxy")) is None else ratio(c, num("bulk_best_tinyproxy")) >= 1)
+    target("1 bulk", "cordon ≥ 0.8 of direct (goal)", fmt(ratio(c, direct), "{:.2f}"),
+           None if ratio(c, direct) is None else ratio(c, direct) >= 0.8)
+
+# 2. rps
+if any(k.startswith("rps_rps_") for k in R):
+    out.append(f"## 2. Small HTTP requests/s through the proxy (absolute-form, keep-alive; `wrk {R.get('wrk_params', '')}`)")
+    out.append("")
+    out.append("Best round shown (requests/s counts 2xx responses only); all rounds in the last column.")
+    out.append("")
+    out.append("| proxy | requests/s (2xx) | p50 latency | p99 latency | socket errors | non-2xx | all rounds (req/s) |")
+    out.append("|---|---:|---:|---:|---:|---:|---|")
+    for t in ["cordon", "tinyproxy", "squid", "srt"]:
+        if t == "cordon" and not HAVE_PROXY:
+            out.append(f"| cordon proxy | not measured: {WHY_PROXY} | | | | | |")
+            continue
+        name = {"srt": "srt's proxy", "cordon": "cordon proxy"}.get(t, t)
+        p50, p99 = num(f"rps_p50_us_{t}"), num(f"rps_p99_us_{t}")
+        out.append(f"| {name} | {fmt(num(f'rps_rps_{t}'), '{:.0f}')} | {fmt(p50 and p50 / 1000, '{:.2f} ms')} | "
+                   f"{fmt(p99 and p99 / 1000, '{:.2f} ms')} | {R.get(f'rps_errors_{t}', '—')} | "
+                   f"{R.get(f'rps_non2xx_{t}', '—')} | {R.get(f'rps_all_{t}', '')} |")
+    out.append("")
+    c = num("rps_rps_cordon") if HAVE_PROXY else None
+    for peer in ["squid", "tinyproxy"]:
+        r = ratio(c, num(f"rps_rps_{peer}"))
+        target("2 req/s", f"cordon ≥ 2× {peer}", fmt(r, "{:.1f}×"), None if r is None else r >= 2)
+
+# 3. tunnels
+if any(k.startswith("tun_open_") for k in R):
+    n = R.get("tunnels_wanted", "?")
+    out.append(f"## 3. {n} concurrent idle CONNECT tunnels: proxy memory")
+    out.append("")
+    if R.get("tunnels_asked") and R.get("tunnels_asked") != n:
+        out.append(f"{n} rather than {R['tunnels_asked']}: this machine's hard limit on open files is {R.get('fd_limit')} "
+                   "(no CAP_SYS_RESOURCE to raise it) and a proxy needs two per tunnel.")
+        out.append("")
+    out.append("Each proxy freshly started and warmed with 100 tunnels; memory of the proxy process (all threads) "
+               "before and while holding the tunnels. Per tunnel = increase / tunnels open.")
+    out.append("")
+    out.append("| proxy | tunnels open | RSS before → during (KiB) | RSS per tunnel | PSS per tunnel | threads | open fds |")
+    out.append("|---|---:|---:|---:|---:|---:|---:|")
+    for t in ["cordon", "tinyproxy", "squid", "srt"]:
+        if t == "cordon" and not HAVE_PROXY:
+            out.append(f"| cordon proxy | not measured: {WHY_PROXY} | | | | | |")
+            continue
+        if f"tun_open_{t}" not in R:
+            continue
+        name = {"srt": "srt's proxy", "cordon": "cordon proxy"}.get(t, t)
+        opened = num(f"tun_open_{t}") or 0
+        rss0, rss1, pss0, pss1 = (num(f"tun_{k}_{t}") for k in ["rss0", "rss1", "pss0", "pss1"])
+        per_rss = (rss1 - rss0) * 1024 / opened if opened and rss0 is not None and rss1 is not None else None
+        per_pss = (pss1 - pss0) * 1024 / opened if opened and pss0 is not None and pss1 is not None else None
+        R[f"tun_per_{t}"] = per_rss
+        out.append(f"| {name} | {int(opened)} (upstream saw {R.get(f'tun_upstream_{t}', '?')}) | "
+                   f"{R.get(f'tun_rss0_{t}', '?')} → {R.get(f'tun_rss1_{t}', '?')} | "
+                   f"{fmt(per_rss and per_rss / 1024, '{:.2f} KiB')} | {fmt(per_pss and per_pss / 1024, '{:.2f} KiB')} | "
+                   f"{R.get(f'tun_threads_{t}', '?')} | {R.get(f'tun_fds_{t}', '?')} |")
+    out.append("")
+    c = R.get("tun_per_cordon") if HAVE_PROXY else None
+    full = HAVE_PROXY and R.get("tun_open_cordon") == R.get("tunnels_wanted")
+    target("3 tunnels", f"cordon ≤ 8 KiB per tunnel with {n} open", fmt(c and c / 1024, "{:.2f} KiB"),
+           None if c is None else (c <= 8192 and full))
+
+# 4. startup
+if "start_bwrap" in R:
+    out.append("## 4. Sandbox start-up: `/bin/true` (hyperfine -N, interleaved rounds of 3 warm-up + 10 runs)")
+    out.append("")
+    out.append("| sandbox | median wall time | min | mean | runs | command |")
+    out.append("|---|---:|---:|---:|---:|---|")
+    for t in ["cordon", "bwrap", "srt"]:
+        if t == "cordon" and not HAVE_RUN:
+            out.append(f"| cordon run | not measured: {WHY_RUN} | | | | |")
+            continue
+        v, mn, mean = num(f"start_{t}"), num(f"start_min_{t}"), num(f"start_mean_{t}")
+        cmd = R.get(f"start_cmd_{t}", "").replace("|", "\\|")
+        out.append(f"| {t} | {fmt(v and v * 1000, '{:.2f} ms')} | {fmt(mn and mn * 1000, '{:.2f} ms')} | "
+                   f"{fmt(mean and mean * 1000, '{:.2f} ms')} | {R.get(f'start_runs_{t}', '?')} | `{cmd}` |")
+    out.append("")
+    c = num("start_cordon") if HAVE_RUN else None
+    b, s = num("start_bwrap"), num("start_srt")
+    target("4 start-up", "cordon run ≤ bwrap", fmt(ratio(c, b), "{:.2f}× bwrap's time"),
+           None if ratio(c, b) is None else c <= b)
+    target("4 start-up", "cordon run ≥ 30× faster than srt", fmt(ratio(s, c), "{:.0f}× faster"),
+           None if ratio(s, c) is None else s / c >= 30)
+
+# 5. jailed download
+if "jdl_srt" in R:
+    out.append(f"## 5. 1 GiB download inside the sandbox over CONNECT (`curl -p` via the sandbox's proxy, {R.get('runs', '?')} interleaved rounds)")
+    out.append("")
+    out.append("| sandbox | best MB/s | median MB/s | all runs (MB/s) |")
+    out.append("|---|---:|---:|---|")
+    for t in ["cordon", "srt"]:
+        if t == "cordon" and not HAVE_RUN:
+            out.append(f"| cordon run | not measured: {WHY_RUN} | | |")
+            continue
+        v, med = num(f"jdl_best_{t}"), num(f"jdl_{t}")
+        if v is None:
+            out.append(f"| {'cordon run -- curl' if t == 'cordon' else 'srt curl'} | failed in every round: "
+                       f"{R.get(f'jdl_why_{t}', 'see bench/out/run/jail-' + t + '.err')} | | |")
+            continue
+        allr = " ".join(fmt(float(x) / 1e6 if x != "nan" else None, "{:.0f}") for x in R.get(f"jdl_all_{t}", "").split())
+        out.append(f"| {'cordon run -- curl' if t == 'cordon' else 'srt curl'} | {fmt(v and v / 1e6, '{:.0f}')} | "
+                   f"{fmt(med and med / 1e6, '{:.0f}')} | {allr} |")
+    out.append("")
+    c = num("jdl_best_cordon") if HAVE_RUN else None
+    r = ratio(c, num("jdl_best_srt"))
+    target("5 jailed download", "cordon ≥ 3× srt", fmt(r, "{:.1f}×"), None if r is None else r >= 3)
+
+out.append("## Targets")
+out.append("")
+out.append("| benchmark | target | measured | |")
+out.append("|---|---|---:|---|")
+for bench, text, measured, ok in targets:
+    out.append(f"| {bench} | {text} | {measured} | {verdict(ok)} |")
+text = "\n".join(out)
+print(text)
+if len(sys.argv) >= 4 and sys.argv[2] == "--readme":
+    with open(sys.argv[3], encoding="utf-8") as f:
+        readme = f.read()
+    body = re.sub(r"^(#+) ", r"#\1 ", text, flags=re.M).split("\n", 1)[1].lstrip("\n")
+    new, n = re.subn(r"(<!-- results:begin -->\n).*?(<!-- results:end -->)", lambda m: m.group(1) + body + "\n" + m.group(2),
+                     readme, flags=re.S)
+    if n != 1:
+        sys.exit(f"report.py: no results markers in {sys.argv[3]}")
+    with open(sys.argv[3], "w", encoding="utf-8") as f:
+        f.write(new)
+
