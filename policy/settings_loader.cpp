@@ -27,7 +27,7 @@ struct Failure {
 };
 
 std::string json_quoted(std::string_view text) {
-    return json(std::string(text)).dump();
+    return json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string type_name(const json& value) {
@@ -244,6 +244,31 @@ std::string read_file(const fs::path& file) {
     return buffer.str();
 }
 
+// nlohmann reports the last character it read; point at the start of that token instead (the opening quote of
+// a string, the first character of a literal or number), which is where a user looks for the mistake.
+std::size_t token_start(std::string_view text, std::size_t last) {
+    if (last >= text.size()) return text.size();
+    auto literal = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+               c == '-' || c == '+';
+    };
+    if (text[last] == '"') {
+        for (std::size_t i = last; i-- > 0;) {
+            if (text[i] == '\n') break;
+            if (text[i] != '"') continue;
+            std::size_t backslashes = 0;
+            for (std::size_t k = i; k-- > 0 && text[k] == '\\';)
+                ++backslashes;
+            if (backslashes % 2 == 0) return i;
+        }
+        return last;
+    }
+    std::size_t start = last;
+    while (start > 0 && literal(text[start]) && literal(text[start - 1]))
+        --start;
+    return start;
+}
+
 // The part of nlohmann's message after "line L, column C: ".
 std::string parse_reason(const char* what) {
     std::string message(what);
@@ -272,7 +297,7 @@ class Loader {
         try {
             root = json::parse(text);
         } catch (const json::parse_error& e) {
-            std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
+            std::size_t offset = token_start(text, e.byte > 0 ? e.byte - 1 : 0);
             LineColumn lc = line_column(text, offset);
             throw Failure{file.string() + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column) +
                           ": not valid JSON: " + parse_reason(e.what())};
@@ -357,7 +382,9 @@ std::optional<LoadError> collect(const LoadOptions& options, Collected& out) {
         for (fs::directory_iterator it(managed_dir / "managed-settings.d", ec), end; !ec && it != end;
              it.increment(ec)) {
             const std::string name = it->path().filename().string();
-            if (name.size() > 5 && name.front() != '.' && name.substr(name.size() - 5) == ".json")
+            std::error_code type_ec;
+            if (name.size() > 5 && name.front() != '.' && name.substr(name.size() - 5) == ".json" &&
+                !it->is_directory(type_ec))
                 drop_ins.push_back(it->path());
         }
         std::sort(drop_ins.begin(), drop_ins.end(), [](const fs::path& a, const fs::path& b) {
