@@ -110,6 +110,7 @@ void Connection::read_client() {
     }
     if (phase_ == Phase::Closing) return;  // lingering: discard
     in_.append(scratch_buffer(), static_cast<std::size_t>(n));
+    if (in_.size() >= kMaxBuffered) client_->want_read(false);
     process_client_input();
 }
 
@@ -143,7 +144,8 @@ void Connection::process_client_input() {
 
 void Connection::decide(const std::string& host, std::uint16_t port) {
     phase_ = Phase::Deciding;
-    client_->want_read(false);
+    // Bytes that come meanwhile wait in in_ (HTTP keeps reading, bounded; SOCKS5 clients wait for the reply).
+    if (proto_ == Proto::Socks5) client_->want_read(false);
     request_.host = host;
     request_.port = port;
     request_.logged = false;
@@ -290,7 +292,10 @@ void Connection::on_drained(Socket& socket) {
         start_tunnel();
         return;
     }
-    if (phase_ == Phase::Closing) return;
+    if (phase_ == Phase::Closing) {
+        if (client_eof_ && client_ && client_->queued() == 0) close(error_);
+        return;
+    }
     (void)socket;
     if (phase_ == Phase::HttpExchange || phase_ == Phase::HttpHead) http_backpressure();
 }
@@ -326,10 +331,11 @@ void Connection::on_timer(uv_timer_t* timer) {
                    self->phase_ == Phase::HttpHead;
     if (in_head && self->head_started_ != 0 &&
         now - self->head_started_ >= static_cast<std::uint64_t>(o.header_timeout.count())) {
-        if (self->proto_ == Proto::Http && !self->in_.empty()) {
+        bool partial = !self->in_.empty() || (self->request_parser_ && self->request_parser_->in_message());
+        if (self->proto_ == Proto::Http && partial) {
+            self->error_ = "header-timeout";
             self->http_send_error(408, "Request Timeout", "", "cordon: request head not received in time\n",
                                   false);
-            self->error_ = "header-timeout";
         } else {
             self->close("header-timeout");
         }
