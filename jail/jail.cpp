@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -166,6 +167,19 @@ IdMaps id_maps(const JailConfig& config) {
                              int fd, int supervisor_pidfd) {
     // The jail dies with the supervisor; if the supervisor died before this line, its pidfd is readable.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    // Nothing the supervisor had open (its event loop, the proxy's sockets, the audit log) stays open here:
+    // keep 0-2, the socketpair and the pidfd (moved above everything else), close the rest.
+    fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 1000);
+    if (fd < 0) ::_exit(kSetupFailed);
+    if (supervisor_pidfd >= 0) {
+        supervisor_pidfd = ::fcntl(supervisor_pidfd, F_DUPFD_CLOEXEC, fd + 1);
+        if (supervisor_pidfd < 0) ::_exit(kSetupFailed);
+    }
+    const unsigned keep_low = static_cast<unsigned>(fd);
+    const unsigned keep_high = static_cast<unsigned>(std::max(fd, supervisor_pidfd));
+    ::syscall(SYS_close_range, 3U, keep_low - 1, 0U);
+    if (keep_high > keep_low + 1) ::syscall(SYS_close_range, keep_low + 1, keep_high - 1, 0U);
+    ::syscall(SYS_close_range, keep_high + 1, ~0U, 0U);
     pollfd dead{supervisor_pidfd, POLLIN, 0};
     if (supervisor_pidfd >= 0 && ::poll(&dead, 1, 0) != 0) ::_exit(kSetupFailed);
     if (supervisor_pidfd >= 0) ::close(supervisor_pidfd);

@@ -331,10 +331,11 @@ void Connection::on_timer(uv_timer_t* timer) {
                    self->phase_ == Phase::HttpHead;
     if (in_head && self->head_started_ != 0 &&
         now - self->head_started_ >= static_cast<std::uint64_t>(o.header_timeout.count())) {
-        if (self->proto_ == Proto::Http && !self->in_.empty()) {
+        bool partial = !self->in_.empty() || (self->request_parser_ && self->request_parser_->in_message());
+        if (self->proto_ == Proto::Http && partial) {
+            self->error_ = "header-timeout";
             self->http_send_error(408, "Request Timeout", "", "cordon: request head not received in time\n",
                                   false);
-            self->error_ = "header-timeout";
         } else {
             self->close("header-timeout");
         }

@@ -158,6 +158,7 @@ class Connection final : public SocketOwner {
     bool chunk_response_ = false;  // re-frame the response body as chunks
     bool close_after_response_ = false;
     bool upstream_reusable_ = false;
+    bool processing_ = false;  // inside http_process()
 };
 
 }  // namespace cordon::proxy

@@ -89,7 +89,13 @@ bool normalise_host(const std::string& host, std::uint16_t port, std::string& ou
 }  // namespace
 
 void Connection::http_process() {
-    while (!in_.empty() && !closed() &&
+    // Answers given synchronously (refusals, a reused upstream) lead back here; the loop below picks up where
+    // they left off instead of recursing, so a client pipelining thousands of refused requests cannot exhaust
+    // the stack.
+    if (processing_) return;
+    processing_ = true;
+    // Answers pile up for a client that pipelines without reading: stop at kHighWater until it drains.
+    while (!in_.empty() && !closed() && client_->queued() < kHighWater &&
            (phase_ == Phase::HttpHead || (phase_ == Phase::HttpExchange && !request_done_))) {
         if (phase_ == Phase::HttpHead && head_started_ == 0) head_started_ = uv_now(context_.loop);
         auto result = request_parser_->feed(in_);
@@ -100,16 +106,18 @@ void Connection::http_process() {
             case HttpParser::Status::HeadComplete:
                 in_.erase(0, result.consumed);
                 http_head_complete();
-                return;
+                break;
             case HttpParser::Status::MessageComplete:
                 in_.erase(0, result.consumed);
                 http_request_complete();
                 break;
             case HttpParser::Status::Error:
+                processing_ = false;
                 http_bad_request(request_parser_->error());
                 return;
         }
     }
+    processing_ = false;
     if (!closed()) http_backpressure();
 }
 
@@ -120,6 +128,7 @@ void Connection::http_backpressure() {
     bool body_blocked =
         phase_ == Phase::HttpExchange && !request_done_ && upstream_ && upstream_->queued() >= kHighWater;
     bool client_read = !client_eof_ && !body_blocked && in_.size() < kMaxBuffered &&
+                       client_->queued() < kHighWater &&
                        (phase_ == Phase::HttpHead || phase_ == Phase::HttpExchange ||
                         phase_ == Phase::Deciding || phase_ == Phase::Dialing);
     client_->want_read(client_read);
@@ -130,7 +139,9 @@ void Connection::http_backpressure() {
         upstream_->want_read(upstream_read);
     }
     // Bytes that arrived while the body was not being read.
-    if (client_read && !in_.empty() && phase_ == Phase::HttpExchange && !request_done_) http_process();
+    if (!in_.empty() && client_->queued() < kHighWater &&
+        (phase_ == Phase::HttpHead || (phase_ == Phase::HttpExchange && !request_done_ && !body_blocked)))
+        http_process();
 }
 
 void Connection::http_head_complete() {

@@ -424,6 +424,22 @@ class JailCase:
         self.assertEqual(self.read(os.path.join(self.cwd, ".git/hooks/pre-commit")), "original\n")
         self.assertEqual(self.read(outside_file), "original\n")
 
+    def test_deny_write_settings_read_and_globs(self):
+        locked = self.mkdir("project/locked")
+        self.write(os.path.join(locked, "f"))
+        settings = self.write(os.path.join(self.cwd, "my-settings.json"), json.dumps({"network": {}}))
+        self.write(os.path.join(self.cwd, "a.key"), "KEY\n")
+        self.write(os.path.join(self.cwd, "sub/b.key"), "KEY\n")
+        out, err = self.sh("echo x > locked/f && echo W1; echo x > locked/new && echo W2; "
+                           "echo '{}' > my-settings.json && echo W3; cat a.key sub/b.key; echo y > ok && echo OK",
+                           "--deny-write", locked, "--settings", settings, "--deny-read", "./**/*.key")
+        for w in ("W1", "W2", "W3"):
+            self.assertNotIn(w, out, err)
+        self.assertNotIn("KEY", out)
+        self.assertIn("OK", out)
+        self.assertIn("enforced on the 2 path(s) that exist now", err)
+        self.assertEqual(self.read(settings), json.dumps({"network": {}}))
+
     def test_deny_read_with_allow_read_inside(self):
         secret_dir = self.mkdir("secrets")
         self.write(os.path.join(secret_dir, "key"), "TOPSECRET\n")

@@ -12,7 +12,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from proxytest import TempDirTest, make_cert, read_http_response, recv_until  # noqa: E402
+from proxytest import TempDirTest, make_cert, read_http_response, read_http_response_file, recv_until  # noqa: E402
 
 LOOPBACK = ["--allow-address", "127.0.0.0/8"]
 
@@ -139,9 +139,30 @@ class HttpProxyTest(TempDirTest):
         s = self.p.connect()
         req = b"GET http://allowed.test:%d/p HTTP/1.1\r\nHost: allowed.test:%d\r\n\r\n" % (self.up.port, self.up.port)
         s.sendall(req * 3)
+        f = s.makefile("rb")
         for _ in range(3):
-            self.assertEqual(read_http_response(s)[0], 200)
+            self.assertEqual(read_http_response_file(f)[0], 200)
+        f.close()
         s.close()
+
+    def test_thousands_of_pipelined_refusals(self):
+        # Each refusal is answered on the same connection; the proxy must neither recurse nor buffer without end.
+        n = 3000
+        s = self.p.connect(timeout=30)
+        req = b"GET http://nope.example/ HTTP/1.1\r\nHost: nope.example\r\n\r\n"
+        sender = threading.Thread(target=lambda: s.sendall(req * n))
+        sender.start()
+        f = s.makefile("rb")
+        count = 0
+        while count < n:
+            status, _, _ = read_http_response_file(f)
+            self.assertEqual(status, 403)
+            count += 1
+        sender.join()
+        f.close()
+        s.close()
+        self.assertIsNone(self.p.proc.poll())
+        self.assertEqual(len(self.p.wait_audit(lambda l: len(l) >= n + 1)), n + 1)
 
     def test_chunked_and_eof_delimited_responses(self):
         r = self.get("allowed.test", "/chunked")
