@@ -18,7 +18,9 @@
 
 namespace cordon::policy::detail {
 namespace fs = std::filesystem;
-using json = nlohmann::json;
+// The settings document; its large arrays (a 100,000-entry allowedDomains) go to huge-page-backed memory.
+using json = nlohmann::basic_json<std::map, std::vector, std::string, bool, std::int64_t, std::uint64_t,
+                                  double, HugePageAllocator>;
 
 namespace {
 
