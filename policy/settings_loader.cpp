@@ -126,6 +126,7 @@ class FileLoader {
             std::string where = append_index(path, index++);
             if (!element.is_string()) fail(where, "expected a string, found " + type_name(element));
             each(element.get_ref<std::string&>(), where);
+            element = nullptr;  // frees the document's string now, for the next rule's allocations to reuse
         }
     }
 
