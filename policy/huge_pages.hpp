@@ -27,9 +27,9 @@ struct HugePageAllocator {
     }
 };
 
-void* map_large(std::size_t bytes);            // nullptr when bytes is small (use operator new)
-void unmap_large(void* p, std::size_t bytes);  // false-safe: only for pointers from map_large
-bool is_large(std::size_t bytes);
+void* map_large(std::size_t bytes);  // a 2 MiB-aligned mapping with huge-page advice; nullptr on failure
+void unmap_large(void* p, std::size_t bytes);  // only for pointers from map_large
+bool is_large(std::size_t bytes);              // worth a mapping of its own (2 MiB or more)
 
 template <typename T>
 T* HugePageAllocator<T>::allocate(std::size_t n) {
