@@ -34,6 +34,14 @@ std::size_t split_labels(std::string_view name, std::array<std::string_view, kMa
     return count;
 }
 
+// A cheap 1-of-16 bit from a label, for the per-node child filter.
+std::uint16_t label_bit(std::string_view label) {
+    const unsigned mix = static_cast<unsigned>(label.size()) * 7u +
+                         static_cast<unsigned char>(label.front()) * 31u +
+                         static_cast<unsigned char>(label.back());
+    return static_cast<std::uint16_t>(1u << (mix & 15u));
+}
+
 std::size_t next_power_of_two(std::size_t n) {
     std::size_t p = 64;
     while (p < n)
@@ -48,8 +56,8 @@ DomainMatcher::DomainMatcher() : slots_(64) {
 }
 
 void DomainMatcher::reserve(std::size_t patterns) {
-    // About one and a half new trie nodes per pattern, and the table at most half full.
-    const std::size_t wanted = next_power_of_two(patterns * 3);
+    // About one and a half new trie nodes per pattern, and the table at most 70% full.
+    const std::size_t wanted = next_power_of_two(patterns * 2);
     if (wanted <= slots_.size()) return;
     if (used_ == 0) {
         slots_.assign(wanted, Slot{});
@@ -79,7 +87,7 @@ std::uint32_t DomainMatcher::find(std::uint32_t parent, std::string_view label) 
 }
 
 void DomainMatcher::grow() {
-    std::vector<Slot> old = std::move(slots_);
+    std::vector<Slot, HugePageAllocator<Slot>> old = std::move(slots_);
     slots_.assign(old.size() * 2, Slot{});
     const std::size_t mask = slots_.size() - 1;
     for (const Slot& slot : old) {
@@ -94,7 +102,7 @@ void DomainMatcher::grow() {
 std::uint32_t DomainMatcher::insert_child(std::uint32_t parent_slot, std::string_view label) {
     const std::uint32_t parent = parent_slot == kRootSlot ? 0 : slots_[parent_slot].id;
     if (std::uint32_t existing = find(parent, label); existing != kNone) return existing;
-    if ((used_ + 1) * 2 > slots_.size()) grow();  // slot indexes change: look the parent up again below
+    if ((used_ + 1) * 10 > slots_.size() * 7) grow();  // moves slots: callers keep only the returned index
     const std::uint32_t h = hash_key(parent, label);
     const std::size_t mask = slots_.size() - 1;
     std::size_t i = h & mask;
@@ -151,12 +159,11 @@ void DomainMatcher::add(const DomainPattern& pattern, std::uint32_t rule) {
     // insert_child may grow the table, which moves slots: only the index it returns is used afterwards.
     std::uint32_t slot = kRootSlot;
     for (std::size_t i = count; i-- > 0;) {
+        Slot& parent = slot == kRootSlot ? root_ : slots_[slot];
         if (labels[i] == "*") {
-            if (slot == kRootSlot) {
-                root_.has_star = 1;
-            } else {
-                slots_[slot].has_star = 1;
-            }
+            parent.has_star = 1;
+        } else {
+            parent.children = static_cast<std::uint16_t>(parent.children | label_bit(labels[i]));
         }
         slot = insert_child(slot, labels[i]);
     }
@@ -186,8 +193,10 @@ void DomainMatcher::walk(std::uint32_t slot, const std::string_view* labels, std
     }
     result = best(node.below, port, result);
     const std::string_view label = labels[count - 1 - consumed];
-    if (std::uint32_t child = find(node.id, label); child != kNone)
-        walk(child, labels, count, consumed + 1, port, result);
+    if ((node.children & label_bit(label)) != 0) {
+        if (std::uint32_t child = find(node.id, label); child != kNone)
+            walk(child, labels, count, consumed + 1, port, result);
+    }
     if (node.has_star != 0) {
         if (std::uint32_t star = find(node.id, "*"); star != kNone)
             walk(star, labels, count, consumed + 1, port, result);

@@ -144,22 +144,11 @@ class PolicyImpl final : public Policy {
         network_.allow_all_unix_sockets = c.allow_all_unix_sockets.value_or(false);
         network_.allowed_addresses = std::move(c.addresses);
         network_.allow_unix_sockets = std::move(c.unix_sockets);
-        network_.allowed_domains.reserve(c.allow.size());
-        allow_.reserve(c.allow.size());
-        deny_.reserve(c.deny.size());
-        network_.denied_domains.reserve(c.deny.size());
-        for (auto& entry : c.allow) {
-            if (c.managed_only && entry.rule.source.layer != Layer::Managed) {
-                network_.ignored_allows.push_back(std::move(entry.rule));
-                continue;
-            }
-            allow_.add(entry.pattern, static_cast<std::uint32_t>(network_.allowed_domains.size()));
-            network_.allowed_domains.push_back(std::move(entry.rule));
-        }
-        for (auto& entry : c.deny) {
-            deny_.add(entry.pattern, static_cast<std::uint32_t>(network_.denied_domains.size()));
-            network_.denied_domains.push_back(std::move(entry.rule));
-        }
+        network_.allowed_domains = std::move(c.allow.rules);
+        network_.denied_domains = std::move(c.deny.rules);
+        network_.ignored_allows = std::move(c.ignored_allows);
+        allow_ = std::move(c.allow.matcher);
+        deny_ = std::move(c.deny.matcher);
 
         // Defaults: the working directory and the private temp dir are writable; protected names and every
         // settings file read are not.
