@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import ssl
+import subprocess
 import sys
 import threading
 import time
@@ -313,6 +314,77 @@ class GuardTest(TempDirTest):
         r = self.curl("-i", "-x", p.url(), "http://127.0.0.1:%d/" % p.port)
         self.assertIn(b"403", r.stdout)
         self.assertIn(b"proxy-itself", r.stdout)
+
+
+class TestHostTest(TempDirTest):
+    """An upstream on a private address of a test host (a network namespace behind a veth pair): refused by the
+    address guard unless --allow-address covers its range."""
+
+    def setUp(self):
+        super().setUp()
+        if os.geteuid() != 0:
+            self.skipTest("needs root for a network namespace")
+        tag = os.getpid() % 200 + 20
+        self.ns = "cordon-t-%d" % os.getpid()
+        self.host_if, self.ns_if = "cph%d" % os.getpid(), "cpn%d" % os.getpid()
+        self.net = "10.201.%d" % tag
+        run = lambda *a: subprocess.run(a, check=True, capture_output=True)
+        run("ip", "netns", "add", self.ns)
+        self.cleanups.append(lambda: subprocess.run(["ip", "netns", "del", self.ns], capture_output=True))
+        run("ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.ns_if)
+        self.cleanups.append(lambda: subprocess.run(["ip", "link", "del", self.host_if], capture_output=True))
+        run("ip", "link", "set", self.ns_if, "netns", self.ns)
+        run("ip", "addr", "add", self.net + ".1/24", "dev", self.host_if)
+        run("ip", "link", "set", self.host_if, "up")
+        run("ip", "netns", "exec", self.ns, "ip", "addr", "add", self.net + ".2/24", "dev", self.ns_if)
+        run("ip", "netns", "exec", self.ns, "ip", "link", "set", self.ns_if, "up")
+        run("ip", "netns", "exec", self.ns, "ip", "link", "set", "lo", "up")
+        self.log = os.path.join(self.dir, "server.log")
+        log_file = open(self.log, "ab")
+        self.cleanups.append(log_file.close)
+        self.server = subprocess.Popen(["ip", "netns", "exec", self.ns, sys.executable, "-m", "http.server",
+                                        "--bind", self.net + ".2", "8080"], cwd=self.dir,
+                                       stdout=subprocess.DEVNULL, stderr=log_file)
+        self.cleanups.append(lambda: (self.server.kill(), self.server.wait()))
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                socket.create_connection((self.net + ".2", 8080), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        time.sleep(0.1)
+        self.log_start = os.path.getsize(self.log)  # after the readiness probe
+
+    def test_private_upstream_needs_allow_address(self):
+        dns = self.dns({"private.n.test": [self.net + ".2"]})
+        p = self.proxy(["--allow-domain", "private.n.test"], dns=dns)
+        r = self.curl("-i", "-x", p.url(), "http://private.n.test:8080/")
+        self.assertIn(b"blocked-by-address-guard", r.stdout)
+        self.assertIn(b"private", r.stdout)
+        time.sleep(0.2)
+        with open(self.log) as f:
+            f.seek(self.log_start)
+            self.assertEqual(f.read(), "", "the test host must see no request")
+        p2 = self.proxy(["--allow-domain", "private.n.test", "--allow-address", self.net + ".0/24"], dns=dns)
+        r = self.curl("-i", "-x", p2.url(), "http://private.n.test:8080/")
+        self.assertIn(b"200 OK", r.stdout, r.stderr)
+        time.sleep(0.2)
+        with open(self.log) as f:
+            f.seek(self.log_start)
+            self.assertIn('"GET / HTTP/1.1" 200', f.read())  # the log does show requests that got through
+        r = self.curl("-x", "socks5h://127.0.0.1:%d" % p2.port, "http://private.n.test:8080/")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        d = p2.wait_audit(lambda l: l)[0]
+        self.assertEqual(d["upstream_ip"], self.net + ".2")
+        # sandbox.network.allowedAddresses in a settings file does the same
+        settings = os.path.join(self.dir, "s.json")
+        with open(settings, "w") as f:
+            json.dump({"sandbox": {"network": {"allowedDomains": ["private.n.test"],
+                                               "allowedAddresses": [self.net + ".0/24"]}}}, f)
+        p3 = self.proxy(["--settings", settings], dns=dns)
+        r = self.curl("-i", "-x", p3.url(), "http://private.n.test:8080/")
+        self.assertIn(b"200 OK", r.stdout, r.stderr)
 
 
 class TimeoutTest(TempDirTest):
