@@ -259,8 +259,9 @@ void Connection::on_dialed(DialResult result) {
 
 void Connection::start_tunnel() {
     phase_ = Phase::Tunnel;
-    request_parser_.reset();
+    request_parser_.reset();  // a tunnel keeps no HTTP state: idle tunnels stay small
     response_parser_.reset();
+    request_head_ = HttpHead{};
     if (!in_.empty()) {
         // Bytes the client sent right behind its CONNECT / SOCKS request belong to the tunnel.
         bytes_up_ += in_.size();
