@@ -239,6 +239,35 @@ class SmugglingTest(TempDirTest):
         self.check(b"GARBAGE\r\n\r\n", "bad request")
         self.assertEqual(self.up.requests, [])
 
+    def test_mutated_requests_never_crash(self):
+        import random
+        rnd = random.Random(7)
+        base = (b"POST http://allowed.test:%d/echo HTTP/1.1\r\nHost: allowed.test:%d\r\nContent-Length: 5\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n" % (self.up.port, self.up.port))
+        for i in range(300):
+            data = bytearray(base)
+            for _ in range(rnd.randint(1, 8)):
+                op = rnd.randint(0, 2)
+                pos = rnd.randrange(len(data))
+                if op == 0:
+                    data[pos] = rnd.getrandbits(8)
+                elif op == 1:
+                    del data[pos:pos + rnd.randint(1, 10)]
+                else:
+                    data[pos:pos] = bytes(rnd.getrandbits(8) for _ in range(rnd.randint(1, 10)))
+            s = self.p.connect(timeout=5)
+            try:
+                s.sendall(bytes(data))
+                s.shutdown(socket.SHUT_WR)
+                while s.recv(65536):
+                    pass
+            except OSError:
+                pass
+            s.close()
+        self.assertIsNone(self.p.proc.poll())
+        r = self.curl("-i", "-x", self.p.url(), "http://allowed.test:%d/" % self.up.port)
+        self.assertIn(b"200 OK", r.stdout)
+
 
 class ConnectTlsTest(TempDirTest):
     def test_curl_https_through_connect(self):
