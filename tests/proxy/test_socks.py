@@ -225,5 +225,24 @@ class SocksTest(TempDirTest):
         self.assertIsNone(self.p.proc.poll())
 
 
+class ListenTest(TempDirTest):
+    def test_ipv6_and_two_listeners(self):
+        up = self.upstream()
+        dns = self.dns({"six.s.test": ["127.0.0.1"]})
+        try:
+            socket.create_server(("::1", 0), family=socket.AF_INET6).close()
+        except OSError:
+            self.skipTest("no IPv6 loopback")
+        p = self.proxy(["--listen", "127.0.0.1:0", "--allow-domain", "six.s.test", *LOOPBACK], dns=dns,
+                       listen="[::1]:0")
+        ports = [int(x) for x in __import__("re").findall(r"listening on [^\s]*:(\d+)", p.stderr())]
+        self.assertEqual(len(ports), 2)
+        self.assertIn("listening on [::1]:", p.stderr())
+        r = self.curl("-x", "http://[::1]:%d" % ports[0], "http://six.s.test:%d/" % up.port)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.curl("-x", "socks5h://127.0.0.1:%d" % ports[1], "http://six.s.test:%d/" % up.port)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
