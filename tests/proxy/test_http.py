@@ -146,6 +146,32 @@ class HttpProxyTest(TempDirTest):
         f.close()
         s.close()
 
+    def test_http10_client_and_head(self):
+        s = self.p.connect()
+        s.sendall(b"GET http://allowed.test:%d/ten HTTP/1.0\r\n\r\n" % self.up.port)  # no Host: added upstream
+        data = recv_until(s, b"\x00")  # until the proxy closes
+        self.assertTrue(data.startswith(b"HTTP/1.1 200"), data)
+        self.assertIn(b"Connection: close", data)
+        body = json.loads(data.split(b"\r\n\r\n", 1)[1])
+        self.assertEqual(body["host"], "allowed.test:%d" % self.up.port)
+        s.close()
+        s = self.p.connect()
+        f = s.makefile("rb")
+        for method in (b"HEAD", b"GET", b"HEAD"):
+            s.sendall(b"%s http://allowed.test:%d/h HTTP/1.1\r\nHost: allowed.test:%d\r\n\r\n" %
+                      (method, self.up.port, self.up.port))
+            status, headers, body = read_http_response_file(f) if method == b"GET" else (None, None, None)
+            if method == b"HEAD":
+                line = f.readline()
+                self.assertIn(b"200", line)
+                while f.readline() not in (b"\r\n", b""):
+                    pass
+            else:
+                self.assertEqual(status, 200)
+                self.assertTrue(body)
+        f.close()
+        s.close()
+
     def test_thousands_of_pipelined_refusals(self):
         # Each refusal is answered on the same connection; the proxy must neither recurse nor buffer without end.
         n = 3000
