@@ -73,6 +73,8 @@ class DnsServer:
         name = ".".join(labels).lower()
         self.queries.append((name, qtype))
         entry = self.records.get(name)
+        if entry == "DROP":
+            raise ValueError("no answer")  # a resolver that never answers
         answers = []
         rcode = 0
         if entry is None or entry == "NXDOMAIN":

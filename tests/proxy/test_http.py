@@ -452,6 +452,14 @@ class TimeoutTest(TempDirTest):
         self.assertIn(b"504 Gateway Timeout", r.stdout)
         self.assertLess(time.time() - t, 5)
 
+    def test_dns_timeout_is_504(self):
+        dns = self.dns({"mute.test": "DROP"})
+        p = self.proxy(["--allow-domain", "mute.test"], dns=dns)
+        r = self.curl("-i", "-x", p.url(), "http://mute.test/")
+        self.assertIn(b"504 Gateway Timeout", r.stdout)
+        d = p.wait_audit(lambda l: l)[0]
+        self.assertEqual(d["error"], "dns-timeout")
+
     def test_connect_timeout_is_504(self):
         # A listener whose accept queue is full drops SYNs: connect() hangs.
         s = socket.socket()

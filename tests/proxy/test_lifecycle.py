@@ -138,6 +138,24 @@ class DrainTest(TempDirTest):
         s.close()
 
 
+class SecondSignalTest(TempDirTest):
+    def test_second_signal_exits_at_once(self):
+        echo = self.tcp("echo")
+        dns = self.dns({"t.l.test": ["127.0.0.1"]})
+        p = self.proxy(["--allow-domain", "t.l.test", *LOOPBACK, "--drain-timeout", "60"], dns=dns)
+        s = p.connect()
+        s.sendall(b"CONNECT t.l.test:%d HTTP/1.1\r\n\r\n" % echo.port)
+        self.assertIn(b" 200 ", recv_until(s))
+        p.signal(signal.SIGTERM)
+        self.assertTrue(wait_for(lambda: "draining" in p.stderr()))
+        t = time.time()
+        p.signal(signal.SIGINT)
+        self.assertEqual(p.proc.wait(10), 0)
+        self.assertLess(time.time() - t, 3)
+        self.assertEqual([e["decision"] for e in p.audit() if e["event"] == "decision"], ["allow"])
+        s.close()
+
+
 class TimeoutsTest(TempDirTest):
     def test_header_and_idle_timeouts(self):
         echo = self.tcp("echo")
