@@ -209,14 +209,16 @@ void Connection::http_head_complete() {
         if (auto h = head.header("host")) {
             std::string hraw, hhost;
             std::uint16_t hport = 0;
-            if (!split_authority(*h, hraw, hport)) {
+            bool has_port = split_authority(*h, hraw, hport);
+            if (!has_port) {
                 hraw = std::string(*h);
-                hport = 80;
                 if (!hraw.empty() && hraw.front() == '[' && hraw.back() == ']')
                     hraw = hraw.substr(1, hraw.size() - 2);
             }
             std::string why2;
-            if (!normalise_host(hraw, hport, hhost, why2) || hhost != host || hport != port) {
+            // A Host without a port names the URI's host on whatever port the URI says.
+            if (!normalise_host(hraw, has_port ? hport : port, hhost, why2) || hhost != host ||
+                (has_port && hport != port)) {
                 http_bad_request("Host header '" + std::string(*h) +
                                  "' names another host than the request URI");
                 return;

@@ -125,6 +125,12 @@ class HttpProxyTest(TempDirTest):
         self.assertEqual([e["decision"] for e in ds], ["allow", "deny", "allow", "deny"])
         self.assertEqual(len({e["id"] for e in ds}), 1)
 
+    def test_host_header_without_port(self):
+        s = self.p.connect()
+        s.sendall(b"GET http://ALLOWED.test.:%d/p HTTP/1.1\r\nHost: allowed.test\r\n\r\n" % self.up.port)
+        self.assertEqual(read_http_response(s)[0], 200)
+        s.close()
+
     def test_upstream_keep_alive_reused(self):
         s = self.p.connect()
         for _ in range(3):
@@ -260,6 +266,8 @@ class SmugglingTest(TempDirTest):
         self.check(h + b"X-A: a\r\n folded\r\n\r\n", "folding")
         self.check(h + b"Transfer-Encoding: gzip\r\n\r\nabc", "transfer-encoding")
         self.check(b"GET http://allowed.test:%d/ HTTP/1.1\r\nHost: evil.example\r\n\r\n" % self.up.port,
+                   "names another host")
+        self.check(b"GET http://allowed.test:%d/ HTTP/1.1\r\nHost: allowed.test:1\r\n\r\n" % self.up.port,
                    "names another host")
         self.check(b"GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "origin-form")
         self.check(b"GARBAGE\r\n\r\n", "bad request")
