@@ -420,8 +420,13 @@ void Connection::http_read_upstream() {
                 response_parser_->resume();
                 continue;
             }
-            if (!view.empty()) upstream_reusable_ = false;  // bytes after the response: do not reuse
             client_->uncork();
+            if (!response_started_) {
+                // 101 Switching Protocols (we never forward Upgrade, so it was not asked for).
+                http_upstream_failure(502, "bad-response", "upstream switched protocols without being asked");
+                return;
+            }
+            if (!view.empty()) upstream_reusable_ = false;  // bytes after the response: do not reuse
             http_response_complete();
             return;
         }
