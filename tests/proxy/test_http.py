@@ -100,6 +100,24 @@ class HttpProxyTest(TempDirTest):
         d = self.p.wait_audit(lambda l: l)[0]
         self.assertEqual((d["decision"], d["error"]), ("allow", "nxdomain"))
 
+    def test_bad_upstream_responses_are_502(self):
+        for answer in (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\nraw",
+                       b"NOT HTTP AT ALL\r\n\r\n", b""):
+            srv = socket.socket()
+            srv.bind(("127.0.0.1", 0))
+            srv.listen(1)
+            self.cleanups.append(srv.close)
+
+            def serve(srv=srv, answer=answer):
+                c, _ = srv.accept()
+                c.recv(4096)
+                c.sendall(answer)
+                c.close()
+
+            threading.Thread(target=serve, daemon=True).start()
+            r = self.curl("-i", "-x", self.p.url(), "http://allowed.test:%d/" % srv.getsockname()[1])
+            self.assertIn(b"502 Bad Gateway", r.stdout, answer)
+
     def test_refused_is_502(self):
         s = socket.socket()
         s.bind(("127.0.0.1", 0))
