@@ -169,16 +169,23 @@ void Connection::on_outcome(Outcome outcome) {
     if (closed()) return;
     switch (outcome.kind) {
         case Outcome::Kind::DeniedByPolicy:
-        case Outcome::Kind::DeniedByGuard:
+        case Outcome::Kind::DeniedByGuard: {
             count_refusal();
+            // The log names the address that was refused and why (it was never dialled).
+            std::string detail;
+            if (outcome.kind == Outcome::Kind::DeniedByGuard) {
+                request_.upstream_ip = outcome.refused_ip;
+                detail = "address-guard: " + outcome.guard_class;
+            }
             if (proto_ == Proto::Socks5) {
-                log_decision("deny", outcome.reason(), "", socks5::kNotAllowed);
+                log_decision("deny", outcome.reason(), detail, socks5::kNotAllowed);
                 socks_refuse(outcome);
             } else {
-                log_decision("deny", outcome.reason(), "", 403);
+                log_decision("deny", outcome.reason(), detail, 403);
                 http_refuse(outcome);
             }
             return;
+        }
         case Outcome::Kind::ResolveFailed: {
             std::string error = to_string(outcome.resolve_error);
             if (proto_ == Proto::Socks5) {

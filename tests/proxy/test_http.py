@@ -369,6 +369,8 @@ class GuardTest(TempDirTest):
         ds = p.wait_audit(lambda l: sum(e["event"] == "decision" for e in l) >= 5)
         ds = [e for e in ds if e["event"] == "decision"]
         self.assertTrue(all(e["reason"] == "blocked-by-address-guard" for e in ds), ds)
+        self.assertEqual((ds[0]["upstream_ip"], ds[0]["error"]), ("127.0.0.1", "address-guard: loopback"))
+        self.assertEqual((ds[1]["upstream_ip"], ds[1]["error"]), ("169.254.169.254", "address-guard: link-local"))
         # An IP literal allowed by a rule naming it is still guarded.
         p2 = self.proxy(["--allow-domain", "127.0.0.1"], dns=self.dns_server)
         r = self.curl("-i", "-x", p2.url(), "http://127.0.0.1:%d/" % self.up.port)
