@@ -116,7 +116,7 @@ int cmd_check(int argc, char** argv) {
     if (as_json) {
         nlohmann::json out = decision.to_json();
         out["target"] = shown;
-        std::cout << out.dump(2) << "\n";
+        std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
         std::cout << policy::to_string(decision.verdict) << "\n"
                   << "target: " << shown << "\n"

@@ -47,7 +47,7 @@ int cmd_policy(int argc, char** argv) {
     }
     auto policy = load_policy_or_report(options);
     if (!policy) return 2;
-    std::cout << policy->to_json().dump(2) << "\n";
+    std::cout << policy->to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
 }
 

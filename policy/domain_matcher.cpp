@@ -1,5 +1,6 @@
 #include "policy/domain_matcher.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -33,6 +34,14 @@ std::size_t split_labels(std::string_view name, std::array<std::string_view, kMa
     return count;
 }
 
+// A cheap 1-of-16 bit from a label, for the per-node child filter.
+std::uint16_t label_bit(std::string_view label) {
+    const unsigned mix = static_cast<unsigned>(label.size()) * 7u +
+                         static_cast<unsigned char>(label.front()) * 31u +
+                         static_cast<unsigned char>(label.back());
+    return static_cast<std::uint16_t>(1u << (mix & 15u));
+}
+
 std::size_t next_power_of_two(std::size_t n) {
     std::size_t p = 64;
     while (p < n)
@@ -47,8 +56,13 @@ DomainMatcher::DomainMatcher() : slots_(64) {
 }
 
 void DomainMatcher::reserve(std::size_t patterns) {
-    // About two new trie nodes per pattern, table at most half full.
-    const std::size_t wanted = next_power_of_two(patterns * 4);
+    // About one and a half new trie nodes per pattern, and the table at most 70% full.
+    const std::size_t wanted = next_power_of_two(patterns * 2);
+    if (wanted <= slots_.size()) return;
+    if (used_ == 0) {
+        slots_.assign(wanted, Slot{});
+        return;
+    }
     while (slots_.size() < wanted)
         grow();
 }
@@ -73,7 +87,7 @@ std::uint32_t DomainMatcher::find(std::uint32_t parent, std::string_view label) 
 }
 
 void DomainMatcher::grow() {
-    std::vector<Slot> old = std::move(slots_);
+    std::vector<Slot, HugePageAllocator<Slot>> old = std::move(slots_);
     slots_.assign(old.size() * 2, Slot{});
     const std::size_t mask = slots_.size() - 1;
     for (const Slot& slot : old) {
@@ -88,7 +102,7 @@ void DomainMatcher::grow() {
 std::uint32_t DomainMatcher::insert_child(std::uint32_t parent_slot, std::string_view label) {
     const std::uint32_t parent = parent_slot == kRootSlot ? 0 : slots_[parent_slot].id;
     if (std::uint32_t existing = find(parent, label); existing != kNone) return existing;
-    if ((used_ + 1) * 2 > slots_.size()) grow();  // slot indexes change: look the parent up again below
+    if ((used_ + 1) * 10 > slots_.size() * 7) grow();  // moves slots: callers keep only the returned index
     const std::uint32_t h = hash_key(parent, label);
     const std::size_t mask = slots_.size() - 1;
     std::size_t i = h & mask;
@@ -110,7 +124,17 @@ std::uint32_t DomainMatcher::insert_child(std::uint32_t parent_slot, std::string
     return static_cast<std::uint32_t>(i);
 }
 
+// A list of one port-less terminal (the common case) is stored in the head itself, tagged with kInlineRule,
+// so a match needs no access to terminals_.
 void DomainMatcher::push_terminal(std::uint32_t& head, std::uint16_t port, std::uint32_t rule) {
+    if (head == kNone && port == 0 && rule < kInlineRule) {
+        head = kInlineRule | rule;
+        return;
+    }
+    if (head != kNone && (head & kInlineRule) != 0) {
+        terminals_.push_back(Terminal{0, head & ~kInlineRule, kNone});
+        head = static_cast<std::uint32_t>(terminals_.size() - 1);
+    }
     terminals_.push_back(Terminal{port, rule, head});
     head = static_cast<std::uint32_t>(terminals_.size() - 1);
 }
@@ -135,12 +159,11 @@ void DomainMatcher::add(const DomainPattern& pattern, std::uint32_t rule) {
     // insert_child may grow the table, which moves slots: only the index it returns is used afterwards.
     std::uint32_t slot = kRootSlot;
     for (std::size_t i = count; i-- > 0;) {
+        Slot& parent = slot == kRootSlot ? root_ : slots_[slot];
         if (labels[i] == "*") {
-            if (slot == kRootSlot) {
-                root_.has_star = 1;
-            } else {
-                slots_[slot].has_star = 1;
-            }
+            parent.has_star = 1;
+        } else {
+            parent.children = static_cast<std::uint16_t>(parent.children | label_bit(labels[i]));
         }
         slot = insert_child(slot, labels[i]);
     }
@@ -149,6 +172,8 @@ void DomainMatcher::add(const DomainPattern& pattern, std::uint32_t rule) {
 }
 
 std::uint32_t DomainMatcher::best(std::uint32_t head, std::uint16_t port, std::uint32_t current) const {
+    if (head == kNone) return current;
+    if ((head & kInlineRule) != 0) return std::min(head & ~kInlineRule, current);
     for (std::uint32_t t = head; t != kNone; t = terminals_[t].next) {
         const Terminal& terminal = terminals_[t];
         if ((terminal.port == 0 || terminal.port == port) && terminal.rule < current) current = terminal.rule;
@@ -168,8 +193,10 @@ void DomainMatcher::walk(std::uint32_t slot, const std::string_view* labels, std
     }
     result = best(node.below, port, result);
     const std::string_view label = labels[count - 1 - consumed];
-    if (std::uint32_t child = find(node.id, label); child != kNone)
-        walk(child, labels, count, consumed + 1, port, result);
+    if ((node.children & label_bit(label)) != 0) {
+        if (std::uint32_t child = find(node.id, label); child != kNone)
+            walk(child, labels, count, consumed + 1, port, result);
+    }
     if (node.has_star != 0) {
         if (std::uint32_t star = find(node.id, "*"); star != kNone)
             walk(star, labels, count, consumed + 1, port, result);

@@ -301,3 +301,28 @@ TEST_CASE("the shipped example settings file loads and decides", "[cli][example]
 }
 
 }  // namespace cordon::policy::test
+
+namespace cordon::policy::test {
+
+TEST_CASE("invalid UTF-8 in flags gives clean output, not a crash", "[cli]") {
+    TempTree tree;
+    auto policy =
+        cordon(tree, {"policy", "--managed-dir", tree.managed().string(), "--allow-write", "out\xff"});
+    CHECK(policy.status == 0);
+    CHECK_NOTHROW(json::parse(policy.out));
+    auto bad_domain = check(tree, {"--allow-domain", "\xff.example.com", "x.com"});
+    CHECK(bad_domain.status == 2);
+    CHECK_THAT(bad_domain.err, Catch::Contains("--allow-domain"));
+    auto write = check(tree, {"--json", "write:out\xff/x"});
+    CHECK(write.status == 0);
+    CHECK_NOTHROW(json::parse(write.out));
+}
+
+TEST_CASE("cordon check expands ~/ in read: and write: paths", "[cli]") {
+    TempTree tree;
+    auto r = check(tree, {"--deny-read", "~/.ssh", "--json", "read:~/.ssh/id_ed25519"});
+    CHECK(r.status == 1);
+    CHECK(json::parse(r.out)["target"] == "read:" + (tree.home() / ".ssh/id_ed25519").string());
+}
+
+}  // namespace cordon::policy::test

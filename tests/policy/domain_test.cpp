@@ -1,5 +1,8 @@
 // Domain semantics (DESIGN.md "Reference semantics", domains): case, trailing dot, IDN, wildcards, ports, IP
 // literals, deny over allow, unknown = deny, and every rejected pattern.
+#include <atomic>
+#include <thread>
+
 #include "tests/policy/test_support.hpp"
 
 namespace cordon::policy::test {
@@ -384,6 +387,81 @@ TEST_CASE("WebFetch rules without domain: are rejected", "[domain][reject]") {
     TempTree tree2;
     tree2.project_settings(R"J({"permissions": {"allow": ["WebFetch(domain:x.com"]}})J");
     CHECK_THAT(load_error(tree2.options()), Catch::Contains("missing ')'"));
+}
+
+}  // namespace cordon::policy::test
+
+namespace cordon::policy::test {
+
+TEST_CASE("several rules for one name: port rules and the first rule in order", "[domain]") {
+    auto p = flags_policy({"a.example.com:80", "a.example.com", "a.example.com:8080", "a.example.com"});
+    auto d80 = p->decide_connect("a.example.com", 80);
+    REQUIRE(d80.rule);
+    CHECK(p->network().allowed_domains[0].text == "a.example.com:80");
+    CHECK(d80.rule->text == "a.example.com:80");
+    auto d443 = p->decide_connect("a.example.com", 443);
+    REQUIRE(d443.rule);
+    CHECK(d443.rule->text == "a.example.com");
+    CHECK(d443.rule->source.where == "--allow-domain");
+    auto q = flags_policy({"b.example.com", "b.example.com:8080"});
+    CHECK(q->decide_connect("b.example.com", 8080).rule->text == "b.example.com");
+    CHECK(q->decide_connect("b.example.com", 1).rule->text == "b.example.com");
+    auto r = flags_policy({"c.example.com:8080", "c.example.com:9090"});
+    CHECK(allows(r, "c.example.com", 9090));
+    CHECK_FALSE(allows(r, "c.example.com", 443));
+}
+
+TEST_CASE("patterns with many labels grow the trie without losing entries", "[domain]") {
+    std::vector<std::string> allow;
+    for (int i = 0; i < 300; ++i) {
+        std::string name;
+        for (int k = 0; k < 12; ++k)
+            name += "l" + std::to_string(i) + "-" + std::to_string(k) + ".";
+        allow.push_back(name + "example.com");
+    }
+    allow.push_back("*.averyveryverylonglabelname.example.com");  // a label longer than the inline slot space
+    auto p = flags_policy(allow);
+    for (const auto& name : allow) {
+        if (name[0] == '*') continue;
+        CHECK(allows(p, name));
+        CHECK_FALSE(allows(p, "x." + name));
+    }
+    CHECK(allows(p, "x.averyveryverylonglabelname.example.com"));
+    CHECK_FALSE(allows(p, "x.averyveryverylonglabelnamf.example.com"));
+}
+
+TEST_CASE("IP literal rules with and without ports", "[domain]") {
+    auto p = flags_policy({"10.0.0.1:22", "10.0.0.1:80", "[::1]", "[::1]:443"}, {"10.0.0.1:23"});
+    CHECK(allows(p, "10.0.0.1", 22));
+    CHECK(allows(p, "10.0.0.1", 80));
+    CHECK_FALSE(allows(p, "10.0.0.1", 23));
+    CHECK_FALSE(allows(p, "10.0.0.1", 443));
+    CHECK(p->decide_connect("::1", 443).rule->text == "[::1]");
+}
+
+TEST_CASE("a bare IPv6 pattern without brackets is accepted", "[domain]") {
+    auto p = flags_policy({"2001:db8::5"});
+    CHECK(allows(p, "[2001:db8::5]", 443));
+    CHECK(allows(p, "2001:0db8:0000::5", 80));
+}
+
+TEST_CASE("decisions are the same from many threads", "[domain]") {
+    auto p = flags_policy({"*.example.com", "api.*.example.org"}, {"bad.example.com"});
+    std::vector<std::thread> threads;
+    std::atomic<int> wrong{0};
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&] {
+            for (int i = 0; i < 2000; ++i) {
+                if (!p->decide_connect("a" + std::to_string(i) + ".example.com", 443).allowed()) ++wrong;
+                if (p->decide_connect("bad.example.com", 443).allowed()) ++wrong;
+                if (!p->decide_connect("api.x.example.org", 443).allowed()) ++wrong;
+                if (p->decide_connect("example.com", 443).allowed()) ++wrong;
+            }
+        });
+    }
+    for (auto& thread : threads)
+        thread.join();
+    CHECK(wrong == 0);
 }
 
 }  // namespace cordon::policy::test

@@ -229,3 +229,37 @@ TEST_CASE("Policy::to_json lists every entry with its source", "[json]") {
 }
 
 }  // namespace cordon::policy::test
+
+namespace cordon::policy::test {
+
+TEST_CASE("a UTF-8 byte order mark is accepted and lines stay right", "[json][lines]") {
+    TempTree tree;
+    tree.project_settings(
+        "\xEF\xBB\xBF{\n\"sandbox\": {\"network\": {\"allowedDomains\": [\n\"a.example.com\"]}}}");
+    auto p = load_ok(tree.options());
+    auto d = p->decide_connect("a.example.com", 443);
+    REQUIRE(d.rule);
+    CHECK(d.rule->source.line == 3);
+}
+
+TEST_CASE("deeply nested unknown keys neither crash nor shift lines", "[json][lines]") {
+    std::string deep = std::string(20000, '[') + std::string(20000, ']');
+    TempTree tree;
+    tree.project_settings(
+        "{\"unknown\": " + deep + ",\n\"odd\": {\"s\": \"]]}}\\\"[[\"},\n" +
+        "\"sandbox\": {\"network\": {\"allowedDomains\": [\"a.example.com\",\n\"b.example.com\"]}}}");
+    auto p = load_ok(tree.options());
+    CHECK(p->decide_connect("a.example.com", 443).rule->source.line == 3);
+    CHECK(p->decide_connect("b.example.com", 443).rule->source.line == 4);
+}
+
+TEST_CASE("directories in managed-settings.d are skipped", "[layers]") {
+    TempTree tree;
+    fs::create_directories(tree.managed() / "managed-settings.d/dir.json");
+    tree.write(tree.managed() / "managed-settings.d/a.json", allowed_domains_json(R"J(["a.example.com"])J"));
+    auto p = load_ok(tree.options());
+    CHECK(p->files_read().size() == 1);
+    CHECK(allows(p, "a.example.com"));
+}
+
+}  // namespace cordon::policy::test

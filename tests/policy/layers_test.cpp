@@ -506,3 +506,35 @@ TEST_CASE("to_string names layers, verdicts and reasons", "[layers]") {
 }
 
 }  // namespace cordon::policy::test
+
+namespace cordon::policy::test {
+
+TEST_CASE("a settings file of 100,000 domains loads and decides every entry", "[layers][large]") {
+    TempTree tree;
+    std::string text = "{\"sandbox\": {\"network\": {\"allowedDomains\": [\n";
+    for (int i = 0; i < 100000; ++i) {
+        if (i > 0) text += ",\n";
+        text += (i % 2 == 0 ? "\"*.h" : "\"h") + std::to_string(i) + ".example.com\"";
+    }
+    text += "\n]}}}\n";
+    auto file = tree.write("big.json", text);
+    LoadOptions o = tree.options();
+    o.settings_files = {file};
+    auto p = load_ok(o);
+    REQUIRE(p->network().allowed_domains.size() == 100000);
+    for (int i = 0; i < 100000; i += 997) {
+        const std::string name = "h" + std::to_string(i) + ".example.com";
+        auto exact = p->decide_connect(name, 443);
+        auto sub = p->decide_connect("x." + name, 443);
+        INFO(name);
+        CHECK(exact.allowed() == (i % 2 == 1));
+        CHECK(sub.allowed() == (i % 2 == 0));
+        const auto& decided = i % 2 == 0 ? sub : exact;
+        REQUIRE(decided.rule);
+        CHECK(decided.rule->source.line == i + 2);
+        CHECK(decided.rule->source.where == "sandbox.network.allowedDomains[" + std::to_string(i) + "]");
+    }
+    CHECK_FALSE(p->decide_connect("h100000.example.com", 443).allowed());
+}
+
+}  // namespace cordon::policy::test
