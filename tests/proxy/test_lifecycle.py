@@ -258,6 +258,23 @@ class FlagsTest(TempDirTest):
     def run_cordon(self, *args):
         return subprocess.run([CORDON, "proxy", *args], capture_output=True, timeout=10)
 
+    def test_audit_log_to_stdout(self):
+        managed = os.path.join(self.dir, "managed")
+        os.makedirs(managed)
+        proc = subprocess.Popen([CORDON, "proxy", "--listen", "127.0.0.1:0", "--no-discover", "--managed-dir", managed,
+                                 "--audit-log", "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.cleanups.append(lambda: proc.kill())
+        line = proc.stderr.readline().decode()
+        port = int(re.search(r":(\d+)$", line.strip()).group(1))
+        r = self.curl("-i", "-x", "http://127.0.0.1:%d" % port, "http://nowhere.example/")
+        self.assertIn(b"403", r.stdout)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=10)
+        self.assertEqual(proc.returncode, 0)
+        events = [json.loads(l) for l in out.decode().splitlines()]
+        self.assertEqual([e["event"] for e in events], ["decision", "close"])
+        self.assertEqual(events[0]["host"], "nowhere.example")
+
     def test_errors_are_clear(self):
         r = self.run_cordon("--no-discover")
         self.assertEqual(r.returncode, 2)
