@@ -477,8 +477,10 @@ class TempDirTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="cordon-proxy-test-")
         self.cleanups = []
+        # addCleanup runs even when setUp fails or skips, unlike tearDown.
+        self.addCleanup(self._clean_up)
 
-    def tearDown(self):
+    def _clean_up(self):
         failures = []
         for fn in reversed(self.cleanups):
             try:
