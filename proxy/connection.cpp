@@ -411,7 +411,12 @@ void Connection::log_decision(const std::string& decision, const std::string& re
 }
 
 void Connection::count_refusal() {
-    ++context_.refusals.hosts[request_.host + ":" + std::to_string(request_.port)];
+    // Bounded: a client inventing names must not grow this map without end.
+    constexpr std::size_t kMaxHosts = 10'000;
+    auto& hosts = context_.refusals.hosts;
+    std::string key = request_.host + ":" + std::to_string(request_.port);
+    if (hosts.size() >= kMaxHosts && !hosts.count(key)) key = "(other hosts)";
+    ++hosts[key];
 }
 
 void Connection::close(const std::string& error) {
