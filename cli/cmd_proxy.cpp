@@ -35,7 +35,8 @@ constexpr const char* kProxyHelp =
     "\n"
     "Signals: SIGHUP re-reads the policy (a bad one is refused, the old one stays); SIGTERM/SIGINT drain "
     "and\n"
-    "exit 0. The bound address is printed on stderr: `cordon proxy: listening on ADDR:PORT`.\n"
+    "exit 0 (a second one exits at once). The bound address is printed on stderr:\n"
+    "`cordon proxy: listening on ADDR:PORT`.\n"
     "\n";
 
 struct State {
