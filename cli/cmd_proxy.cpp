@@ -4,6 +4,7 @@
 #include <uv.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -34,7 +35,8 @@ constexpr const char* kProxyHelp =
     "\n"
     "Signals: SIGHUP re-reads the policy (a bad one is refused, the old one stays); SIGTERM/SIGINT drain "
     "and\n"
-    "exit 0. The bound address is printed on stderr: `cordon proxy: listening on ADDR:PORT`.\n"
+    "exit 0 (a second one exits at once). The bound address is printed on stderr:\n"
+    "`cordon proxy: listening on ADDR:PORT`.\n"
     "\n";
 
 struct State {
@@ -79,7 +81,11 @@ void on_hup(uv_signal_t* handle, int) {
 
 void on_stop(uv_signal_t* handle, int signum) {
     auto* state = static_cast<State*>(handle->data);
-    if (state->stopping) return;
+    if (state->stopping) {
+        // A second signal: stop now. Every decided line is already written (one write(2) per line).
+        std::cerr << "cordon proxy: second signal: exiting without waiting for open connections\n";
+        std::_Exit(0);
+    }
     state->stopping = true;
     std::cerr << "cordon proxy: " << (signum == SIGINT ? "SIGINT" : "SIGTERM") << ": draining "
               << state->proxy->active_connections() << " connection(s)\n";

@@ -169,16 +169,23 @@ void Connection::on_outcome(Outcome outcome) {
     if (closed()) return;
     switch (outcome.kind) {
         case Outcome::Kind::DeniedByPolicy:
-        case Outcome::Kind::DeniedByGuard:
+        case Outcome::Kind::DeniedByGuard: {
             count_refusal();
+            // The log names the address that was refused and why (it was never dialled).
+            std::string detail;
+            if (outcome.kind == Outcome::Kind::DeniedByGuard) {
+                request_.upstream_ip = outcome.refused_ip;
+                detail = "address-guard: " + outcome.guard_class;
+            }
             if (proto_ == Proto::Socks5) {
-                log_decision("deny", outcome.reason(), "", socks5::kNotAllowed);
+                log_decision("deny", outcome.reason(), detail, socks5::kNotAllowed);
                 socks_refuse(outcome);
             } else {
-                log_decision("deny", outcome.reason(), "", 403);
+                log_decision("deny", outcome.reason(), detail, 403);
                 http_refuse(outcome);
             }
             return;
+        }
         case Outcome::Kind::ResolveFailed: {
             std::string error = to_string(outcome.resolve_error);
             if (proto_ == Proto::Socks5) {
@@ -259,8 +266,9 @@ void Connection::on_dialed(DialResult result) {
 
 void Connection::start_tunnel() {
     phase_ = Phase::Tunnel;
-    request_parser_.reset();
+    request_parser_.reset();  // a tunnel keeps no HTTP state: idle tunnels stay small
     response_parser_.reset();
+    request_head_ = HttpHead{};
     if (!in_.empty()) {
         // Bytes the client sent right behind its CONNECT / SOCKS request belong to the tunnel.
         bytes_up_ += in_.size();
@@ -403,7 +411,12 @@ void Connection::log_decision(const std::string& decision, const std::string& re
 }
 
 void Connection::count_refusal() {
-    ++context_.refusals.hosts[request_.host + ":" + std::to_string(request_.port)];
+    // Bounded: a client inventing names must not grow this map without end.
+    constexpr std::size_t kMaxHosts = 10'000;
+    auto& hosts = context_.refusals.hosts;
+    std::string key = request_.host + ":" + std::to_string(request_.port);
+    if (hosts.size() >= kMaxHosts && !hosts.count(key)) key = "(other hosts)";
+    ++hosts[key];
 }
 
 void Connection::close(const std::string& error) {

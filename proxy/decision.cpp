@@ -4,6 +4,10 @@
 
 namespace cordon::proxy {
 
+namespace {
+constexpr std::size_t kMaxAddresses = 8;
+}
+
 std::string Outcome::reason() const {
     switch (kind) {
         case Kind::Allowed:
@@ -49,6 +53,7 @@ Outcome DecisionPoint::guard(Outcome outcome, const std::vector<Address>& addres
             continue;
         }
         outcome.addresses.push_back(a);
+        if (outcome.addresses.size() == kMaxAddresses) break;  // each may cost a connect timeout
     }
     outcome.kind = outcome.addresses.empty() ? Outcome::Kind::DeniedByGuard : Outcome::Kind::Allowed;
     return outcome;

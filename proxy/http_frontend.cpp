@@ -209,14 +209,16 @@ void Connection::http_head_complete() {
         if (auto h = head.header("host")) {
             std::string hraw, hhost;
             std::uint16_t hport = 0;
-            if (!split_authority(*h, hraw, hport)) {
+            bool has_port = split_authority(*h, hraw, hport);
+            if (!has_port) {
                 hraw = std::string(*h);
-                hport = 80;
                 if (!hraw.empty() && hraw.front() == '[' && hraw.back() == ']')
                     hraw = hraw.substr(1, hraw.size() - 2);
             }
             std::string why2;
-            if (!normalise_host(hraw, hport, hhost, why2) || hhost != host || hport != port) {
+            // A Host without a port names the URI's host on whatever port the URI says.
+            if (!normalise_host(hraw, has_port ? hport : port, hhost, why2) || hhost != host ||
+                (has_port && hport != port)) {
                 http_bad_request("Host header '" + std::string(*h) +
                                  "' names another host than the request URI");
                 return;
@@ -418,8 +420,13 @@ void Connection::http_read_upstream() {
                 response_parser_->resume();
                 continue;
             }
-            if (!view.empty()) upstream_reusable_ = false;  // bytes after the response: do not reuse
             client_->uncork();
+            if (!response_started_) {
+                // 101 Switching Protocols (we never forward Upgrade, so it was not asked for).
+                http_upstream_failure(502, "bad-response", "upstream switched protocols without being asked");
+                return;
+            }
+            if (!view.empty()) upstream_reusable_ = false;  // bytes after the response: do not reuse
             http_response_complete();
             return;
         }

@@ -73,6 +73,8 @@ class DnsServer:
         name = ".".join(labels).lower()
         self.queries.append((name, qtype))
         entry = self.records.get(name)
+        if entry == "DROP":
+            raise ValueError("no answer")  # a resolver that never answers
         answers = []
         rcode = 0
         if entry is None or entry == "NXDOMAIN":
@@ -475,8 +477,10 @@ class TempDirTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="cordon-proxy-test-")
         self.cleanups = []
+        # addCleanup runs even when setUp fails or skips, unlike tearDown.
+        self.addCleanup(self._clean_up)
 
-    def tearDown(self):
+    def _clean_up(self):
         failures = []
         for fn in reversed(self.cleanups):
             try:

@@ -138,6 +138,24 @@ class DrainTest(TempDirTest):
         s.close()
 
 
+class SecondSignalTest(TempDirTest):
+    def test_second_signal_exits_at_once(self):
+        echo = self.tcp("echo")
+        dns = self.dns({"t.l.test": ["127.0.0.1"]})
+        p = self.proxy(["--allow-domain", "t.l.test", *LOOPBACK, "--drain-timeout", "60"], dns=dns)
+        s = p.connect()
+        s.sendall(b"CONNECT t.l.test:%d HTTP/1.1\r\n\r\n" % echo.port)
+        self.assertIn(b" 200 ", recv_until(s))
+        p.signal(signal.SIGTERM)
+        self.assertTrue(wait_for(lambda: "draining" in p.stderr()))
+        t = time.time()
+        p.signal(signal.SIGINT)
+        self.assertEqual(p.proc.wait(10), 0)
+        self.assertLess(time.time() - t, 3)
+        self.assertEqual([e["decision"] for e in p.audit() if e["event"] == "decision"], ["allow"])
+        s.close()
+
+
 class TimeoutsTest(TempDirTest):
     def test_header_and_idle_timeouts(self):
         echo = self.tcp("echo")
@@ -239,6 +257,23 @@ class MetricsTest(TempDirTest):
 class FlagsTest(TempDirTest):
     def run_cordon(self, *args):
         return subprocess.run([CORDON, "proxy", *args], capture_output=True, timeout=10)
+
+    def test_audit_log_to_stdout(self):
+        managed = os.path.join(self.dir, "managed")
+        os.makedirs(managed)
+        proc = subprocess.Popen([CORDON, "proxy", "--listen", "127.0.0.1:0", "--no-discover", "--managed-dir", managed,
+                                 "--audit-log", "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.cleanups.append(lambda: proc.kill())
+        line = proc.stderr.readline().decode()
+        port = int(re.search(r":(\d+)$", line.strip()).group(1))
+        r = self.curl("-i", "-x", "http://127.0.0.1:%d" % port, "http://nowhere.example/")
+        self.assertIn(b"403", r.stdout)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=10)
+        self.assertEqual(proc.returncode, 0)
+        events = [json.loads(l) for l in out.decode().splitlines()]
+        self.assertEqual([e["event"] for e in events], ["decision", "close"])
+        self.assertEqual(events[0]["host"], "nowhere.example")
 
     def test_errors_are_clear(self):
         r = self.run_cordon("--no-discover")
