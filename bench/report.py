@@ -73,18 +73,23 @@ if "bulk_direct" in R:
     runs = R.get("runs", "?")
     out.append(f"## 1. CONNECT bulk throughput (1 GiB, `curl --proxytunnel`, {runs} interleaved rounds)")
     out.append("")
-    out.append("| target | best MB/s | best vs direct | median MB/s | all runs (MB/s) |")
-    out.append("|---|---:|---:|---:|---|")
+    out.append("| target | best MB/s | best vs direct | median MB/s | per-round ratio to direct (median) | all runs (MB/s) |")
+    out.append("|---|---:|---:|---:|---:|---|")
+    direct_runs = [float(x) for x in R.get("bulk_all_direct", "").split()]
     direct = num("bulk_best_direct")
     for t in ["direct", "cordon", "tinyproxy", "squid", "srt"]:
         if t == "cordon" and not HAVE_PROXY:
-            out.append(f"| cordon proxy | not measured: {WHY_PROXY} | | | |")
+            out.append(f"| cordon proxy | not measured: {WHY_PROXY} | | | | |")
             continue
         v, med = num(f"bulk_best_{t}"), num(f"bulk_{t}")
+        runs_t = [float(x) for x in R.get(f"bulk_all_{t}", "").split()]
+        per_round = sorted(a / d for a, d in zip(runs_t, direct_runs) if d > 0 and not math.isnan(a) and not math.isnan(d))
+        pr = None if not per_round else (per_round[len(per_round) // 2] if len(per_round) % 2 else
+                                         (per_round[len(per_round) // 2 - 1] + per_round[len(per_round) // 2]) / 2)
         allr = " ".join(fmt(float(x) / 1e6 if x != "nan" else None, "{:.0f}") for x in R.get(f"bulk_all_{t}", "").split())
         name = {"direct": "direct (no proxy)", "srt": "srt's proxy", "cordon": "cordon proxy"}.get(t, t)
         out.append(f"| {name} | {fmt(v and v / 1e6, '{:.0f}')} | {fmt(ratio(v, direct), '{:.2f}')} | "
-                   f"{fmt(med and med / 1e6, '{:.0f}')} | {allr} |")
+                   f"{fmt(med and med / 1e6, '{:.0f}')} | {fmt(pr, '{:.2f}')} | {allr} |")
     out.append("")
     c = num("bulk_best_cordon") if HAVE_PROXY else None
     target("1 bulk", "cordon ≥ 3× srt's proxy", fmt(ratio(c, num("bulk_best_srt")), "{:.1f}×"),
