@@ -1,5 +1,6 @@
 // `cordon check [policy flags] [--json] TARGET`: the decision for one network target or path, with the rule
 // that made it. Exit 0 allow, 1 deny, 2 usage or settings error.
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -18,7 +19,8 @@ constexpr const char* kCheckHelp =
     "  https://host[:port]/path   a URL (port defaults to 443 for https, 80 for http)\n"
     "  host | host:port           a name or IPv4 address (port defaults to 443)\n"
     "  [v6]:port | v6             an IPv6 address\n"
-    "  read:PATH | write:PATH     a filesystem access (PATH may be relative to the working directory)\n"
+    "  read:PATH | write:PATH     a filesystem access (PATH absolute, ~/..., or relative to the working\n"
+    "                             directory)\n"
     "\n"
     "Output: the first line is `allow` or `deny`, then the reason, the rule and its source.\n"
     "Exit status: 0 allow, 1 deny, 2 usage or settings error.\n"
@@ -26,6 +28,13 @@ constexpr const char* kCheckHelp =
     "  --json                 print one JSON object: "
     "{\"decision\",\"reason\",\"rule\",\"source\",\"target\"}\n"
     "  -h, --help             print this help\n"
+    "\n"
+    "Paths in flags are plain: absolute, ~/..., or relative to the working directory. Paths in Claude Code\n"
+    "settings files follow Claude Code: //path is absolute, /path is relative to the settings file's root "
+    "(the\n"
+    "directory holding .claude/ for project, local and user settings, else the file's directory), ~/path is "
+    "in\n"
+    "the home directory, path or ./path is relative to the working directory. srt files use plain paths.\n"
     "\n";
 
 std::string describe(const policy::Source& source) {
@@ -83,6 +92,11 @@ int cmd_check(int argc, char** argv) {
         std::string path_text = target->substr(write ? 6 : 5);
         if (path_text.empty()) throw UsageError("empty path in '" + *target + "'");
         std::filesystem::path path(path_text);
+        if (path_text == "~" || path_text.rfind("~/", 0) == 0) {
+            const char* home = std::getenv("HOME");
+            path = std::filesystem::path(home != nullptr ? home : "/") /
+                   path_text.substr(path_text.size() > 1 ? 2 : 1);
+        }
         if (path.is_relative()) path = cwd / path;
         path = path.lexically_normal();
         shown = (write ? "write:" : "read:") + path.string();
@@ -102,7 +116,7 @@ int cmd_check(int argc, char** argv) {
     if (as_json) {
         nlohmann::json out = decision.to_json();
         out["target"] = shown;
-        std::cout << out.dump(2) << "\n";
+        std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
         std::cout << policy::to_string(decision.verdict) << "\n"
                   << "target: " << shown << "\n"

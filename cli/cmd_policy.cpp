@@ -23,6 +23,13 @@ constexpr const char* kPolicyHelp =
     "Exit status: 0, or 2 on a usage or settings error.\n"
     "\n"
     "  -h, --help             print this help\n"
+    "\n"
+    "Paths in flags are plain: absolute, ~/..., or relative to the working directory. Paths in Claude Code\n"
+    "settings files follow Claude Code: //path is absolute, /path is relative to the settings file's root "
+    "(the\n"
+    "directory holding .claude/ for project, local and user settings, else the file's directory), ~/path is "
+    "in\n"
+    "the home directory, path or ./path is relative to the working directory. srt files use plain paths.\n"
     "\n";
 
 }  // namespace
@@ -40,7 +47,7 @@ int cmd_policy(int argc, char** argv) {
     }
     auto policy = load_policy_or_report(options);
     if (!policy) return 2;
-    std::cout << policy->to_json().dump(2) << "\n";
+    std::cout << policy->to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
 }
 

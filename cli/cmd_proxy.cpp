@@ -3,6 +3,8 @@
 #include <sys/resource.h>
 #include <uv.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -46,8 +48,18 @@ struct State {
 
 void raise_fd_limit() {
     // Each tunnel holds two sockets (and two pipes while moving data): ask for every descriptor we may have.
+    // As root the hard limit itself can go up to fs.nr_open.
     rlimit lim{};
-    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+    rlim_t want = 1 << 20;
+    if (FILE* f = std::fopen("/proc/sys/fs/nr_open", "r")) {
+        unsigned long n = 0;
+        if (std::fscanf(f, "%lu", &n) == 1 && n > 0) want = n;
+        std::fclose(f);
+    }
+    rlimit raised{want, want};
+    if (lim.rlim_max < want && setrlimit(RLIMIT_NOFILE, &raised) == 0) return;
+    if (lim.rlim_cur < lim.rlim_max) {
         lim.rlim_cur = lim.rlim_max;
         setrlimit(RLIMIT_NOFILE, &lim);
     }
@@ -68,7 +80,11 @@ void on_hup(uv_signal_t* handle, int) {
 
 void on_stop(uv_signal_t* handle, int signum) {
     auto* state = static_cast<State*>(handle->data);
-    if (state->stopping) return;
+    if (state->stopping) {
+        // A second signal: stop now. Every decided line is already written (one write(2) per line).
+        std::cerr << "cordon proxy: second signal: exiting without waiting for open connections\n";
+        std::_Exit(0);
+    }
     state->stopping = true;
     std::cerr << "cordon proxy: " << (signum == SIGINT ? "SIGINT" : "SIGTERM") << ": draining "
               << state->proxy->active_connections() << " connection(s)\n";

@@ -13,6 +13,8 @@ class Scanner {
         : text_(text), lines_(lines), arrays_(arrays) {}
 
     void run() {
+        if (text_.substr(0, 3) == "\xEF\xBB\xBF")
+            pos_ = 3;  // a UTF-8 byte order mark, which nlohmann skips too
         skip_space();
         if (pos_ < text_.size()) value(std::string());
     }
@@ -39,10 +41,20 @@ class Scanner {
         if (pos_ >= text_.size()) return;
         switch (text_[pos_]) {
             case '{':
-                object(path);
-                break;
             case '[':
-                array(path);
+                // Settings keys sit a few levels deep; deeper containers (in keys cordon ignores) are skipped
+                // without recursion, so a hostile file cannot exhaust the stack.
+                if (depth_ >= kMaxDepth) {
+                    skip_container();
+                } else {
+                    ++depth_;
+                    if (text_[pos_] == '{') {
+                        object(path);
+                    } else {
+                        array(path);
+                    }
+                    --depth_;
+                }
                 break;
             case '"':
                 string();
@@ -51,6 +63,26 @@ class Scanner {
                 while (pos_ < text_.size() &&
                        std::string_view(",]} \t\r\n").find(text_[pos_]) == std::string_view::npos)
                     ++pos_;
+        }
+    }
+
+    // Skips a whole container iteratively (strings may hold brackets), counting lines.
+    void skip_container() {
+        std::size_t open = 0;
+        while (pos_ < text_.size()) {
+            const char c = text_[pos_];
+            if (c == '"') {
+                string();
+                continue;
+            }
+            ++pos_;
+            if (c == '\n') {
+                ++line_;
+            } else if (c == '{' || c == '[') {
+                ++open;
+            } else if ((c == '}' || c == ']') && --open == 0) {
+                return;
+            }
         }
     }
 
@@ -190,8 +222,10 @@ class Scanner {
     std::string_view text_;
     std::unordered_map<std::string, int>& lines_;
     std::unordered_map<std::string, std::vector<int>>& arrays_;
+    static constexpr int kMaxDepth = 64;
     std::size_t pos_ = 0;
     int line_ = 1;
+    int depth_ = 0;
 };
 
 }  // namespace

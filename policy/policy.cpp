@@ -144,20 +144,11 @@ class PolicyImpl final : public Policy {
         network_.allow_all_unix_sockets = c.allow_all_unix_sockets.value_or(false);
         network_.allowed_addresses = std::move(c.addresses);
         network_.allow_unix_sockets = std::move(c.unix_sockets);
-        network_.allowed_domains.reserve(c.allow.size());
-        network_.denied_domains.reserve(c.deny.size());
-        for (auto& entry : c.allow) {
-            if (c.managed_only && entry.rule.source.layer != Layer::Managed) {
-                network_.ignored_allows.push_back(std::move(entry.rule));
-                continue;
-            }
-            allow_.add(entry.pattern, static_cast<std::uint32_t>(network_.allowed_domains.size()));
-            network_.allowed_domains.push_back(std::move(entry.rule));
-        }
-        for (auto& entry : c.deny) {
-            deny_.add(entry.pattern, static_cast<std::uint32_t>(network_.denied_domains.size()));
-            network_.denied_domains.push_back(std::move(entry.rule));
-        }
+        network_.allowed_domains = std::move(c.allow.rules);
+        network_.denied_domains = std::move(c.deny.rules);
+        network_.ignored_allows = std::move(c.ignored_allows);
+        allow_ = std::move(c.allow.matcher);
+        deny_ = std::move(c.deny.matcher);
 
         // Defaults: the working directory and the private temp dir are writable; protected names and every
         // settings file read are not.
@@ -171,6 +162,13 @@ class PolicyImpl final : public Policy {
             Rule rule{file.string(), Source{Layer::Default, file.string(), "settings file read", 0}};
             settings_rules_.push_back(PathRule{fs::path(detail::normal_path(file)), false, rule});
             fs_.deny_write.push_back(settings_rules_.back());
+            // A settings file reached through a symlink is protected at its target too.
+            std::error_code ec;
+            fs::path target = fs::weakly_canonical(file, ec);
+            if (!ec && detail::normal_path(target) != settings_rules_.back().path.string()) {
+                settings_rules_.push_back(PathRule{fs::path(detail::normal_path(target)), false, rule});
+                fs_.deny_write.push_back(settings_rules_.back());
+            }
         }
         for (std::string_view name : kAlwaysReadOnly) {
             fs_.always_read_only_names.emplace_back(name);
@@ -186,11 +184,18 @@ class PolicyImpl final : public Policy {
     }
 
     Decision decide_connect(std::string_view host, std::uint16_t port) const override {
-        std::string normal;
-        normal.reserve(host.size());
-        const detail::HostKind kind = detail::normalise_host(host, normal);
-        if (kind == detail::HostKind::Invalid)
-            return make(Verdict::Deny, Reason::BlockedByAllowlist, nullptr);
+        // Plain ASCII names (the common case) are normalised into a stack buffer; IP literals, IDN and
+        // invalid input take the general path.
+        std::array<char, 256> buffer;
+        std::string_view normal;
+        std::string general;
+        detail::HostKind kind = detail::HostKind::Name;
+        if (!detail::normalise_plain_name(host, buffer, normal)) {
+            kind = detail::normalise_host(host, general);
+            if (kind == detail::HostKind::Invalid)
+                return make(Verdict::Deny, Reason::BlockedByAllowlist, nullptr);
+            normal = general;
+        }
         if (auto d = deny_.match(kind, normal, port); d != detail::DomainMatcher::kNone)
             return make(Verdict::Deny, Reason::BlockedByDenylist, &network_.denied_domains[d]);
         if (auto a = allow_.match(kind, normal, port); a != detail::DomainMatcher::kNone)

@@ -4,20 +4,23 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <system_error>
 
+#include "policy/huge_pages.hpp"
 #include "policy/json_positions.hpp"
 #include "policy/path_rules.hpp"
 
 namespace cordon::policy::detail {
 namespace fs = std::filesystem;
-using json = nlohmann::json;
+// The settings document; its large arrays (a 100,000-entry allowedDomains) go to huge-page-backed memory.
+using json = nlohmann::basic_json<std::map, std::vector, std::string, bool, std::int64_t, std::uint64_t,
+                                  double, HugePageAllocator>;
 
 namespace {
 
@@ -27,7 +30,7 @@ struct Failure {
 };
 
 std::string json_quoted(std::string_view text) {
-    return json(std::string(text)).dump();
+    return json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string type_name(const json& value) {
@@ -56,29 +59,29 @@ enum class Shape { ClaudeCode, Srt };
 // One settings file being loaded: where it is, its layer, positions of its values, and the path conventions.
 class FileLoader {
   public:
-    FileLoader(const fs::path& file, Layer layer, const std::string& text, Collected& out)
+    FileLoader(const fs::path& file, Layer layer, std::string_view text, Collected& out)
         : file_(file.string()), layer_(layer), positions_(text), out_(out) {
         ctx_.cwd = out.cwd;
         ctx_.home = out.home;
         ctx_.settings_root = settings_root(file);
     }
 
-    void load(const json& root) {
+    void load(json& root) {
         if (!root.is_object()) fail("", "the top level must be a JSON object, found " + type_name(root));
         const bool claude = root.contains("permissions") || root.contains("sandbox");
         const bool srt = root.contains("network") || root.contains("filesystem");
         shape_ = (!claude && srt) ? Shape::Srt : Shape::ClaudeCode;
         if (shape_ == Shape::Srt) {
-            if (const json* network = object_member(root, "network", "")) load_network(*network, "network");
-            if (const json* filesystem = object_member(root, "filesystem", ""))
+            if (json* network = object_member(root, "network", "")) load_network(*network, "network");
+            if (json* filesystem = object_member(root, "filesystem", ""))
                 load_filesystem(*filesystem, "filesystem");
             return;
         }
-        if (const json* permissions = object_member(root, "permissions", "")) load_permissions(*permissions);
-        if (const json* sandbox = object_member(root, "sandbox", "")) {
-            if (const json* network = object_member(*sandbox, "network", "sandbox"))
+        if (json* permissions = object_member(root, "permissions", "")) load_permissions(*permissions);
+        if (json* sandbox = object_member(root, "sandbox", "")) {
+            if (json* network = object_member(*sandbox, "network", "sandbox"))
                 load_network(*network, "sandbox.network");
-            if (const json* filesystem = object_member(*sandbox, "filesystem", "sandbox"))
+            if (json* filesystem = object_member(*sandbox, "filesystem", "sandbox"))
                 load_filesystem(*filesystem, "sandbox.filesystem");
         }
     }
@@ -96,7 +99,7 @@ class FileLoader {
         return Source{layer_, file_, where, positions_.line_of(where)};
     }
 
-    const json* object_member(const json& parent, const char* key, const std::string& parent_path) const {
+    json* object_member(json& parent, const char* key, const std::string& parent_path) const {
         auto it = parent.find(key);
         if (it == parent.end()) return nullptr;
         if (!it->is_object())
@@ -104,21 +107,26 @@ class FileLoader {
         return &*it;
     }
 
-    // Calls `each(text, where)` for every string of the array at parent[key].
+    // Calls `each(text, where)` for every string of the array at parent[key]. `text` may be moved from: the
+    // document is discarded after loading, and rules take over its strings instead of copying them.
     template <typename Each>
-    void strings(const json& parent, const char* key, const std::string& parent_path, Each each) {
+    void strings(json& parent, const char* key, const std::string& parent_path, Each each) {
         auto it = parent.find(key);
         if (it == parent.end()) return;
         const std::string path = append_key(parent_path, key);
         if (!it->is_array()) fail(path, "expected an array of strings, found " + type_name(*it));
         // Large lists (100,000 domains) grow the rule vectors once, not by repeated doubling.
-        if (it->size() > 1024 && std::string_view(key) == "allowedDomains")
-            out_.allow.reserve(out_.allow.size() + it->size());
+        if (it->size() > 1024 && std::string_view(key) == "allowedDomains") {
+            out_.allow.rules.reserve(out_.allow.rules.size() + it->size());
+            advise_huge_pages(out_.allow.rules.data(), out_.allow.rules.capacity() * sizeof(Rule));
+            out_.allow.matcher.reserve(out_.allow.matcher.size() + it->size());
+        }
         std::size_t index = 0;
-        for (const json& element : *it) {
+        for (json& element : *it) {
             std::string where = append_index(path, index++);
             if (!element.is_string()) fail(where, "expected a string, found " + type_name(element));
-            each(element.get_ref<const std::string&>(), where);
+            each(element.get_ref<std::string&>(), where);
+            element = nullptr;  // frees the document's string now, for the next rule's allocations to reuse
         }
     }
 
@@ -130,28 +138,27 @@ class FileLoader {
         return it->get<bool>();
     }
 
-    void domain(const std::string& rule_text, std::string_view pattern_text, const std::string& where,
-                bool allow) {
+    // Parses the pattern first: `pattern_text` may point into `rule_text`, which the rule then takes over.
+    void domain(std::string& rule_text, std::string_view pattern_text, const std::string& where, bool allow) {
         auto parsed = parse_domain_pattern(pattern_text);
         if (auto* why = std::get_if<std::string>(&parsed))
             fail(where, "invalid domain pattern " + json_quoted(rule_text) + ": " + *why);
-        DomainEntry entry{Rule{rule_text, source(where)}, std::get<DomainPattern>(std::move(parsed))};
-        (allow ? out_.allow : out_.deny).push_back(std::move(entry));
+        out_.add_domain(std::get<DomainPattern>(parsed), Rule{std::move(rule_text), source(where)}, allow);
     }
 
-    void path(std::vector<PathRule>& into, const std::string& rule_text, std::string_view path_text,
+    void path(std::vector<PathRule>& into, std::string& rule_text, std::string_view path_text,
               const std::string& where) {
         auto resolved =
             resolve_path(path_text, shape_ == Shape::Srt ? PathStyle::Plain : PathStyle::ClaudeCode, ctx_);
         if (auto* why = std::get_if<std::string>(&resolved))
             fail(where, "invalid path " + json_quoted(rule_text) + ": " + *why);
         auto& r = std::get<ResolvedPath>(resolved);
-        into.push_back(PathRule{std::move(r.path), r.glob, Rule{rule_text, source(where)}});
+        into.push_back(PathRule{std::move(r.path), r.glob, Rule{std::move(rule_text), source(where)}});
     }
 
     // `Tool(specifier)` rules. WebFetch(domain:...), Read(...) and Edit(...) become network and filesystem
     // rules; every other tool's rules belong to Claude Code alone and are skipped.
-    void permission_rule(const std::string& text, const std::string& where, bool allow) {
+    void permission_rule(std::string& text, const std::string& where, bool allow) {
         auto open = text.find('(');
         if (open == std::string::npos)
             return;  // a bare tool name (`WebFetch`, `Read`) grants no sandbox access
@@ -175,28 +182,26 @@ class FileLoader {
         }
     }
 
-    void load_permissions(const json& permissions) {
-        strings(permissions, "allow", "permissions", [&](const std::string& text, const std::string& where) {
-            permission_rule(text, where, true);
-        });
-        strings(permissions, "deny", "permissions", [&](const std::string& text, const std::string& where) {
-            permission_rule(text, where, false);
-        });
+    void load_permissions(json& permissions) {
+        strings(permissions, "allow", "permissions",
+                [&](std::string& text, const std::string& where) { permission_rule(text, where, true); });
+        strings(permissions, "deny", "permissions",
+                [&](std::string& text, const std::string& where) { permission_rule(text, where, false); });
     }
 
-    void load_network(const json& network, const std::string& base) {
+    void load_network(json& network, const std::string& base) {
         strings(network, "allowedDomains", base,
-                [&](const std::string& text, const std::string& where) { domain(text, text, where, true); });
+                [&](std::string& text, const std::string& where) { domain(text, text, where, true); });
         strings(network, "deniedDomains", base,
-                [&](const std::string& text, const std::string& where) { domain(text, text, where, false); });
-        strings(network, "allowedAddresses", base, [&](const std::string& text, const std::string& where) {
+                [&](std::string& text, const std::string& where) { domain(text, text, where, false); });
+        strings(network, "allowedAddresses", base, [&](std::string& text, const std::string& where) {
             if (std::string why = check_cidr(text); !why.empty())
                 fail(where, "invalid address " + json_quoted(text) + ": " + why);
-            out_.addresses.push_back(Rule{text, source(where)});
+            out_.addresses.push_back(Rule{std::move(text), source(where)});
         });
-        strings(network, "allowUnixSockets", base, [&](const std::string& text, const std::string& where) {
+        strings(network, "allowUnixSockets", base, [&](std::string& text, const std::string& where) {
             if (text.empty()) fail(where, "invalid socket path \"\": empty path");
-            out_.unix_sockets.push_back(Rule{text, source(where)});
+            out_.unix_sockets.push_back(Rule{std::move(text), source(where)});
         });
         if (auto value = boolean(network, "allowAllUnixSockets", base)) {
             // Scalars take the highest layer; within a layer the later file wins (drop-in order).
@@ -215,9 +220,9 @@ class FileLoader {
         }
     }
 
-    void load_filesystem(const json& filesystem, const std::string& base) {
+    void load_filesystem(json& filesystem, const std::string& base) {
         auto into = [&](std::vector<PathRule>& rules) {
-            return [&](const std::string& text, const std::string& where) { path(rules, text, text, where); };
+            return [&](std::string& text, const std::string& where) { path(rules, text, text, where); };
         };
         strings(filesystem, "allowWrite", base, into(out_.allow_write));
         strings(filesystem, "denyWrite", base, into(out_.deny_write));
@@ -233,15 +238,52 @@ class FileLoader {
     Shape shape_ = Shape::ClaudeCode;
 };
 
-std::string read_file(const fs::path& file) {
+// The bytes of a settings file (large lists land in huge-page-backed memory, see huge_pages.hpp).
+using FileBytes = std::vector<char, HugePageAllocator<char>>;
+
+FileBytes read_file(const fs::path& file) {
     std::error_code ec;
     if (fs::is_directory(file, ec)) throw Failure{file.string() + ": is a directory, not a settings file"};
     std::ifstream in(file, std::ios::binary);
     if (!in) throw Failure{file.string() + ": cannot read: " + std::strerror(errno)};
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
+    // One read into a buffer of the file's size (settings files can be megabytes), then whatever follows.
+    FileBytes text;
+    const auto size = fs::file_size(file, ec);
+    if (!ec && size > 0) {
+        text.resize(static_cast<std::size_t>(size));
+        in.read(text.data(), static_cast<std::streamsize>(size));
+        text.resize(static_cast<std::size_t>(in.gcount()));
+    }
+    std::array<char, 65536> chunk;
+    while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0)
+        text.insert(text.end(), chunk.data(), chunk.data() + in.gcount());
     if (in.bad()) throw Failure{file.string() + ": cannot read: " + std::strerror(errno)};
-    return buffer.str();
+    return text;
+}
+
+// nlohmann reports the last character it read; point at the start of that token instead (the opening quote of
+// a string, the first character of a literal or number), which is where a user looks for the mistake.
+std::size_t token_start(std::string_view text, std::size_t last) {
+    if (last >= text.size()) return text.size();
+    auto literal = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+               c == '-' || c == '+';
+    };
+    if (text[last] == '"') {
+        for (std::size_t i = last; i-- > 0;) {
+            if (text[i] == '\n') break;
+            if (text[i] != '"') continue;
+            std::size_t backslashes = 0;
+            for (std::size_t k = i; k-- > 0 && text[k] == '\\';)
+                ++backslashes;
+            if (backslashes % 2 == 0) return i;
+        }
+        return last;
+    }
+    std::size_t start = last;
+    while (start > 0 && literal(text[start]) && literal(text[start - 1]))
+        --start;
+    return start;
 }
 
 // The part of nlohmann's message after "line L, column C: ".
@@ -266,13 +308,14 @@ class Loader {
         if (std::find(seen_.begin(), seen_.end(), identity) != seen_.end()) return;
         seen_.push_back(identity);
 
-        const std::string text = read_file(file);
+        const FileBytes bytes = read_file(file);
+        const std::string_view text(bytes.data(), bytes.size());
         out_.files_read.push_back(file);
         json root;
         try {
-            root = json::parse(text);
+            root = json::parse(text.begin(), text.end());
         } catch (const json::parse_error& e) {
-            std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
+            std::size_t offset = token_start(text, e.byte > 0 ? e.byte - 1 : 0);
             LineColumn lc = line_column(text, offset);
             throw Failure{file.string() + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column) +
                           ": not valid JSON: " + parse_reason(e.what())};
@@ -304,19 +347,17 @@ fs::path home_directory() {
 
 void load_flags(const LoadOptions& options, Collected& out) {
     auto flag_source = [](const char* flag) { return Source{Layer::Flags, "", flag, 0}; };
-    auto domains = [&](const std::vector<std::string>& values, const char* flag,
-                       std::vector<DomainEntry>& into) {
+    auto domains = [&](const std::vector<std::string>& values, const char* flag, bool allow) {
         for (const std::string& text : values) {
             auto parsed = parse_domain_pattern(text);
             if (auto* why = std::get_if<std::string>(&parsed))
                 throw Failure{std::string(flag) + " " + json_quoted(text) +
                               ": invalid domain pattern: " + *why};
-            into.push_back(
-                DomainEntry{Rule{text, flag_source(flag)}, std::get<DomainPattern>(std::move(parsed))});
+            out.add_domain(std::get<DomainPattern>(parsed), Rule{text, flag_source(flag)}, allow);
         }
     };
-    domains(options.allow_domains, "--allow-domain", out.allow);
-    domains(options.deny_domains, "--deny-domain", out.deny);
+    domains(options.allow_domains, "--allow-domain", true);
+    domains(options.deny_domains, "--deny-domain", false);
 
     PathContext ctx{out.cwd, out.home, out.cwd};
     auto paths = [&](const std::vector<std::string>& values, const char* flag, std::vector<PathRule>& into) {
@@ -357,7 +398,9 @@ std::optional<LoadError> collect(const LoadOptions& options, Collected& out) {
         for (fs::directory_iterator it(managed_dir / "managed-settings.d", ec), end; !ec && it != end;
              it.increment(ec)) {
             const std::string name = it->path().filename().string();
-            if (name.size() > 5 && name.front() != '.' && name.substr(name.size() - 5) == ".json")
+            std::error_code type_ec;
+            if (name.size() > 5 && name.front() != '.' && name.substr(name.size() - 5) == ".json" &&
+                !it->is_directory(type_ec))
                 drop_ins.push_back(it->path());
         }
         std::sort(drop_ins.begin(), drop_ins.end(), [](const fs::path& a, const fs::path& b) {

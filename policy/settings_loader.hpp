@@ -8,20 +8,30 @@
 #include <string>
 #include <vector>
 
+#include "policy/domain_matcher.hpp"
 #include "policy/host_name.hpp"
 #include "policy/policy.hpp"
 
 namespace cordon::policy::detail {
 
-struct DomainEntry {
-    Rule rule;
-    DomainPattern pattern;
+// Domain rules go straight into the matchers as they are read (no intermediate list: a policy may hold
+// 100,000 of them). Rule numbers are indexes into `allowed` / `denied`.
+struct DomainRules {
+    DomainMatcher matcher;
+    std::vector<Rule> rules;
+    void add(const DomainPattern& pattern, Rule rule) {
+        matcher.add(pattern, static_cast<std::uint32_t>(rules.size()));
+        rules.push_back(std::move(rule));
+    }
 };
 
 struct Collected {
-    std::filesystem::path cwd;             // absolute, normal
-    std::filesystem::path home;            // absolute, normal
-    std::vector<DomainEntry> allow, deny;  // precedence order: managed first, flags last
+    std::filesystem::path cwd;   // absolute, normal
+    std::filesystem::path home;  // absolute, normal
+    // Precedence order: managed first, flags last. Managed files are read first, so allowManagedDomainsOnly
+    // is settled before any other allow entry arrives; those go to `ignored_allows` when it is on.
+    DomainRules allow, deny;
+    std::vector<Rule> ignored_allows;
     std::vector<Rule> addresses, unix_sockets;
     std::vector<PathRule> allow_write, deny_write, deny_read, allow_read;
     bool managed_only = false;
@@ -29,6 +39,16 @@ struct Collected {
     Layer allow_all_unix_sockets_layer = Layer::Default;
     std::vector<std::filesystem::path> files_read;
     std::vector<std::string> warnings;
+
+    void add_domain(const DomainPattern& pattern, Rule rule, bool allow_rule) {
+        if (!allow_rule) {
+            deny.add(pattern, std::move(rule));
+        } else if (managed_only && rule.source.layer != Layer::Managed) {
+            ignored_allows.push_back(std::move(rule));
+        } else {
+            allow.add(pattern, std::move(rule));
+        }
+    }
 };
 
 // Reads every source of `options`. Returns an error naming the file, JSON path (or line:column) and entry.

@@ -268,8 +268,17 @@ void AddressGuard::add_own_listener(const Address& address) {
 }
 
 bool AddressGuard::is_own_listener(const Address& address) const {
+    bool loopback = classify(address) == std::optional<std::string>("loopback");
     for (const auto& own : own_) {
-        if (own.port() == address.port() && own.same_ip(address)) return true;
+        if (own.port() != address.port()) continue;
+        if (own.same_ip(address)) return true;
+        // 127.0.0.0/8 all reaches a wildcard or loopback listener on this port.
+        if (loopback && own.family() == address.unmapped().family()) {
+            auto what = classify(own);
+            if (what == std::optional<std::string>("loopback") ||
+                what == std::optional<std::string>("unspecified"))
+                return true;
+        }
     }
     return false;
 }

@@ -110,6 +110,7 @@ void Connection::read_client() {
     }
     if (phase_ == Phase::Closing) return;  // lingering: discard
     in_.append(scratch_buffer(), static_cast<std::size_t>(n));
+    if (in_.size() >= kMaxBuffered) client_->want_read(false);
     process_client_input();
 }
 
@@ -143,7 +144,8 @@ void Connection::process_client_input() {
 
 void Connection::decide(const std::string& host, std::uint16_t port) {
     phase_ = Phase::Deciding;
-    client_->want_read(false);
+    // Bytes that come meanwhile wait in in_ (HTTP keeps reading, bounded; SOCKS5 clients wait for the reply).
+    if (proto_ == Proto::Socks5) client_->want_read(false);
     request_.host = host;
     request_.port = port;
     request_.logged = false;
@@ -167,16 +169,23 @@ void Connection::on_outcome(Outcome outcome) {
     if (closed()) return;
     switch (outcome.kind) {
         case Outcome::Kind::DeniedByPolicy:
-        case Outcome::Kind::DeniedByGuard:
+        case Outcome::Kind::DeniedByGuard: {
             count_refusal();
+            // The log names the address that was refused and why (it was never dialled).
+            std::string detail;
+            if (outcome.kind == Outcome::Kind::DeniedByGuard) {
+                request_.upstream_ip = outcome.refused_ip;
+                detail = "address-guard: " + outcome.guard_class;
+            }
             if (proto_ == Proto::Socks5) {
-                log_decision("deny", outcome.reason(), "", socks5::kNotAllowed);
+                log_decision("deny", outcome.reason(), detail, socks5::kNotAllowed);
                 socks_refuse(outcome);
             } else {
-                log_decision("deny", outcome.reason(), "", 403);
+                log_decision("deny", outcome.reason(), detail, 403);
                 http_refuse(outcome);
             }
             return;
+        }
         case Outcome::Kind::ResolveFailed: {
             std::string error = to_string(outcome.resolve_error);
             if (proto_ == Proto::Socks5) {
@@ -257,8 +266,9 @@ void Connection::on_dialed(DialResult result) {
 
 void Connection::start_tunnel() {
     phase_ = Phase::Tunnel;
-    request_parser_.reset();
+    request_parser_.reset();  // a tunnel keeps no HTTP state: idle tunnels stay small
     response_parser_.reset();
+    request_head_ = HttpHead{};
     if (!in_.empty()) {
         // Bytes the client sent right behind its CONNECT / SOCKS request belong to the tunnel.
         bytes_up_ += in_.size();
@@ -290,7 +300,10 @@ void Connection::on_drained(Socket& socket) {
         start_tunnel();
         return;
     }
-    if (phase_ == Phase::Closing) return;
+    if (phase_ == Phase::Closing) {
+        if (client_eof_ && client_ && client_->queued() == 0) close(error_);
+        return;
+    }
     (void)socket;
     if (phase_ == Phase::HttpExchange || phase_ == Phase::HttpHead) http_backpressure();
 }
@@ -326,10 +339,11 @@ void Connection::on_timer(uv_timer_t* timer) {
                    self->phase_ == Phase::HttpHead;
     if (in_head && self->head_started_ != 0 &&
         now - self->head_started_ >= static_cast<std::uint64_t>(o.header_timeout.count())) {
-        if (self->proto_ == Proto::Http && !self->in_.empty()) {
+        bool partial = !self->in_.empty() || (self->request_parser_ && self->request_parser_->in_message());
+        if (self->proto_ == Proto::Http && partial) {
+            self->error_ = "header-timeout";
             self->http_send_error(408, "Request Timeout", "", "cordon: request head not received in time\n",
                                   false);
-            self->error_ = "header-timeout";
         } else {
             self->close("header-timeout");
         }

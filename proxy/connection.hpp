@@ -80,6 +80,7 @@ class Connection final : public SocketOwner {
     };
 
     static constexpr std::size_t kScratchSize = 64 * 1024;
+    static constexpr std::size_t kMaxBuffered = 256 * 1024;  // client bytes held while not processing them
     static char* scratch_buffer();
 
     // --- connection.cpp: shared steps
@@ -157,6 +158,7 @@ class Connection final : public SocketOwner {
     bool chunk_response_ = false;  // re-frame the response body as chunks
     bool close_after_response_ = false;
     bool upstream_reusable_ = false;
+    bool processing_ = false;  // inside http_process()
 };
 
 }  // namespace cordon::proxy

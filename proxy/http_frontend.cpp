@@ -89,7 +89,13 @@ bool normalise_host(const std::string& host, std::uint16_t port, std::string& ou
 }  // namespace
 
 void Connection::http_process() {
-    while (!in_.empty() && !closed() &&
+    // Answers given synchronously (refusals, a reused upstream) lead back here; the loop below picks up where
+    // they left off instead of recursing, so a client pipelining thousands of refused requests cannot exhaust
+    // the stack.
+    if (processing_) return;
+    processing_ = true;
+    // Answers pile up for a client that pipelines without reading: stop at kHighWater until it drains.
+    while (!in_.empty() && !closed() && client_->queued() < kHighWater &&
            (phase_ == Phase::HttpHead || (phase_ == Phase::HttpExchange && !request_done_))) {
         if (phase_ == Phase::HttpHead && head_started_ == 0) head_started_ = uv_now(context_.loop);
         auto result = request_parser_->feed(in_);
@@ -100,32 +106,42 @@ void Connection::http_process() {
             case HttpParser::Status::HeadComplete:
                 in_.erase(0, result.consumed);
                 http_head_complete();
-                return;
+                break;
             case HttpParser::Status::MessageComplete:
                 in_.erase(0, result.consumed);
                 http_request_complete();
                 break;
             case HttpParser::Status::Error:
+                processing_ = false;
                 http_bad_request(request_parser_->error());
                 return;
         }
     }
+    processing_ = false;
     if (!closed()) http_backpressure();
 }
 
 void Connection::http_backpressure() {
     if (closed() || !client_) return;
-    bool client_read = phase_ == Phase::HttpHead || (phase_ == Phase::HttpExchange && !request_done_ &&
-                                                     (!upstream_ || upstream_->queued() < kHighWater));
-    client_->want_read(client_read && !client_eof_);
+    // The client is read while a request is decided and answered too (bounded by kMaxBuffered): toggling read
+    // interest costs system calls on every request of a keep-alive connection.
+    bool body_blocked =
+        phase_ == Phase::HttpExchange && !request_done_ && upstream_ && upstream_->queued() >= kHighWater;
+    bool client_read = !client_eof_ && !body_blocked && in_.size() < kMaxBuffered &&
+                       client_->queued() < kHighWater &&
+                       (phase_ == Phase::HttpHead || phase_ == Phase::HttpExchange ||
+                        phase_ == Phase::Deciding || phase_ == Phase::Dialing);
+    client_->want_read(client_read);
     if (upstream_) {
         bool upstream_read = (phase_ == Phase::HttpExchange && response_parser_ && !response_done_ &&
                               client_->queued() < kHighWater) ||
                              phase_ == Phase::HttpHead;  // an idle kept-alive upstream: notice when it closes
         upstream_->want_read(upstream_read);
     }
-    // Bytes that arrived while the client was paused.
-    if (client_read && !in_.empty() && phase_ == Phase::HttpExchange && !request_done_) http_process();
+    // Bytes that arrived while the body was not being read.
+    if (!in_.empty() && client_->queued() < kHighWater &&
+        (phase_ == Phase::HttpHead || (phase_ == Phase::HttpExchange && !request_done_ && !body_blocked)))
+        http_process();
 }
 
 void Connection::http_head_complete() {
@@ -193,14 +209,16 @@ void Connection::http_head_complete() {
         if (auto h = head.header("host")) {
             std::string hraw, hhost;
             std::uint16_t hport = 0;
-            if (!split_authority(*h, hraw, hport)) {
+            bool has_port = split_authority(*h, hraw, hport);
+            if (!has_port) {
                 hraw = std::string(*h);
-                hport = 80;
                 if (!hraw.empty() && hraw.front() == '[' && hraw.back() == ']')
                     hraw = hraw.substr(1, hraw.size() - 2);
             }
             std::string why2;
-            if (!normalise_host(hraw, hport, hhost, why2) || hhost != host || hport != port) {
+            // A Host without a port names the URI's host on whatever port the URI says.
+            if (!normalise_host(hraw, has_port ? hport : port, hhost, why2) || hhost != host ||
+                (has_port && hport != port)) {
                 http_bad_request("Host header '" + std::string(*h) +
                                  "' names another host than the request URI");
                 return;
@@ -381,6 +399,8 @@ void Connection::http_read_upstream() {
         return;
     }
     touch();
+    // Everything this read produces for the client goes out in one write.
+    client_->cork();
     std::string_view view(scratch_buffer(), static_cast<std::size_t>(n));
     while (!view.empty() && !closed() && phase_ == Phase::HttpExchange && !response_done_) {
         auto result = response_parser_->feed(view);
@@ -400,12 +420,20 @@ void Connection::http_read_upstream() {
                 response_parser_->resume();
                 continue;
             }
+            client_->uncork();
+            if (!response_started_) {
+                // 101 Switching Protocols (we never forward Upgrade, so it was not asked for).
+                http_upstream_failure(502, "bad-response", "upstream switched protocols without being asked");
+                return;
+            }
             if (!view.empty()) upstream_reusable_ = false;  // bytes after the response: do not reuse
             http_response_complete();
             return;
         }
     }
-    if (!closed()) http_backpressure();
+    if (closed()) return;
+    client_->uncork();
+    http_backpressure();
 }
 
 void Connection::http_response_head(const HttpHead& head) {

@@ -3,7 +3,9 @@
 // the audit log. Runs on a libuv loop that the caller owns (the standalone `cordon proxy` and the jail
 // supervisor).
 //
-// This header is the seam the jail uses; the proxy's internals stay in proxy/*.cpp and proxy/detail/.
+// This header is the seam the jail uses; the internals (one concern per file: listener, socket, http_parser
+// and http_frontend, socks5 and socks5_frontend, decision, resolver and dns_cache, address_guard, dialer,
+// relay, audit_log, metrics, auth) stay behind it. Connections flow through connection.hpp top to bottom.
 #pragma once
 
 #include <chrono>

@@ -5,16 +5,65 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace cordon::proxy {
 
 namespace {
-constexpr std::size_t kPipeCapacity = 64 * 1024;  // the default pipe size
+
+// Bigger pipes mean fewer splice() calls per byte on bulk tunnels; they cost nothing while empty. Pipes are
+// needed only while bytes are in flight: an empty pipe goes back to this pool, so idle tunnels hold none
+// (10,000 idle tunnels would otherwise hold 40,000 descriptors) and busy ones create none.
+constexpr int kWantedPipeSize = 512 * 1024;
+constexpr std::size_t kPoolMax = 256;
+
+struct PipePool {
+    std::vector<Relay::Pipe> free;
+    ~PipePool() {
+        for (auto& p : free) {
+            ::close(p.read);
+            ::close(p.write);
+        }
+    }
+};
+PipePool& pool() {
+    static PipePool p;
+    return p;
 }
 
+bool take_pipe(Relay::Pipe& pipe) {
+    auto& free = pool().free;
+    if (!free.empty()) {
+        pipe = free.back();
+        free.pop_back();
+        return true;
+    }
+    int fds[2];
+    if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) return false;
+    int size = ::fcntl(fds[1], F_SETPIPE_SZ, kWantedPipeSize);
+    if (size < 0) size = ::fcntl(fds[1], F_GETPIPE_SZ);
+    pipe = Relay::Pipe{fds[0], fds[1], size > 0 ? static_cast<std::size_t>(size) : std::size_t{4096}};
+    return true;
+}
+
+void give_pipe(Relay::Pipe& pipe) {
+    if (pipe.read < 0) return;
+    if (pool().free.size() < kPoolMax) {
+        pool().free.push_back(pipe);
+    } else {
+        ::close(pipe.read);
+        ::close(pipe.write);
+    }
+    pipe = Relay::Pipe{};
+}
+
+}  // namespace
+
 Relay::Relay(Socket& client, Socket& upstream, Done done, Activity activity)
-    : up_{&client, &upstream, -1, -1, 0, false, false, &stats_.bytes_up},
-      down_{&upstream, &client, -1, -1, 0, false, false, &stats_.bytes_down},
+    : up_{&client, &upstream, {}, 0, false, false, &stats_.bytes_up},
+      down_{&upstream, &client, {}, 0, false, false, &stats_.bytes_down},
       done_(std::move(done)),
       activity_(std::move(activity)) {
     client.set_owner(this);
@@ -23,8 +72,12 @@ Relay::Relay(Socket& client, Socket& upstream, Done done, Activity activity)
 
 Relay::~Relay() {
     for (Direction* d : {&up_, &down_}) {
-        if (d->pipe_read >= 0) ::close(d->pipe_read);
-        if (d->pipe_write >= 0) ::close(d->pipe_write);
+        if (d->in_pipe == 0) {
+            give_pipe(d->pipe);
+        } else if (d->pipe.read >= 0) {
+            ::close(d->pipe.read);  // holds bytes nobody will read
+            ::close(d->pipe.write);
+        }
     }
 }
 
@@ -35,8 +88,8 @@ void Relay::start() {
 void Relay::update_interest() {
     // A side reads while its direction has room in the pipe, and waits for writability while the other
     // direction has bytes it could not yet hand over.
-    up_.from->want_read(!up_.eof && up_.in_pipe < kPipeCapacity);
-    down_.from->want_read(!down_.eof && down_.in_pipe < kPipeCapacity);
+    up_.from->want_read(!up_.eof && up_.has_room());
+    down_.from->want_read(!down_.eof && down_.has_room());
     up_.to->want_write(up_.in_pipe > 0);
     down_.to->want_write(down_.in_pipe > 0);
 }
@@ -45,7 +98,7 @@ bool Relay::pump(Direction& d) {
     for (int round = 0; round < 16; ++round) {
         bool progress = false;
         if (d.in_pipe > 0) {
-            ssize_t n = ::splice(d.pipe_read, nullptr, d.to->fd(), nullptr, d.in_pipe,
+            ssize_t n = ::splice(d.pipe.read, nullptr, d.to->fd(), nullptr, d.in_pipe,
                                  SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
             if (n > 0) {
                 d.in_pipe -= static_cast<std::size_t>(n);
@@ -56,17 +109,12 @@ bool Relay::pump(Direction& d) {
                 return false;
             }
         }
-        if (!d.eof && d.in_pipe < kPipeCapacity) {
-            if (d.pipe_read < 0) {
-                int fds[2];
-                if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) {
-                    fail(errno);
-                    return false;
-                }
-                d.pipe_read = fds[0];
-                d.pipe_write = fds[1];
+        if (!d.eof && d.has_room()) {
+            if (d.pipe.read < 0 && !take_pipe(d.pipe)) {
+                fail(errno);
+                return false;
             }
-            ssize_t n = ::splice(d.from->fd(), nullptr, d.pipe_write, nullptr, kPipeCapacity - d.in_pipe,
+            ssize_t n = ::splice(d.from->fd(), nullptr, d.pipe.write, nullptr, d.pipe.size - d.in_pipe,
                                  SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
             if (n > 0) {
                 d.in_pipe += static_cast<std::size_t>(n);
@@ -86,6 +134,7 @@ bool Relay::pump(Direction& d) {
         }
         if (!progress) break;
     }
+    if (d.in_pipe == 0) give_pipe(d.pipe);
     return true;
 }
 

@@ -36,14 +36,21 @@ class Relay final : public SocketOwner {
 
     const Stats& stats() const { return stats_; }
 
+    struct Pipe {
+        int read = -1, write = -1;
+        std::size_t size = 0;  // its capacity in bytes
+    };
+
   private:
     struct Direction {
         Socket* from;
         Socket* to;
-        int pipe_read = -1, pipe_write = -1;
+        Pipe pipe;
         std::size_t in_pipe = 0;
         bool eof = false, shut = false;
         std::uint64_t* bytes;
+        // Reading needs room in the pipe; without a pipe yet, one will be taken (with room).
+        bool has_room() const { return pipe.read < 0 || in_pipe < pipe.size; }
     };
     bool pump(Direction& d);  // false on failure
     void update_interest();

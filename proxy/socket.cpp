@@ -64,7 +64,11 @@ long Socket::read(char* buf, std::size_t size) {
 
 bool Socket::send(std::string_view data) {
     if (failed_) return false;
-    if (queued() == 0 && !data.empty()) {
+    if (corked_) {
+        out_.append(data);
+        return true;
+    }
+    if (queued() == 0 && !data.empty() && !corked_) {
         // Fast path: nothing waiting, write straight from the caller's buffer.
         for (;;) {
             ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
@@ -105,10 +109,20 @@ bool Socket::flush() {
         }
         out_offset_ += static_cast<std::size_t>(n);
     }
-    // Give back memory a large body left behind; an idle connection keeps none.
-    std::string().swap(out_);
+    // Give back memory a large body left behind; an idle connection keeps at most a few KiB.
+    if (out_.capacity() > 4096)
+        std::string().swap(out_);
+    else
+        out_.clear();
     out_offset_ = 0;
     return true;
+}
+
+void Socket::uncork() {
+    corked_ = false;
+    if (queued() == 0) return;
+    if (!failed_) flush();  // a failure is reported by the next poll event (write interest stays on)
+    update();
 }
 
 void Socket::shutdown_write_when_drained() {

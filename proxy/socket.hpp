@@ -43,6 +43,9 @@ class Socket {
     // Writes now what the kernel takes and keeps the rest. False when the socket failed.
     bool send(std::string_view data);
     std::size_t queued() const { return out_.size() - out_offset_; }
+    // While corked, send() only queues; uncork() writes everything queued at once.
+    void cork() { corked_ = true; }
+    void uncork();
     // shutdown(SHUT_WR) once everything queued is written.
     void shutdown_write_when_drained();
     int error() const { return error_; }
@@ -55,7 +58,7 @@ class Socket {
     int fd_;
     SocketOwner* owner_;
     uv_poll_s* poll_;
-    bool read_ = false, write_ = false, shutdown_pending_ = false, failed_ = false;
+    bool read_ = false, write_ = false, shutdown_pending_ = false, failed_ = false, corked_ = false;
     int events_ = 0;
     int error_ = 0;
     std::string out_;

@@ -73,6 +73,9 @@ TEST_CASE("allow-address ranges let the guard pass, the proxy itself never", "[u
     guard.add_own_listener(*Address::parse("127.0.0.1", 3128));
     CHECK(guard.check(*Address::parse("127.0.0.1", 3128)) == std::optional<std::string>("proxy-itself"));
     CHECK_FALSE(guard.check(*Address::parse("127.0.0.1", 3129)));
+    CHECK(guard.check(*Address::parse("127.0.0.2", 3128)) == std::optional<std::string>("proxy-itself"));
+    guard.add_own_listener(*Address::parse("0.0.0.0", 8080));
+    CHECK(guard.check(*Address::parse("127.9.9.9", 8080)) == std::optional<std::string>("proxy-itself"));
 }
 
 TEST_CASE("CIDR parsing", "[unit]") {

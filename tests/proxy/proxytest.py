@@ -73,6 +73,8 @@ class DnsServer:
         name = ".".join(labels).lower()
         self.queries.append((name, qtype))
         entry = self.records.get(name)
+        if entry == "DROP":
+            raise ValueError("no answer")  # a resolver that never answers
         answers = []
         rcode = 0
         if entry is None or entry == "NXDOMAIN":
@@ -373,6 +375,9 @@ class Proxy:
                 self.proc.kill()
                 self.proc.wait()
         self.stderr_file.close()
+        text = self.stderr()
+        if "Sanitizer" in text or "runtime error:" in text:
+            raise AssertionError("sanitizer report from cordon proxy:\n" + text[-4000:])
         return self.proc.returncode
 
     def connect(self, timeout=10):
@@ -400,8 +405,36 @@ def recv_all(sock, limit=1 << 30):
     return bytes(data)
 
 
+def read_http_response_file(f):
+    """Reads one HTTP response from a buffered file (sock.makefile("rb")), leaving what follows unread."""
+    line = f.readline()
+    if not line:
+        raise EOFError("connection closed before a response head")
+    status = int(line.split()[1])
+    headers = {}
+    while True:
+        line = f.readline()
+        if line in (b"\r\n", b"\n", b""):
+            break
+        k, v = line.decode("latin-1").split(":", 1)
+        headers[k.strip().lower()] = v.strip()
+    if "content-length" in headers:
+        return status, headers, f.read(int(headers["content-length"]))
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = b""
+        while True:
+            size = int(f.readline().split(b";")[0], 16)
+            if size == 0:
+                f.readline()
+                return status, headers, body
+            body += f.read(size)
+            f.readline()
+    return status, headers, f.read()
+
+
 def read_http_response(sock):
-    """Reads one HTTP response (Content-Length or chunked or until EOF). Returns (status, headers, body)."""
+    """Reads one HTTP response (Content-Length or chunked or until EOF). Returns (status, headers, body).
+    Bytes after the response are lost: for pipelining use read_http_response_file."""
     buf = b""
     while b"\r\n\r\n" not in buf:
         chunk = sock.recv(65536)
@@ -446,12 +479,17 @@ class TempDirTest(unittest.TestCase):
         self.cleanups = []
 
     def tearDown(self):
+        failures = []
         for fn in reversed(self.cleanups):
             try:
                 fn()
+            except AssertionError as e:
+                failures.append(str(e))
             except Exception:
                 pass
         shutil.rmtree(self.dir, ignore_errors=True)
+        if failures:
+            self.fail("\n".join(failures))
 
     def dns(self, records, ttl=60):
         d = DnsServer(records, ttl)

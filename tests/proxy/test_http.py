@@ -6,13 +6,14 @@ import json
 import os
 import socket
 import ssl
+import subprocess
 import sys
 import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from proxytest import TempDirTest, make_cert, read_http_response, recv_until  # noqa: E402
+from proxytest import TempDirTest, make_cert, read_http_response, read_http_response_file, recv_until  # noqa: E402
 
 LOOPBACK = ["--allow-address", "127.0.0.0/8"]
 
@@ -99,6 +100,24 @@ class HttpProxyTest(TempDirTest):
         d = self.p.wait_audit(lambda l: l)[0]
         self.assertEqual((d["decision"], d["error"]), ("allow", "nxdomain"))
 
+    def test_bad_upstream_responses_are_502(self):
+        for answer in (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\nraw",
+                       b"NOT HTTP AT ALL\r\n\r\n", b""):
+            srv = socket.socket()
+            srv.bind(("127.0.0.1", 0))
+            srv.listen(1)
+            self.cleanups.append(srv.close)
+
+            def serve(srv=srv, answer=answer):
+                c, _ = srv.accept()
+                c.recv(4096)
+                c.sendall(answer)
+                c.close()
+
+            threading.Thread(target=serve, daemon=True).start()
+            r = self.curl("-i", "-x", self.p.url(), "http://allowed.test:%d/" % srv.getsockname()[1])
+            self.assertIn(b"502 Bad Gateway", r.stdout, answer)
+
     def test_refused_is_502(self):
         s = socket.socket()
         s.bind(("127.0.0.1", 0))
@@ -124,6 +143,12 @@ class HttpProxyTest(TempDirTest):
         self.assertEqual([e["decision"] for e in ds], ["allow", "deny", "allow", "deny"])
         self.assertEqual(len({e["id"] for e in ds}), 1)
 
+    def test_host_header_without_port(self):
+        s = self.p.connect()
+        s.sendall(b"GET http://ALLOWED.test.:%d/p HTTP/1.1\r\nHost: allowed.test\r\n\r\n" % self.up.port)
+        self.assertEqual(read_http_response(s)[0], 200)
+        s.close()
+
     def test_upstream_keep_alive_reused(self):
         s = self.p.connect()
         for _ in range(3):
@@ -139,9 +164,56 @@ class HttpProxyTest(TempDirTest):
         s = self.p.connect()
         req = b"GET http://allowed.test:%d/p HTTP/1.1\r\nHost: allowed.test:%d\r\n\r\n" % (self.up.port, self.up.port)
         s.sendall(req * 3)
+        f = s.makefile("rb")
         for _ in range(3):
-            self.assertEqual(read_http_response(s)[0], 200)
+            self.assertEqual(read_http_response_file(f)[0], 200)
+        f.close()
         s.close()
+
+    def test_http10_client_and_head(self):
+        s = self.p.connect()
+        s.sendall(b"GET http://allowed.test:%d/ten HTTP/1.0\r\n\r\n" % self.up.port)  # no Host: added upstream
+        data = recv_until(s, b"\x00")  # until the proxy closes
+        self.assertTrue(data.startswith(b"HTTP/1.1 200"), data)
+        self.assertIn(b"Connection: close", data)
+        body = json.loads(data.split(b"\r\n\r\n", 1)[1])
+        self.assertEqual(body["host"], "allowed.test:%d" % self.up.port)
+        s.close()
+        s = self.p.connect()
+        f = s.makefile("rb")
+        for method in (b"HEAD", b"GET", b"HEAD"):
+            s.sendall(b"%s http://allowed.test:%d/h HTTP/1.1\r\nHost: allowed.test:%d\r\n\r\n" %
+                      (method, self.up.port, self.up.port))
+            status, headers, body = read_http_response_file(f) if method == b"GET" else (None, None, None)
+            if method == b"HEAD":
+                line = f.readline()
+                self.assertIn(b"200", line)
+                while f.readline() not in (b"\r\n", b""):
+                    pass
+            else:
+                self.assertEqual(status, 200)
+                self.assertTrue(body)
+        f.close()
+        s.close()
+
+    def test_thousands_of_pipelined_refusals(self):
+        # Each refusal is answered on the same connection; the proxy must neither recurse nor buffer without end.
+        n = 3000
+        s = self.p.connect(timeout=30)
+        req = b"GET http://nope.example/ HTTP/1.1\r\nHost: nope.example\r\n\r\n"
+        sender = threading.Thread(target=lambda: s.sendall(req * n))
+        sender.start()
+        f = s.makefile("rb")
+        count = 0
+        while count < n:
+            status, _, _ = read_http_response_file(f)
+            self.assertEqual(status, 403)
+            count += 1
+        sender.join()
+        f.close()
+        s.close()
+        self.assertIsNone(self.p.proc.poll())
+        self.assertEqual(len(self.p.wait_audit(lambda l: len(l) >= n + 1)), n + 1)
 
     def test_chunked_and_eof_delimited_responses(self):
         r = self.get("allowed.test", "/chunked")
@@ -213,9 +285,40 @@ class SmugglingTest(TempDirTest):
         self.check(h + b"Transfer-Encoding: gzip\r\n\r\nabc", "transfer-encoding")
         self.check(b"GET http://allowed.test:%d/ HTTP/1.1\r\nHost: evil.example\r\n\r\n" % self.up.port,
                    "names another host")
+        self.check(b"GET http://allowed.test:%d/ HTTP/1.1\r\nHost: allowed.test:1\r\n\r\n" % self.up.port,
+                   "names another host")
         self.check(b"GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "origin-form")
         self.check(b"GARBAGE\r\n\r\n", "bad request")
         self.assertEqual(self.up.requests, [])
+
+    def test_mutated_requests_never_crash(self):
+        import random
+        rnd = random.Random(7)
+        base = (b"POST http://allowed.test:%d/echo HTTP/1.1\r\nHost: allowed.test:%d\r\nContent-Length: 5\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n" % (self.up.port, self.up.port))
+        for i in range(300):
+            data = bytearray(base)
+            for _ in range(rnd.randint(1, 8)):
+                op = rnd.randint(0, 2)
+                pos = rnd.randrange(len(data))
+                if op == 0:
+                    data[pos] = rnd.getrandbits(8)
+                elif op == 1:
+                    del data[pos:pos + rnd.randint(1, 10)]
+                else:
+                    data[pos:pos] = bytes(rnd.getrandbits(8) for _ in range(rnd.randint(1, 10)))
+            s = self.p.connect(timeout=5)
+            try:
+                s.sendall(bytes(data))
+                s.shutdown(socket.SHUT_WR)
+                while s.recv(65536):
+                    pass
+            except OSError:
+                pass
+            s.close()
+        self.assertIsNone(self.p.proc.poll())
+        r = self.curl("-i", "-x", self.p.url(), "http://allowed.test:%d/" % self.up.port)
+        self.assertIn(b"200 OK", r.stdout)
 
 
 class ConnectTlsTest(TempDirTest):
@@ -266,6 +369,8 @@ class GuardTest(TempDirTest):
         ds = p.wait_audit(lambda l: sum(e["event"] == "decision" for e in l) >= 5)
         ds = [e for e in ds if e["event"] == "decision"]
         self.assertTrue(all(e["reason"] == "blocked-by-address-guard" for e in ds), ds)
+        self.assertEqual((ds[0]["upstream_ip"], ds[0]["error"]), ("127.0.0.1", "address-guard: loopback"))
+        self.assertEqual((ds[1]["upstream_ip"], ds[1]["error"]), ("169.254.169.254", "address-guard: link-local"))
         # An IP literal allowed by a rule naming it is still guarded.
         p2 = self.proxy(["--allow-domain", "127.0.0.1"], dns=self.dns_server)
         r = self.curl("-i", "-x", p2.url(), "http://127.0.0.1:%d/" % self.up.port)
@@ -294,6 +399,77 @@ class GuardTest(TempDirTest):
         self.assertIn(b"proxy-itself", r.stdout)
 
 
+class TestHostTest(TempDirTest):
+    """An upstream on a private address of a test host (a network namespace behind a veth pair): refused by the
+    address guard unless --allow-address covers its range."""
+
+    def setUp(self):
+        super().setUp()
+        if os.geteuid() != 0:
+            self.skipTest("needs root for a network namespace")
+        tag = os.getpid() % 200 + 20
+        self.ns = "cordon-t-%d" % os.getpid()
+        self.host_if, self.ns_if = "cph%d" % os.getpid(), "cpn%d" % os.getpid()
+        self.net = "10.201.%d" % tag
+        run = lambda *a: subprocess.run(a, check=True, capture_output=True)
+        run("ip", "netns", "add", self.ns)
+        self.cleanups.append(lambda: subprocess.run(["ip", "netns", "del", self.ns], capture_output=True))
+        run("ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.ns_if)
+        self.cleanups.append(lambda: subprocess.run(["ip", "link", "del", self.host_if], capture_output=True))
+        run("ip", "link", "set", self.ns_if, "netns", self.ns)
+        run("ip", "addr", "add", self.net + ".1/24", "dev", self.host_if)
+        run("ip", "link", "set", self.host_if, "up")
+        run("ip", "netns", "exec", self.ns, "ip", "addr", "add", self.net + ".2/24", "dev", self.ns_if)
+        run("ip", "netns", "exec", self.ns, "ip", "link", "set", self.ns_if, "up")
+        run("ip", "netns", "exec", self.ns, "ip", "link", "set", "lo", "up")
+        self.log = os.path.join(self.dir, "server.log")
+        log_file = open(self.log, "ab")
+        self.cleanups.append(log_file.close)
+        self.server = subprocess.Popen(["ip", "netns", "exec", self.ns, sys.executable, "-m", "http.server",
+                                        "--bind", self.net + ".2", "8080"], cwd=self.dir,
+                                       stdout=subprocess.DEVNULL, stderr=log_file)
+        self.cleanups.append(lambda: (self.server.kill(), self.server.wait()))
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                socket.create_connection((self.net + ".2", 8080), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        time.sleep(0.1)
+        self.log_start = os.path.getsize(self.log)  # after the readiness probe
+
+    def test_private_upstream_needs_allow_address(self):
+        dns = self.dns({"private.n.test": [self.net + ".2"]})
+        p = self.proxy(["--allow-domain", "private.n.test"], dns=dns)
+        r = self.curl("-i", "-x", p.url(), "http://private.n.test:8080/")
+        self.assertIn(b"blocked-by-address-guard", r.stdout)
+        self.assertIn(b"private", r.stdout)
+        time.sleep(0.2)
+        with open(self.log) as f:
+            f.seek(self.log_start)
+            self.assertEqual(f.read(), "", "the test host must see no request")
+        p2 = self.proxy(["--allow-domain", "private.n.test", "--allow-address", self.net + ".0/24"], dns=dns)
+        r = self.curl("-i", "-x", p2.url(), "http://private.n.test:8080/")
+        self.assertIn(b"200 OK", r.stdout, r.stderr)
+        time.sleep(0.2)
+        with open(self.log) as f:
+            f.seek(self.log_start)
+            self.assertIn('"GET / HTTP/1.1" 200', f.read())  # the log does show requests that got through
+        r = self.curl("-x", "socks5h://127.0.0.1:%d" % p2.port, "http://private.n.test:8080/")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        d = p2.wait_audit(lambda l: l)[0]
+        self.assertEqual(d["upstream_ip"], self.net + ".2")
+        # sandbox.network.allowedAddresses in a settings file does the same
+        settings = os.path.join(self.dir, "s.json")
+        with open(settings, "w") as f:
+            json.dump({"sandbox": {"network": {"allowedDomains": ["private.n.test"],
+                                               "allowedAddresses": [self.net + ".0/24"]}}}, f)
+        p3 = self.proxy(["--settings", settings], dns=dns)
+        r = self.curl("-i", "-x", p3.url(), "http://private.n.test:8080/")
+        self.assertIn(b"200 OK", r.stdout, r.stderr)
+
+
 class TimeoutTest(TempDirTest):
     def test_slow_upstream_is_504(self):
         silent = self.tcp("silent")
@@ -303,6 +479,14 @@ class TimeoutTest(TempDirTest):
         r = self.curl("-i", "-x", p.url(), "http://slow.test:%d/" % silent.port)
         self.assertIn(b"504 Gateway Timeout", r.stdout)
         self.assertLess(time.time() - t, 5)
+
+    def test_dns_timeout_is_504(self):
+        dns = self.dns({"mute.test": "DROP"})
+        p = self.proxy(["--allow-domain", "mute.test"], dns=dns)
+        r = self.curl("-i", "-x", p.url(), "http://mute.test/")
+        self.assertIn(b"504 Gateway Timeout", r.stdout)
+        d = p.wait_audit(lambda l: l)[0]
+        self.assertEqual(d["error"], "dns-timeout")
 
     def test_connect_timeout_is_504(self):
         # A listener whose accept queue is full drops SYNs: connect() hangs.

@@ -138,6 +138,50 @@ class DrainTest(TempDirTest):
         s.close()
 
 
+class SecondSignalTest(TempDirTest):
+    def test_second_signal_exits_at_once(self):
+        echo = self.tcp("echo")
+        dns = self.dns({"t.l.test": ["127.0.0.1"]})
+        p = self.proxy(["--allow-domain", "t.l.test", *LOOPBACK, "--drain-timeout", "60"], dns=dns)
+        s = p.connect()
+        s.sendall(b"CONNECT t.l.test:%d HTTP/1.1\r\n\r\n" % echo.port)
+        self.assertIn(b" 200 ", recv_until(s))
+        p.signal(signal.SIGTERM)
+        self.assertTrue(wait_for(lambda: "draining" in p.stderr()))
+        t = time.time()
+        p.signal(signal.SIGINT)
+        self.assertEqual(p.proc.wait(10), 0)
+        self.assertLess(time.time() - t, 3)
+        self.assertEqual([e["decision"] for e in p.audit() if e["event"] == "decision"], ["allow"])
+        s.close()
+
+
+class TimeoutsTest(TempDirTest):
+    def test_header_and_idle_timeouts(self):
+        echo = self.tcp("echo")
+        dns = self.dns({"i.l.test": ["127.0.0.1"]})
+        p = self.proxy(["--allow-domain", "i.l.test", *LOOPBACK, "--header-timeout", "1", "--idle-timeout", "1"],
+                       dns=dns)
+        slow = p.connect()
+        slow.sendall(b"GET http://i.l.test/ HTTP/1.1\r\nHost: i.l")  # never finishes its head
+        t = time.time()
+        status, headers, body = read_http_response(slow)
+        self.assertEqual(status, 408)
+        self.assertLess(time.time() - t, 4)
+        slow.close()
+        tunnel = p.connect()
+        tunnel.sendall(b"CONNECT i.l.test:%d HTTP/1.1\r\n\r\n" % echo.port)
+        self.assertIn(b" 200 ", recv_until(tunnel))
+        tunnel.sendall(b"x")
+        self.assertEqual(tunnel.recv(1), b"x")
+        t = time.time()
+        self.assertEqual(tunnel.recv(10), b"")  # closed by the idle timeout
+        self.assertLess(time.time() - t, 4)
+        tunnel.close()
+        closes = [e for e in p.wait_audit(lambda l: sum(e["event"] == "close" for e in l) >= 2) if e["event"] == "close"]
+        self.assertEqual(sorted(e["error"] for e in closes), ["header-timeout", "idle-timeout"])
+
+
 class LimitTest(TempDirTest):
     def test_connection_limit(self):
         up = self.upstream()

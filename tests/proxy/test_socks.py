@@ -3,6 +3,7 @@
 
 import hashlib
 import os
+import re
 import socket
 import struct
 import sys
@@ -223,6 +224,30 @@ class SocksTest(TempDirTest):
         r = self.curl("-x", "socks5h://127.0.0.1:%d" % self.p.port, "http://web.s.test:%d/" % self.up.port)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIsNone(self.p.proc.poll())
+
+
+class ListenTest(TempDirTest):
+    def test_ipv6_and_two_listeners(self):
+        up = self.upstream()
+        dns = self.dns({"six.s.test": ["127.0.0.1"]})
+        try:
+            socket.create_server(("::1", 0), family=socket.AF_INET6).close()
+        except OSError:
+            self.skipTest("no IPv6 loopback")
+        p = self.proxy(["--listen", "127.0.0.1:0", "--allow-domain", "six.s.test", *LOOPBACK], dns=dns,
+                       listen="[::1]:0")
+        deadline = time.time() + 5
+        while True:  # the second listener is announced just after the first
+            ports = [int(x) for x in re.findall(r"listening on [^\s]*:(\d+)", p.stderr())]
+            if len(ports) == 2 or time.time() > deadline:
+                break
+            time.sleep(0.01)
+        self.assertEqual(len(ports), 2)
+        self.assertIn("listening on [::1]:", p.stderr())
+        r = self.curl("-x", "http://[::1]:%d" % ports[0], "http://six.s.test:%d/" % up.port)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.curl("-x", "socks5h://127.0.0.1:%d" % ports[1], "http://six.s.test:%d/" % up.port)
+        self.assertEqual(r.returncode, 0, r.stderr)
 
 
 if __name__ == "__main__":
