@@ -282,16 +282,32 @@ int cmd_run(int argc, char** argv) {
         std::cerr << "cordon: note: cgroup v2 is not used; limits are rlimits (RLIMIT_AS per process"
                   << (run.pids ? ", RLIMIT_NPROC per user, not applied to the host's root" : "") << ")\n";
 
+    // The loop and the proxy exist before the jail is cloned: what the supervisor allocates after the clone
+    // would be copied page by page (copy-on-write) while the jail child still shares them. The proxy starts
+    // no thread, and the jail child closes every descriptor it inherits.
+    Supervisor sup;
+    uv_loop_init(&sup.loop);
+    sup.loop.data = &sup;
+    std::unique_ptr<proxy::Proxy> proxy;
+    if (run.network) {
+        proxy_options.sandbox_id = make_jail_id();
+        try {
+            proxy = proxy::Proxy::create(&sup.loop, policy, proxy_options);
+        } catch (const std::exception& e) {
+            std::cerr << "cordon: " << e.what() << "\n";
+            uv_loop_close(&sup.loop);
+            return 2;
+        }
+        sup.proxy = proxy.get();
+    }
+
     auto started = jail::Jail::start(config);
     if (auto* error = std::get_if<std::string>(&started)) {
         std::cerr << "cordon: " << *error << "\n";
         return 125;
     }
     auto jail = std::get<std::unique_ptr<jail::Jail>>(std::move(started));
-    Supervisor sup;
     sup.jail = jail.get();
-    uv_loop_init(&sup.loop);
-    sup.loop.data = &sup;
     // After the jail started: it must not inherit an ignored SIGPIPE (`yes | head` relies on it).
     ::signal(SIGPIPE, SIG_IGN);
     rlimit files{};
@@ -299,25 +315,10 @@ int cmd_run(int argc, char** argv) {
         files.rlim_cur = files.rlim_max;
         ::setrlimit(RLIMIT_NOFILE, &files);
     }
-    std::unique_ptr<proxy::Proxy> proxy;
-    auto listeners = jail->take_listeners();
-    if (run.network) {
-        proxy_options.sandbox_id = make_jail_id();
-        try {
-            proxy = proxy::Proxy::create(&sup.loop, policy, proxy_options);
-        } catch (const std::exception& e) {
-            std::cerr << "cordon: " << e.what() << "\n";
-            for (auto& l : listeners)
-                ::close(l.fd);
-            jail->kill();
-            jail->wait();
-            return 2;
-        }
-        for (auto& listener : listeners)
+    for (auto& listener : jail->take_listeners()) {
+        if (proxy)
             proxy->listen_fd(listener.fd);
-        sup.proxy = proxy.get();
-    } else {
-        for (auto& listener : listeners)
+        else
             ::close(listener.fd);
     }
 

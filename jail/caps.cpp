@@ -1,4 +1,5 @@
 // Privileges of the command: no capabilities in any set, no way to regain them, no_new_privs.
+#include <grp.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <sys/prctl.h>
@@ -11,16 +12,12 @@
 
 namespace cordon::jail::detail {
 
-namespace {
-
-int last_cap() {
+int read_last_cap() {
     std::ifstream in("/proc/sys/kernel/cap_last_cap");
     int n = 0;
     if (in >> n && n > 0) return n;
     return 63;  // try them all; PR_CAPBSET_DROP fails with EINVAL past the last one
 }
-
-}  // namespace
 
 Result drop_privileges(Context& ctx) {
     // Why securebits first: with SECBIT_NOROOT, uid 0 gets no capabilities from execve(), and the bits are
@@ -31,8 +28,7 @@ Result drop_privileges(Context& ctx) {
     if (::prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) != 0) return fail("set securebits");
     // The bounding set limits what any later execve() can grant: empty it (needs CAP_SETPCAP, so before the
     // uid change below).
-    const int last = last_cap();
-    for (int cap = 0; cap <= last; ++cap) {
+    for (int cap = 0; cap <= ctx.last_cap; ++cap) {
         if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL)
             return fail("drop capability " + std::to_string(cap) + " from the bounding set");
     }
@@ -41,8 +37,12 @@ Result drop_privileges(Context& ctx) {
 
     if (ctx.config.run_as) {
         auto [uid, gid] = *ctx.config.run_as;
-        if (::setresgid(gid, gid, gid) != 0) return fail("setresgid " + std::to_string(gid));
-        if (::setresuid(uid, uid, uid) != 0) return fail("setresuid " + std::to_string(uid));
+        // No supplementary group of the caller (root's groups) may follow the command.
+        // Raw system calls: this runs in a process sharing the init's memory, where libc's
+        // all-threads set*id machinery has no business.
+        if (::syscall(SYS_setgroups, 0, nullptr) != 0) return fail("clear supplementary groups");
+        if (::syscall(SYS_setresgid, gid, gid, gid) != 0) return fail("setresgid " + std::to_string(gid));
+        if (::syscall(SYS_setresuid, uid, uid, uid) != 0) return fail("setresuid " + std::to_string(uid));
     }
 
     // Permitted, effective and inheritable: all empty.

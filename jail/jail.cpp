@@ -4,8 +4,11 @@
 #include "jail/jail.hpp"
 
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -14,12 +17,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
 #include "jail/detail/setup.hpp"
-
-extern char** environ;
 
 namespace cordon::jail {
 
@@ -83,63 +85,45 @@ Result setup_network(Context& ctx) {
     return create_listeners(ctx);
 }
 
-// The command process: restrictions in dependency order, then exec. Never returns.
-[[noreturn]] void exec_command(Context& ctx) {
+// The command process: restrictions in dependency order, then exec. Runs with vfork semantics (see
+// setup.hpp): system calls on prepared data only. Never returns.
+int exec_command(void* arg) {
+    Context& ctx = *static_cast<Context*>(arg);
+    ::close(ctx.supervisor_fd);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     // Limits first (rlimits need no privilege to lower), then privileges (capabilities are needed to drop the
-    // bounding set and change uid), no_new_privs, Landlock, and seccomp last: it refuses calls made above.
+    // bounding set and change uid) and no_new_privs, Landlock, and seccomp last: it refuses calls made above.
     bool ok = run_steps(ctx, {{"resource limits", apply_limits, true},
                               {"privilege drop", drop_privileges, false},
-                              {"Landlock", apply_landlock, true},
-                              {"seccomp filter", apply_seccomp, true}});
+                              {"Landlock", enforce_landlock, true},
+                              {"seccomp filter", enforce_seccomp, true}});
     if (!ok) ::_exit(kSetupFailed);
-
-    std::vector<char*> argv;
-    for (const auto& a : ctx.config.argv)
-        argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    std::vector<char*> envp;
-    for (const auto& e : ctx.config.env)
-        envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    environ = envp.data();  // execvp searches the command's PATH
     // A file descriptor inherited from the caller reaches whatever it points to, whatever the mounts say:
     // only 0-2 survive exec.
     ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
-    ::execvp(argv[0], argv.data());
+    // The command's PATH is the caller's (only proxy variables differ), which execvpe searches.
+    ::execvpe(ctx.argv[0], ctx.argv.data(), ctx.envp.data());
     int err = errno;
     say("cannot run " + ctx.config.argv[0] + ": " + std::strerror(err));
     ::_exit(err == ENOENT ? 127 : 126);
 }
 
-[[noreturn]] void child_main(const JailConfig& config, int fd) {
-    // The jail dies with the supervisor. If the supervisor is already gone, the read below sees EOF.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    char go = 0;
-    if (::read(fd, &go, 1) != 1) ::_exit(kSetupFailed);
-
-    Context ctx{config, fd, {}};
-    bool ok = run_steps(ctx, {{"hostname", set_hostname, true},
-                              {"filesystem", apply_mount_plan, false},
-                              {"network", setup_network, false},
-                              {"listener hand-over", send_listeners, false}});
-    if (!ok) ::_exit(kSetupFailed);
-
-    pid_t command = ::fork();
-    if (command < 0) {
-        say("cannot set up the jail: fork the command: " + std::string(std::strerror(errno)));
-        ::_exit(kSetupFailed);
-    }
-    if (command == 0) {
-        ::close(fd);
-        exec_command(ctx);
-    }
-    ::close(fd);
-    ::syscall(SYS_close_range, 3U, ~0U, 0U);
-    run_init(command);
+// Starts the command sharing our memory (CLONE_VM) and suspended until it execs or exits (CLONE_VFORK):
+// nothing of the init's address space is copied.
+pid_t start_command(Context& ctx) {
+    constexpr std::size_t kStack = 256 * 1024;
+    void* stack =
+        ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) return -1;
+    pid_t pid =
+        ::clone(exec_command, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &ctx);
+    int err = errno;
+    ::munmap(stack, kStack);
+    errno = err;
+    return pid;
 }
 
 bool write_file(const std::string& path, const std::string& content) {
@@ -148,6 +132,101 @@ bool write_file(const std::string& path, const std::string& content) {
     bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
     ::close(fd);
     return ok;
+}
+
+// The jail's id maps: the caller keeps its uid and gid inside. Computed before the clone (inside, before the
+// maps exist, getuid() reads the overflow uid).
+struct IdMaps {
+    std::string uid_map, gid_map;
+    // A single line mapping our own ids: the jail child writes it itself (no round trip to the supervisor),
+    // which the kernel allows only after setgroups(2) is given up in the namespace (otherwise dropping a
+    // group could gain access that the group was denying).
+    bool by_child = true;
+};
+
+IdMaps id_maps(const JailConfig& config) {
+    IdMaps m;
+    uid_t uid = ::getuid();
+    gid_t gid = ::getgid();
+    m.uid_map = std::to_string(uid) + " " + std::to_string(uid) + " 1\n";
+    m.gid_map = std::to_string(gid) + " " + std::to_string(gid) + " 1\n";
+    if (uid == 0 && config.run_as && config.run_as->first != 0) {
+        // Root stays root inside (the jail's init needs a mapped uid to create mount points) and the command
+        // switches to the requested user, mapped to itself. Two lines need the supervisor's CAP_SETUID.
+        m.by_child = false;
+        m.uid_map +=
+            std::to_string(config.run_as->first) + " " + std::to_string(config.run_as->first) + " 1\n";
+        if (config.run_as->second != gid)
+            m.gid_map +=
+                std::to_string(config.run_as->second) + " " + std::to_string(config.run_as->second) + " 1\n";
+    }
+    return m;
+}
+
+[[noreturn]] void child_main(const JailConfig& config, const IdMaps& maps, std::vector<sock_filter> seccomp,
+                             int fd, int supervisor_pidfd) {
+    // The jail dies with the supervisor; if the supervisor died before this line, its pidfd is readable.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    // Nothing the supervisor had open (its event loop, the proxy's sockets, the audit log) stays open here:
+    // keep 0-2, the socketpair and the pidfd (moved above everything else), close the rest.
+    fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 1000);
+    if (fd < 0) ::_exit(kSetupFailed);
+    if (supervisor_pidfd >= 0) {
+        supervisor_pidfd = ::fcntl(supervisor_pidfd, F_DUPFD_CLOEXEC, fd + 1);
+        if (supervisor_pidfd < 0) ::_exit(kSetupFailed);
+    }
+    const unsigned keep_low = static_cast<unsigned>(fd);
+    const unsigned keep_high = static_cast<unsigned>(std::max(fd, supervisor_pidfd));
+    ::syscall(SYS_close_range, 3U, keep_low - 1, 0U);
+    if (keep_high > keep_low + 1) ::syscall(SYS_close_range, keep_low + 1, keep_high - 1, 0U);
+    ::syscall(SYS_close_range, keep_high + 1, ~0U, 0U);
+    pollfd dead{supervisor_pidfd, POLLIN, 0};
+    if (supervisor_pidfd >= 0 && ::poll(&dead, 1, 0) != 0) ::_exit(kSetupFailed);
+    if (supervisor_pidfd >= 0) ::close(supervisor_pidfd);
+    if (maps.by_child) {
+        if (!write_file("/proc/self/setgroups", "deny") || !write_file("/proc/self/uid_map", maps.uid_map) ||
+            !write_file("/proc/self/gid_map", maps.gid_map)) {
+            say("cannot set up the jail: write the id maps: " + std::string(std::strerror(errno)));
+            ::_exit(kSetupFailed);
+        }
+    } else {
+        char go = 0;
+        if (::read(fd, &go, 1) != 1) ::_exit(kSetupFailed);
+    }
+
+    Context ctx{config, fd, {}, std::move(seccomp), -1, read_last_cap(), {}, {}};
+    bool ok = run_steps(ctx, {{"hostname", set_hostname, true},
+                              {"filesystem", apply_mount_plan, false},
+                              {"network", setup_network, false},
+                              {"listener hand-over", send_listeners, false},
+                              {"Landlock", prepare_landlock, true}});
+    if (!ok) ::_exit(kSetupFailed);
+    for (const auto& a : config.argv)
+        ctx.argv.push_back(const_cast<char*>(a.c_str()));
+    ctx.argv.push_back(nullptr);
+    for (const auto& e : config.env)
+        ctx.envp.push_back(const_cast<char*>(e.c_str()));
+    ctx.envp.push_back(nullptr);
+
+    pid_t command = start_command(ctx);
+    if (command < 0) {
+        say("cannot set up the jail: start the command: " + std::string(std::strerror(errno)));
+        ::_exit(kSetupFailed);
+    }
+    ::close(fd);
+    ::syscall(SYS_close_range, 3U, ~0U, 0U);
+    // The init keeps only what it needs (CAP_KILL, to kill a command running under another uid) and is not
+    // dumpable: nothing in the jail can read or write its memory or make it do anything with privileges.
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
+    caps[0].permitted = caps[0].effective = 1U << CAP_KILL;
+    if (::syscall(SYS_capset, &header, caps) != 0) {
+        say("cannot set up the jail: drop the init's capabilities: " + std::string(std::strerror(errno)));
+        ::kill(command, SIGKILL);
+        ::_exit(kSetupFailed);
+    }
+    run_init(command);
 }
 
 class JailImpl final : public Jail {
@@ -210,7 +289,7 @@ class JailImpl final : public Jail {
         if (r < 0 && errno != EINTR) status_ = kSetupFailed;
     }
 
-    bool write_id_maps(const JailConfig& config, std::string& error);
+    bool write_id_maps(const IdMaps& maps, std::string& error);
 
     pid_t pid_ = -1;
     int sigfd_ = -1;
@@ -221,45 +300,36 @@ class JailImpl final : public Jail {
     std::vector<Placeholder> created_;
 };
 
-bool JailImpl::write_id_maps(const JailConfig& config, std::string& error) {
+bool JailImpl::write_id_maps(const IdMaps& maps, std::string& error) {
     std::string proc = "/proc/" + std::to_string(pid_);
-    uid_t uid = ::getuid();
-    gid_t gid = ::getgid();
-    std::string uid_map = std::to_string(uid) + " " + std::to_string(uid) + " 1\n";
-    std::string gid_map = std::to_string(gid) + " " + std::to_string(gid) + " 1\n";
-    if (uid == 0 && config.run_as && config.run_as->first != 0) {
-        // Root stays root inside (the jail's init needs a mapped uid to create mount points) and the command
-        // switches to the requested user, mapped to itself.
-        uid_map += std::to_string(config.run_as->first) + " " + std::to_string(config.run_as->first) + " 1\n";
-        if (config.run_as->second != gid)
-            gid_map +=
-                std::to_string(config.run_as->second) + " " + std::to_string(config.run_as->second) + " 1\n";
-    }
-    // An unprivileged user may map its own gid only after giving up setgroups(2) in the namespace (otherwise
-    // it could drop a group that is used to deny it access).
-    if (uid != 0 && !write_file(proc + "/setgroups", "deny")) {
-        error = "cannot write " + proc + "/setgroups: " + std::strerror(errno);
-        return false;
-    }
-    if (!write_file(proc + "/uid_map", uid_map)) {
+    if (!write_file(proc + "/uid_map", maps.uid_map)) {
         error = "cannot write the jail's uid map: " + std::string(std::strerror(errno));
         return false;
     }
-    if (!write_file(proc + "/gid_map", gid_map)) {
+    if (!write_file(proc + "/gid_map", maps.gid_map)) {
         error = "cannot write the jail's gid map: " + std::string(std::strerror(errno));
         return false;
     }
     return true;
 }
 
-bool JailImpl::start(const JailConfig& config, std::string& error) {
-    for (const auto& ph : config.plan.placeholders) {
+bool JailImpl::start(const JailConfig& given, std::string& error) {
+    JailConfig config = given;
+    for (const auto& ph : given.plan.placeholders) {
         int rc;
         if (ph.directory) {
             rc = ::mkdir(ph.path.c_str(), 0755);
         } else {
             rc = ::open(ph.path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
             if (rc >= 0) ::close(rc);
+        }
+        // Where we may not create it (a directory we cannot write, a read-only file system), the command,
+        // with our uid and no capabilities, cannot either: nothing to protect.
+        if (rc < 0 && (errno == EACCES || errno == EPERM || errno == EROFS)) {
+            std::erase_if(config.plan.ops, [&](const MountOp& op) {
+                return op.kind == MountKind::ReadOnly && op.path == ph.path;
+            });
+            continue;
         }
         if (rc < 0 && errno != EEXIST) {
             error = "cannot create the placeholder " + ph.path.string() + " that keeps " + ph.why +
@@ -289,7 +359,19 @@ bool JailImpl::start(const JailConfig& config, std::string& error) {
     // is single-threaded at this point (the proxy's loop starts later).
     long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
                  CLONE_NEWCGROUP | SIGCHLD;
+    const IdMaps maps = id_maps(config);
+    // Compiled here, once, so that the command process only has to load it.
+    std::vector<sock_filter> seccomp;
+    if (auto r = compile_seccomp(config, seccomp)) {
+        if (!config.best_effort) {
+            error = "cannot build the seccomp filter: " + r->message();
+            return false;
+        }
+        say("warning: --best-effort: running without the seccomp filter: " + r->message());
+    }
+    int self_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
     long child = ::syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr);
+    if (child != 0 && self_pidfd >= 0) ::close(self_pidfd);
     if (child < 0) {
         error = std::string("cannot create the jail's namespaces: ") + std::strerror(errno) +
                 (errno == EPERM || errno == ENOSPC ? " (are user namespaces disabled?)" : "");
@@ -298,16 +380,18 @@ bool JailImpl::start(const JailConfig& config, std::string& error) {
     }
     if (child == 0) {
         ::close(pair[0]);
-        child_main(config, pair[1]);
+        child_main(config, maps, std::move(seccomp), pair[1], self_pidfd);
     }
     pid_ = static_cast<pid_t>(child);
     ::close(pair[1]);
 
-    if (!write_id_maps(config, error)) return false;
-    char go = 'g';
-    if (::write(sock_, &go, 1) != 1) {
-        error = std::string("cannot start the jail: ") + std::strerror(errno);
-        return false;
+    if (!maps.by_child) {
+        if (!write_id_maps(maps, error)) return false;
+        char go = 'g';
+        if (::write(sock_, &go, 1) != 1) {
+            error = std::string("cannot start the jail: ") + std::strerror(errno);
+            return false;
+        }
     }
     auto listeners = receive_listeners(sock_);
     if (!listeners) {

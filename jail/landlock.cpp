@@ -54,7 +54,7 @@ bool said_missing = false;
 
 }  // namespace
 
-Result apply_landlock(Context& ctx) {
+Result prepare_landlock(Context& ctx) {
     int abi = abi_version();
     if (abi < 1) {
         if (ctx.config.strict) return fail_msg("Landlock is not available in this kernel (--strict)");
@@ -118,9 +118,18 @@ Result apply_landlock(Context& ctx) {
     // The files behind fds 0-2 (a host pty, a log file), reopened through /dev/stdout & co.
     for (int fd = 0; fd <= 2 && !result; ++fd)
         allow("/proc/self/fd/" + std::to_string(fd), file_rights, false);
-    if (!result && ::syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) result = fail("enforce Landlock");
-    ::close(ruleset);
-    return result;
+    if (result) {
+        ::close(ruleset);
+        return result;
+    }
+    ctx.landlock_ruleset = ruleset;
+    return std::nullopt;
+}
+
+Result enforce_landlock(Context& ctx) {
+    if (ctx.landlock_ruleset < 0) return std::nullopt;  // not available: reported when preparing
+    if (::syscall(SYS_landlock_restrict_self, ctx.landlock_ruleset, 0) != 0) return fail("enforce Landlock");
+    return std::nullopt;
 }
 
 }  // namespace cordon::jail::detail

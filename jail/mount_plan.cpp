@@ -313,23 +313,30 @@ class Planner {
     // Existing always-read-only names below a writable root (a nested repository's .git/hooks, a
     // sub-project's .claude/settings.json), to a bounded depth and entry count.
     void scan_nested(const fs::path& root) {
+        // One pass over each directory's entries: a name is looked up only when its first component (".git",
+        // ".claude", ".bashrc", ...) is among the entries.
+        std::set<std::string> firsts;
+        for (const auto& name : in_.filesystem.always_read_only_names)
+            firsts.insert(fs::path(name).begin()->string());
         std::size_t budget = 20000;
         std::vector<std::pair<fs::path, int>> stack{{root, 0}};
         while (!stack.empty() && budget > 0) {
             auto [dir, d] = stack.back();
             stack.pop_back();
-            if (d > 0) {
-                for (const auto& name : in_.filesystem.always_read_only_names)
-                    if (exists_nofollow(dir / name))
-                        protect_existing(dir / name, "always read-only: " + name);
-            }
-            if (d >= in_.scan_depth) continue;
             std::error_code ec;
             for (fs::directory_iterator it(dir, ec), end; !ec && it != end && budget > 0; it.increment(ec)) {
                 --budget;
+                std::string name = it->path().filename().string();
+                if (d > 0 && firsts.count(name)) {
+                    for (const auto& protected_name : in_.filesystem.always_read_only_names) {
+                        if (fs::path(protected_name).begin()->string() != name) continue;
+                        if (exists_nofollow(dir / protected_name))
+                            protect_existing(dir / protected_name, "always read-only: " + protected_name);
+                    }
+                }
+                if (d >= in_.scan_depth) continue;
                 std::error_code ec2;
                 if (!it->is_directory(ec2) || it->is_symlink(ec2)) continue;
-                std::string name = it->path().filename().string();
                 if (name == ".git" || name == "node_modules") continue;
                 stack.emplace_back(it->path(), d + 1);
             }

@@ -4,7 +4,11 @@
 #include <linux/sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -37,7 +41,7 @@ Result refuse(scmp_filter_ctx ctx, const char* name, int err, unsigned count = 0
 
 }  // namespace
 
-Result apply_seccomp(Context& ctx) {
+Result compile_seccomp(const JailConfig& config, std::vector<sock_filter>& program) {
     Filter f{seccomp_init(SCMP_ACT_ALLOW)};
     if (!f.ctx) return fail_msg("seccomp_init failed");
     Result r;
@@ -49,7 +53,7 @@ Result apply_seccomp(Context& ctx) {
     // AF_VSOCK, AF_KEY, AF_BLUETOOTH, AF_ALG, ...) is refused.
     for (int family = 0; family < AF_MAX && !r; ++family) {
         if (family == AF_INET || family == AF_INET6 || family == AF_NETLINK) continue;
-        if (family == AF_UNIX && ctx.config.allow_all_unix_sockets) continue;
+        if (family == AF_UNIX && config.allow_all_unix_sockets) continue;
         scmp_arg_cmp arg = SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(family));
         r = refuse(f.ctx, "socket", family == AF_UNIX ? EPERM : EAFNOSUPPORT, 1, &arg);
     }
@@ -106,7 +110,7 @@ Result apply_seccomp(Context& ctx) {
         if (r) break;
         r = refuse(f.ctx, name, EPERM);
     }
-    if (!r && !ctx.config.allow_ptrace) {
+    if (!r && !config.allow_ptrace) {
         for (const char* name : {"ptrace", "process_vm_readv", "process_vm_writev"}) {
             if (r) break;
             r = refuse(f.ctx, name, EPERM);
@@ -123,11 +127,31 @@ Result apply_seccomp(Context& ctx) {
     }
     if (r) return r;
 
-    int rc = seccomp_load(f.ctx);
+    // Exported as raw BPF once, in the supervisor; the command process only loads it.
+    int fd = static_cast<int>(::syscall(SYS_memfd_create, "cordon-seccomp", MFD_CLOEXEC));
+    if (fd < 0) return fail("memfd for the seccomp program");
+    int rc = seccomp_export_bpf(f.ctx, fd);
     if (rc != 0) {
+        ::close(fd);
         errno = -rc;
-        return fail("load the seccomp filter");
+        return fail("export the seccomp program");
     }
+    off_t size = ::lseek(fd, 0, SEEK_END);
+    program.resize(static_cast<std::size_t>(size) / sizeof(sock_filter));
+    ssize_t n = ::pread(fd, program.data(), program.size() * sizeof(sock_filter), 0);
+    ::close(fd);
+    if (size <= 0 || n != size) {
+        program.clear();
+        return fail_msg("read back the seccomp program");
+    }
+    return std::nullopt;
+}
+
+Result enforce_seccomp(Context& ctx) {
+    if (ctx.seccomp.empty()) return std::nullopt;  // not compiled: best effort, already reported
+    sock_fprog prog{static_cast<unsigned short>(ctx.seccomp.size()), ctx.seccomp.data()};
+    if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0)
+        return fail("load the seccomp filter");
     return std::nullopt;
 }
 

@@ -1,12 +1,18 @@
 // The steps of the jail's setup, one concern per file (mounts, net, caps, landlock, seccomp, limits, init).
-// Everything here runs in the jail child (the jail's PID 1) or in the command process it forks.
+// Everything here runs in the jail child (the jail's PID 1) or in the command process it starts.
+//
+// The command process is started with vfork semantics (it shares the init's memory until it execs): every
+// step that runs there ("enforce_*", drop_privileges, apply_limits) only makes system calls on data prepared
+// beforehand (the seccomp program compiled by the supervisor, the Landlock ruleset built by the init, argv
+// and envp), never allocates on its success path. That spares copying the address space per run.
 #pragma once
 
 #include <signal.h>
 #include <sys/types.h>
 
-#include <optional>
+#include <linux/filter.h>
 
+#include <optional>
 #include <vector>
 
 #include "jail/detail/step.hpp"
@@ -19,6 +25,10 @@ struct Context {
     const JailConfig& config;
     int supervisor_fd = -1;  // socketpair to the supervisor: "go" byte in, listeners out
     std::vector<Listener> listeners;
+    std::vector<sock_filter> seccomp;  // compiled by the supervisor; empty = none (best effort)
+    int landlock_ruleset = -1;         // built by the init after the mounts; -1 = none
+    int last_cap = 63;                 // /proc/sys/kernel/cap_last_cap
+    std::vector<char*> argv, envp;     // for execvpe, pointing into config
 };
 
 // jail/mounts.cpp: applies the plan under a staging root, pivots into it and detaches the host's root.
@@ -31,10 +41,16 @@ std::optional<std::vector<Listener>> receive_listeners(int fd);  // supervisor s
 // jail/caps.cpp: no_new_privs, capabilities (bounding, ambient, inheritable, permitted, effective), uid
 // change.
 Result drop_privileges(Context& ctx);
-// jail/landlock.cpp: returns success when Landlock is missing and that is allowed (with a message).
-Result apply_landlock(Context& ctx);
-// jail/seccomp.cpp
-Result apply_seccomp(Context& ctx);
+// jail/landlock.cpp: builds the ruleset (in the init, after the mounts); returns success when Landlock is
+// missing and that is allowed (with a message). enforce_landlock restricts the calling process.
+Result prepare_landlock(Context& ctx);
+Result enforce_landlock(Context& ctx);
+// jail/seccomp.cpp: compile_seccomp runs in the supervisor before the clone; enforce_seccomp loads the
+// program.
+Result compile_seccomp(const JailConfig& config, std::vector<sock_filter>& program);
+Result enforce_seccomp(Context& ctx);
+// Reads /proc/sys/kernel/cap_last_cap (63 when unreadable).
+int read_last_cap();
 // jail/limits.cpp
 Result apply_limits(Context& ctx);
 // jail/init.cpp: the jail's PID 1 after forking the command: reaps, forwards signals, kills the rest when the

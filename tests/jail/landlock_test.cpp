@@ -49,9 +49,11 @@ TEST_CASE("Landlock: writes only below the writable roots") {
         ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
         cordon::jail::JailConfig config;
         config.plan.writable_roots = {inside};
-        cordon::jail::detail::Context ctx{config, -1, {}};
+        cordon::jail::detail::Context ctx{config, -1, {}, {}, -1, 63, {}, {}};
         int results[3] = {-1, -1, -1};
-        results[0] = cordon::jail::detail::apply_landlock(ctx) ? 1 : 0;
+        results[0] =
+            (cordon::jail::detail::prepare_landlock(ctx) || cordon::jail::detail::enforce_landlock(ctx)) ? 1
+                                                                                                         : 0;
         results[1] = try_create(inside / "ok");
         results[2] = try_create(outside / "denied");
         ssize_t n = ::write(pipefd[1], results, sizeof results);

@@ -179,6 +179,12 @@ class JailCase:
         self.assertLessEqual(len(pids), 5, pids)
         out, _ = self.sh("cat /proc/1/cmdline | tr '\\0' ' '")
         self.assertIn("cordon", out)
+        # The jail's init (which set the jail up) is out of reach: not dumpable, only CAP_KILL left.
+        out, err = self.sh("cat /proc/1/environ >/dev/null && echo ENV; dd if=/proc/1/mem bs=1 count=1 "
+                           "2>/dev/null && echo MEM; grep CapEff /proc/1/status", expect=None)
+        self.assertNotIn("ENV", out)
+        self.assertNotIn("MEM", out)
+        self.assertIn("0000000000000020", out)
 
     def test_proc_sys_read_only(self):
         # Writes the value it already has, so a failure of the jail would change nothing on the host.
@@ -418,6 +424,22 @@ class JailCase:
         self.assertEqual(self.read(os.path.join(self.cwd, ".git/hooks/pre-commit")), "original\n")
         self.assertEqual(self.read(outside_file), "original\n")
 
+    def test_deny_write_settings_read_and_globs(self):
+        locked = self.mkdir("project/locked")
+        self.write(os.path.join(locked, "f"))
+        settings = self.write(os.path.join(self.cwd, "my-settings.json"), json.dumps({"network": {}}))
+        self.write(os.path.join(self.cwd, "a.key"), "KEY\n")
+        self.write(os.path.join(self.cwd, "sub/b.key"), "KEY\n")
+        out, err = self.sh("echo x > locked/f && echo W1; echo x > locked/new && echo W2; "
+                           "echo '{}' > my-settings.json && echo W3; cat a.key sub/b.key; echo y > ok && echo OK",
+                           "--deny-write", locked, "--settings", settings, "--deny-read", "./**/*.key")
+        for w in ("W1", "W2", "W3"):
+            self.assertNotIn(w, out, err)
+        self.assertNotIn("KEY", out)
+        self.assertIn("OK", out)
+        self.assertIn("enforced on the 2 path(s) that exist now", err)
+        self.assertEqual(self.read(settings), json.dumps({"network": {}}))
+
     def test_deny_read_with_allow_read_inside(self):
         secret_dir = self.mkdir("secrets")
         self.write(os.path.join(secret_dir, "key"), "TOPSECRET\n")
@@ -457,6 +479,24 @@ class JailCase:
                      "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "add_key", "request_key", "keyctl",
                      "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "ptrace_traceme"):
             self.assertEqual(r[name], E.EPERM, name)
+
+    def test_x32_syscalls_killed(self):
+        # The x32 ABI reuses the x86_64 audit arch with high syscall numbers: the filter kills the process
+        # rather than let socket(AF_UNIX) through under another number.
+        rc, out, err = self.run_jail(["--", PY, "-c", "import ctypes; l = ctypes.CDLL(None); "
+                                      "l.syscall(ctypes.c_long(0x40000000 + 41), 1, 1, 0); print('ALIVE')"])
+        self.assertEqual(rc, 128 + signal.SIGSYS, err)
+        self.assertNotIn("ALIVE", out)
+
+    def test_strict_and_best_effort(self):
+        rc, _, err = self.run_jail(["--strict", "--best-effort", "--", "/bin/true"])
+        self.assertEqual(rc, 2)
+        self.assertIn("contradict", err)
+        # This kernel has Landlock with scoping (ABI >= 6): --strict runs; without it, it would refuse.
+        rc, _, err = self.run_jail(["--strict", "--", "/bin/true"])
+        self.assertEqual(rc, 0, err)
+        rc, _, err = self.run_jail(["--best-effort", "--", "/bin/true"])
+        self.assertEqual((rc, err), (0, ""))
 
     def test_allow_ptrace(self):
         r = self.probe("seccomp", "--allow-ptrace")
@@ -693,8 +733,8 @@ class AsRoot(JailCase, unittest.TestCase):
     AS_USER = False
 
     def test_run_as_other_user(self):
-        out, _ = self.sh("id -u; id -g; cat /proc/self/status | grep CapEff", "--user", f"{Env.uid}:{Env.gid}")
-        self.assertEqual(out.splitlines()[:2], [str(Env.uid), str(Env.gid)])
+        out, _ = self.sh("id -u; id -g; id -G; cat /proc/self/status | grep CapEff", "--user", f"{Env.uid}:{Env.gid}")
+        self.assertEqual(out.splitlines()[:3], [str(Env.uid), str(Env.gid), str(Env.gid)])  # no root groups
         self.assertIn("0000000000000000", out)
 
 
@@ -705,6 +745,16 @@ class AsUser(JailCase, unittest.TestCase):
         rc, _, err = self.run_jail(["--user", "0", "--", "/bin/true"])
         self.assertEqual(rc, 2)
         self.assertIn("--user needs root", err)
+
+    def test_read_only_working_directory(self):
+        # A directory the user cannot write: no placeholders needed (or possible); the command runs.
+        ro = self.mkdir("readonly")
+        os.chown(ro, 0, 0)
+        os.chmod(ro, 0o755)
+        out, err = self.sh("echo x > f || echo DENIED; echo ok", cwd=ro)
+        self.assertIn("DENIED", out)
+        self.assertIn("ok", out)
+        self.assertEqual(os.listdir(ro), [])
 
     def test_pids_limit(self):
         out, err = self.sh("for i in 1 2 3 4 5 6 7 8; do sleep 2 & done 2>&1; wait; echo done", "--pids", "4",
