@@ -73,18 +73,23 @@ if "bulk_direct" in R:
     runs = R.get("runs", "?")
     out.append(f"## 1. CONNECT bulk throughput (1 GiB, `curl --proxytunnel`, {runs} interleaved rounds)")
     out.append("")
-    out.append("| target | best MB/s | best vs direct | median MB/s | all runs (MB/s) |")
-    out.append("|---|---:|---:|---:|---|")
+    out.append("| target | best MB/s | best vs direct | median MB/s | per-round ratio to direct (median) | all runs (MB/s) |")
+    out.append("|---|---:|---:|---:|---:|---|")
+    direct_runs = [float(x) for x in R.get("bulk_all_direct", "").split()]
     direct = num("bulk_best_direct")
     for t in ["direct", "cordon", "tinyproxy", "squid", "srt"]:
         if t == "cordon" and not HAVE_PROXY:
-            out.append(f"| cordon proxy | not measured: {WHY_PROXY} | | | |")
+            out.append(f"| cordon proxy | not measured: {WHY_PROXY} | | | | |")
             continue
         v, med = num(f"bulk_best_{t}"), num(f"bulk_{t}")
+        runs_t = [float(x) for x in R.get(f"bulk_all_{t}", "").split()]
+        per_round = sorted(a / d for a, d in zip(runs_t, direct_runs) if d > 0 and not math.isnan(a) and not math.isnan(d))
+        pr = None if not per_round else (per_round[len(per_round) // 2] if len(per_round) % 2 else
+                                         (per_round[len(per_round) // 2 - 1] + per_round[len(per_round) // 2]) / 2)
         allr = " ".join(fmt(float(x) / 1e6 if x != "nan" else None, "{:.0f}") for x in R.get(f"bulk_all_{t}", "").split())
         name = {"direct": "direct (no proxy)", "srt": "srt's proxy", "cordon": "cordon proxy"}.get(t, t)
         out.append(f"| {name} | {fmt(v and v / 1e6, '{:.0f}')} | {fmt(ratio(v, direct), '{:.2f}')} | "
-                   f"{fmt(med and med / 1e6, '{:.0f}')} | {allr} |")
+                   f"{fmt(med and med / 1e6, '{:.0f}')} | {fmt(pr, '{:.2f}')} | {allr} |")
     out.append("")
     c = num("bulk_best_cordon") if HAVE_PROXY else None
     target("1 bulk", "cordon ≥ 3× srt's proxy", fmt(ratio(c, num("bulk_best_srt")), "{:.1f}×"),
@@ -157,23 +162,32 @@ if any(k.startswith("tun_open_") for k in R):
 if "start_bwrap" in R:
     out.append("## 4. Sandbox start-up: `/bin/true` (hyperfine -N, interleaved rounds of 3 warm-up + 10 runs)")
     out.append("")
+    out.append("Run as root, and (rows marked unprivileged) as the user nobody, hyperfine included; the unprivileged "
+               "commands bind their own working directory instead.")
+    out.append("")
     out.append("| sandbox | median wall time | min | mean | runs | command |")
     out.append("|---|---:|---:|---:|---:|---|")
-    for t in ["cordon", "bwrap", "srt"]:
-        if t == "cordon" and not HAVE_RUN:
-            out.append(f"| cordon run | not measured: {WHY_RUN} | | | | |")
+    for suffix in ["", "_unpriv"]:
+        if suffix and f"start_bwrap{suffix}" not in R:
             continue
-        v, mn, mean = num(f"start_{t}"), num(f"start_min_{t}"), num(f"start_mean_{t}")
-        cmd = R.get(f"start_cmd_{t}", "").replace("|", "\\|")
-        out.append(f"| {t} | {fmt(v and v * 1000, '{:.2f} ms')} | {fmt(mn and mn * 1000, '{:.2f} ms')} | "
-                   f"{fmt(mean and mean * 1000, '{:.2f} ms')} | {R.get(f'start_runs_{t}', '?')} | `{cmd}` |")
+        for t in ["cordon", "bwrap", "srt"]:
+            label = t + (" (unprivileged)" if suffix else "")
+            if t == "cordon" and not HAVE_RUN:
+                out.append(f"| {label} | not measured: {WHY_RUN} | | | | |")
+                continue
+            v, mn, mean = (num(f"start_{k}{t}{suffix}") for k in ["", "min_", "mean_"])
+            cmd = R.get(f"start_cmd_{t}", "").replace("|", "\\|") if not suffix else "same"
+            out.append(f"| {label} | {fmt(v and v * 1000, '{:.2f} ms')} | {fmt(mn and mn * 1000, '{:.2f} ms')} | "
+                       f"{fmt(mean and mean * 1000, '{:.2f} ms')} | {R.get(f'start_runs_{t}{suffix}', '?')} | "
+                       f"{'`' + cmd + '`' if not suffix else cmd} |")
+        c = num(f"start_cordon{suffix}") if HAVE_RUN else None
+        b, s_ = num(f"start_bwrap{suffix}"), num(f"start_srt{suffix}")
+        who = " (unprivileged)" if suffix else " (root)"
+        target("4 start-up", "cordon run ≤ bwrap" + who, fmt(ratio(c, b), "{:.2f}× bwrap's time"),
+               None if ratio(c, b) is None else c <= b)
+        target("4 start-up", "cordon run ≥ 30× faster than srt" + who, fmt(ratio(s_, c), "{:.0f}× faster"),
+               None if ratio(s_, c) is None else s_ / c >= 30)
     out.append("")
-    c = num("start_cordon") if HAVE_RUN else None
-    b, s = num("start_bwrap"), num("start_srt")
-    target("4 start-up", "cordon run ≤ bwrap", fmt(ratio(c, b), "{:.2f}× bwrap's time"),
-           None if ratio(c, b) is None else c <= b)
-    target("4 start-up", "cordon run ≥ 30× faster than srt", fmt(ratio(s, c), "{:.0f}× faster"),
-           None if ratio(s, c) is None else s / c >= 30)
 
 # 5. jailed download
 if "jdl_srt" in R:
