@@ -128,15 +128,17 @@ bool contains_sequence(const std::vector<std::string>& path, const std::vector<s
     return false;
 }
 
-Decision make(Verdict verdict, Reason reason, const Rule* rule) {
-    Decision d;
-    d.verdict = verdict;
-    d.reason = reason;
-    if (rule != nullptr) d.rule = *rule;
-    return d;
-}
+class PolicyImpl final : public Policy, public std::enable_shared_from_this<PolicyImpl> {
+    // A decision points at a rule inside this policy and keeps the policy alive (aliasing shared_ptr): no
+    // copy of the rule's strings on the lookup path.
+    Decision make(Verdict verdict, Reason reason, const Rule* rule) const {
+        Decision d;
+        d.verdict = verdict;
+        d.reason = reason;
+        if (rule != nullptr) d.rule = std::shared_ptr<const Rule>(shared_from_this(), rule);
+        return d;
+    }
 
-class PolicyImpl final : public Policy {
   public:
     explicit PolicyImpl(detail::Collected&& c) : cwd_(c.cwd), files_read_(std::move(c.files_read)) {
         warnings_ = std::move(c.warnings);

@@ -1,6 +1,6 @@
 // cordon's policy engine: loads Claude Code / srt settings and flags into one immutable Policy, and decides
-// network targets (host, port) and filesystem accesses (read/write of a path), every decision carrying the rule
-// that made it. Pure: no sockets, no threads, no global state. A reload builds a new Policy.
+// network targets (host, port) and filesystem accesses (read/write of a path), every decision carrying the
+// rule that made it. Pure: no sockets, no threads, no global state. A reload builds a new Policy.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,8 @@
 
 namespace cordon::policy {
 
-// Where a rule came from, highest precedence first. Arrays merge across layers; scalars take the highest layer.
+// Where a rule came from, highest precedence first. Arrays merge across layers; scalars take the highest
+// layer.
 enum class Layer {
     Managed,   // /etc/claude-code/managed-settings.json and managed-settings.d/*.json
     Settings,  // files given with --settings
@@ -28,9 +29,9 @@ enum class Layer {
 };
 std::string_view to_string(Layer layer);
 
-// The origin of one rule: the layer, the file (empty for flags and defaults), the position inside it as a JSON
-// path (e.g. `permissions.allow[3]`, or `--allow-domain` for a flag) and the 1-based line of the entry in the
-// file (0 for flags and defaults).
+// The origin of one rule: the layer, the file (empty for flags and defaults), the position inside it as a
+// JSON path (e.g. `permissions.allow[3]`, or `--allow-domain` for a flag) and the 1-based line of the entry
+// in the file (0 for flags and defaults).
 struct Source {
     Layer layer = Layer::Default;
     std::string file;
@@ -61,7 +62,9 @@ std::string_view to_string(Reason reason);  // "allowed", "blocked-by-denylist",
 struct Decision {
     Verdict verdict = Verdict::Deny;
     Reason reason = Reason::BlockedByAllowlist;
-    std::optional<Rule> rule;  // empty when no rule matched (BlockedByAllowlist, DefaultAllow)
+    // The rule that decided; empty when none matched (BlockedByAllowlist, DefaultAllow). It shares ownership
+    // of the Policy that holds it, so a decision needs no copy of the rule and outlives a policy reload.
+    std::shared_ptr<const Rule> rule;
     bool allowed() const { return verdict == Verdict::Allow; }
     // One line for humans: "deny: blocked-by-denylist by `*.evil.com` (Managed, /etc/.../x.json at
     // sandbox.network.deniedDomains[0])".
@@ -70,7 +73,8 @@ struct Decision {
 };
 
 // A filesystem entry after path resolution: `path` is absolute and lexically normal; `glob` is true when the
-// rule holds gitignore-style wildcards (`*`, `**`, `?`, `[...]`), which the jail can only apply to what exists.
+// rule holds gitignore-style wildcards (`*`, `**`, `?`, `[...]`), which the jail can only apply to what
+// exists.
 struct PathRule {
     std::filesystem::path path;
     bool glob = false;
@@ -79,19 +83,21 @@ struct PathRule {
 
 struct FilesystemPolicy {
     std::vector<PathRule> allow_write;  // includes the working directory and the private temp dir (Default)
-    std::vector<PathRule> deny_write;   // includes every always-read-only path (Default) and settings files read
+    std::vector<PathRule>
+        deny_write;  // includes every always-read-only path (Default) and settings files read
     std::vector<PathRule> deny_read;
-    std::vector<PathRule> allow_read;   // re-exposes paths inside deny_read
-    // Base names protected wherever they appear under a writable area (.bashrc, .git/hooks, .claude/settings.json,
+    std::vector<PathRule> allow_read;  // re-exposes paths inside deny_read
+    // Base names protected wherever they appear under a writable area (.bashrc, .git/hooks,
+    // .claude/settings.json,
     // ...), for the jail to bind read-only (or make uncreatable) inside each writable root.
     std::vector<std::string> always_read_only_names;
 };
 
 struct NetworkPolicy {
-    std::vector<Rule> allowed_domains;   // effective allow entries (after allowManagedDomainsOnly)
+    std::vector<Rule> allowed_domains;  // effective allow entries (after allowManagedDomainsOnly)
     std::vector<Rule> denied_domains;
-    std::vector<Rule> ignored_allows;    // allow entries dropped by allowManagedDomainsOnly
-    std::vector<Rule> allowed_addresses; // CIDRs the proxy's address guard lets through
+    std::vector<Rule> ignored_allows;     // allow entries dropped by allowManagedDomainsOnly
+    std::vector<Rule> allowed_addresses;  // CIDRs the proxy's address guard lets through
     std::vector<Rule> allow_unix_sockets;
     bool allow_all_unix_sockets = false;
     bool allow_managed_domains_only = false;
@@ -99,28 +105,28 @@ struct NetworkPolicy {
 
 // What to load. Paths default to the process's working directory and $HOME.
 struct LoadOptions {
-    std::filesystem::path cwd;                              // project root; empty = current directory
-    std::filesystem::path home;                             // empty = $HOME
+    std::filesystem::path cwd;                               // project root; empty = current directory
+    std::filesystem::path home;                              // empty = $HOME
     std::filesystem::path managed_dir = "/etc/claude-code";  // --managed-dir
-    bool discover = true;                                   // false with --no-discover
-    std::vector<std::filesystem::path> settings_files;      // --settings, in the order given
-    std::vector<std::string> allow_domains, deny_domains;   // --allow-domain, --deny-domain
-    std::vector<std::string> allow_write, deny_write;       // --allow-write, --deny-write
-    std::vector<std::string> allow_read, deny_read;         // --allow-read, --deny-read
-    std::vector<std::string> allow_addresses;               // --allow-address (CIDR)
+    bool discover = true;                                    // false with --no-discover
+    std::vector<std::filesystem::path> settings_files;       // --settings, in the order given
+    std::vector<std::string> allow_domains, deny_domains;    // --allow-domain, --deny-domain
+    std::vector<std::string> allow_write, deny_write;        // --allow-write, --deny-write
+    std::vector<std::string> allow_read, deny_read;          // --allow-read, --deny-read
+    std::vector<std::string> allow_addresses;                // --allow-address (CIDR)
 };
 
-// A settings or flag error a user can fix: names the file, the JSON path (or line:column for bad JSON) and the
-// entry.
+// A settings or flag error a user can fix: names the file, the JSON path (or line:column for bad JSON) and
+// the entry.
 struct LoadError {
     std::string message;
 };
 
 class Policy {
-public:
-    // Decides a connection to `host` (a name, an IPv4 literal or an IPv6 literal with or without brackets) and
-    // port, before any DNS. Names are normalised (case, trailing dot, IDN to punycode). Cost does not depend on
-    // the number of rules.
+  public:
+    // Decides a connection to `host` (a name, an IPv4 literal or an IPv6 literal with or without brackets)
+    // and port, before any DNS. Names are normalised (case, trailing dot, IDN to punycode). Cost does not
+    // depend on the number of rules.
     virtual Decision decide_connect(std::string_view host, std::uint16_t port) const = 0;
     // Decides access to an absolute path (lexically normalised, not resolved through symlinks).
     virtual Decision decide_read(const std::filesystem::path& path) const = 0;
