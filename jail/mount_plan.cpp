@@ -1,8 +1,11 @@
 #include "jail/mount_plan.hpp"
 
 #include <fnmatch.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <map>
 #include <set>
 #include <system_error>
 
@@ -51,7 +54,7 @@ bool is_dir(const fs::path& p) {
 }
 
 // Resolves symlinks in the existing prefix of `p` (what a bind mount would follow) and normalises the rest.
-fs::path resolve(const fs::path& p) {
+fs::path resolve_uncached(const fs::path& p) {
     std::error_code ec;
     fs::path r = fs::weakly_canonical(p, ec);
     if (ec) return p.lexically_normal();
@@ -59,6 +62,36 @@ fs::path resolve(const fs::path& p) {
     while (s.size() > 1 && s.back() == '/')
         s.pop_back();
     return s;
+}
+
+// One plan resolves the same directories again and again (the working directory for each protected name,
+// weakly_canonical stats every prefix and reads every component as a link): while a plan is computed,
+// results are memoised, and a path's parent is resolved once. The plan only looks at the file system.
+thread_local std::map<std::string, fs::path>* resolve_cache = nullptr;
+
+fs::path resolve(const fs::path& p);
+
+fs::path resolve_step(const fs::path& p) {
+    // Only plain absolute paths take the short way: no "." or "..", no repeated or trailing separator.
+    fs::path name = p.filename();
+    if (!p.is_absolute() || p == p.root_path() || name.empty() || name == "." || name == ".." ||
+        p.native() != p.lexically_normal().native())
+        return resolve_uncached(p);
+    fs::path candidate = resolve(p.parent_path()) / name;
+    struct stat st {};
+    if (::lstat(candidate.c_str(), &st) == 0)
+        return S_ISLNK(st.st_mode) ? resolve_uncached(candidate) : candidate;
+    if (errno == ENOENT || errno == ENOTDIR) return candidate;  // the rest does not exist: normalised only
+    return resolve_uncached(p);
+}
+
+fs::path resolve(const fs::path& p) {
+    if (!resolve_cache) return resolve_uncached(p);
+    auto it = resolve_cache->find(p.native());
+    if (it != resolve_cache->end()) return it->second;
+    fs::path r = resolve_step(p);
+    resolve_cache->emplace(p.native(), r);
+    return r;
 }
 
 bool within(const fs::path& p, const fs::path& root) {
@@ -365,6 +398,13 @@ std::vector<fs::path> expand_glob(const fs::path& pattern) {
 }
 
 MountPlan make_mount_plan(const PlanInput& input) {
+    std::map<std::string, fs::path> cache;
+    struct Guard {
+        explicit Guard(std::map<std::string, fs::path>* c) { resolve_cache = c; }
+        ~Guard() { resolve_cache = nullptr; }
+        Guard(const Guard&) = delete;
+        Guard& operator=(const Guard&) = delete;
+    } guard(&cache);
     return Planner(input).build();
 }
 
