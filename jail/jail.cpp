@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 
@@ -126,6 +127,36 @@ pid_t start_command(Context& ctx) {
     return pid;
 }
 
+bool read_all(int fd, void* buf, std::size_t size) {
+    auto* p = static_cast<char*>(buf);
+    while (size > 0) {
+        ssize_t n = ::read(fd, p, size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        p += n;
+        size -= static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+// The seccomp program as the supervisor sends it to the jail child: an instruction count, then the
+// instructions (count 0: none, --best-effort).
+constexpr std::uint32_t kMaxSeccompInstructions = 4096;  // BPF_MAXINSNS
+
+bool receive_seccomp(int fd, std::vector<sock_filter>& program) {
+    std::uint32_t count = 0;
+    if (!read_all(fd, &count, sizeof count) || count > kMaxSeccompInstructions) return false;
+    program.resize(count);
+    return count == 0 || read_all(fd, program.data(), count * sizeof(sock_filter));
+}
+
+bool send_seccomp(int fd, const std::vector<sock_filter>& program) {
+    auto count = static_cast<std::uint32_t>(program.size());
+    std::string message(reinterpret_cast<const char*>(&count), sizeof count);
+    message.append(reinterpret_cast<const char*>(program.data()), program.size() * sizeof(sock_filter));
+    return ::send(fd, message.data(), message.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(message.size());
+}
+
 bool write_file(const std::string& path, const std::string& content) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) return false;
@@ -167,7 +198,6 @@ IdMaps id_maps(const JailConfig& config) {
 // uses it: every page the child writes is copied.
 struct Prepared {
     IdMaps maps;
-    std::vector<sock_filter> seccomp;
     std::vector<std::string> host_mounts;
     int last_cap = 63;
 };
@@ -203,14 +233,15 @@ struct Prepared {
         if (::read(fd, &go, 1) != 1) ::_exit(kSetupFailed);
     }
 
-    Context ctx{config,        fd, {}, std::move(prep.seccomp),    -1,
-                prep.last_cap, {}, {}, std::move(prep.host_mounts)};
+    Context ctx{config, fd, {}, {}, -1, prep.last_cap, {}, {}, std::move(prep.host_mounts)};
     bool ok = run_steps(ctx, {{"hostname", set_hostname, true},
                               {"filesystem", apply_mount_plan, false},
                               {"network", setup_network, false},
                               {"listener hand-over", send_listeners, false},
                               {"Landlock", prepare_landlock, true}});
     if (!ok) ::_exit(kSetupFailed);
+    // Compiled by the supervisor while we were setting up (it exits or kills us when that failed).
+    if (!receive_seccomp(fd, ctx.seccomp)) ::_exit(kSetupFailed);
     for (const auto& a : config.argv)
         ctx.argv.push_back(const_cast<char*>(a.c_str()));
     ctx.argv.push_back(nullptr);
@@ -386,14 +417,6 @@ bool JailImpl::start(const JailConfig& given, std::string& error) {
     const IdMaps& maps = prep.maps;
     prep.last_cap = read_last_cap();
     prep.host_mounts = read_mount_points();
-    // Compiled here, once, so that the command process only has to load it.
-    if (auto r = compile_seccomp(config, prep.seccomp)) {
-        if (!config.best_effort) {
-            error = "cannot build the seccomp filter: " + r->message();
-            return false;
-        }
-        say("warning: --best-effort: running without the seccomp filter: " + r->message());
-    }
     int self_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
     long child = ::syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr);
     if (child != 0 && self_pidfd >= 0) ::close(self_pidfd);
@@ -418,6 +441,19 @@ bool JailImpl::start(const JailConfig& given, std::string& error) {
             return false;
         }
     }
+    // The seccomp filter is compiled here, once, while the child sets up the mounts and the network (on
+    // another CPU when there is one); the command process only loads it.
+    std::vector<sock_filter> seccomp;
+    if (auto r = compile_seccomp(config, seccomp)) {
+        if (!config.best_effort) {
+            error = "cannot build the seccomp filter: " + r->message();
+            return false;  // the destructor kills the child
+        }
+        say("warning: --best-effort: running without the seccomp filter: " + r->message());
+        seccomp.clear();
+    }
+    // A child that failed is reported below, when no listeners arrive.
+    send_seccomp(sock_, seccomp);
     auto listeners = receive_listeners(sock_);
     if (!listeners) {
         error = "the jail could not be set up";
