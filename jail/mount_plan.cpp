@@ -1,5 +1,6 @@
 #include "jail/mount_plan.hpp"
 
+#include <dirent.h>
 #include <fnmatch.h>
 #include <sys/stat.h>
 
@@ -356,10 +357,16 @@ class Planner {
         while (!stack.empty() && budget > 0) {
             auto [dir, d] = stack.back();
             stack.pop_back();
-            std::error_code ec;
-            for (fs::directory_iterator it(dir, ec), end; !ec && it != end && budget > 0; it.increment(ec)) {
+            // readdir's d_type says what an entry is without a stat (directory_iterator's is_directory() and
+            // is_symlink() stat each entry; a checkout has thousands).
+            DIR* listing = ::opendir(dir.c_str());
+            if (!listing) continue;
+            while (budget > 0) {
+                const dirent* entry = ::readdir(listing);
+                if (!entry) break;
+                std::string name = entry->d_name;
+                if (name == "." || name == "..") continue;
                 --budget;
-                std::string name = it->path().filename().string();
                 if (d > 0 && firsts.count(name)) {
                     for (const auto& protected_name : in_.filesystem.always_read_only_names) {
                         if (fs::path(protected_name).begin()->string() != name) continue;
@@ -368,11 +375,16 @@ class Planner {
                     }
                 }
                 if (d >= in_.scan_depth) continue;
-                std::error_code ec2;
-                if (!it->is_directory(ec2) || it->is_symlink(ec2)) continue;
+                bool directory = entry->d_type == DT_DIR;  // a symlink (DT_LNK) is not followed
+                if (entry->d_type == DT_UNKNOWN) {
+                    struct stat st {};
+                    directory = ::lstat((dir / name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+                }
+                if (!directory) continue;
                 if (name == ".git" || name == "node_modules") continue;
-                stack.emplace_back(it->path(), d + 1);
+                stack.emplace_back(dir / name, d + 1);
             }
+            ::closedir(listing);
         }
         if (budget == 0)
             plan_.notices.push_back("stopped looking for protected files below " + root.string() +
