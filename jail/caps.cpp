@@ -1,4 +1,5 @@
 // Privileges of the command: no capabilities in any set, no way to regain them, no_new_privs.
+#include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
@@ -6,17 +7,21 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <fstream>
-
 #include "jail/detail/setup.hpp"
 
 namespace cordon::jail::detail {
 
 int read_last_cap() {
-    std::ifstream in("/proc/sys/kernel/cap_last_cap");
+    constexpr int kAll = 63;  // try them all; PR_CAPBSET_DROP fails with EINVAL past the last one
+    int fd = ::open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return kAll;
+    char buf[16] = {};
+    ssize_t len = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
     int n = 0;
-    if (in >> n && n > 0) return n;
-    return 63;  // try them all; PR_CAPBSET_DROP fails with EINVAL past the last one
+    for (ssize_t i = 0; i < len && buf[i] >= '0' && buf[i] <= '9'; ++i)
+        n = n * 10 + (buf[i] - '0');
+    return n > 0 && n <= kAll ? n : kAll;
 }
 
 Result drop_privileges(Context& ctx) {

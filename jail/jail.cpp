@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 
@@ -126,6 +127,36 @@ pid_t start_command(Context& ctx) {
     return pid;
 }
 
+bool read_all(int fd, void* buf, std::size_t size) {
+    auto* p = static_cast<char*>(buf);
+    while (size > 0) {
+        ssize_t n = ::read(fd, p, size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        p += n;
+        size -= static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+// The seccomp program as the supervisor sends it to the jail child: an instruction count, then the
+// instructions (count 0: none, --best-effort).
+constexpr std::uint32_t kMaxSeccompInstructions = 4096;  // BPF_MAXINSNS
+
+bool receive_seccomp(int fd, std::vector<sock_filter>& program) {
+    std::uint32_t count = 0;
+    if (!read_all(fd, &count, sizeof count) || count > kMaxSeccompInstructions) return false;
+    program.resize(count);
+    return count == 0 || read_all(fd, program.data(), count * sizeof(sock_filter));
+}
+
+bool send_seccomp(int fd, const std::vector<sock_filter>& program) {
+    auto count = static_cast<std::uint32_t>(program.size());
+    std::string message(reinterpret_cast<const char*>(&count), sizeof count);
+    message.append(reinterpret_cast<const char*>(program.data()), program.size() * sizeof(sock_filter));
+    return ::send(fd, message.data(), message.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(message.size());
+}
+
 bool write_file(const std::string& path, const std::string& content) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) return false;
@@ -163,8 +194,16 @@ IdMaps id_maps(const JailConfig& config) {
     return m;
 }
 
-[[noreturn]] void child_main(const JailConfig& config, const IdMaps& maps, std::vector<sock_filter> seccomp,
-                             int fd, int supervisor_pidfd) {
+// What the supervisor prepares before the clone, so that the jail child (a copy-on-write image of it) only
+// uses it: every page the child writes is copied.
+struct Prepared {
+    IdMaps maps;
+    std::vector<std::string> host_mounts;
+    int last_cap = 63;
+};
+
+[[noreturn]] void child_main(const JailConfig& config, Prepared& prep, int fd, int supervisor_pidfd) {
+    const IdMaps& maps = prep.maps;
     // The jail dies with the supervisor; if the supervisor died before this line, its pidfd is readable.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     // Nothing the supervisor had open (its event loop, the proxy's sockets, the audit log) stays open here:
@@ -194,13 +233,15 @@ IdMaps id_maps(const JailConfig& config) {
         if (::read(fd, &go, 1) != 1) ::_exit(kSetupFailed);
     }
 
-    Context ctx{config, fd, {}, std::move(seccomp), -1, read_last_cap(), {}, {}};
+    Context ctx{config, fd, {}, {}, -1, prep.last_cap, {}, {}, std::move(prep.host_mounts)};
     bool ok = run_steps(ctx, {{"hostname", set_hostname, true},
                               {"filesystem", apply_mount_plan, false},
                               {"network", setup_network, false},
                               {"listener hand-over", send_listeners, false},
                               {"Landlock", prepare_landlock, true}});
     if (!ok) ::_exit(kSetupFailed);
+    // Compiled by the supervisor while we were setting up (it exits or kills us when that failed).
+    if (!receive_seccomp(fd, ctx.seccomp)) ::_exit(kSetupFailed);
     for (const auto& a : config.argv)
         ctx.argv.push_back(const_cast<char*>(a.c_str()));
     ctx.argv.push_back(nullptr);
@@ -315,13 +356,25 @@ bool JailImpl::write_id_maps(const IdMaps& maps, std::string& error) {
 
 bool JailImpl::start(const JailConfig& given, std::string& error) {
     JailConfig config = given;
+    // File placeholders after the first are hard links to it where they can be (same file system): a new
+    // name costs no inode allocation (and later no inode release), which on ext4 is most of the time spent.
+    // Every name is bound read-only in the jail; the supervisor removes each one only while it is still an
+    // empty regular file.
+    const std::filesystem::path* first_file = nullptr;
     for (const auto& ph : given.plan.placeholders) {
         int rc;
         if (ph.directory) {
             rc = ::mkdir(ph.path.c_str(), 0755);
         } else {
-            rc = ::open(ph.path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-            if (rc >= 0) ::close(rc);
+            rc = first_file ? ::link(first_file->c_str(), ph.path.c_str()) : -1;
+            if (rc != 0 &&
+                (!first_file || errno == EXDEV || errno == EPERM || errno == EMLINK || errno == ENOENT)) {
+                rc = ::open(ph.path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+                if (rc >= 0) {
+                    ::close(rc);
+                    if (!first_file) first_file = &ph.path;
+                }
+            }
         }
         // Where we may not create it (a directory we cannot write, a read-only file system), the command,
         // with our uid and no capabilities, cannot either: nothing to protect.
@@ -359,16 +412,11 @@ bool JailImpl::start(const JailConfig& given, std::string& error) {
     // is single-threaded at this point (the proxy's loop starts later).
     long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
                  CLONE_NEWCGROUP | SIGCHLD;
-    const IdMaps maps = id_maps(config);
-    // Compiled here, once, so that the command process only has to load it.
-    std::vector<sock_filter> seccomp;
-    if (auto r = compile_seccomp(config, seccomp)) {
-        if (!config.best_effort) {
-            error = "cannot build the seccomp filter: " + r->message();
-            return false;
-        }
-        say("warning: --best-effort: running without the seccomp filter: " + r->message());
-    }
+    Prepared prep;
+    prep.maps = id_maps(config);
+    const IdMaps& maps = prep.maps;
+    prep.last_cap = read_last_cap();
+    prep.host_mounts = read_mount_points();
     int self_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
     long child = ::syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr);
     if (child != 0 && self_pidfd >= 0) ::close(self_pidfd);
@@ -380,7 +428,7 @@ bool JailImpl::start(const JailConfig& given, std::string& error) {
     }
     if (child == 0) {
         ::close(pair[0]);
-        child_main(config, maps, std::move(seccomp), pair[1], self_pidfd);
+        child_main(config, prep, pair[1], self_pidfd);
     }
     pid_ = static_cast<pid_t>(child);
     ::close(pair[1]);
@@ -393,6 +441,19 @@ bool JailImpl::start(const JailConfig& given, std::string& error) {
             return false;
         }
     }
+    // The seccomp filter is compiled here, once, while the child sets up the mounts and the network (on
+    // another CPU when there is one); the command process only loads it.
+    std::vector<sock_filter> seccomp;
+    if (auto r = compile_seccomp(config, seccomp)) {
+        if (!config.best_effort) {
+            error = "cannot build the seccomp filter: " + r->message();
+            return false;  // the destructor kills the child
+        }
+        say("warning: --best-effort: running without the seccomp filter: " + r->message());
+        seccomp.clear();
+    }
+    // A child that failed is reported below, when no listeners arrive.
+    send_seccomp(sock_, seccomp);
     auto listeners = receive_listeners(sock_);
     if (!listeners) {
         error = "the jail could not be set up";

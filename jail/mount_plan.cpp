@@ -1,8 +1,12 @@
 #include "jail/mount_plan.hpp"
 
+#include <dirent.h>
 #include <fnmatch.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <map>
 #include <set>
 #include <system_error>
 
@@ -51,7 +55,7 @@ bool is_dir(const fs::path& p) {
 }
 
 // Resolves symlinks in the existing prefix of `p` (what a bind mount would follow) and normalises the rest.
-fs::path resolve(const fs::path& p) {
+fs::path resolve_uncached(const fs::path& p) {
     std::error_code ec;
     fs::path r = fs::weakly_canonical(p, ec);
     if (ec) return p.lexically_normal();
@@ -59,6 +63,36 @@ fs::path resolve(const fs::path& p) {
     while (s.size() > 1 && s.back() == '/')
         s.pop_back();
     return s;
+}
+
+// One plan resolves the same directories again and again (the working directory for each protected name,
+// weakly_canonical stats every prefix and reads every component as a link): while a plan is computed,
+// results are memoised, and a path's parent is resolved once. The plan only looks at the file system.
+thread_local std::map<std::string, fs::path>* resolve_cache = nullptr;
+
+fs::path resolve(const fs::path& p);
+
+fs::path resolve_step(const fs::path& p) {
+    // Only plain absolute paths take the short way: no "." or "..", no repeated or trailing separator.
+    fs::path name = p.filename();
+    if (!p.is_absolute() || p == p.root_path() || name.empty() || name == "." || name == ".." ||
+        p.native() != p.lexically_normal().native())
+        return resolve_uncached(p);
+    fs::path candidate = resolve(p.parent_path()) / name;
+    struct stat st {};
+    if (::lstat(candidate.c_str(), &st) == 0)
+        return S_ISLNK(st.st_mode) ? resolve_uncached(candidate) : candidate;
+    if (errno == ENOENT || errno == ENOTDIR) return candidate;  // the rest does not exist: normalised only
+    return resolve_uncached(p);
+}
+
+fs::path resolve(const fs::path& p) {
+    if (!resolve_cache) return resolve_uncached(p);
+    auto it = resolve_cache->find(p.native());
+    if (it != resolve_cache->end()) return it->second;
+    fs::path r = resolve_step(p);
+    resolve_cache->emplace(p.native(), r);
+    return r;
 }
 
 bool within(const fs::path& p, const fs::path& root) {
@@ -323,10 +357,16 @@ class Planner {
         while (!stack.empty() && budget > 0) {
             auto [dir, d] = stack.back();
             stack.pop_back();
-            std::error_code ec;
-            for (fs::directory_iterator it(dir, ec), end; !ec && it != end && budget > 0; it.increment(ec)) {
+            // readdir's d_type says what an entry is without a stat (directory_iterator's is_directory() and
+            // is_symlink() stat each entry; a checkout has thousands).
+            DIR* listing = ::opendir(dir.c_str());
+            if (!listing) continue;
+            while (budget > 0) {
+                const dirent* entry = ::readdir(listing);
+                if (!entry) break;
+                std::string name = entry->d_name;
+                if (name == "." || name == "..") continue;
                 --budget;
-                std::string name = it->path().filename().string();
                 if (d > 0 && firsts.count(name)) {
                     for (const auto& protected_name : in_.filesystem.always_read_only_names) {
                         if (fs::path(protected_name).begin()->string() != name) continue;
@@ -335,11 +375,16 @@ class Planner {
                     }
                 }
                 if (d >= in_.scan_depth) continue;
-                std::error_code ec2;
-                if (!it->is_directory(ec2) || it->is_symlink(ec2)) continue;
+                bool directory = entry->d_type == DT_DIR;  // a symlink (DT_LNK) is not followed
+                if (entry->d_type == DT_UNKNOWN) {
+                    struct stat st {};
+                    directory = ::lstat((dir / name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+                }
+                if (!directory) continue;
                 if (name == ".git" || name == "node_modules") continue;
-                stack.emplace_back(it->path(), d + 1);
+                stack.emplace_back(dir / name, d + 1);
             }
+            ::closedir(listing);
         }
         if (budget == 0)
             plan_.notices.push_back("stopped looking for protected files below " + root.string() +
@@ -365,6 +410,13 @@ std::vector<fs::path> expand_glob(const fs::path& pattern) {
 }
 
 MountPlan make_mount_plan(const PlanInput& input) {
+    std::map<std::string, fs::path> cache;
+    struct Guard {
+        explicit Guard(std::map<std::string, fs::path>* c) { resolve_cache = c; }
+        ~Guard() { resolve_cache = nullptr; }
+        Guard(const Guard&) = delete;
+        Guard& operator=(const Guard&) = delete;
+    } guard(&cache);
     return Planner(input).build();
 }
 

@@ -12,9 +12,7 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "jail/detail/setup.hpp"
 
@@ -70,28 +68,8 @@ bool under(const std::string& p, const std::string& root) {
            (p.size() > root.size() && p.compare(0, root.size(), root) == 0 && p[root.size()] == '/');
 }
 
-// The host's mount points (host paths), read once before the first bind.
-std::vector<std::string> read_host_mounts() {
-    // While building, the host's proc is below /oldroot; it shows our mount namespace from our root, where
-    // the host's tree is below /oldroot.
-    std::ifstream in(std::string(kOld) + "/proc/self/mountinfo");
-    std::vector<std::string> points;
-    std::set<std::string> seen;
-    std::string line;
-    const std::string old = kOld;
-    while (std::getline(in, line)) {
-        std::istringstream fields(line);
-        std::string id, parent, devno, mroot, point;
-        fields >> id >> parent >> devno >> mroot >> point;
-        point = unescape(point);
-        if (!under(point, old)) continue;
-        point = point == old ? "/" : point.substr(old.size());
-        if (seen.insert(point).second) points.push_back(point);
-    }
-    return points;
-}
-
-std::vector<std::string> host_mounts;
+// The host's mount points, from Context (read by the supervisor before the clone).
+const std::vector<std::string>* host_mounts = nullptr;
 
 Result remount_readonly(const std::string& point) {
     struct statvfs sv {};
@@ -123,7 +101,7 @@ Result remount_readonly(const std::string& point) {
 // locked and a remount that drops them fails.
 Result make_readonly_tree(const fs::path& host_path) {
     if (auto r = remount_readonly(in_new(host_path))) return r;
-    for (const auto& m : host_mounts) {
+    for (const auto& m : *host_mounts) {
         if (m == host_path.string()) continue;
         if (host_path != "/" && !under(m, host_path.string())) continue;
         if (auto r = remount_readonly(in_new(m))) return r;
@@ -276,6 +254,40 @@ Result apply_op(const MountOp& op, std::vector<std::string>& masks) {
 
 }  // namespace
 
+std::vector<std::string> read_mount_points() {
+    // Read with plain read(2) in the supervisor, before the clone: the jail child's mount namespace starts as
+    // a copy of this table, and the child, a copy-on-write image of the supervisor, parses nothing itself.
+    std::string text;
+    int fd = ::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return {};
+    char buf[16384];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0) text.append(buf, static_cast<std::size_t>(n));
+    ::close(fd);
+    std::vector<std::string> points;
+    std::set<std::string> seen;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        std::size_t eol = text.find('\n', pos);
+        if (eol == std::string::npos) eol = text.size();
+        // id parent major:minor root mount-point ...
+        std::size_t field = pos;
+        for (int i = 0; i < 4 && field < eol; ++i) {
+            field = text.find(' ', field);
+            field = field == std::string::npos || field > eol ? eol : field + 1;
+        }
+        std::size_t end = text.find(' ', field);
+        if (end == std::string::npos || end > eol) end = eol;
+        if (field < end) {
+            std::string point = unescape(text.substr(field, end - field));
+            if (!point.empty() && point[0] == '/' && seen.insert(point).second) points.push_back(point);
+        }
+        pos = eol + 1;
+    }
+    return points;
+}
+
 Result apply_mount_plan(Context& ctx) {
     // Nothing we mount may propagate back to the host, and pivot_root refuses shared mounts.
     if (auto r = do_mount("", "/", nullptr, MS_REC | MS_PRIVATE, nullptr)) return r;
@@ -291,8 +303,8 @@ Result apply_mount_plan(Context& ctx) {
     if (fd < 0) return fail("create /empty-file");
     ::close(fd);
 
-    host_mounts = read_host_mounts();
-    if (host_mounts.empty()) return fail_msg("cannot read the host's mount table");
+    if (ctx.host_mounts.empty()) return fail_msg("cannot read the host's mount table");
+    host_mounts = &ctx.host_mounts;
     std::vector<std::string> masks;
     for (const auto& op : ctx.config.plan.ops) {
         if (auto r = apply_op(op, masks)) {

@@ -67,39 +67,18 @@ struct Waiter {
 
 class AresResolver final : public Resolver {
   public:
+    // The servers are checked here; the c-ares channel (which reads resolv.conf and allocates its query
+    // tables) is created on the first lookup: most runs of `cordon run` resolve nothing, and the jail child
+    // is a copy-on-write image of this process.
     AresResolver(uv_loop_t* loop, const std::vector<std::string>& servers) : loop_(loop) {
         static int init = ares_library_init(ARES_LIB_INIT_ALL);
         if (init != ARES_SUCCESS) throw std::runtime_error("c-ares: cannot initialise");
-        ares_options options{};
-        int mask = ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES;
-        options.sock_state_cb = &AresResolver::on_sock_state;
-        options.sock_state_cb_data = this;
-        options.timeout = 2000;
-        options.tries = 2;
-        char lookups[] = "b";
-        if (!servers.empty()) {
-            // Explicit resolvers: ask only them, not /etc/hosts.
-            options.lookups = lookups;
-            mask |= ARES_OPT_LOOKUPS;
-        }
-        int rc = ares_init_options(&channel_, &options, mask);
-        if (rc != ARES_SUCCESS) throw std::runtime_error(std::string("c-ares: ") + ares_strerror(rc));
-        if (!servers.empty()) {
-            std::string csv;
-            for (const auto& s : servers) {
-                std::string one = dns_server_to_csv(s);
-                if (one.empty()) {
-                    ares_destroy(channel_);
-                    throw std::runtime_error("bad --dns-server '" + s + "' (expected IP or IP:PORT)");
-                }
-                if (!csv.empty()) csv += ",";
-                csv += one;
-            }
-            rc = ares_set_servers_ports_csv(channel_, csv.c_str());
-            if (rc != ARES_SUCCESS) {
-                ares_destroy(channel_);
-                throw std::runtime_error("bad --dns-server list '" + csv + "': " + ares_strerror(rc));
-            }
+        for (const auto& s : servers) {
+            std::string one = dns_server_to_csv(s);
+            if (one.empty())
+                throw std::runtime_error("bad --dns-server '" + s + "' (expected IP or IP:PORT)");
+            if (!servers_csv_.empty()) servers_csv_ += ",";
+            servers_csv_ += one;
         }
         timer_ = new uv_timer_t;
         uv_timer_init(loop_, timer_);
@@ -122,6 +101,11 @@ class AresResolver final : public Resolver {
         pending.waiters.push_back(waiter);
         if (pending.waiters.size() == 1) {
             pending.started = std::chrono::steady_clock::now();
+            if (!channel_ && !open_channel()) {
+                // Answered on the next loop turn (never from inside resolve()).
+                uv_timer_start(timer_, &AresResolver::on_timer, 0, 0);
+                return waiter;
+            }
             auto* query = new Query{this, name};
             ares_addrinfo_hints hints{};
             hints.ai_family = AF_UNSPEC;
@@ -135,7 +119,10 @@ class AresResolver final : public Resolver {
     void close() override {
         if (closed_) return;
         closed_ = true;
-        ares_destroy(channel_);  // answers every pending query with ARES_EDESTRUCTION
+        if (channel_)
+            ares_destroy(channel_);  // answers every pending query with ARES_EDESTRUCTION
+        else
+            fail_pending(ResolveError::Cancelled);
         for (auto& [fd, poll] : polls_) {
             uv_close(reinterpret_cast<uv_handle_t*>(poll),
                      [](uv_handle_t* h) { delete reinterpret_cast<uv_poll_t*>(h); });
@@ -146,6 +133,48 @@ class AresResolver final : public Resolver {
     }
 
   private:
+    bool open_channel() {
+        ares_options options{};
+        int mask = ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES;
+        options.sock_state_cb = &AresResolver::on_sock_state;
+        options.sock_state_cb_data = this;
+        options.timeout = 2000;
+        options.tries = 2;
+        char lookups[] = "b";
+        if (!servers_csv_.empty()) {
+            // Explicit resolvers: ask only them, not /etc/hosts.
+            options.lookups = lookups;
+            mask |= ARES_OPT_LOOKUPS;
+        }
+        if (ares_init_options(&channel_, &options, mask) != ARES_SUCCESS) {
+            channel_ = nullptr;
+            return false;
+        }
+        if (!servers_csv_.empty() &&
+            ares_set_servers_ports_csv(channel_, servers_csv_.c_str()) != ARES_SUCCESS) {
+            ares_destroy(channel_);
+            channel_ = nullptr;
+            return false;
+        }
+        return true;
+    }
+
+    // Without a channel (c-ares could not start): every waiting lookup fails.
+    void fail_pending(ResolveError error) {
+        auto pending = std::move(pending_);
+        pending_.clear();
+        for (auto& [name, p] : pending) {
+            ResolveResult result;
+            result.error = error;
+            for (auto& weak : p.waiters) {
+                if (auto waiter = weak.lock()) {
+                    auto callback = std::move(waiter->callback);
+                    if (callback) callback(result);
+                }
+            }
+        }
+    }
+
     struct Query {
         AresResolver* self;
         std::string name;
@@ -253,12 +282,16 @@ class AresResolver final : public Resolver {
 
     static void on_timer(uv_timer_t* timer) {
         auto* self = static_cast<AresResolver*>(timer->data);
+        if (!self->channel_) {
+            self->fail_pending(ResolveError::Failed);
+            return;
+        }
         ares_process_fd(self->channel_, ARES_SOCKET_BAD, ARES_SOCKET_BAD);
         if (!self->closed_) self->update_timer();
     }
 
     void update_timer() {
-        if (pending_.empty()) {
+        if (pending_.empty() || !channel_) {
             uv_timer_stop(timer_);
             return;
         }
@@ -270,7 +303,8 @@ class AresResolver final : public Resolver {
     }
 
     uv_loop_t* loop_;
-    ares_channel channel_ = nullptr;
+    ares_channel channel_ = nullptr;  // created by the first lookup
+    std::string servers_csv_;         // --dns-server, in c-ares's syntax; empty = resolv.conf
     uv_timer_t* timer_ = nullptr;
     bool closed_ = false;
     std::unordered_map<ares_socket_t, uv_poll_t*> polls_;

@@ -13,6 +13,7 @@
 #include <linux/filter.h>
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "jail/detail/step.hpp"
@@ -23,16 +24,20 @@ namespace cordon::jail::detail {
 // What the pipeline carries from step to step.
 struct Context {
     const JailConfig& config;
-    int supervisor_fd = -1;  // socketpair to the supervisor: "go" byte in, listeners out
+    int supervisor_fd = -1;  // socketpair to the supervisor: "go" byte and seccomp program in, listeners out
     std::vector<Listener> listeners;
-    std::vector<sock_filter> seccomp;  // compiled by the supervisor; empty = none (best effort)
-    int landlock_ruleset = -1;         // built by the init after the mounts; -1 = none
-    int last_cap = 63;                 // /proc/sys/kernel/cap_last_cap
-    std::vector<char*> argv, envp;     // for execvpe, pointing into config
+    std::vector<sock_filter> seccomp;      // compiled by the supervisor; empty = none (best effort)
+    int landlock_ruleset = -1;             // built by the init after the mounts; -1 = none
+    int last_cap = 63;                     // /proc/sys/kernel/cap_last_cap
+    std::vector<char*> argv, envp;         // for execvpe, pointing into config
+    std::vector<std::string> host_mounts;  // the host's mount points, read by the supervisor
 };
 
-// jail/mounts.cpp: applies the plan under a staging root, pivots into it and detaches the host's root.
+// jail/mounts.cpp: the mount points of the caller's mount table (read by the supervisor before the clone;
+// empty when unreadable), and the plan applied under a staging root, pivots into it and detaches the host's
+// root.
 Result apply_mount_plan(Context& ctx);
+std::vector<std::string> read_mount_points();
 // jail/net.cpp
 Result bring_up_loopback(Context& ctx);
 Result create_listeners(Context& ctx);
@@ -45,8 +50,8 @@ Result drop_privileges(Context& ctx);
 // missing and that is allowed (with a message). enforce_landlock restricts the calling process.
 Result prepare_landlock(Context& ctx);
 Result enforce_landlock(Context& ctx);
-// jail/seccomp.cpp: compile_seccomp runs in the supervisor before the clone; enforce_seccomp loads the
-// program.
+// jail/seccomp.cpp: compile_seccomp runs in the supervisor while the child sets up (the program is sent over
+// the socketpair); enforce_seccomp loads the program in the command process.
 Result compile_seccomp(const JailConfig& config, std::vector<sock_filter>& program);
 Result enforce_seccomp(Context& ctx);
 // Reads /proc/sys/kernel/cap_last_cap (63 when unreadable).
