@@ -38,6 +38,9 @@ std::string_view to_string(MountKind kind) {
 
 namespace {
 
+// The `why` of a directory bound over itself because it holds a protected path (see pin_ancestors).
+constexpr std::string_view kPinnedWhy = "pinned: holds ";
+
 // Always-read-only names that are files when they exist; the others (.git/hooks, .vscode, .idea) are
 // directories. Decides the type of a placeholder.
 const std::set<std::string> kFileNames = {
@@ -281,7 +284,7 @@ class Planner {
              a = a.parent_path()) {
             const MountOp* c = covering(a);
             if (c && c->kind == MountKind::Writable && c->path != a)
-                add({MountKind::Writable, a, "pinned: holds " + why});
+                add({MountKind::Writable, a, std::string(kPinnedWhy) + why});
         }
     }
 
@@ -324,9 +327,13 @@ class Planner {
         for (const auto& f : in_.files_read)
             protect_existing(f, "settings file read by cordon");
 
+        // The writable roots the user asked for. Directories pinned over themselves (a `.git` that holds
+        // protected hooks) are writable ops too, but not roots: protected names directly inside them
+        // (`.git/.bashrc`, `.git/.git`) mean nothing, and scanning them walks every `.git/objects` directory.
         std::vector<fs::path> roots;
         for (const auto& op : plan_.ops)
-            if (op.kind == MountKind::Writable && is_dir(op.path)) roots.push_back(op.path);
+            if (op.kind == MountKind::Writable && op.why.rfind(kPinnedWhy, 0) != 0 && is_dir(op.path))
+                roots.push_back(op.path);
         for (const auto& root : roots) {
             for (const auto& name : in_.filesystem.always_read_only_names) {
                 bool dir = !kFileNames.count(fs::path(name).filename().string());
