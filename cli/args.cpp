@@ -5,7 +5,8 @@
 namespace cordon::cli {
 
 ArgCursor::ArgCursor(int argc, char** argv, int first) {
-    for (int i = first; i < argc; ++i) args_.emplace_back(argv[i]);
+    for (int i = first; i < argc; ++i)
+        args_.emplace_back(argv[i]);
 }
 
 ArgCursor::ArgCursor(std::vector<std::string> args) : args_(std::move(args)) {}
@@ -21,7 +22,8 @@ bool ArgCursor::flag(std::string_view name) {
     const std::string& arg = args_[pos_];
     if (arg == name) {
         inline_value_.reset();
-    } else if (arg.size() > name.size() && arg.compare(0, name.size(), name) == 0 && arg[name.size()] == '=') {
+    } else if (arg.size() > name.size() && arg.compare(0, name.size(), name) == 0 &&
+               arg[name.size()] == '=') {
         inline_value_ = arg.substr(name.size() + 1);
     } else {
         return false;
@@ -79,7 +81,13 @@ const char* const kPolicyFlagsHelp =
     "  --deny-write PATH      keep PATH read-only inside writable areas\n"
     "  --deny-read PATH       hide PATH\n"
     "  --allow-read PATH      re-expose PATH inside a denied one\n"
-    "  --allow-address CIDR   let the proxy's address guard pass this range\n";
+    "  --allow-address CIDR   let the proxy's address guard pass this range\n"
+    "\n"
+    "Paths in flags are plain: absolute, ~/..., or relative to the working directory. Paths in Claude\n"
+    "Code settings files: //path is absolute; /path is relative to the settings file's root (the\n"
+    "directory holding .claude/ for project, local and user settings, else the file's own directory);\n"
+    "~/path is in the home directory; path or ./path is relative to the working directory. srt files use\n"
+    "plain paths.\n";
 
 policy::PolicyPtr load_policy_or_report(const policy::LoadOptions& options) {
     auto result = policy::load_policy(options);
@@ -88,7 +96,8 @@ policy::PolicyPtr load_policy_or_report(const policy::LoadOptions& options) {
         return nullptr;
     }
     auto policy = std::get<policy::PolicyPtr>(std::move(result));
-    for (const auto& warning : policy->warnings()) std::cerr << "cordon: warning: " << warning << "\n";
+    for (const auto& warning : policy->warnings())
+        std::cerr << "cordon: warning: " << warning << "\n";
     return policy;
 }
 

@@ -18,7 +18,7 @@ struct UsageError : std::runtime_error {
 };
 
 class ArgCursor {
-public:
+  public:
     ArgCursor(int argc, char** argv, int first);
     explicit ArgCursor(std::vector<std::string> args);
 
@@ -30,10 +30,11 @@ public:
 
     // True and consumes the flag when the current argument is `name` or `name=...`.
     bool flag(std::string_view name);
-    // The value of the flag just matched by flag(): the `=...` part or the next argument. UsageError if missing.
+    // The value of the flag just matched by flag(): the `=...` part or the next argument. UsageError if
+    // missing.
     std::string value();
 
-private:
+  private:
     std::vector<std::string> args_;
     std::size_t pos_ = 0;
     std::optional<std::string> inline_value_;
@@ -41,14 +42,15 @@ private:
 };
 
 // Consumes one policy flag (--settings, --managed-dir, --no-discover, --allow-domain, --deny-domain,
-// --allow-write, --deny-write, --allow-read, --deny-read, --allow-address) into `options`. Returns false when the
-// current argument is not a policy flag.
+// --allow-write, --deny-write, --allow-read, --deny-read, --allow-address) into `options`. Returns false when
+// the current argument is not a policy flag.
 bool parse_policy_flag(ArgCursor& args, policy::LoadOptions& options);
 
 // The help text for the policy flags, for each command's --help.
 extern const char* const kPolicyFlagsHelp;
 
-// Loads the policy, printing warnings to stderr. On a LoadError prints it and returns nullptr (exit status 2).
+// Loads the policy, printing warnings to stderr. On a LoadError prints it and returns nullptr (exit status
+// 2).
 policy::PolicyPtr load_policy_or_report(const policy::LoadOptions& options);
 
 }  // namespace cordon::cli

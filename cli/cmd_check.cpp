@@ -29,12 +29,6 @@ constexpr const char* kCheckHelp =
     "{\"decision\",\"reason\",\"rule\",\"source\",\"target\"}\n"
     "  -h, --help             print this help\n"
     "\n"
-    "Paths in flags are plain: absolute, ~/..., or relative to the working directory. Paths in Claude Code\n"
-    "settings files follow Claude Code: //path is absolute, /path is relative to the settings file's root "
-    "(the\n"
-    "directory holding .claude/ for project, local and user settings, else the file's directory), ~/path is "
-    "in\n"
-    "the home directory, path or ./path is relative to the working directory. srt files use plain paths.\n"
     "\n";
 
 std::string describe(const policy::Source& source) {
