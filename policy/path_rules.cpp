@@ -8,18 +8,6 @@ namespace cordon::policy::detail {
 namespace fs = std::filesystem;
 namespace {
 
-std::vector<std::string> components(std::string_view path) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    for (std::size_t i = 0; i <= path.size(); ++i) {
-        if (i == path.size() || path[i] == '/') {
-            if (i > start) out.emplace_back(path.substr(start, i - start));
-            start = i + 1;
-        }
-    }
-    return out;
-}
-
 bool component_matches(const std::string& pattern, const std::string& name) {
     return fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
 }
@@ -39,6 +27,18 @@ bool glob_components(const std::vector<std::string>& pattern, std::size_t pi,
 }
 
 }  // namespace
+
+std::vector<std::string> split_components(std::string_view path) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i <= path.size(); ++i) {
+        if (i == path.size() || path[i] == '/') {
+            if (i > start) out.emplace_back(path.substr(start, i - start));
+            start = i + 1;
+        }
+    }
+    return out;
+}
 
 std::string normal_path(const fs::path& path) {
     std::string s = path.lexically_normal().string();
@@ -84,7 +84,7 @@ bool path_covers(std::string_view rule, bool glob, std::string_view path) {
         if (path.size() < rule.size() || path.substr(0, rule.size()) != rule) return false;
         return path.size() == rule.size() || path[rule.size()] == '/';
     }
-    return glob_components(components(rule), 0, components(path), 0);
+    return glob_components(split_components(rule), 0, split_components(path), 0);
 }
 
 }  // namespace cordon::policy::detail

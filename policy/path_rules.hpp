@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace cordon::policy::detail {
 
@@ -45,5 +46,8 @@ bool has_glob(std::string_view pattern);
 // `path` or one of its ancestors (`/src/**` covers `/src/a/b.c`; `/p/*.env` covers `/p/.env` and
 // `/p/x.env/y`).
 bool path_covers(std::string_view rule, bool glob, std::string_view path);
+
+// The non-empty components of a slash-separated path ("/a//b/" -> {"a", "b"}).
+std::vector<std::string> split_components(std::string_view path);
 
 }  // namespace cordon::policy::detail

@@ -104,18 +104,6 @@ constexpr std::array<std::string_view, 15> kAlwaysReadOnly = {
     ".idea",
 };
 
-std::vector<std::string> split_components(std::string_view path) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    for (std::size_t i = 0; i <= path.size(); ++i) {
-        if (i == path.size() || path[i] == '/') {
-            if (i > start) out.emplace_back(path.substr(start, i - start));
-            start = i + 1;
-        }
-    }
-    return out;
-}
-
 // True when `sequence` occurs as consecutive components of `path` (".git/hooks" in /w/p/sub/.git/hooks/x).
 bool contains_sequence(const std::vector<std::string>& path, const std::vector<std::string>& sequence) {
     if (sequence.empty() || sequence.size() > path.size()) return false;
@@ -176,7 +164,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             fs_.always_read_only_names.emplace_back(name);
             Rule rule{std::string(name), Source{Layer::Default, "", "always read-only", 0}};
             name_rules_.push_back(rule);
-            name_components_.push_back(split_components(name));
+            name_components_.push_back(detail::split_components(name));
             fs_.deny_write.push_back(PathRule{c.cwd / std::string(name), false, rule});
         }
         for (auto& rule : c.deny_write)
@@ -219,7 +207,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         const std::string p = normal(path);
         for (const PathRule& rule : settings_rules_)
             if (rule.path.string() == p) return make(Verdict::Deny, Reason::AlwaysReadOnly, &rule.rule);
-        const std::vector<std::string> components = split_components(p);
+        const std::vector<std::string> components = detail::split_components(p);
         for (std::size_t i = 0; i < name_components_.size(); ++i)
             if (contains_sequence(components, name_components_[i]))
                 return make(Verdict::Deny, Reason::AlwaysReadOnly, &name_rules_[i]);

@@ -29,18 +29,26 @@ std::string dump(const nlohmann::json& j) {
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace
-
-std::string format_decision(const DecisionEvent& e, const std::string& sandbox,
-                            std::chrono::system_clock::time_point now) {
+// The fields every event starts with, in the same order for `decision` and `close` lines.
+template <typename Event>
+nlohmann::json common_fields(const char* event, const Event& e, const std::string& sandbox,
+                             std::chrono::system_clock::time_point now) {
     nlohmann::json j;
     j["ts"] = rfc3339_ms(now);
-    j["event"] = "decision";
+    j["event"] = event;
     j["id"] = e.id;
     j["sandbox"] = sandbox;
     j["proto"] = e.proto;
     j["host"] = e.host;
     j["port"] = e.port;
+    return j;
+}
+
+}  // namespace
+
+std::string format_decision(const DecisionEvent& e, const std::string& sandbox,
+                            std::chrono::system_clock::time_point now) {
+    nlohmann::json j = common_fields("decision", e, sandbox, now);
     if (!e.method.empty()) j["method"] = e.method;
     if (!e.path.empty()) j["path"] = e.path;
     j["decision"] = e.decision;
@@ -55,14 +63,7 @@ std::string format_decision(const DecisionEvent& e, const std::string& sandbox,
 
 std::string format_close(const CloseEvent& e, const std::string& sandbox,
                          std::chrono::system_clock::time_point now) {
-    nlohmann::json j;
-    j["ts"] = rfc3339_ms(now);
-    j["event"] = "close";
-    j["id"] = e.id;
-    j["sandbox"] = sandbox;
-    j["proto"] = e.proto;
-    j["host"] = e.host;
-    j["port"] = e.port;
+    nlohmann::json j = common_fields("close", e, sandbox, now);
     j["upstream_ip"] = e.upstream_ip.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.upstream_ip);
     j["bytes_up"] = e.bytes_up;
     j["bytes_down"] = e.bytes_down;
