@@ -156,6 +156,7 @@ struct Supervisor {
     proxy::Proxy* proxy = nullptr;
     uv_loop_t loop{};
     uv_poll_t signals{};
+    uv_poll_t report{};
     uv_timer_t timer{};
     std::optional<int> status;
     bool timed_out = false;
@@ -164,8 +165,10 @@ struct Supervisor {
         if (status) return;
         status = s;
         uv_poll_stop(&signals);
+        uv_poll_stop(&report);
         uv_timer_stop(&timer);
         uv_close(reinterpret_cast<uv_handle_t*>(&signals), nullptr);
+        uv_close(reinterpret_cast<uv_handle_t*>(&report), nullptr);
         uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr);
         // The jail is gone, and with it every client socket: let the proxy finish what is left (upstream
         // sides, the audit log) and stop.
@@ -255,23 +258,12 @@ int cmd_run(int argc, char** argv) {
         return 125;
     }
     load.cwd = cwd;
-    policy::PolicyPtr policy = load_policy_or_report(load);
-    if (!policy) return 2;
-    const char* home = std::getenv("HOME");
 
+    // The jail's namespaces are created first, while the policy loads (the plan follows in configure()).
     jail::JailConfig config;
-    config.plan = jail::make_mount_plan(*policy, cwd, home ? home : "");
-    for (const auto& notice : config.plan.notices)
-        std::cerr << "cordon: note: " << notice << "\n";
-    const auto& net = policy->network();
-    if (!net.allow_unix_sockets.empty() && !net.allow_all_unix_sockets)
-        std::cerr
-            << "cordon: note: allowUnixSockets paths cannot be enforced one by one on Linux; Unix sockets "
-               "stay refused (allowAllUnixSockets allows them all)\n";
     config.argv = run.command;
     config.env = jail_environment(run.network);
     config.cwd = cwd;
-    config.allow_all_unix_sockets = net.allow_all_unix_sockets;
     config.allow_ptrace = run.allow_ptrace;
     config.strict = run.strict;
     config.best_effort = run.best_effort;
@@ -279,16 +271,36 @@ int cmd_run(int argc, char** argv) {
     config.memory_bytes = run.memory;
     config.max_pids = run.pids;
     config.network = run.network;
+    auto started = jail::Jail::start(config);
+    if (auto* error = std::get_if<std::string>(&started)) {
+        std::cerr << "cordon: " << *error << "\n";
+        return 125;
+    }
+    auto jail = std::get<std::unique_ptr<jail::Jail>>(std::move(started));
+
+    policy::PolicyPtr policy = load_policy_or_report(load);
+    if (!policy) return 2;  // the jail is killed on the way out
+    const char* home = std::getenv("HOME");
+    jail::MountPlan plan = jail::make_mount_plan(*policy, cwd, home ? home : "");
+    for (const auto& notice : plan.notices)
+        std::cerr << "cordon: note: " << notice << "\n";
+    const auto& net = policy->network();
+    if (!net.allow_unix_sockets.empty() && !net.allow_all_unix_sockets)
+        std::cerr
+            << "cordon: note: allowUnixSockets paths cannot be enforced one by one on Linux; Unix sockets "
+               "stay refused (allowAllUnixSockets allows them all)\n";
     if (run.memory || run.pids)
         std::cerr << "cordon: note: cgroup v2 is not used; limits are rlimits (RLIMIT_AS per process"
                   << (run.pids ? ", RLIMIT_NPROC per user, not applied to the host's root" : "") << ")\n";
+    if (auto error = jail->configure(std::move(plan), net.allow_all_unix_sockets)) {
+        std::cerr << "cordon: " << *error << "\n";
+        return 125;
+    }
 
-    // The loop and the proxy exist before the jail is cloned: what the supervisor allocates after the clone
-    // would be copied page by page (copy-on-write) while the jail child still shares them. The proxy starts
-    // no thread, and the jail child closes every descriptor it inherits.
     Supervisor sup;
     uv_loop_init(&sup.loop);
     sup.loop.data = &sup;
+    sup.jail = jail.get();
     std::unique_ptr<proxy::Proxy> proxy;
     if (run.network) {
         proxy_options.sandbox_id = make_jail_id();
@@ -301,14 +313,6 @@ int cmd_run(int argc, char** argv) {
         }
         sup.proxy = proxy.get();
     }
-
-    auto started = jail::Jail::start(config);
-    if (auto* error = std::get_if<std::string>(&started)) {
-        std::cerr << "cordon: " << *error << "\n";
-        return 125;
-    }
-    auto jail = std::get<std::unique_ptr<jail::Jail>>(std::move(started));
-    sup.jail = jail.get();
     // After the jail started: it must not inherit an ignored SIGPIPE (`yes | head` relies on it).
     ::signal(SIGPIPE, SIG_IGN);
     rlimit files{};
@@ -328,6 +332,15 @@ int cmd_run(int argc, char** argv) {
     uv_poll_start(&sup.signals, UV_READABLE, [](uv_poll_t* handle, int, int) {
         auto* s = static_cast<Supervisor*>(handle->data);
         if (auto st = s->jail->handle_signals()) s->finish(s->timed_out ? 124 : *st);
+    });
+    // The init's report of the command's end comes before its own exit: cleaning up overlaps that exit.
+    uv_poll_init(&sup.loop, &sup.report, jail->report_fd());
+    sup.report.data = &sup;
+    uv_poll_start(&sup.report, UV_READABLE, [](uv_poll_t* handle, int, int) {
+        auto* s = static_cast<Supervisor*>(handle->data);
+        bool closed = false;
+        if (auto st = s->jail->read_report(closed)) s->finish(s->timed_out ? 124 : *st);
+        if (closed && !s->status) uv_poll_stop(handle);
     });
     uv_timer_init(&sup.loop, &sup.timer);
     sup.timer.data = &sup;

@@ -157,6 +157,89 @@ bool send_seccomp(int fd, const std::vector<sock_filter>& program) {
     return ::send(fd, message.data(), message.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(message.size());
 }
 
+bool write_all(int fd, const std::string& data) {
+    std::size_t done = 0;
+    while (done < data.size()) {
+        ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        done += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+// The mount plan as the supervisor sends it to the jail child: a byte count, then the ops (kind, path, why)
+// and the writable roots, every number a native uint32, every string length-prefixed.
+constexpr std::uint32_t kMaxPlanBytes = 64U << 20;
+
+void put_u32(std::string& out, std::size_t v) {
+    auto u = static_cast<std::uint32_t>(v);
+    out.append(reinterpret_cast<const char*>(&u), sizeof u);
+}
+void put_string(std::string& out, const std::string& s) {
+    put_u32(out, s.size());
+    out += s;
+}
+
+std::string encode_plan(const MountPlan& plan) {
+    std::string body;
+    put_u32(body, plan.ops.size());
+    for (const auto& op : plan.ops) {
+        put_u32(body, static_cast<std::size_t>(op.kind));
+        put_string(body, op.path.string());
+        put_string(body, op.why);
+    }
+    put_u32(body, plan.writable_roots.size());
+    for (const auto& root : plan.writable_roots)
+        put_string(body, root.string());
+    std::string message;
+    put_u32(message, body.size());
+    return message + body;
+}
+
+struct PlanReader {
+    const std::string& data;
+    std::size_t pos = 0;
+    bool ok = true;
+
+    std::uint32_t u32() {
+        std::uint32_t v = 0;
+        if (data.size() - pos < sizeof v) {
+            ok = false;
+            return 0;
+        }
+        std::memcpy(&v, data.data() + pos, sizeof v);
+        pos += sizeof v;
+        return v;
+    }
+    std::string string() {
+        std::uint32_t n = u32();
+        if (!ok || data.size() - pos < n) {
+            ok = false;
+            return {};
+        }
+        pos += n;
+        return data.substr(pos - n, n);
+    }
+};
+
+bool receive_plan(int fd, MountPlan& plan) {
+    std::uint32_t size = 0;
+    if (!read_all(fd, &size, sizeof size) || size > kMaxPlanBytes) return false;
+    std::string body(size, '\0');
+    if (!read_all(fd, body.data(), size)) return false;
+    PlanReader in{body};
+    for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i) {
+        std::uint32_t kind = in.u32();
+        std::string path = in.string(), why = in.string();
+        if (kind > static_cast<std::uint32_t>(MountKind::Dev)) in.ok = false;
+        if (in.ok) plan.ops.push_back({static_cast<MountKind>(kind), path, why});
+    }
+    for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i)
+        plan.writable_roots.emplace_back(in.string());
+    return in.ok && in.pos == body.size();
+}
+
 bool write_file(const std::string& path, const std::string& content) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) return false;
@@ -200,7 +283,26 @@ struct Prepared {
     IdMaps maps;
     std::vector<std::string> host_mounts;
     int last_cap = 63;
+    cpu_set_t cpus{};  // our CPU affinity, which the child takes back once placed (see place_child)
+    bool have_cpus = false;
 };
+
+// Why: a new child starts on its parent's CPU and waits there, behind the parent (busy loading the policy),
+// until the scheduler's balancing moves it: measured 1 to 3.5 ms. Moving it at once to another allowed CPU
+// lets both halves of the setup run in parallel. The child restores the whole mask when the plan arrives
+// (sent after this call, so it cannot be undone by it), so the command is not pinned.
+void place_child(pid_t child, const Prepared& prep) {
+    if (!prep.have_cpus || CPU_COUNT(&prep.cpus) < 2) return;
+    int here = ::sched_getcpu();
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+        if (cpu == here || !CPU_ISSET(cpu, &prep.cpus)) continue;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        ::sched_setaffinity(child, sizeof one, &one);
+        return;
+    }
+}
 
 [[noreturn]] void child_main(const JailConfig& config, Prepared& prep, int fd, int supervisor_pidfd) {
     const IdMaps& maps = prep.maps;
@@ -233,12 +335,16 @@ struct Prepared {
         if (::read(fd, &go, 1) != 1) ::_exit(kSetupFailed);
     }
 
-    Context ctx{config, fd, {}, {}, -1, prep.last_cap, {}, {}, std::move(prep.host_mounts)};
+    Context ctx{config, fd, {}, {}, -1, prep.last_cap, {}, {}, std::move(prep.host_mounts), {}};
+    // The first half runs while the supervisor loads the policy; the mount plan comes from it (nothing comes
+    // when it could not load the policy: it kills us then).
     bool ok = run_steps(ctx, {{"hostname", set_hostname, true},
-                              {"filesystem", apply_mount_plan, false},
                               {"network", setup_network, false},
                               {"listener hand-over", send_listeners, false},
-                              {"Landlock", prepare_landlock, true}});
+                              {"filesystem", enter_staging_root, false}});
+    if (!ok || !receive_plan(fd, ctx.plan)) ::_exit(kSetupFailed);
+    if (prep.have_cpus) ::sched_setaffinity(0, sizeof prep.cpus, &prep.cpus);
+    ok = run_steps(ctx, {{"filesystem", apply_mount_plan, false}, {"Landlock", prepare_landlock, true}});
     if (!ok) ::_exit(kSetupFailed);
     // Compiled by the supervisor while we were setting up (it exits or kills us when that failed).
     if (!receive_seccomp(fd, ctx.seccomp)) ::_exit(kSetupFailed);
@@ -254,8 +360,9 @@ struct Prepared {
         say("cannot set up the jail: start the command: " + std::string(std::strerror(errno)));
         ::_exit(kSetupFailed);
     }
-    ::close(fd);
-    ::syscall(SYS_close_range, 3U, ~0U, 0U);
+    // The socketpair stays, for the report at the end.
+    ::syscall(SYS_close_range, 3U, static_cast<unsigned>(fd) - 1, 0U);
+    ::syscall(SYS_close_range, static_cast<unsigned>(fd) + 1, ~0U, 0U);
     // The init keeps only what it needs (CAP_KILL, to kill a command running under another uid) and is not
     // dumpable: nothing in the jail can read or write its memory or make it do anything with privileges.
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -267,23 +374,24 @@ struct Prepared {
         ::kill(command, SIGKILL);
         ::_exit(kSetupFailed);
     }
-    run_init(command);
+    run_init(command, fd);
 }
 
 class JailImpl final : public Jail {
   public:
     ~JailImpl() override {
-        if (pid_ > 0 && !status_) {
+        // Still running (the supervisor failed, or the jail ended without a report): nothing may run in the
+        // jail while the placeholders go.
+        if (pid_ > 0 && !reaped_ && !reported_) {
             kill();
             wait();
         }
-        for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
-            // Only if still what we made: an empty directory or an empty file.
-            struct stat st {};
-            if (::lstat(it->path.c_str(), &st) != 0) continue;
-            if (it->directory && S_ISDIR(st.st_mode)) ::rmdir(it->path.c_str());
-            if (!it->directory && S_ISREG(st.st_mode) && st.st_size == 0) ::unlink(it->path.c_str());
-        }
+        remove_placeholders();
+        // After a report, only the init is left, and it is exiting (tearing down the jail's mount and network
+        // namespaces takes the kernel a millisecond or two): reaped if already gone, otherwise left to
+        // whoever inherits it when the supervisor exits, which `cordon run` does right after (as bwrap's
+        // monitor does once its init reported).
+        if (pid_ > 0 && !reaped_) reap(WNOHANG);
         for (auto& l : listeners_)
             if (l.fd >= 0) ::close(l.fd);
         if (sigfd_ >= 0) ::close(sigfd_);
@@ -294,6 +402,20 @@ class JailImpl final : public Jail {
     pid_t pid() const override { return pid_; }
     std::vector<Listener> take_listeners() override { return std::move(listeners_); }
     int signal_fd() const override { return sigfd_; }
+    int report_fd() const override { return sock_; }
+
+    std::optional<std::string> configure(MountPlan plan, bool allow_all_unix_sockets) override;
+
+    std::optional<int> read_report(bool& closed) override {
+        int code = 0;
+        ssize_t n = ::recv(sock_, &code, sizeof code, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return std::nullopt;
+        closed = true;  // a report comes once; anything else is the end of the socket
+        if (n != static_cast<ssize_t>(sizeof code)) return std::nullopt;
+        reported_ = true;
+        if (!status_) status_ = code;
+        return status_;
+    }
 
     std::optional<int> handle_signals() override {
         signalfd_siginfo info{};
@@ -310,33 +432,44 @@ class JailImpl final : public Jail {
     }
 
     void kill() override {
-        if (pid_ > 0 && !status_) ::kill(pid_, SIGKILL);
+        if (pid_ > 0 && !reaped_) ::kill(pid_, SIGKILL);
     }
 
     int wait() override {
-        while (!status_)
+        while (!reaped_)
             reap(0);
-        return *status_;
+        return status_.value_or(kSetupFailed);
     }
 
     bool start(const JailConfig& config, std::string& error);
 
   private:
     void reap(int options) {
-        if (status_) return;
+        if (reaped_) return;
         int st = 0;
         pid_t r = ::waitpid(pid_, &st, options);
-        if (r == pid_) status_ = exit_status(st);
-        if (r < 0 && errno != EINTR) status_ = kSetupFailed;
+        if (r == pid_) {
+            reaped_ = true;
+            if (!status_) status_ = exit_status(st);
+        }
+        if (r < 0 && errno != EINTR) {
+            reaped_ = true;
+            if (!status_) status_ = kSetupFailed;
+        }
     }
 
     bool write_id_maps(const IdMaps& maps, std::string& error);
+    std::optional<std::string> create_placeholders(MountPlan& plan);
+    void remove_placeholders();
 
+    JailConfig config_;
     pid_t pid_ = -1;
     int sigfd_ = -1;
     int sock_ = -1;
     sigset_t old_mask_{};
     std::optional<int> status_;
+    bool reaped_ = false;
+    bool reported_ = false;
     std::vector<Listener> listeners_;
     std::vector<Placeholder> created_;
 };
@@ -354,14 +487,13 @@ bool JailImpl::write_id_maps(const IdMaps& maps, std::string& error) {
     return true;
 }
 
-bool JailImpl::start(const JailConfig& given, std::string& error) {
-    JailConfig config = given;
+std::optional<std::string> JailImpl::create_placeholders(MountPlan& plan) {
     // File placeholders after the first are hard links to it where they can be (same file system): a new
     // name costs no inode allocation (and later no inode release), which on ext4 is most of the time spent.
     // Every name is bound read-only in the jail; the supervisor removes each one only while it is still an
     // empty regular file.
     const std::filesystem::path* first_file = nullptr;
-    for (const auto& ph : given.plan.placeholders) {
+    for (const auto& ph : plan.placeholders) {
         int rc;
         if (ph.directory) {
             rc = ::mkdir(ph.path.c_str(), 0755);
@@ -379,19 +511,32 @@ bool JailImpl::start(const JailConfig& given, std::string& error) {
         // Where we may not create it (a directory we cannot write, a read-only file system), the command,
         // with our uid and no capabilities, cannot either: nothing to protect.
         if (rc < 0 && (errno == EACCES || errno == EPERM || errno == EROFS)) {
-            std::erase_if(config.plan.ops, [&](const MountOp& op) {
+            std::erase_if(plan.ops, [&](const MountOp& op) {
                 return op.kind == MountKind::ReadOnly && op.path == ph.path;
             });
             continue;
         }
-        if (rc < 0 && errno != EEXIST) {
-            error = "cannot create the placeholder " + ph.path.string() + " that keeps " + ph.why +
-                    " from being created: " + std::strerror(errno);
-            return false;
-        }
+        if (rc < 0 && errno != EEXIST)
+            return "cannot create the placeholder " + ph.path.string() + " that keeps " + ph.why +
+                   " from being created: " + std::strerror(errno);
         if (rc >= 0) created_.push_back(ph);
     }
+    return std::nullopt;
+}
 
+void JailImpl::remove_placeholders() {
+    for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
+        // Only if still what we made: an empty directory or an empty file.
+        struct stat st {};
+        if (::lstat(it->path.c_str(), &st) != 0) continue;
+        if (it->directory && S_ISDIR(st.st_mode)) ::rmdir(it->path.c_str());
+        if (!it->directory && S_ISREG(st.st_mode) && st.st_size == 0) ::unlink(it->path.c_str());
+    }
+    created_.clear();
+}
+
+bool JailImpl::start(const JailConfig& config, std::string& error) {
+    config_ = config;
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
         error = std::string("socketpair: ") + std::strerror(errno);
@@ -409,7 +554,8 @@ bool JailImpl::start(const JailConfig& given, std::string& error) {
     }
 
     // A fork-like clone: the child continues here with a copy of our memory, in new namespaces. The process
-    // is single-threaded at this point (the proxy's loop starts later).
+    // is single-threaded at this point (the proxy's loop starts later). It is cloned early, while our
+    // address space is still small: every page either side writes afterwards is copied.
     long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
                  CLONE_NEWCGROUP | SIGCHLD;
     Prepared prep;
@@ -417,6 +563,7 @@ bool JailImpl::start(const JailConfig& given, std::string& error) {
     const IdMaps& maps = prep.maps;
     prep.last_cap = read_last_cap();
     prep.host_mounts = read_mount_points();
+    prep.have_cpus = ::sched_getaffinity(0, sizeof prep.cpus, &prep.cpus) == 0;
     int self_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
     long child = ::syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr);
     if (child != 0 && self_pidfd >= 0) ::close(self_pidfd);
@@ -428,9 +575,10 @@ bool JailImpl::start(const JailConfig& given, std::string& error) {
     }
     if (child == 0) {
         ::close(pair[0]);
-        child_main(config, prep, pair[1], self_pidfd);
+        child_main(config_, prep, pair[1], self_pidfd);
     }
     pid_ = static_cast<pid_t>(child);
+    place_child(pid_, prep);
     ::close(pair[1]);
 
     if (!maps.by_child) {
@@ -441,29 +589,29 @@ bool JailImpl::start(const JailConfig& given, std::string& error) {
             return false;
         }
     }
-    // The seccomp filter is compiled here, once, while the child sets up the mounts and the network (on
-    // another CPU when there is one); the command process only loads it.
+    return true;
+}
+
+std::optional<std::string> JailImpl::configure(MountPlan plan, bool allow_all_unix_sockets) {
+    if (auto error = create_placeholders(plan)) return error;
+    // The plan first: the child applies it while the seccomp filter is compiled here (on another CPU when
+    // there is one); only the command process loads the filter.
+    bool sent = write_all(sock_, encode_plan(plan));
     std::vector<sock_filter> seccomp;
-    if (auto r = compile_seccomp(config, seccomp)) {
-        if (!config.best_effort) {
-            error = "cannot build the seccomp filter: " + r->message();
-            return false;  // the destructor kills the child
-        }
+    if (auto r = compile_seccomp(config_, allow_all_unix_sockets, seccomp)) {
+        if (!config_.best_effort) return "cannot build the seccomp filter: " + r->message();
         say("warning: --best-effort: running without the seccomp filter: " + r->message());
         seccomp.clear();
     }
     // A child that failed is reported below, when no listeners arrive.
-    send_seccomp(sock_, seccomp);
+    if (sent) send_seccomp(sock_, seccomp);
     auto listeners = receive_listeners(sock_);
     if (!listeners) {
-        error = "the jail could not be set up";
         wait();
-        return false;
+        return "the jail could not be set up";
     }
     listeners_ = std::move(*listeners);
-    ::close(sock_);
-    sock_ = -1;
-    return true;
+    return std::nullopt;
 }
 
 }  // namespace

@@ -19,13 +19,13 @@
 
 namespace cordon::jail {
 
+// What the jail needs from the command line. The policy's part (the mount plan, allowAllUnixSockets) comes
+// later, in Jail::configure: the jail's namespaces are created while the supervisor loads the policy.
 struct JailConfig {
-    MountPlan plan;
     std::vector<std::string> argv;  // the command; argv[0] is looked up in PATH of `env`
     std::vector<std::string> env;   // the command's whole environment, "NAME=value"
     std::filesystem::path cwd;      // where the command starts (inside the jail's view)
 
-    bool allow_all_unix_sockets = false;  // otherwise socket(AF_UNIX, ...) fails with EPERM
     bool allow_ptrace = false;
     bool strict = false;       // a kernel without a protection layer (Landlock) is an error
     bool best_effort = false;  // a restriction that cannot be applied is skipped with a message
@@ -47,10 +47,15 @@ struct Listener {
 
 class Jail {
   public:
-    // Starts the jail (placeholders, clone, id maps, mounts, listeners). Blocks the forwarded signals and
-    // SIGCHLD in the calling thread: they arrive on signal_fd(). On failure returns a message (the jail child
-    // has already printed the details on stderr). Call before starting threads.
+    // Starts the jail in two halves, so that creating the namespaces overlaps loading the policy. start()
+    // clones the jail child, which writes its id maps, brings up loopback, creates the proxy listeners and a
+    // staging root, then waits for configure(). Blocks the forwarded signals and SIGCHLD in the calling
+    // thread: they arrive on signal_fd(). Call before starting threads. On failure returns a message.
     static std::variant<std::unique_ptr<Jail>, std::string> start(const JailConfig& config);
+    // The policy's half: creates the placeholders, hands the mount plan and the seccomp filter to the child
+    // and receives the listeners. The child then applies the plan and starts the command. On failure returns
+    // a message (the jail child has already printed the details on stderr); the jail is gone then.
+    virtual std::optional<std::string> configure(MountPlan plan, bool allow_all_unix_sockets) = 0;
 
     virtual pid_t pid() const = 0;
     // Ownership passes to the caller.
@@ -61,12 +66,19 @@ class Jail {
     // supervisor to the jail (not those the terminal sent to the whole process group: the command got them
     // too), reaps the jail. Returns the exit status (the command's, or 128+N) once the jail has exited.
     virtual std::optional<int> handle_signals() = 0;
+    // Readable when the jail's init reports the command's end (everything else in the jail already killed):
+    // read_report() then returns the status, earlier than the init's own exit reaches handle_signals().
+    // Returns nullopt otherwise; `closed` tells that no report will come (stop polling report_fd()).
+    virtual int report_fd() const = 0;
+    virtual std::optional<int> read_report(bool& closed) = 0;
     // Kills everything in the jail (SIGKILL to its init).
     virtual void kill() = 0;
     // Waits for the jail to exit (after kill()) and returns its status.
     virtual int wait() = 0;
 
-    // Removes the placeholders and unblocks signals.
+    // Kills the jail if it still runs, removes the placeholders and unblocks signals. After a report the init
+    // is only reaped if it is already gone: the caller is expected to exit soon (its child is then inherited
+    // and reaped by the system).
     virtual ~Jail() = default;
 };
 

@@ -107,7 +107,7 @@ Result prepare_landlock(Context& ctx) {
     };
 
     Result result;
-    for (const auto& root : ctx.config.plan.writable_roots)
+    for (const auto& root : ctx.plan.writable_roots)
         if ((result = allow(root.string(), dir_rights, false))) break;
     // Device files (/dev/null, /dev/tty, the jail's ptys) and /proc/self knobs are written, not created; the
     // read-only mounts on /dev and /proc/sys still apply.

@@ -288,7 +288,7 @@ std::vector<std::string> read_mount_points() {
     return points;
 }
 
-Result apply_mount_plan(Context& ctx) {
+Result enter_staging_root(Context&) {
     // Nothing we mount may propagate back to the host, and pivot_root refuses shared mounts.
     if (auto r = do_mount("", "/", nullptr, MS_REC | MS_PRIVATE, nullptr)) return r;
     // The staging root. /tmp exists on every system we run on; the host's /tmp stays reachable below /oldroot
@@ -302,11 +302,14 @@ Result apply_mount_plan(Context& ctx) {
     int fd = ::open("/empty-file", O_CREAT | O_WRONLY | O_CLOEXEC, 0444);
     if (fd < 0) return fail("create /empty-file");
     ::close(fd);
+    return std::nullopt;
+}
 
+Result apply_mount_plan(Context& ctx) {
     if (ctx.host_mounts.empty()) return fail_msg("cannot read the host's mount table");
     host_mounts = &ctx.host_mounts;
     std::vector<std::string> masks;
-    for (const auto& op : ctx.config.plan.ops) {
+    for (const auto& op : ctx.plan.ops) {
         if (auto r = apply_op(op, masks)) {
             r->what +=
                 " (" + std::string(to_string(op.kind)) + " " + op.path.string() + " for " + op.why + ")";

@@ -41,7 +41,8 @@ Result refuse(scmp_filter_ctx ctx, const char* name, int err, unsigned count = 0
 
 }  // namespace
 
-Result compile_seccomp(const JailConfig& config, std::vector<sock_filter>& program) {
+Result compile_seccomp(const JailConfig& config, bool allow_all_unix_sockets,
+                       std::vector<sock_filter>& program) {
     Filter f{seccomp_init(SCMP_ACT_ALLOW)};
     if (!f.ctx) return fail_msg("seccomp_init failed");
     Result r;
@@ -53,7 +54,7 @@ Result compile_seccomp(const JailConfig& config, std::vector<sock_filter>& progr
     // AF_VSOCK, AF_KEY, AF_BLUETOOTH, AF_ALG, ...) is refused.
     for (int family = 0; family < AF_MAX && !r; ++family) {
         if (family == AF_INET || family == AF_INET6 || family == AF_NETLINK) continue;
-        if (family == AF_UNIX && config.allow_all_unix_sockets) continue;
+        if (family == AF_UNIX && allow_all_unix_sockets) continue;
         scmp_arg_cmp arg = SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(family));
         r = refuse(f.ctx, "socket", family == AF_UNIX ? EPERM : EAFNOSUPPORT, 1, &arg);
     }

@@ -31,11 +31,13 @@ struct Context {
     int last_cap = 63;                     // /proc/sys/kernel/cap_last_cap
     std::vector<char*> argv, envp;         // for execvpe, pointing into config
     std::vector<std::string> host_mounts;  // the host's mount points, read by the supervisor
+    MountPlan plan;                        // received from the supervisor (ops, writable roots)
 };
 
 // jail/mounts.cpp: the mount points of the caller's mount table (read by the supervisor before the clone;
-// empty when unreadable), and the plan applied under a staging root, pivots into it and detaches the host's
-// root.
+// empty when unreadable); the staging root (a private tmpfs with the host's root below it), entered before
+// the plan is known; the plan applied under it, then pivot into the jail's root and detach the host's.
+Result enter_staging_root(Context& ctx);
 Result apply_mount_plan(Context& ctx);
 std::vector<std::string> read_mount_points();
 // jail/net.cpp
@@ -52,15 +54,17 @@ Result prepare_landlock(Context& ctx);
 Result enforce_landlock(Context& ctx);
 // jail/seccomp.cpp: compile_seccomp runs in the supervisor while the child sets up (the program is sent over
 // the socketpair); enforce_seccomp loads the program in the command process.
-Result compile_seccomp(const JailConfig& config, std::vector<sock_filter>& program);
+Result compile_seccomp(const JailConfig& config, bool allow_all_unix_sockets,
+                       std::vector<sock_filter>& program);
 Result enforce_seccomp(Context& ctx);
 // Reads /proc/sys/kernel/cap_last_cap (63 when unreadable).
 int read_last_cap();
 // jail/limits.cpp
 Result apply_limits(Context& ctx);
 // jail/init.cpp: the jail's PID 1 after forking the command: reaps, forwards signals, kills the rest when the
-// command exits, exits with the command's status.
-[[noreturn]] void run_init(pid_t command);
+// command exits, reports the command's status on `report_fd` (the supervisor can clean up while the init
+// exits) and exits with it.
+[[noreturn]] void run_init(pid_t command, int report_fd);
 
 // The signals forwarded to the command (and SIGCHLD), blocked in the supervisor and the jail's init.
 sigset_t forwarded_signals(bool with_sigchld);

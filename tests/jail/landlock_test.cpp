@@ -48,8 +48,8 @@ TEST_CASE("Landlock: writes only below the writable roots") {
     if (pid == 0) {
         ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
         cordon::jail::JailConfig config;
-        config.plan.writable_roots = {inside};
-        cordon::jail::detail::Context ctx{config, -1, {}, {}, -1, 63, {}, {}, {}};
+        cordon::jail::detail::Context ctx{config, -1, {}, {}, -1, 63, {}, {}, {}, {}};
+        ctx.plan.writable_roots = {inside};
         int results[3] = {-1, -1, -1};
         results[0] =
             (cordon::jail::detail::prepare_landlock(ctx) || cordon::jail::detail::enforce_landlock(ctx)) ? 1

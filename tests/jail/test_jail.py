@@ -232,8 +232,19 @@ class JailCase:
         marker = f"{1000 + secrets.randbelow(9000)}.{secrets.randbelow(1000)}"
         rc, _, err = self.run_jail(["-c", f"(setsid sleep {marker} &) ; sleep {marker} & exit 0"])
         self.assertEqual(rc, 0, err)
-        time.sleep(0.2)
+        # Gone by the time cordon has exited: the init kills and reaps everything before it reports.
         self.assertFalse(self._alive(f"sleep {marker}"))
+
+    def test_invalid_settings_stop_the_jail_started_early(self):
+        # The jail's namespaces are created while the policy loads: a policy that does not load must leave
+        # nothing behind (no jail process, no placeholder), with the policy's error and exit 2.
+        bad = os.path.join(self.home, f"bad-{secrets.randbelow(10**9)}.json")
+        self.write(bad, '{"sandbox": {"network": {"allowedDomains": "not a list"}}}')
+        rc, _, err = self.run_jail(["--settings", bad, "--", "/bin/true"])
+        self.assertEqual(rc, 2, err)
+        self.assertIn(bad, err)
+        self.assertFalse(self._alive(bad))
+        self.assertEqual(sorted(os.listdir(self.cwd)), [])
 
     def test_supervisor_killed_jail_gone(self):
         marker = f"{1000 + secrets.randbelow(9000)}.{secrets.randbelow(1000)}"
