@@ -1,9 +1,10 @@
 // Applies a MountPlan inside the jail's new mount namespace.
 //
 // Layout while building (after the first pivot_root): "/" is a private staging tmpfs, "/oldroot" the host's
-// root (the source of every bind), "/newroot" the jail's future root (the target of every mount). A second
-// pivot_root into /newroot and a lazy unmount of the staging root leave nothing of the host but what the plan
-// bound.
+// root (the source of writable binds), "/readonly" a copy of it made read-only once, every submount included
+// (the source of read-only binds: a bind of a read-only mount is read-only, so each costs one mount call),
+// "/newroot" the jail's future root (the target of every mount). A second pivot_root into /newroot and a lazy
+// unmount of the staging root leave nothing of the host but what the plan bound.
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -24,12 +25,16 @@ namespace {
 
 constexpr const char* kOld = "/oldroot";
 constexpr const char* kNew = "/newroot";
+constexpr const char* kReadOnly = "/readonly";
 
 std::string in_new(const fs::path& p) {
     return p == "/" ? std::string(kNew) : kNew + p.string();
 }
 std::string in_old(const fs::path& p) {
     return p == "/" ? std::string(kOld) : kOld + p.string();
+}
+std::string in_readonly(const fs::path& p) {
+    return p == "/" ? std::string(kReadOnly) : kReadOnly + p.string();
 }
 
 Result do_mount(const std::string& source, const std::string& target, const char* type, unsigned long flags,
@@ -63,11 +68,6 @@ std::string unescape(const std::string& s) {
     return out;
 }
 
-bool under(const std::string& p, const std::string& root) {
-    return p == root ||
-           (p.size() > root.size() && p.compare(0, root.size(), root) == 0 && p[root.size()] == '/');
-}
-
 // The host's mount points, from Context (read by the supervisor before the clone).
 const std::vector<std::string>* host_mounts = nullptr;
 
@@ -95,17 +95,21 @@ Result remount_readonly(const std::string& point) {
 }
 
 // Why: a bind mount's MS_RDONLY applies to that one mount only. Submounts (a mounted /home, /dev/shm, /run)
-// keep their own flags and would stay writable under a read-only "/". So the bound path and every host mount
-// below it (which the recursive bind copied) are remounted read-only, keeping the flags they already have: in
-// a user namespace, flags inherited from a more privileged namespace (nosuid, nodev, noexec, atime) are
-// locked and a remount that drops them fails.
-Result make_readonly_tree(const fs::path& host_path) {
-    if (auto r = remount_readonly(in_new(host_path))) return r;
-    for (const auto& m : *host_mounts) {
-        if (m == host_path.string()) continue;
-        if (host_path != "/" && !under(m, host_path.string())) continue;
-        if (auto r = remount_readonly(in_new(m))) return r;
-    }
+// keep their own flags and would stay writable under a read-only "/". So the copy of the host's root and
+// every submount in it are made read-only: with one mount_setattr(2) call (Linux 5.12), else by remounting
+// each host mount point, keeping the flags it already has (in a user namespace, flags inherited from a more
+// privileged namespace (nosuid, nodev, noexec, atime) are locked and a remount that drops them fails).
+Result make_readonly_copy() {
+    if (auto r = do_mount(kOld, kReadOnly, nullptr, MS_BIND | MS_REC, nullptr)) return r;
+    mount_attr attr{};
+    attr.attr_set = MOUNT_ATTR_RDONLY;
+    if (::syscall(SYS_mount_setattr, AT_FDCWD, kReadOnly, AT_RECURSIVE, &attr, sizeof attr) == 0)
+        return std::nullopt;
+    if (errno != ENOSYS) return fail("make the host's root read-only (mount_setattr)");
+    if (auto r = remount_readonly(kReadOnly)) return r;
+    for (const auto& m : *host_mounts)
+        if (m != "/")
+            if (auto r = remount_readonly(in_readonly(m))) return r;
     return std::nullopt;
 }
 
@@ -139,10 +143,12 @@ bool source_is_dir(const std::string& source) {
     return ::stat(source.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-Result bind(const fs::path& path, bool recursive) {
-    std::string source = in_old(path), target = in_new(path);
+// Binds the host's `path` over the jail's, with its submounts: writable as the host has it, or from the
+// read-only copy.
+Result bind(const fs::path& path, bool writable) {
+    std::string source = writable ? in_old(path) : in_readonly(path), target = in_new(path);
     if (auto r = ensure_target(target, source_is_dir(source))) return r;
-    return do_mount(source, target, nullptr, MS_BIND | (recursive ? MS_REC : 0), nullptr);
+    return do_mount(source, target, nullptr, MS_BIND | MS_REC, nullptr);
 }
 
 Result mount_proc() {
@@ -214,8 +220,7 @@ Result mount_dev() {
 Result apply_op(const MountOp& op, std::vector<std::string>& masks) {
     switch (op.kind) {
         case MountKind::RootReadOnly:
-            if (auto r = do_mount(kOld, kNew, nullptr, MS_BIND | MS_REC, nullptr)) return r;
-            return make_readonly_tree("/");
+            return do_mount(kReadOnly, kNew, nullptr, MS_BIND | MS_REC, nullptr);
         case MountKind::PrivateTmp: {
             std::string target = in_new(op.path);
             if (auto r = ensure_target(target, true)) return r;
@@ -225,8 +230,7 @@ Result apply_op(const MountOp& op, std::vector<std::string>& masks) {
             // Recursive, so submounts below a writable root stay as the host has them.
             return bind(op.path, true);
         case MountKind::ReadOnly:
-            if (auto r = bind(op.path, true)) return r;
-            return make_readonly_tree(op.path);
+            return bind(op.path, false);
         case MountKind::MaskDir: {
             std::string target = in_new(op.path);
             if (auto r = ensure_target(target, true)) return r;
@@ -296,6 +300,7 @@ Result enter_staging_root(Context&) {
     if (auto r = do_mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=64k")) return r;
     if (::mkdir("/tmp/oldroot", 0755) != 0) return fail("mkdir staging oldroot");
     if (::mkdir("/tmp/newroot", 0755) != 0) return fail("mkdir staging newroot");
+    if (::mkdir("/tmp/readonly", 0755) != 0) return fail("mkdir staging readonly");
     if (::syscall(SYS_pivot_root, "/tmp", "/tmp/oldroot") != 0)
         return fail("pivot_root into the staging root");
     if (::chdir("/") != 0) return fail("chdir /");
@@ -308,6 +313,7 @@ Result enter_staging_root(Context&) {
 Result apply_mount_plan(Context& ctx) {
     if (ctx.host_mounts.empty()) return fail_msg("cannot read the host's mount table");
     host_mounts = &ctx.host_mounts;
+    if (auto r = make_readonly_copy()) return r;
     std::vector<std::string> masks;
     for (const auto& op : ctx.plan.ops) {
         if (auto r = apply_op(op, masks)) {
