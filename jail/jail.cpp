@@ -192,6 +192,21 @@ std::string encode_plan(const MountPlan& plan) {
     put_u32(body, plan.writable_roots.size());
     for (const auto& root : plan.writable_roots)
         put_string(body, root.string());
+    put_u32(body, plan.placeholders.size());
+    for (const auto& ph : plan.placeholders)
+        put_string(body, ph.path.string());
+    std::string message;
+    put_u32(message, body.size());
+    return message + body;
+}
+
+// After the plan, when it has placeholders: the ones the supervisor could not create (where the command could
+// not create them either), as a list of paths.
+std::string encode_paths(const std::vector<std::filesystem::path>& paths) {
+    std::string body;
+    put_u32(body, paths.size());
+    for (const auto& p : paths)
+        put_string(body, p.string());
     std::string message;
     put_u32(message, body.size());
     return message + body;
@@ -237,8 +252,25 @@ bool receive_plan(int fd, MountPlan& plan) {
     }
     for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i)
         plan.writable_roots.emplace_back(in.string());
+    for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i)
+        plan.placeholders.push_back({in.string(), false, {}});
     return in.ok && in.pos == body.size();
 }
+
+}  // namespace
+
+bool receive_placeholders_made(int fd, std::vector<std::filesystem::path>& not_made) {
+    std::uint32_t size = 0;
+    if (!read_all(fd, &size, sizeof size) || size > kMaxPlanBytes) return false;
+    std::string body(size, '\0');
+    if (!read_all(fd, body.data(), size)) return false;
+    PlanReader in{body};
+    for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i)
+        not_made.emplace_back(in.string());
+    return in.ok && in.pos == body.size();
+}
+
+namespace {
 
 bool write_file(const std::string& path, const std::string& content) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -414,6 +446,8 @@ class JailImpl final : public Jail {
         if (n != static_cast<ssize_t>(sizeof code)) return std::nullopt;
         reported_ = true;
         if (!status_) status_ = code;
+        // Nothing runs in the jail any more: the placeholders go now, while the init exits.
+        remove_placeholders();
         return status_;
     }
 
@@ -459,7 +493,8 @@ class JailImpl final : public Jail {
     }
 
     bool write_id_maps(const IdMaps& maps, std::string& error);
-    std::optional<std::string> create_placeholders(MountPlan& plan);
+    std::optional<std::string> create_placeholders(const MountPlan& plan,
+                                                   std::vector<std::filesystem::path>& not_made);
     void remove_placeholders();
 
     JailConfig config_;
@@ -487,7 +522,8 @@ bool JailImpl::write_id_maps(const IdMaps& maps, std::string& error) {
     return true;
 }
 
-std::optional<std::string> JailImpl::create_placeholders(MountPlan& plan) {
+std::optional<std::string> JailImpl::create_placeholders(const MountPlan& plan,
+                                                         std::vector<std::filesystem::path>& not_made) {
     // File placeholders after the first are hard links to it where they can be (same file system): a new
     // name costs no inode allocation (and later no inode release), which on ext4 is most of the time spent.
     // Every name is bound read-only in the jail; the supervisor removes each one only while it is still an
@@ -511,9 +547,7 @@ std::optional<std::string> JailImpl::create_placeholders(MountPlan& plan) {
         // Where we may not create it (a directory we cannot write, a read-only file system), the command,
         // with our uid and no capabilities, cannot either: nothing to protect.
         if (rc < 0 && (errno == EACCES || errno == EPERM || errno == EROFS)) {
-            std::erase_if(plan.ops, [&](const MountOp& op) {
-                return op.kind == MountKind::ReadOnly && op.path == ph.path;
-            });
+            not_made.push_back(ph.path);
             continue;
         }
         if (rc < 0 && errno != EEXIST)
@@ -593,10 +627,14 @@ bool JailImpl::start(const JailConfig& config, std::string& error) {
 }
 
 std::optional<std::string> JailImpl::configure(MountPlan plan, bool allow_all_unix_sockets) {
-    if (auto error = create_placeholders(plan)) return error;
-    // The plan first: the child applies it while the seccomp filter is compiled here (on another CPU when
-    // there is one); only the command process loads the filter.
+    // The plan first: the child applies it while the placeholders are created and the seccomp filter is
+    // compiled here (on another CPU when there is one). It binds the placeholders last, once they exist.
     bool sent = write_all(sock_, encode_plan(plan));
+    if (!plan.placeholders.empty()) {
+        std::vector<std::filesystem::path> not_made;
+        if (auto error = create_placeholders(plan, not_made)) return error;
+        sent = sent && write_all(sock_, encode_paths(not_made));
+    }
     std::vector<sock_filter> seccomp;
     if (auto r = compile_seccomp(config_, allow_all_unix_sockets, seccomp)) {
         if (!config_.best_effort) return "cannot build the seccomp filter: " + r->message();

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -314,13 +315,36 @@ Result apply_mount_plan(Context& ctx) {
     if (ctx.host_mounts.empty()) return fail_msg("cannot read the host's mount table");
     host_mounts = &ctx.host_mounts;
     if (auto r = make_readonly_copy()) return r;
+    // Placeholders are bound last: the supervisor creates them while the rest is mounted. Nothing is mounted
+    // below a placeholder (nothing exists there) and every op covering one is shallower, so the order does
+    // not change the result.
+    std::set<fs::path> placeholders;
+    for (const auto& ph : ctx.plan.placeholders)
+        placeholders.insert(ph.path);
+    std::vector<const MountOp*> deferred;
     std::vector<std::string> masks;
-    for (const auto& op : ctx.plan.ops) {
+    auto apply = [&](const MountOp& op) -> Result {
         if (auto r = apply_op(op, masks)) {
             r->what +=
                 " (" + std::string(to_string(op.kind)) + " " + op.path.string() + " for " + op.why + ")";
             return r;
         }
+        return std::nullopt;
+    };
+    for (const auto& op : ctx.plan.ops) {
+        if (op.kind == MountKind::ReadOnly && placeholders.count(op.path)) {
+            deferred.push_back(&op);
+            continue;
+        }
+        if (auto r = apply(op)) return r;
+    }
+    if (!placeholders.empty()) {
+        std::vector<fs::path> not_made;
+        if (!receive_placeholders_made(ctx.supervisor_fd, not_made))
+            return fail_msg("the supervisor did not create the placeholders");
+        for (const MountOp* op : deferred)
+            if (std::find(not_made.begin(), not_made.end(), op->path) == not_made.end())
+                if (auto r = apply(*op)) return r;
     }
     for (const auto& mask : masks)
         if (auto r = do_mount("", mask, nullptr,
