@@ -47,14 +47,49 @@ const std::set<std::string> kFileNames = {
     ".bashrc",     ".bash_profile", ".zshrc",     ".zprofile", ".profile",      ".gitconfig",
     ".gitmodules", ".mcp.json",     ".ripgreprc", "config",    "settings.json", "settings.local.json"};
 
+// What lstat(2) or stat(2) said of a path: 0 and the mode, or the errno.
+struct Stat {
+    int err = 0;
+    mode_t mode = 0;
+};
+
+// While a plan is computed, every path's lstat and stat are memoised: the planner asks about the same paths
+// again and again (each protected name in each writable root, its parents, the settings files), and on a VM
+// each system call costs microseconds. The plan only looks at the file system.
+struct StatCache {
+    std::map<std::string, Stat> lstat, stat;
+};
+thread_local StatCache* stat_cache = nullptr;
+
+Stat stat_of(const fs::path& p, bool follow) {
+    std::map<std::string, Stat>* cache =
+        stat_cache ? (follow ? &stat_cache->stat : &stat_cache->lstat) : nullptr;
+    if (cache) {
+        auto it = cache->find(p.native());
+        if (it != cache->end()) return it->second;
+    }
+    struct stat st {};
+    Stat r;
+    if ((follow ? ::stat(p.c_str(), &st) : ::lstat(p.c_str(), &st)) == 0)
+        r.mode = st.st_mode;
+    else
+        r.err = errno;
+    if (cache) cache->emplace(p.native(), r);
+    return r;
+}
+
 bool exists_nofollow(const fs::path& p) {
-    std::error_code ec;
-    return fs::symlink_status(p, ec).type() != fs::file_type::not_found && !ec;
+    return stat_of(p, false).err == 0;
 }
 
 bool is_dir(const fs::path& p) {
-    std::error_code ec;
-    return fs::is_directory(p, ec);
+    Stat r = stat_of(p, true);
+    return r.err == 0 && S_ISDIR(r.mode);
+}
+
+bool is_link(const fs::path& p) {
+    Stat r = stat_of(p, false);
+    return r.err == 0 && S_ISLNK(r.mode);
 }
 
 // Resolves symlinks in the existing prefix of `p` (what a bind mount would follow) and normalises the rest.
@@ -82,10 +117,9 @@ fs::path resolve_step(const fs::path& p) {
         p.native() != p.lexically_normal().native())
         return resolve_uncached(p);
     fs::path candidate = resolve(p.parent_path()) / name;
-    struct stat st {};
-    if (::lstat(candidate.c_str(), &st) == 0)
-        return S_ISLNK(st.st_mode) ? resolve_uncached(candidate) : candidate;
-    if (errno == ENOENT || errno == ENOTDIR) return candidate;  // the rest does not exist: normalised only
+    Stat st = stat_of(candidate, false);
+    if (st.err == 0) return S_ISLNK(st.mode) ? resolve_uncached(candidate) : candidate;
+    if (st.err == ENOENT || st.err == ENOTDIR) return candidate;  // the rest does not exist: normalised only
     return resolve_uncached(p);
 }
 
@@ -338,8 +372,7 @@ class Planner {
             for (const auto& name : in_.filesystem.always_read_only_names) {
                 bool dir = !kFileNames.count(fs::path(name).filename().string());
                 fs::path p = root / name;
-                std::error_code ec;
-                if (fs::is_symlink(p, ec)) {
+                if (is_link(p)) {
                     // A symlinked protected file (dotfile managers): protect what it points to. The link
                     // itself sits in a writable directory; a bind mount cannot be placed on a symlink.
                     plan_.notices.push_back(p.string() +
@@ -418,12 +451,19 @@ std::vector<fs::path> expand_glob(const fs::path& pattern) {
 
 MountPlan make_mount_plan(const PlanInput& input) {
     std::map<std::string, fs::path> cache;
+    StatCache stats;
     struct Guard {
-        explicit Guard(std::map<std::string, fs::path>* c) { resolve_cache = c; }
-        ~Guard() { resolve_cache = nullptr; }
+        Guard(std::map<std::string, fs::path>* c, StatCache* s) {
+            resolve_cache = c;
+            stat_cache = s;
+        }
+        ~Guard() {
+            resolve_cache = nullptr;
+            stat_cache = nullptr;
+        }
         Guard(const Guard&) = delete;
         Guard& operator=(const Guard&) = delete;
-    } guard(&cache);
+    } guard(&cache, &stats);
     return Planner(input).build();
 }
 
