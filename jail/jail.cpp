@@ -525,7 +525,11 @@ class JailImpl final : public Jail {
     bool reaped_ = false;
     bool reported_ = false;
     std::vector<Listener> listeners_;
-    std::vector<Placeholder> created_;
+    struct Made {
+        std::filesystem::path path;
+        mode_t type;  // S_IFREG, S_IFIFO or S_IFDIR
+    };
+    std::vector<Made> created_;
 };
 
 bool JailImpl::write_id_maps(const IdMaps& maps, std::string& error) {
@@ -543,25 +547,29 @@ bool JailImpl::write_id_maps(const IdMaps& maps, std::string& error) {
 
 std::optional<std::string> JailImpl::create_placeholders(const MountPlan& plan,
                                                          std::vector<std::filesystem::path>& not_made) {
-    // File placeholders after the first are hard links to it where they can be (same file system): a new
-    // name costs no inode allocation (and later no inode release), which on ext4 is most of the time spent.
-    // Every name is bound read-only in the jail; the supervisor removes each one only while it is still an
-    // empty regular file.
+    // Placeholders after the first of their type are hard links to it where they can be (same file system):
+    // a new name costs no inode allocation (and later no inode release), which on ext4 is most of the time
+    // spent. Every name is bound read-only in the jail; the supervisor removes each one only while it is
+    // still what it made.
     const std::filesystem::path* first_file = nullptr;
+    const std::filesystem::path* first_fifo = nullptr;
     for (const auto& ph : plan.placeholders) {
-        int rc;
-        if (ph.directory) {
-            rc = ::mkdir(ph.path.c_str(), 0755);
-        } else {
-            rc = first_file ? ::link(first_file->c_str(), ph.path.c_str()) : -1;
-            if (rc != 0 &&
-                (!first_file || errno == EXDEV || errno == EPERM || errno == EMLINK || errno == ENOENT)) {
-                rc = ::open(ph.path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-                if (rc >= 0) {
-                    ::close(rc);
-                    if (!first_file) first_file = &ph.path;
+        const std::filesystem::path*& first = ph.fifo ? first_fifo : first_file;
+        mode_t type = ph.fifo ? S_IFIFO : S_IFREG;
+        int rc = first ? ::link(first->c_str(), ph.path.c_str()) : -1;
+        if (rc != 0 && (!first || errno == EXDEV || errno == EPERM || errno == EMLINK || errno == ENOENT)) {
+            if (ph.fifo) {
+                rc = ::mkfifo(ph.path.c_str(), 0);
+                if (rc != 0 && (errno == EPERM || errno == EINVAL || errno == EOPNOTSUPP)) {
+                    // A file system without FIFOs: an empty directory does the same, at a higher cost.
+                    rc = ::mkdir(ph.path.c_str(), 0755);
+                    type = S_IFDIR;
                 }
+            } else {
+                rc = ::open(ph.path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+                if (rc >= 0) ::close(rc);
             }
+            if (rc >= 0 && type != S_IFDIR && !first) first = &ph.path;
         }
         // Where we may not create it (a directory we cannot write, a read-only file system), the command,
         // with our uid and no capabilities, cannot either: nothing to protect.
@@ -572,18 +580,20 @@ std::optional<std::string> JailImpl::create_placeholders(const MountPlan& plan,
         if (rc < 0 && errno != EEXIST)
             return "cannot create the placeholder " + ph.path.string() + " that keeps " + ph.why +
                    " from being created: " + std::strerror(errno);
-        if (rc >= 0) created_.push_back(ph);
+        if (rc >= 0) created_.push_back({ph.path, type});
     }
     return std::nullopt;
 }
 
 void JailImpl::remove_placeholders() {
     for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
-        // Only if still what we made: an empty directory or an empty file.
+        // Only if still what we made: an empty file, a FIFO, an empty directory (rmdir fails otherwise).
         struct stat st {};
-        if (::lstat(it->path.c_str(), &st) != 0) continue;
-        if (it->directory && S_ISDIR(st.st_mode)) ::rmdir(it->path.c_str());
-        if (!it->directory && S_ISREG(st.st_mode) && st.st_size == 0) ::unlink(it->path.c_str());
+        if (::lstat(it->path.c_str(), &st) != 0 || (st.st_mode & S_IFMT) != it->type) continue;
+        if (it->type == S_IFDIR)
+            ::rmdir(it->path.c_str());
+        else if (it->type == S_IFIFO || st.st_size == 0)
+            ::unlink(it->path.c_str());
     }
     created_.clear();
 }

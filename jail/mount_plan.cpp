@@ -336,16 +336,13 @@ class Planner {
         fs::path parent = first.parent_path();
         if (!is_dir(parent) || !writable_here(first)) return;  // cannot be created anyway
         // A file blocks creating a file or a directory of that name just as well, and removing it afterwards
-        // is much cheaper than removing a directory that was a mount point. Only `.git` is a directory: an
-        // empty
-        // `.git` file would be read by git as a broken gitfile, an empty directory is skipped by its
-        // discovery.
+        // is much cheaper than removing a directory. Only `.git` is a FIFO (see Placeholder).
         (void)final_is_dir;
-        bool dir = first.filename() == ".git";
+        bool fifo = first.filename() == ".git";
         for (const auto& ph : plan_.placeholders)
             if (ph.path == first) return;
         pin_ancestors(first, why);
-        plan_.placeholders.push_back({first, dir, why});
+        plan_.placeholders.push_back({first, fifo, why});
         add({MountKind::ReadOnly, first, why + " (not existing: placeholder)"});
     }
 

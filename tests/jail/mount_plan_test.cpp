@@ -60,9 +60,9 @@ int find(const MountPlan& plan, MountKind kind, const fs::path& path) {
     return -1;
 }
 
-bool has_placeholder(const MountPlan& plan, const fs::path& path, bool directory) {
+bool has_placeholder(const MountPlan& plan, const fs::path& path, bool fifo) {
     return std::any_of(plan.placeholders.begin(), plan.placeholders.end(),
-                       [&](const auto& p) { return p.path == path && p.directory == directory; });
+                       [&](const auto& p) { return p.path == path && p.fifo == fifo; });
 }
 
 }  // namespace

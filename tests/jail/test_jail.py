@@ -406,6 +406,20 @@ class JailCase:
         self.assertFalse(os.path.exists(os.path.join(self.cwd, ".git/hooks")))
         self.assertEqual(sorted(os.listdir(os.path.join(self.cwd, ".git"))), ["HEAD", "description"])
 
+    def test_git_works_in_a_subdirectory_of_a_repository(self):
+        # The working directory is a subdirectory of a repository and has no .git: the placeholder that keeps
+        # .git from being created (a FIFO) must not stop git's discovery of the repository above it.
+        repo = self.mkdir("repo")
+        sub = self.mkdir("repo/sub")
+        env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": self.home}
+        subprocess.run(["git", "init", "-q", repo], check=True, env=env, **self._identity())
+        out, err = self.sh("stat -c %F .git; git rev-parse --show-toplevel && git status --porcelain && echo GIT-OK",
+                           cwd=sub)
+        self.assertIn("fifo", out, err)
+        self.assertIn(repo, out, err)
+        self.assertIn("GIT-OK", out, err)
+        self.assertEqual(os.listdir(sub), [])
+
     def test_symlink_tricks(self):
         target = self.write(os.path.join(self.outside, "target"))
         os.symlink(target, os.path.join(self.cwd, "pre-made-link"))
