@@ -87,6 +87,11 @@ bool is_dir(const fs::path& p) {
     return r.err == 0 && S_ISDIR(r.mode);
 }
 
+bool is_dir_nofollow(const fs::path& p) {
+    Stat r = stat_of(p, false);
+    return r.err == 0 && S_ISDIR(r.mode);
+}
+
 bool is_link(const fs::path& p) {
     Stat r = stat_of(p, false);
     return r.err == 0 && S_ISLNK(r.mode);
@@ -404,20 +409,26 @@ class Planner {
                 std::string name = entry->d_name;
                 if (name == "." || name == "..") continue;
                 --budget;
+                bool directory = entry->d_type == DT_DIR;  // a symlink (DT_LNK) is not followed
+                if (entry->d_type == DT_UNKNOWN) directory = is_dir_nofollow(dir / name);
                 if (d > 0 && firsts.count(name)) {
+                    // A nested directory holds a protected name's first component: a nested repository's
+                    // .git, a sub-project's .claude. What exists below it is protected; what does not
+                    // (.git/hooks of a repository that has none yet) gets a placeholder, as at the top: git
+                    // would run hooks planted there. A nested name of one component (.bashrc) is protected
+                    // where it exists: nothing reads a shell start-up file from a subdirectory.
                     for (const auto& protected_name : in_.filesystem.always_read_only_names) {
-                        if (fs::path(protected_name).begin()->string() != name) continue;
-                        if (exists_nofollow(dir / protected_name))
-                            protect_existing(dir / protected_name, "always read-only: " + protected_name);
+                        fs::path rel(protected_name);
+                        if (rel.begin()->string() != name) continue;
+                        bool nested = std::next(rel.begin()) != rel.end();
+                        if (nested && directory)
+                            protect(dir / rel, "always read-only: " + protected_name,
+                                    !kFileNames.count(rel.filename().string()));
+                        else if (exists_nofollow(dir / rel))
+                            protect_existing(dir / rel, "always read-only: " + protected_name);
                     }
                 }
-                if (d >= in_.scan_depth) continue;
-                bool directory = entry->d_type == DT_DIR;  // a symlink (DT_LNK) is not followed
-                if (entry->d_type == DT_UNKNOWN) {
-                    struct stat st {};
-                    directory = ::lstat((dir / name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-                }
-                if (!directory) continue;
+                if (d >= in_.scan_depth || !directory) continue;
                 if (name == ".git" || name == "node_modules") continue;
                 stack.emplace_back(dir / name, d + 1);
             }

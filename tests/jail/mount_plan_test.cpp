@@ -253,6 +253,27 @@ TEST_CASE("nested always-read-only names below a writable root are protected") {
     CHECK(find(plan, MountKind::ReadOnly, s.root / "project/sub/.claude/settings.json") >= 0);
 }
 
+TEST_CASE(
+    "a nested repository without hooks gets a placeholder for them; nested files only where they exist") {
+    Scratch s;
+    s.file("project/vendor/lib/.git/HEAD");
+    s.dir("project/sub/.claude");
+    s.dir("project/docs");
+    auto plan = make_mount_plan(s.input());
+    CHECK(has_placeholder(plan, s.root / "project/vendor/lib/.git/hooks", false));
+    CHECK(has_placeholder(plan, s.root / "project/vendor/lib/.git/config", false));
+    CHECK(find(plan, MountKind::ReadOnly, s.root / "project/vendor/lib/.git/hooks") >= 0);
+    // The directory holding the placeholders is pinned against a rename.
+    CHECK(find(plan, MountKind::Writable, s.root / "project/vendor/lib/.git") >= 0);
+    // A nested .claude without settings: a placeholder; nothing for a plain subdirectory.
+    CHECK(std::any_of(plan.placeholders.begin(), plan.placeholders.end(),
+                      [&](const auto& p) { return p.path.parent_path() == s.root / "project/sub/.claude"; }));
+    CHECK_FALSE(std::any_of(plan.placeholders.begin(), plan.placeholders.end(),
+                            [&](const auto& p) { return p.path.parent_path() == s.root / "project/docs"; }));
+    // Shell start-up files are not invented in subdirectories.
+    CHECK_FALSE(has_placeholder(plan, s.root / "project/sub/.bashrc", false));
+}
+
 TEST_CASE("settings files read by cordon are read-only when inside a writable area") {
     Scratch s;
     auto f = s.file("project/my-settings.json");

@@ -406,6 +406,19 @@ class JailCase:
         self.assertFalse(os.path.exists(os.path.join(self.cwd, ".git/hooks")))
         self.assertEqual(sorted(os.listdir(os.path.join(self.cwd, ".git"))), ["HEAD", "description"])
 
+    def test_git_hooks_missing_in_a_nested_repository(self):
+        # A repository below the working directory without a hooks directory: hooks cannot be planted there
+        # either, and after the run its .git holds exactly what it held before.
+        self.write(os.path.join(self.cwd, "vendor/lib/.git/HEAD"), "ref: refs/heads/main\n")
+        out, _ = self.sh("cd vendor/lib; mkdir .git/hooks 2>/dev/null && echo MADE; "
+                         "echo x > .git/hooks/pre-commit 2>/dev/null && echo HOOK; "
+                         "echo x > .git/config 2>/dev/null && echo CONFIG; echo y > .git/description && echo DESC; "
+                         "mv .git git2 2>/dev/null && echo MOVED; true")
+        for word in ("MADE", "HOOK", "CONFIG", "MOVED"):
+            self.assertNotIn(word, out)
+        self.assertIn("DESC", out)
+        self.assertEqual(sorted(os.listdir(os.path.join(self.cwd, "vendor/lib/.git"))), ["HEAD", "description"])
+
     def test_git_works_in_a_subdirectory_of_a_repository(self):
         # The working directory is a subdirectory of a repository and has no .git: the placeholder that keeps
         # .git from being created (a FIFO) must not stop git's discovery of the repository above it.
