@@ -193,6 +193,7 @@ std::string encode_plan(const MountPlan& plan) {
         put_u32(body, static_cast<std::size_t>(op.kind));
         put_string(body, op.path.string());
         put_string(body, op.why);
+        put_string(body, op.source.string());
     }
     put_u32(body, plan.writable_roots.size());
     for (const auto& root : plan.writable_roots)
@@ -265,9 +266,9 @@ bool receive_plan(int fd, MountPlan& plan) {
     PlanReader in{body};
     for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i) {
         std::uint32_t kind = in.u32();
-        std::string path = in.string(), why = in.string();
-        if (kind > static_cast<std::uint32_t>(MountKind::Dev)) in.ok = false;
-        if (in.ok) plan.ops.push_back({static_cast<MountKind>(kind), path, why});
+        std::string path = in.string(), why = in.string(), source = in.string();
+        if (kind > static_cast<std::uint32_t>(MountKind::ReadOnlyLink)) in.ok = false;
+        if (in.ok) plan.ops.push_back({static_cast<MountKind>(kind), path, why, source});
     }
     for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i)
         plan.writable_roots.emplace_back(in.string());

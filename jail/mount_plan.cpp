@@ -32,6 +32,8 @@ std::string_view to_string(MountKind kind) {
             return "proc";
         case MountKind::Dev:
             return "dev";
+        case MountKind::ReadOnlyLink:
+            return "read-only-link";
     }
     return "?";
 }
@@ -158,6 +160,7 @@ int rank(MountKind kind) {
         case MountKind::Writable:
             return 2;
         case MountKind::ReadOnly:
+        case MountKind::ReadOnlyLink:
             return 3;
         case MountKind::MaskDir:
         case MountKind::MaskFile:
@@ -307,6 +310,12 @@ class Planner {
     void protect_existing(const fs::path& raw, const std::string& why) {
         fs::path p = resolve(raw);
         if (!exists_nofollow(p) || !writable_here(p)) return;
+        // Still a symlink after resolution: a dangling one (or a loop). A bind mount would follow it and
+        // fail; the link itself is protected instead.
+        if (is_link(p)) {
+            protect_link(p, why);
+            return;
+        }
         pin_ancestors(p, why);
         add({MountKind::ReadOnly, p, why});
     }
@@ -351,6 +360,37 @@ class Planner {
         add({MountKind::ReadOnly, first, why + " (not existing: placeholder)"});
     }
 
+    // A symlinked protected name (dotfile managers): what it points to is protected by protect(); the link
+    // itself sits in a writable directory, where `rm .bashrc && echo ... > .bashrc` would replace it. A
+    // read-only file mounted on the link keeps the name. Only for links to files (a directory cannot be
+    // mounted on a symlink) whose parent holds no symlink (the mount goes on the link's own name).
+    void protect_link(const fs::path& link, const std::string& why) {
+        if (!links_seen_.insert(link).second) return;  // a loop of links
+        fs::path target = link_target(link);
+        // A dangling link: what it points to must not appear either (written through the link or directly).
+        if (target != link && !exists_nofollow(target)) protect(target, why, false);
+        if (resolve(link.parent_path()) != link.parent_path() || is_dir(target) || !writable_here(link)) {
+            plan_.notices.push_back(link.string() +
+                                    " is a symlink; its target is protected, the link is not");
+            return;
+        }
+        // Shown read-only as the jail would see the target; nothing when that is hidden or missing.
+        const MountOp* cover = covering(target);
+        bool hidden = cover && (cover->kind == MountKind::MaskDir || cover->kind == MountKind::MaskFile);
+        fs::path source = exists_nofollow(target) && !is_link(target) && !hidden ? target : fs::path();
+        add({MountKind::ReadOnlyLink, link, why + " (a symlink: the link itself)", source});
+    }
+
+    // Where a symlink points, absolute and resolved as far as it exists (also for a dangling link, which
+    // resolve() leaves as it is).
+    fs::path link_target(const fs::path& link) {
+        std::error_code ec;
+        fs::path to = fs::read_symlink(link, ec);
+        if (ec) return link;
+        if (to.is_relative()) to = link.parent_path() / to;
+        return resolve(to.lexically_normal());
+    }
+
     void add_protections() {
         for (const auto& rule : in_.filesystem.deny_write) {
             if (rule.glob) {
@@ -374,12 +414,7 @@ class Planner {
             for (const auto& name : in_.filesystem.always_read_only_names) {
                 bool dir = !kFileNames.count(fs::path(name).filename().string());
                 fs::path p = root / name;
-                if (is_link(p)) {
-                    // A symlinked protected file (dotfile managers): protect what it points to. The link
-                    // itself sits in a writable directory; a bind mount cannot be placed on a symlink.
-                    plan_.notices.push_back(p.string() +
-                                            " is a symlink; its target is protected, the link is not");
-                }
+                if (is_link(p)) protect_link(p, "always read-only: " + name);
                 protect(p, "always read-only: " + name, dir);
             }
             scan_nested(root);
@@ -441,6 +476,7 @@ class Planner {
 
     const PlanInput& in_;
     MountPlan plan_;
+    std::set<fs::path> links_seen_;
 };
 
 }  // namespace

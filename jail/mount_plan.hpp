@@ -21,13 +21,19 @@ enum class MountKind {
     MaskFile,  // an empty read-only file over a file (denyRead)
     Proc,      // a fresh /proc of the jail's PID namespace, with /proc/sys & co read-only
     Dev,       // a minimal /dev
+    // A symlinked protected name in a writable area (a dotfile manager's `.bashrc -> dotfiles/bashrc`): a
+    // read-only file mounted on the symlink itself (the new mount API can; mount(2) would follow the link),
+    // so the name cannot be removed or replaced. Shows `source` (the link's target) read-only, or an empty
+    // file when the target is missing or hidden. `path` is the link, not resolved.
+    ReadOnlyLink,
 };
 std::string_view to_string(MountKind kind);
 
 struct MountOp {
     MountKind kind;
-    std::filesystem::path path;  // absolute, resolved through symlinks
-    std::string why;             // the rule or default that asked for it, for error messages
+    std::filesystem::path path;         // absolute, resolved through symlinks (ReadOnlyLink: up to the link)
+    std::string why;                    // the rule or default that asked for it, for error messages
+    std::filesystem::path source = {};  // ReadOnlyLink: what it shows; empty: an empty file
 };
 
 // A protected path that does not exist yet. It must stay impossible to create inside the jail, so an empty

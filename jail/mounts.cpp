@@ -218,6 +218,30 @@ Result mount_dev() {
     return do_mount("", dev, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, nullptr);
 }
 
+// A read-only file mounted on a symlink itself (MountKind::ReadOnlyLink): mount(2) follows the link, the new
+// mount API (Linux 5.2) takes the link's own dentry through an O_PATH|O_NOFOLLOW descriptor.
+Result mount_on_link(const MountOp& op) {
+    std::string source = op.source.empty() ? std::string("/empty-file") : in_readonly(op.source);
+    int tree = static_cast<int>(
+        ::syscall(SYS_open_tree, AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+    if (tree < 0) return fail("clone a mount of " + source);
+    mount_attr attr{};
+    attr.attr_set = MOUNT_ATTR_RDONLY;
+    std::string target = in_new(op.path);
+    int link = ::open(target.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    Result r;
+    if (link < 0)
+        r = fail("open " + target);
+    else if (::syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof attr) != 0)
+        r = fail("make the mount of " + source + " read-only");
+    else if (::syscall(SYS_move_mount, tree, "", link, "",
+                       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
+        r = fail("mount on the symlink " + target);
+    if (link >= 0) ::close(link);
+    ::close(tree);
+    return r;
+}
+
 Result apply_op(const MountOp& op, std::vector<std::string>& masks) {
     switch (op.kind) {
         case MountKind::RootReadOnly:
@@ -253,6 +277,8 @@ Result apply_op(const MountOp& op, std::vector<std::string>& masks) {
             return mount_proc();
         case MountKind::Dev:
             return mount_dev();
+        case MountKind::ReadOnlyLink:
+            return mount_on_link(op);
     }
     return fail_msg("unknown mount kind");
 }

@@ -10,6 +10,7 @@
 namespace fs = std::filesystem;
 using cordon::jail::make_mount_plan;
 using cordon::jail::MountKind;
+using cordon::jail::MountOp;
 using cordon::jail::MountPlan;
 using cordon::jail::PlanInput;
 
@@ -170,6 +171,37 @@ TEST_CASE("a symlinked always-read-only file protects its target inside the writ
     fs::create_symlink(s.root / "project/dotfiles/bashrc", s.root / "project/.bashrc");
     auto plan = make_mount_plan(s.input());
     CHECK(find(plan, MountKind::ReadOnly, s.root / "project/dotfiles/bashrc") >= 0);
+}
+
+TEST_CASE("a symlinked protected file: the link itself gets a read-only file, also when it dangles") {
+    Scratch s;
+    s.file("project/dotfiles/bashrc");
+    fs::create_symlink("dotfiles/bashrc", s.root / "project/.bashrc");
+    fs::create_symlink(s.root / "outside/missing", s.root / "project/.mcp.json");
+    s.dir("project/shared-vscode");
+    fs::create_symlink("shared-vscode", s.root / "project/.vscode");
+    auto plan = make_mount_plan(s.input());
+    auto op_at = [&](const fs::path& p) {
+        return std::find_if(plan.ops.begin(), plan.ops.end(), [&](const MountOp& op) {
+            return op.kind == MountKind::ReadOnlyLink && op.path == p;
+        });
+    };
+    // A link to a file: the link shows its target, read-only; the target is read-only too.
+    auto bashrc = op_at(s.root / "project/.bashrc");
+    REQUIRE(bashrc != plan.ops.end());
+    CHECK(bashrc->source == s.root / "project/dotfiles/bashrc");
+    CHECK(find(plan, MountKind::ReadOnly, s.root / "project/dotfiles/bashrc") >= 0);
+    // A dangling link: an empty read-only file, and no bind that would follow the link (and fail).
+    auto mcp = op_at(s.root / "project/.mcp.json");
+    REQUIRE(mcp != plan.ops.end());
+    CHECK(mcp->source.empty());
+    CHECK(find(plan, MountKind::ReadOnly, s.root / "project/.mcp.json") < 0);
+    // A link to a directory cannot carry a file: its target is protected, and the user is told.
+    CHECK(op_at(s.root / "project/.vscode") == plan.ops.end());
+    CHECK(find(plan, MountKind::ReadOnly, s.root / "project/shared-vscode") >= 0);
+    CHECK(std::any_of(plan.notices.begin(), plan.notices.end(), [](const std::string& n) {
+        return n.find(".vscode is a symlink") != std::string::npos;
+    }));
 }
 
 TEST_CASE("allowWrite of a path that does not exist is a notice, not a mount") {

@@ -419,6 +419,25 @@ class JailCase:
         self.assertIn("DESC", out)
         self.assertEqual(sorted(os.listdir(os.path.join(self.cwd, "vendor/lib/.git"))), ["HEAD", "description"])
 
+    def test_symlinked_dotfiles(self):
+        # Dotfile managers link .bashrc to a file elsewhere; a link may also dangle. Neither the link nor its
+        # target can be replaced or written, the content stays readable, and the jail starts.
+        target = self.write(os.path.join(self.cwd, "dotfiles/bashrc"), "export ORIGINAL=1\n")
+        os.symlink("dotfiles/bashrc", os.path.join(self.cwd, ".bashrc"))
+        os.symlink(os.path.join(self.outside, "missing-zshrc"), os.path.join(self.cwd, ".zshrc"))
+        if self.AS_USER:
+            for name in (".bashrc", ".zshrc"):
+                os.lchown(os.path.join(self.cwd, name), Env.uid, Env.gid)
+        out, err = self.sh("cat .bashrc; rm -f .bashrc && echo GONE; echo evil > .bashrc && echo WROTE; "
+                           "echo evil > dotfiles/bashrc && echo TARGET; mv .bashrc x 2>/dev/null && echo MOVED; "
+                           "rm -f .zshrc && echo ZGONE; echo evil > .zshrc && echo ZWROTE; true")
+        self.assertIn("export ORIGINAL=1", out, err)
+        for word in ("GONE", "WROTE", "TARGET", "MOVED", "ZGONE", "ZWROTE"):
+            self.assertNotIn(word, out.replace("export ORIGINAL=1", ""), err)
+        self.assertEqual(os.readlink(os.path.join(self.cwd, ".bashrc")), "dotfiles/bashrc")
+        self.assertEqual(self.read(target), "export ORIGINAL=1\n")
+        self.assertFalse(os.path.exists(os.path.join(self.outside, "missing-zshrc")))
+
     def test_git_works_in_a_subdirectory_of_a_repository(self):
         # The working directory is a subdirectory of a repository and has no .git: the placeholder that keeps
         # .git from being created (a FIFO) must not stop git's discovery of the repository above it.
