@@ -333,8 +333,6 @@ IdMaps id_maps(const JailConfig& config) {
 // uses it: every page the child writes is copied.
 struct Prepared {
     IdMaps maps;
-    std::vector<std::string> host_mounts;
-    int last_cap = 63;
     cpu_set_t cpus{};  // our CPU affinity, which the child takes back once placed (see place_child)
     bool have_cpus = false;
 };
@@ -387,7 +385,9 @@ void place_child(pid_t child, const Prepared& prep) {
         if (::read(fd, &go, 1) != 1) ::_exit(kSetupFailed);
     }
 
-    Context ctx{config, fd, {}, {}, -1, prep.last_cap, {}, {}, std::move(prep.host_mounts), {}};
+    // Read here rather than by the supervisor before the clone: the child waits for the plan anyway. Our
+    // mount namespace is still an unchanged copy of the caller's.
+    Context ctx{config, fd, {}, {}, -1, read_last_cap(), {}, {}, read_mount_points(), {}};
     // The first half runs while the supervisor loads the policy; the mount plan comes from it (nothing comes
     // when it could not load the policy: it kills us then).
     bool ok = run_steps(ctx, {{"hostname", set_hostname, true},
@@ -625,8 +625,6 @@ bool JailImpl::start(const JailConfig& config, std::string& error) {
     Prepared prep;
     prep.maps = id_maps(config);
     const IdMaps& maps = prep.maps;
-    prep.last_cap = read_last_cap();
-    prep.host_mounts = read_mount_points();
     prep.have_cpus = ::sched_getaffinity(0, sizeof prep.cpus, &prep.cpus) == 0;
     int self_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
     long child = ::syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr);

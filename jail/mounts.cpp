@@ -69,7 +69,7 @@ std::string unescape(const std::string& s) {
     return out;
 }
 
-// The host's mount points, from Context (read by the supervisor before the clone).
+// The host's mount points, from Context (read by the jail child before it mounts anything).
 const std::vector<std::string>* host_mounts = nullptr;
 
 Result remount_readonly(const std::string& point) {
@@ -286,8 +286,8 @@ Result apply_op(const MountOp& op, std::vector<std::string>& masks) {
 }  // namespace
 
 std::vector<std::string> read_mount_points() {
-    // Read with plain read(2) in the supervisor, before the clone: the jail child's mount namespace starts as
-    // a copy of this table, and the child, a copy-on-write image of the supervisor, parses nothing itself.
+    // Read with plain read(2) by the jail child before it changes anything: its mount namespace starts as a
+    // copy of the caller's.
     std::string text;
     int fd = ::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return {};

@@ -30,11 +30,11 @@ struct Context {
     int landlock_ruleset = -1;             // built by the init after the mounts; -1 = none
     int last_cap = 63;                     // /proc/sys/kernel/cap_last_cap
     std::vector<char*> argv, envp;         // for execvpe, pointing into config
-    std::vector<std::string> host_mounts;  // the host's mount points, read by the supervisor
+    std::vector<std::string> host_mounts;  // the host's mount points, read before anything is mounted
     MountPlan plan;                        // received from the supervisor (ops, writable roots)
 };
 
-// jail/mounts.cpp: the mount points of the caller's mount table (read by the supervisor before the clone;
+// jail/mounts.cpp: the mount points of the caller's mount table (read by the jail child before it mounts;
 // empty when unreadable); the staging root (a private tmpfs with the host's root below it), entered before
 // the plan is known; the plan applied under it, then pivot into the jail's root and detach the host's.
 Result enter_staging_root(Context& ctx);
