@@ -353,6 +353,18 @@ Result apply_mount_plan(Context& ctx) {
         if (auto r = apply_op(op, masks)) {
             r->what +=
                 " (" + std::string(to_string(op.kind)) + " " + op.path.string() + " for " + op.why + ")";
+            // A kernel without the new mount API (before 5.2) cannot mount on a symlink: the link's target
+            // stays protected; the link itself only with --best-effort's consent.
+            if (op.kind == MountKind::ReadOnlyLink && r->err == ENOSYS) {
+                if (!ctx.config.best_effort) {
+                    r->what +=
+                        "; this kernel cannot protect a symlink itself, --best-effort runs without that";
+                    return r;
+                }
+                say("warning: --best-effort: the symlink " + op.path.string() +
+                    " itself is not protected (this kernel has no open_tree/move_mount); its target is");
+                return std::nullopt;
+            }
             return r;
         }
         return std::nullopt;

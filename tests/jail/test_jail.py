@@ -6,8 +6,10 @@ and to a network namespace the tests create.
     python3 tests/jail/test_jail.py --cordon build/cordon [-k pattern]
 """
 import argparse
+import ctypes
 import json
 import os
+import platform
 import pwd
 import secrets
 import shutil
@@ -57,6 +59,26 @@ class Env:
             subprocess.run(["userdel", cls.user], check=False, stderr=subprocess.DEVNULL)
         if cls.base:
             shutil.rmtree(cls.base, ignore_errors=True)
+
+
+def without_new_mount_api():
+    """preexec_fn: the process and everything it starts get ENOSYS from open_tree, move_mount and mount_setattr,
+    as on a kernel before 5.2 (x86_64 numbers)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    class SockFilter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+
+    ld_nr, jeq, ret = 0x20, 0x15, 0x06
+    insns = [(ld_nr, 0, 0, 0), (jeq, 3, 0, 428), (jeq, 2, 0, 429), (jeq, 1, 0, 442), (ret, 0, 0, 0x7FFF0000),
+             (ret, 0, 0, 0x00050000 | 38)]
+    program = (SockFilter * len(insns))(*[SockFilter(*i) for i in insns])
+    fprog = SockFprog(len(insns), program)
+    if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:  # NO_NEW_PRIVS, SECCOMP
+        os._exit(99)
 
 
 class JailCase:
@@ -437,6 +459,26 @@ class JailCase:
         self.assertEqual(os.readlink(os.path.join(self.cwd, ".bashrc")), "dotfiles/bashrc")
         self.assertEqual(self.read(target), "export ORIGINAL=1\n")
         self.assertFalse(os.path.exists(os.path.join(self.outside, "missing-zshrc")))
+
+    @unittest.skipUnless(platform.machine() == "x86_64", "system call numbers of x86_64")
+    def test_kernel_without_the_new_mount_api(self):
+        # Before Linux 5.12 there is no mount_setattr: the read-only copy of the root is remounted mount by
+        # mount instead. Before 5.2 there is no open_tree/move_mount: a symlinked dotfile cannot be protected
+        # at the link, which stops the run unless --best-effort (its target stays protected either way).
+        self.sh("touch ok; echo x > " + os.path.join(self.outside, "f") + " 2>/dev/null && echo LEAK; true",
+                preexec_fn=without_new_mount_api)
+        self.assertTrue(os.path.exists(os.path.join(self.cwd, "ok")))
+        self.assertFalse(os.path.exists(os.path.join(self.outside, "f")))
+        self.write(os.path.join(self.cwd, "dotfiles/bashrc"), "export ORIGINAL=1\n")
+        os.symlink("dotfiles/bashrc", os.path.join(self.cwd, ".bashrc"))
+        rc, _, err = self.run_jail(["--", "/bin/true"], preexec_fn=without_new_mount_api)
+        self.assertEqual(rc, 125, err)
+        self.assertIn("--best-effort runs without that", err)
+        out, err = self.sh("cat .bashrc; echo evil > dotfiles/bashrc || echo TARGET-SAFE", "--best-effort",
+                           preexec_fn=without_new_mount_api)
+        self.assertIn("itself is not protected", err)
+        self.assertIn("export ORIGINAL=1", out)
+        self.assertIn("TARGET-SAFE", out)
 
     def test_git_works_in_a_subdirectory_of_a_repository(self):
         # The working directory is a subdirectory of a repository and has no .git: the placeholder that keeps
