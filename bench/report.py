@@ -68,6 +68,18 @@ out.append(f"- clients: {R.get('v_curl', '?')}, {R.get('v_wrk', '?')}, {R.get('v
            f"{R.get('v_bwrap', '?')}; {R.get('v_socat', '?')}")
 out.append("")
 
+PROXY_NAMES = {"direct": "direct (no proxy)", "srt": "srt's proxy", "cordon": "cordon proxy"}
+
+
+def proxy_rows(targets, columns):
+    """The targets with their names in the tables; cordon's row says why, when its proxy was not measured."""
+    for t in targets:
+        if t == "cordon" and not HAVE_PROXY:
+            out.append(f"| cordon proxy | not measured: {WHY_PROXY} |" + " |" * (columns - 2))
+            continue
+        yield t, PROXY_NAMES.get(t, t)
+
+
 # 1. bulk
 if "bulk_direct" in R:
     runs = R.get("runs", "?")
@@ -77,17 +89,13 @@ if "bulk_direct" in R:
     out.append("|---|---:|---:|---:|---:|---|")
     direct_runs = [float(x) for x in R.get("bulk_all_direct", "").split()]
     direct = num("bulk_best_direct")
-    for t in ["direct", "cordon", "tinyproxy", "squid", "srt"]:
-        if t == "cordon" and not HAVE_PROXY:
-            out.append(f"| cordon proxy | not measured: {WHY_PROXY} | | | | |")
-            continue
+    for t, name in proxy_rows(["direct", "cordon", "tinyproxy", "squid", "srt"], 6):
         v, med = num(f"bulk_best_{t}"), num(f"bulk_{t}")
         runs_t = [float(x) for x in R.get(f"bulk_all_{t}", "").split()]
         per_round = sorted(a / d for a, d in zip(runs_t, direct_runs) if d > 0 and not math.isnan(a) and not math.isnan(d))
         pr = None if not per_round else (per_round[len(per_round) // 2] if len(per_round) % 2 else
                                          (per_round[len(per_round) // 2 - 1] + per_round[len(per_round) // 2]) / 2)
         allr = " ".join(fmt(float(x) / 1e6 if x != "nan" else None, "{:.0f}") for x in R.get(f"bulk_all_{t}", "").split())
-        name = {"direct": "direct (no proxy)", "srt": "srt's proxy", "cordon": "cordon proxy"}.get(t, t)
         out.append(f"| {name} | {fmt(v and v / 1e6, '{:.0f}')} | {fmt(ratio(v, direct), '{:.2f}')} | "
                    f"{fmt(med and med / 1e6, '{:.0f}')} | {fmt(pr, '{:.2f}')} | {allr} |")
     out.append("")
@@ -107,11 +115,7 @@ if any(k.startswith("rps_rps_") for k in R):
     out.append("")
     out.append("| proxy | requests/s (2xx) | p50 latency | p99 latency | socket errors | non-2xx | all rounds (req/s) |")
     out.append("|---|---:|---:|---:|---:|---:|---|")
-    for t in ["cordon", "tinyproxy", "squid", "srt"]:
-        if t == "cordon" and not HAVE_PROXY:
-            out.append(f"| cordon proxy | not measured: {WHY_PROXY} | | | | | |")
-            continue
-        name = {"srt": "srt's proxy", "cordon": "cordon proxy"}.get(t, t)
+    for t, name in proxy_rows(["cordon", "tinyproxy", "squid", "srt"], 7):
         p50, p99 = num(f"rps_p50_us_{t}"), num(f"rps_p99_us_{t}")
         out.append(f"| {name} | {fmt(num(f'rps_rps_{t}'), '{:.0f}')} | {fmt(p50 and p50 / 1000, '{:.2f} ms')} | "
                    f"{fmt(p99 and p99 / 1000, '{:.2f} ms')} | {R.get(f'rps_errors_{t}', '—')} | "
@@ -136,13 +140,9 @@ if any(k.startswith("tun_open_") for k in R):
     out.append("")
     out.append("| proxy | tunnels open | RSS before → during (KiB) | RSS per tunnel | PSS per tunnel | threads | open fds |")
     out.append("|---|---:|---:|---:|---:|---:|---:|")
-    for t in ["cordon", "tinyproxy", "squid", "srt"]:
-        if t == "cordon" and not HAVE_PROXY:
-            out.append(f"| cordon proxy | not measured: {WHY_PROXY} | | | | | |")
-            continue
+    for t, name in proxy_rows(["cordon", "tinyproxy", "squid", "srt"], 7):
         if f"tun_open_{t}" not in R:
             continue
-        name = {"srt": "srt's proxy", "cordon": "cordon proxy"}.get(t, t)
         opened = num(f"tun_open_{t}") or 0
         rss0, rss1, pss0, pss1 = (num(f"tun_{k}_{t}") for k in ["rss0", "rss1", "pss0", "pss1"])
         per_rss = (rss1 - rss0) * 1024 / opened if opened and rss0 is not None and rss1 is not None else None

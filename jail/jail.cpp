@@ -144,24 +144,6 @@ bool read_all(int fd, void* buf, std::size_t size) {
     return true;
 }
 
-// The seccomp program as the supervisor sends it to the jail child: an instruction count, then the
-// instructions (count 0: none, --best-effort).
-constexpr std::uint32_t kMaxSeccompInstructions = 4096;  // BPF_MAXINSNS
-
-bool receive_seccomp(int fd, std::vector<sock_filter>& program) {
-    std::uint32_t count = 0;
-    if (!read_all(fd, &count, sizeof count) || count > kMaxSeccompInstructions) return false;
-    program.resize(count);
-    return count == 0 || read_all(fd, program.data(), count * sizeof(sock_filter));
-}
-
-bool send_seccomp(int fd, const std::vector<sock_filter>& program) {
-    auto count = static_cast<std::uint32_t>(program.size());
-    std::string message(reinterpret_cast<const char*>(&count), sizeof count);
-    message.append(reinterpret_cast<const char*>(program.data()), program.size() * sizeof(sock_filter));
-    return ::send(fd, message.data(), message.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(message.size());
-}
-
 bool write_all(int fd, const std::string& data) {
     std::size_t done = 0;
     while (done < data.size()) {
@@ -173,9 +155,10 @@ bool write_all(int fd, const std::string& data) {
     return true;
 }
 
-// The mount plan as the supervisor sends it to the jail child: a byte count, then the ops (kind, path, why)
-// and the writable roots, every number a native uint32, every string length-prefixed.
-constexpr std::uint32_t kMaxPlanBytes = 64U << 20;
+// What the supervisor sends the jail child after the clone: the mount plan, the placeholders it could not
+// create, the seccomp program. Each is one frame: a byte count (native uint32), then the body; in a body
+// every number is a native uint32 and every string length-prefixed.
+constexpr std::uint32_t kMaxFrameBytes = 64U << 20;
 
 void put_u32(std::string& out, std::size_t v) {
     auto u = static_cast<std::uint32_t>(v);
@@ -186,39 +169,20 @@ void put_string(std::string& out, const std::string& s) {
     out += s;
 }
 
-std::string encode_plan(const MountPlan& plan) {
-    std::string body;
-    put_u32(body, plan.ops.size());
-    for (const auto& op : plan.ops) {
-        put_u32(body, static_cast<std::size_t>(op.kind));
-        put_string(body, op.path.string());
-        put_string(body, op.why);
-        put_string(body, op.source.string());
-    }
-    put_u32(body, plan.writable_roots.size());
-    for (const auto& root : plan.writable_roots)
-        put_string(body, root.string());
-    put_u32(body, plan.placeholders.size());
-    for (const auto& ph : plan.placeholders)
-        put_string(body, ph.path.string());
+bool send_frame(int fd, const std::string& body) {
     std::string message;
     put_u32(message, body.size());
-    return message + body;
+    return write_all(fd, message + body);
 }
 
-// After the plan, when it has placeholders: the ones the supervisor could not create (where the command could
-// not create them either), as a list of paths.
-std::string encode_paths(const std::vector<std::filesystem::path>& paths) {
-    std::string body;
-    put_u32(body, paths.size());
-    for (const auto& p : paths)
-        put_string(body, p.string());
-    std::string message;
-    put_u32(message, body.size());
-    return message + body;
+bool receive_frame(int fd, std::string& body) {
+    std::uint32_t size = 0;
+    if (!read_all(fd, &size, sizeof size) || size > kMaxFrameBytes) return false;
+    body.assign(size, '\0');
+    return read_all(fd, body.data(), size);
 }
 
-struct PlanReader {
+struct FrameReader {
     const std::string& data;
     std::size_t pos = 0;
     bool ok = true;
@@ -242,7 +206,51 @@ struct PlanReader {
         pos += n;
         return data.substr(pos - n, n);
     }
+    bool done() const { return ok && pos == data.size(); }
 };
+
+// The seccomp program: its instructions (none: --best-effort without a filter).
+bool send_seccomp(int fd, const std::vector<sock_filter>& program) {
+    return send_frame(
+        fd, std::string(reinterpret_cast<const char*>(program.data()), program.size() * sizeof(sock_filter)));
+}
+
+bool receive_seccomp(int fd, std::vector<sock_filter>& program) {
+    std::string body;
+    if (!receive_frame(fd, body) || body.size() % sizeof(sock_filter) != 0) return false;
+    program.resize(body.size() / sizeof(sock_filter));
+    if (!body.empty()) std::memcpy(program.data(), body.data(), body.size());
+    return program.size() <= 4096;  // BPF_MAXINSNS
+}
+
+// The mount plan: the ops (kind, path, why, source), the writable roots, the placeholders' paths.
+bool send_plan(int fd, const MountPlan& plan) {
+    std::string body;
+    put_u32(body, plan.ops.size());
+    for (const auto& op : plan.ops) {
+        put_u32(body, static_cast<std::size_t>(op.kind));
+        put_string(body, op.path.string());
+        put_string(body, op.why);
+        put_string(body, op.source.string());
+    }
+    put_u32(body, plan.writable_roots.size());
+    for (const auto& root : plan.writable_roots)
+        put_string(body, root.string());
+    put_u32(body, plan.placeholders.size());
+    for (const auto& ph : plan.placeholders)
+        put_string(body, ph.path.string());
+    return send_frame(fd, body);
+}
+
+// After the plan, when it has placeholders: the ones the supervisor could not create (where the command could
+// not create them either), as a list of paths.
+bool send_paths(int fd, const std::vector<std::filesystem::path>& paths) {
+    std::string body;
+    put_u32(body, paths.size());
+    for (const auto& p : paths)
+        put_string(body, p.string());
+    return send_frame(fd, body);
+}
 
 // Why: the plan is due within a millisecond or two (the supervisor computes it meanwhile). A process that
 // sleeps in read(2) leaves its CPU idle, and waking an idle CPU costs up to a millisecond on a VM (measured
@@ -259,11 +267,9 @@ void await_readable(int fd) {
 
 bool receive_plan(int fd, MountPlan& plan) {
     await_readable(fd);
-    std::uint32_t size = 0;
-    if (!read_all(fd, &size, sizeof size) || size > kMaxPlanBytes) return false;
-    std::string body(size, '\0');
-    if (!read_all(fd, body.data(), size)) return false;
-    PlanReader in{body};
+    std::string body;
+    if (!receive_frame(fd, body)) return false;
+    FrameReader in{body};
     for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i) {
         std::uint32_t kind = in.u32();
         std::string path = in.string(), why = in.string(), source = in.string();
@@ -274,20 +280,18 @@ bool receive_plan(int fd, MountPlan& plan) {
         plan.writable_roots.emplace_back(in.string());
     for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i)
         plan.placeholders.push_back({in.string(), false, {}});
-    return in.ok && in.pos == body.size();
+    return in.done();
 }
 
 }  // namespace
 
 bool receive_placeholders_made(int fd, std::vector<std::filesystem::path>& not_made) {
-    std::uint32_t size = 0;
-    if (!read_all(fd, &size, sizeof size) || size > kMaxPlanBytes) return false;
-    std::string body(size, '\0');
-    if (!read_all(fd, body.data(), size)) return false;
-    PlanReader in{body};
+    std::string body;
+    if (!receive_frame(fd, body)) return false;
+    FrameReader in{body};
     for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i)
         not_made.emplace_back(in.string());
-    return in.ok && in.pos == body.size();
+    return in.done();
 }
 
 namespace {
@@ -657,11 +661,11 @@ bool JailImpl::start(const JailConfig& config, std::string& error) {
 std::optional<std::string> JailImpl::configure(MountPlan plan, bool allow_all_unix_sockets) {
     // The plan first: the child applies it while the placeholders are created and the seccomp filter is
     // compiled here (on another CPU when there is one). It binds the placeholders last, once they exist.
-    bool sent = write_all(sock_, encode_plan(plan));
+    bool sent = send_plan(sock_, plan);
     if (!plan.placeholders.empty()) {
         std::vector<std::filesystem::path> not_made;
         if (auto error = create_placeholders(plan, not_made)) return error;
-        sent = sent && write_all(sock_, encode_paths(not_made));
+        sent = sent && send_paths(sock_, not_made);
     }
     std::vector<sock_filter> seccomp;
     if (auto r = compile_seccomp(config_, allow_all_unix_sockets, seccomp)) {

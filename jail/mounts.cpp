@@ -220,7 +220,7 @@ Result mount_dev() {
 
 // A read-only file mounted on a symlink itself (MountKind::ReadOnlyLink): mount(2) follows the link, the new
 // mount API (Linux 5.2) takes the link's own dentry through an O_PATH|O_NOFOLLOW descriptor.
-Result mount_on_link(const MountOp& op) {
+Result mount_file_on_link(const MountOp& op) {
     std::string source = op.source.empty() ? std::string("/empty-file") : in_readonly(op.source);
     int tree = static_cast<int>(
         ::syscall(SYS_open_tree, AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
@@ -242,7 +242,21 @@ Result mount_on_link(const MountOp& op) {
     return r;
 }
 
-Result apply_op(const MountOp& op, std::vector<std::string>& masks) {
+// A kernel without the new mount API (open_tree and move_mount: 5.2, mount_setattr: 5.12) cannot protect the
+// link itself; its target stays protected. Without it the run stops, unless --best-effort.
+Result mount_on_link(const MountOp& op, bool best_effort) {
+    Result r = mount_file_on_link(op);
+    if (!r || r->err != ENOSYS) return r;
+    if (!best_effort) {
+        r->what += "; this kernel cannot protect a symlink itself, --best-effort runs without that";
+        return r;
+    }
+    say("warning: --best-effort: the symlink " + op.path.string() +
+        " itself is not protected (this kernel lacks the new mount API); its target is");
+    return std::nullopt;
+}
+
+Result apply_op(const MountOp& op, std::vector<std::string>& masks, bool best_effort) {
     switch (op.kind) {
         case MountKind::RootReadOnly:
             return do_mount(kReadOnly, kNew, nullptr, MS_BIND | MS_REC, nullptr);
@@ -278,7 +292,7 @@ Result apply_op(const MountOp& op, std::vector<std::string>& masks) {
         case MountKind::Dev:
             return mount_dev();
         case MountKind::ReadOnlyLink:
-            return mount_on_link(op);
+            return mount_on_link(op, best_effort);
     }
     return fail_msg("unknown mount kind");
 }
@@ -350,21 +364,9 @@ Result apply_mount_plan(Context& ctx) {
     std::vector<const MountOp*> deferred;
     std::vector<std::string> masks;
     auto apply = [&](const MountOp& op) -> Result {
-        if (auto r = apply_op(op, masks)) {
+        if (auto r = apply_op(op, masks, ctx.config.best_effort)) {
             r->what +=
                 " (" + std::string(to_string(op.kind)) + " " + op.path.string() + " for " + op.why + ")";
-            // A kernel without the new mount API (before 5.2) cannot mount on a symlink: the link's target
-            // stays protected; the link itself only with --best-effort's consent.
-            if (op.kind == MountKind::ReadOnlyLink && r->err == ENOSYS) {
-                if (!ctx.config.best_effort) {
-                    r->what +=
-                        "; this kernel cannot protect a symlink itself, --best-effort runs without that";
-                    return r;
-                }
-                say("warning: --best-effort: the symlink " + op.path.string() +
-                    " itself is not protected (this kernel has no open_tree/move_mount); its target is");
-                return std::nullopt;
-            }
             return r;
         }
         return std::nullopt;

@@ -20,6 +20,17 @@ from proxytest import CORDON, TempDirTest, read_http_response, recv_until  # noq
 LOOPBACK = ["--allow-address", "127.0.0.0/8"]
 
 
+def open_tunnel(case, drain_timeout):
+    """A proxy with --drain-timeout and one CONNECT tunnel open through it to an echo server: (proxy, socket)."""
+    echo = case.tcp("echo")
+    dns = case.dns({"t.l.test": ["127.0.0.1"]})
+    p = case.proxy(["--allow-domain", "t.l.test", *LOOPBACK, "--drain-timeout", drain_timeout], dns=dns)
+    s = p.connect()
+    s.sendall(b"CONNECT t.l.test:%d HTTP/1.1\r\n\r\n" % echo.port)
+    case.assertIn(b" 200 ", recv_until(s))
+    return p, s
+
+
 def wait_for(predicate, timeout=5):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -122,12 +133,7 @@ class DrainTest(TempDirTest):
         self.assertEqual(ids - closed, set())
 
     def test_drain_timeout_closes_idle_tunnels(self):
-        echo = self.tcp("echo")
-        dns = self.dns({"t.l.test": ["127.0.0.1"]})
-        p = self.proxy(["--allow-domain", "t.l.test", *LOOPBACK, "--drain-timeout", "1"], dns=dns)
-        s = p.connect()
-        s.sendall(b"CONNECT t.l.test:%d HTTP/1.1\r\n\r\n" % echo.port)
-        self.assertIn(b" 200 ", recv_until(s))
+        p, s = open_tunnel(self, "1")
         t = time.time()
         p.signal(signal.SIGINT)
         self.assertEqual(p.proc.wait(10), 0)
@@ -140,12 +146,7 @@ class DrainTest(TempDirTest):
 
 class SecondSignalTest(TempDirTest):
     def test_second_signal_exits_at_once(self):
-        echo = self.tcp("echo")
-        dns = self.dns({"t.l.test": ["127.0.0.1"]})
-        p = self.proxy(["--allow-domain", "t.l.test", *LOOPBACK, "--drain-timeout", "60"], dns=dns)
-        s = p.connect()
-        s.sendall(b"CONNECT t.l.test:%d HTTP/1.1\r\n\r\n" % echo.port)
-        self.assertIn(b" 200 ", recv_until(s))
+        p, s = open_tunnel(self, "60")
         p.signal(signal.SIGTERM)
         self.assertTrue(wait_for(lambda: "draining" in p.stderr()))
         t = time.time()
