@@ -218,6 +218,7 @@ AuditLog::~AuditLog() {
     bool complete = flush();
     std::uint64_t lost = 0;
     bool exited = false;
+    int last_errno = 0;
     {
         std::unique_lock<std::mutex> lock(w.mu);
         w.stop = true;
@@ -230,6 +231,7 @@ AuditLog::~AuditLog() {
         }
         w.wake.notify_all();
         exited = w.progress.wait_for(lock, std::chrono::milliseconds(200), [&] { return w.exited; });
+        last_errno = w.last_errno;
     }
     // A writer still inside write(2) on a full pipe holds its own reference to the queue: leave it there, it
     // ends when the write returns (or with the process).
@@ -245,7 +247,7 @@ AuditLog::~AuditLog() {
         if (unwritten) {
             if (!why.empty()) why += ", ";
             why += std::to_string(unwritten) + " not written (";
-            why += lost ? "its reader stopped taking lines" : std::strerror(w.last_errno);
+            why += lost ? "its reader stopped taking lines" : std::strerror(last_errno);
             why += ")";
         }
         std::string line = "cordon: audit log " +
