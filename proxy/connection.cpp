@@ -106,6 +106,12 @@ void Connection::read_client() {
             close("client closed mid-request");
             return;
         }
+        if ((phase_ == Phase::Deciding || phase_ == Phase::Dialing) && proto_ == Proto::Http &&
+            !request_body_buffered()) {
+            // Gone while its request was decided, with the body unsent: nothing can complete it.
+            close("client closed mid-request");
+            return;
+        }
         return;  // a request is complete and its answer is on the way
     }
     if (phase_ == Phase::Closing) return;  // lingering: discard
@@ -282,8 +288,7 @@ void Connection::start_tunnel() {
     relay_ = std::make_unique<Relay>(
         *client_, *upstream_,
         [this](const Relay::Stats& stats) {
-            bytes_up_ += stats.bytes_up;
-            bytes_down_ += stats.bytes_down;
+            // close() adds the relay's byte counts (also when a timeout or the drain ends the tunnel).
             close(stats.error ? std::strerror(stats.error) : "");
         },
         [this]() { touch(); });
@@ -331,7 +336,7 @@ void Connection::on_timer(uv_timer_t* timer) {
     const auto& o = self->context_.options;
     std::uint64_t now = uv_now(self->context_.loop);
     if (self->phase_ == Phase::Closing) {
-        if (now - self->last_activity_ >= 2000) self->close(self->error_);
+        if (now - self->closing_since_ >= kLingerMs) self->close(self->error_);
         return;
     }
     bool in_head = self->phase_ == Phase::Sniff || self->phase_ == Phase::SocksGreeting ||
@@ -370,7 +375,12 @@ void Connection::finish_after_flush() {
     dialer_.reset();
     upstream_.reset();
     std::string().swap(in_);
+    charge_head(0);
     touch();
+    closing_since_ = last_activity_;
+    // A precise, short linger (not the connection's coarse tick): a client that keeps its end open after the
+    // answer costs at most kLingerMs.
+    uv_timer_start(timer_, &Connection::on_timer, kLingerMs / 4, kLingerMs / 4);
     client_->shutdown_write_when_drained();
     if (client_eof_) {
         if (client_->queued() == 0) close(error_);
@@ -382,6 +392,9 @@ void Connection::finish_after_flush() {
 void Connection::close_if_idle() {
     if (closed()) return;
     if ((phase_ == Phase::HttpHead && in_.empty()) || phase_ == Phase::Sniff) close("");
+    // A final answer already flushed: the lingering read is only a courtesy, not worth holding a drain.
+    else if (phase_ == Phase::Closing && client_ && client_->queued() == 0)
+        close(error_);
 }
 
 void Connection::log_decision(const std::string& decision, const std::string& reason,
@@ -430,8 +443,17 @@ void Connection::close(const std::string& error) {
                      "aborted" + (error.empty() ? std::string() : ": " + error), 0);
     }
     decision_.cancel();
+    if (relay_) {
+        // A tunnel ended by a timeout or the drain: its bytes count as much as one that ended by itself.
+        bytes_up_ += relay_->stats().bytes_up;
+        bytes_down_ += relay_->stats().bytes_down;
+    }
     relay_.reset();
     dialer_.reset();
+    if (head_charge_ > 0) {
+        context_.head_bytes -= head_charge_;
+        head_charge_ = 0;
+    }
     upstream_.reset();
     client_.reset();
     uv_timer_stop(timer_);

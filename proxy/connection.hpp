@@ -81,6 +81,7 @@ class Connection final : public SocketOwner {
 
     static constexpr std::size_t kScratchSize = 64 * 1024;
     static constexpr std::size_t kMaxBuffered = 256 * 1024;  // client bytes held while not processing them
+    static constexpr std::uint64_t kLingerMs = 1000;  // after a final answer, wait this long for the close
     static char* scratch_buffer();
 
     // --- connection.cpp: shared steps
@@ -102,7 +103,10 @@ class Connection final : public SocketOwner {
     // --- http_frontend.cpp
     void http_process();
     void http_head_complete();
-    void http_bad_request(const std::string& why);
+    void http_bad_request(const std::string& why, int status = 400);
+    // Charges this connection's half-read head (`size` bytes, 0 = none) to the proxy-wide budget; false when
+    // over it (the request was answered 503).
+    bool charge_head(std::size_t size);
     void http_send_error(int status, const std::string& reason, const std::string& x_proxy_error,
                          const std::string& body, bool keep_alive);
     void http_refuse(const Outcome& outcome);
@@ -116,6 +120,8 @@ class Connection final : public SocketOwner {
     void http_response_complete();
     void http_upstream_eof();
     void http_next_request();
+    // While a request is decided: is its whole body already read (in in_)?
+    bool request_body_buffered() const;
     void http_backpressure();
 
     // --- socks5_frontend.cpp
@@ -147,6 +153,8 @@ class Connection final : public SocketOwner {
     uv_timer_s* timer_;
     std::uint64_t last_activity_ = 0;  // uv_now()
     std::uint64_t head_started_ = 0;   // uv_now() when the first byte of a request head arrived, 0 if none
+    std::uint64_t closing_since_ = 0;  // uv_now() when the final answer was queued (Phase::Closing)
+    std::size_t head_charge_ = 0;      // bytes charged to Context::head_bytes
 
     // HTTP state for the current exchange.
     std::unique_ptr<HttpParser> request_parser_, response_parser_;

@@ -31,6 +31,12 @@ const char* status_text(int status) {
             return "Proxy Authentication Required";
         case 408:
             return "Request Timeout";
+        case 414:
+            return "URI Too Long";
+        case 431:
+            return "Request Header Fields Too Large";
+        case 501:
+            return "Not Implemented";
         case 502:
             return "Bad Gateway";
         case 503:
@@ -102,6 +108,10 @@ void Connection::http_process() {
         switch (result.status) {
             case HttpParser::Status::Ok:
                 in_.clear();
+                if (!charge_head(request_parser_->head_size())) {
+                    processing_ = false;
+                    return;
+                }
                 break;
             case HttpParser::Status::HeadComplete:
                 in_.erase(0, result.consumed);
@@ -113,7 +123,8 @@ void Connection::http_process() {
                 break;
             case HttpParser::Status::Error:
                 processing_ = false;
-                http_bad_request(request_parser_->error());
+                charge_head(0);
+                http_bad_request(request_parser_->error(), request_parser_->error_status());
                 return;
         }
     }
@@ -147,6 +158,8 @@ void Connection::http_backpressure() {
 void Connection::http_head_complete() {
     const HttpHead& head = request_parser_->head();
     head_started_ = 0;
+    charge_head(0);
+    decision_.forget();  // nothing of the previous request's decision may show in this one's line
     request_head_ = head;
     request_done_ = response_done_ = response_started_ = false;
     chunk_request_ = chunk_response_ = close_after_response_ = false;
@@ -225,6 +238,21 @@ void Connection::http_head_complete() {
             }
         }
         request_.path = path;
+        if (head.upgrade) {
+            // Upgrade is hop-by-hop and this proxy does not switch protocols on a client's behalf: the bytes
+            // after this head would be another protocol, which the proxy could neither read nor police.
+            // Refuse it plainly, and close (the client may already be sending the new protocol).
+            request_.host = host;
+            request_.port = port;
+            error_ = "upgrade-not-supported";
+            log_decision("deny", "bad-request", "upgrade not supported", 501);
+            http_send_error(501, "Not Implemented", "bad-request",
+                            "cordon: Upgrade (" + std::string(head.header("upgrade").value_or("")) +
+                                ") is not supported through this proxy for http:// URLs: use CONNECT "
+                                "(wss://, or the client's proxy tunnel mode)\n",
+                            false);
+            return;
+        }
     }
     request_.host = host;
     request_.port = port;
@@ -247,20 +275,42 @@ void Connection::http_head_complete() {
     decide(host, port);
 }
 
-void Connection::http_bad_request(const std::string& why) {
+void Connection::http_bad_request(const std::string& why, int status) {
     error_ = "bad-request: " + why;
-    if (!request_.host.empty())
-        log_decision("deny", "bad-request", why, 400);
-    else
-        context_.metrics.count_request(proto_name(), "deny", "bad-request");
-    http_send_error(400, "Bad Request", "bad-request", "cordon: bad request: " + why + "\n", false);
+    // Every refused request has its decision line, named or not (a head that never parsed has no host).
+    log_decision("deny", "bad-request", why, status);
+    http_send_error(
+        status, status_text(status), "bad-request",
+        std::string(status == 431 ? "cordon: request head too large: " : "cordon: bad request: ") + why +
+            "\n",
+        false);
+}
+
+bool Connection::charge_head(std::size_t size) {
+    // All half-read heads together are bounded (each alone is bounded by HttpParser::kMaxHead): a flood of
+    // connections sending large heads slowly cannot grow the proxy without end.
+    context_.head_bytes -= head_charge_;
+    head_charge_ = 0;
+    if (size == 0) return true;
+    if (context_.head_bytes + size > Context::kMaxHeadBytes) {
+        error_ = "over-head-memory-limit";
+        log_decision("deny", "over-connection-limit", "request heads in flight over their memory limit", 503);
+        http_send_error(503, "Service Unavailable", "over-connection-limit",
+                        "cordon: too many large request heads in flight; try again later\n", false);
+        return false;
+    }
+    head_charge_ = size;
+    context_.head_bytes += size;
+    return true;
 }
 
 void Connection::http_send_error(int status, const std::string& reason, const std::string& x_proxy_error,
                                  const std::string& body, bool keep_alive) {
     // Keep the connection only when the request carried no body we would have to skip.
     bool has_body = request_head_.chunked || request_head_.content_length.value_or(0) > 0;
-    if (has_body || !request_head_.keep_alive || context_.draining || over_limit_) keep_alive = false;
+    // After a CONNECT head the client's next bytes are for the tunnel, not another request.
+    if (has_body || !request_head_.keep_alive || context_.draining || over_limit_ || proto_ == Proto::Connect)
+        keep_alive = false;
     bool head_method = request_head_.method == "HEAD";
     std::string out =
         "HTTP/1.1 " + std::to_string(status) + " " + (reason.empty() ? status_text(status) : reason) +
@@ -332,11 +382,15 @@ void Connection::http_connected() {
         out += "\r\n";
     }
     for (const auto& [name, value] : h.headers) {
-        if (is_hop_by_hop(name, tokens)) continue;
+        if (is_hop_by_hop(name, tokens) || iequals(name, "content-length")) continue;
         out += name + ": " + value + "\r\n";
     }
+    // The framing is the proxy's own: what it parsed, whatever headers the client listed in Connection.
     chunk_request_ = h.chunked;
-    if (chunk_request_) out += "Transfer-Encoding: chunked\r\n";
+    if (chunk_request_)
+        out += "Transfer-Encoding: chunked\r\n";
+    else if (h.content_length)
+        out += "Content-Length: " + std::to_string(*h.content_length) + "\r\n";
     out += "\r\n";
     if (!response_parser_)
         response_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Response, &response_sink_);
@@ -423,7 +477,10 @@ void Connection::http_read_upstream() {
             client_->uncork();
             if (!response_started_) {
                 // 101 Switching Protocols (we never forward Upgrade, so it was not asked for).
-                http_upstream_failure(502, "bad-response", "upstream switched protocols without being asked");
+                http_upstream_failure(
+                    502, "bad-response",
+                    "upstream answered 101 (switched protocols) to a request that asked for "
+                    "no protocol switch");
                 return;
             }
             if (!view.empty()) upstream_reusable_ = false;  // bytes after the response: do not reuse
@@ -467,11 +524,14 @@ void Connection::http_response_head(const HttpHead& head) {
     out.reserve(512);
     out += "HTTP/1.1 " + std::to_string(head.status) + " " + head.reason + "\r\n";
     for (const auto& [name, value] : head.headers) {
-        if (is_hop_by_hop(name, tokens)) continue;
-        if (chunk_response_ && iequals(name, "content-length")) continue;
+        if (is_hop_by_hop(name, tokens) || iequals(name, "content-length")) continue;
         out += name + ": " + value + "\r\n";
     }
-    if (chunk_response_) out += "Transfer-Encoding: chunked\r\n";
+    // Framing written by the proxy from what it parsed (for HEAD, 204 and 304 a Content-Length only informs).
+    if (chunk_response_)
+        out += "Transfer-Encoding: chunked\r\n";
+    else if (head.content_length)
+        out += "Content-Length: " + std::to_string(*head.content_length) + "\r\n";
     if (close_after_response_)
         out += "Connection: close\r\n";
     else if (!client_11)
@@ -525,6 +585,11 @@ void Connection::http_upstream_eof() {
     close("upstream closed mid-response");
 }
 
+bool Connection::request_body_buffered() const {
+    if (request_head_.chunked) return false;  // its end is known only by parsing it
+    return in_.size() >= request_head_.content_length.value_or(0);
+}
+
 void Connection::http_next_request() {
     if (closed()) return;
     if (close_after_response_ || client_eof_ || context_.draining) {
@@ -533,6 +598,7 @@ void Connection::http_next_request() {
     }
     phase_ = Phase::HttpHead;
     request_ = Request{};
+    decision_.forget();
     request_head_ = HttpHead{};
     request_done_ = response_done_ = response_started_ = false;
     request_parser_->resume();

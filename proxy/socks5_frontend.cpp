@@ -20,6 +20,7 @@ void Connection::socks_process() {
             auto g = socks5::parse_greeting(in_);
             if (g.state == socks5::Parse::Incomplete) return;
             if (g.state == socks5::Parse::Invalid) {
+                log_decision("deny", "bad-request", "bad SOCKS5 greeting", 0);
                 close("bad SOCKS5 greeting");
                 return;
             }
@@ -40,7 +41,9 @@ void Connection::socks_process() {
                 error_ = context_.options.auth_token.empty()
                              ? "no acceptable SOCKS5 method"
                              : "SOCKS5 client offered no username/password method";
-                context_.metrics.count_request("socks5", "deny", "proxy-auth-required");
+                log_decision("deny",
+                             context_.options.auth_token.empty() ? "bad-request" : "proxy-auth-required",
+                             error_, socks5::kMethodNone);
                 finish_after_flush();
                 return;
             }
@@ -51,6 +54,7 @@ void Connection::socks_process() {
             auto u = socks5::parse_userpass(in_);
             if (u.state == socks5::Parse::Incomplete) return;
             if (u.state == socks5::Parse::Invalid) {
+                log_decision("deny", "bad-request", "bad SOCKS5 username/password message", 0);
                 close("bad SOCKS5 username/password message");
                 return;
             }
@@ -60,7 +64,7 @@ void Connection::socks_process() {
             client_->send(std::string{0x01, static_cast<char>(ok ? 0x00 : 0x01)});
             if (!ok) {
                 error_ = "SOCKS5 authentication failed";
-                context_.metrics.count_request("socks5", "deny", "proxy-auth-required");
+                log_decision("deny", "proxy-auth-required", error_, 0x01);
                 finish_after_flush();
                 return;
             }
