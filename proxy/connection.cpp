@@ -176,7 +176,7 @@ void Connection::on_outcome(Outcome outcome) {
     switch (outcome.kind) {
         case Outcome::Kind::DeniedByPolicy:
         case Outcome::Kind::DeniedByGuard: {
-            count_refusal();
+            count_refusal(&outcome, "");
             // The log names the address that was refused and why (it was never dialled).
             std::string detail;
             if (outcome.kind == Outcome::Kind::DeniedByGuard) {
@@ -423,13 +423,28 @@ void Connection::log_decision(const std::string& decision, const std::string& re
     if (context_.audit) context_.audit->decision(e);
 }
 
-void Connection::count_refusal() {
+void Connection::count_refusal(const Outcome* outcome, const std::string& upstream_error) {
+    using Why = RefusalSummary::Why;
     // Bounded: a client inventing names must not grow this map without end.
     constexpr std::size_t kMaxHosts = 10'000;
     auto& hosts = context_.refusals.hosts;
     std::string key = request_.host + ":" + std::to_string(request_.port);
     if (hosts.size() >= kMaxHosts && !hosts.count(key)) key = "(other hosts)";
-    ++hosts[key];
+    auto& e = hosts[key];
+    ++e.count;
+    const auto& d = decision_.last();
+    e.rule = rule_text(d);
+    e.source = rule_source(d);
+    e.error = upstream_error;
+    if (!upstream_error.empty()) {
+        e.why = Why::Upstream;
+    } else if (outcome && outcome->kind == Outcome::Kind::DeniedByGuard) {
+        e.why = Why::AddressGuard;
+        e.address = outcome->refused_ip;
+        e.address_class = outcome->guard_class;
+    } else {
+        e.why = d.reason == policy::Reason::BlockedByDenylist ? Why::DeniedByRule : Why::NotAllowed;
+    }
 }
 
 void Connection::close(const std::string& error) {

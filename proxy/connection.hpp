@@ -94,7 +94,8 @@ class Connection final : public SocketOwner {
     void start_tunnel();
     void log_decision(const std::string& decision, const std::string& reason, const std::string& error,
                       int status);
-    void count_refusal();
+    // Adds this request to the end-of-run summary (RefusalSummary): why it did not go through.
+    void count_refusal(const Outcome* outcome, const std::string& upstream_error);
     const char* proto_name() const;
     static void on_timer(uv_timer_s* timer);
     void touch();

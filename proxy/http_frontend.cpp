@@ -341,6 +341,8 @@ void Connection::http_refuse(const Outcome& outcome) {
     std::string target = request_.host + ":" + std::to_string(request_.port);
     std::string body;
     std::string reason = outcome.reason();
+    // srt's phrase first (tools and srt's tests look for it), then what cordon knows: the rule and its
+    // source.
     if (outcome.kind == Outcome::Kind::DeniedByGuard) {
         body = "cordon: connection to " + target + " blocked: " + request_.host + " resolves to " +
                outcome.refused_ip + " (" + outcome.guard_class +
@@ -352,10 +354,11 @@ void Connection::http_refuse(const Outcome& outcome) {
         body = "cordon: connection to " + target + " blocked: no rule allows " + request_.host +
                " (hosts not in the allow list are denied) (" + reason + ")\n";
     }
-    http_send_error(403, "Forbidden", reason, body, true);
+    http_send_error(403, "Forbidden", reason, "Connection blocked by network allowlist\n" + body, true);
 }
 
 void Connection::http_upstream_failure(int status, const std::string& error, const std::string& detail) {
+    if (!request_.logged) count_refusal(nullptr, error);  // once per request
     log_decision("allow", std::string(policy::to_string(decision_.last().reason)), error, status);
     upstream_.reset();
     upstream_key_.clear();

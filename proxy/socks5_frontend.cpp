@@ -140,6 +140,7 @@ void Connection::socks_refuse(const Outcome& outcome) {
 }
 
 void Connection::socks_upstream_failure(std::uint8_t code, const std::string& error) {
+    if (!request_.logged) count_refusal(nullptr, error);
     log_decision("allow", std::string(policy::to_string(decision_.last().reason)), error, code);
     error_ = error;
     socks_reply(code, true);
