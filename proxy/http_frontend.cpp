@@ -102,8 +102,8 @@ void Connection::http_process() {
     processing_ = true;
     // Answers pile up for a client that pipelines without reading: stop at kHighWater until it drains.
     while (!in_.empty() && !closed() && client_->queued() < kHighWater &&
-           (phase_ == Phase::HttpHead || (phase_ == Phase::HttpExchange && !request_done_))) {
-        if (phase_ == Phase::HttpHead && head_started_ == 0) head_started_ = uv_now(context_.loop);
+           (phase_ == Phase::Reading || (phase_ == Phase::Exchange && !request_done_))) {
+        if (phase_ == Phase::Reading && head_started_ == 0) head_started_ = uv_now(context_.loop);
         auto result = request_parser_->feed(in_);
         switch (result.status) {
             case HttpParser::Status::Ok:
@@ -137,21 +137,21 @@ void Connection::http_backpressure() {
     // The client is read while a request is decided and answered too (bounded by kMaxBuffered): toggling read
     // interest costs system calls on every request of a keep-alive connection.
     bool body_blocked =
-        phase_ == Phase::HttpExchange && !request_done_ && upstream_ && upstream_->queued() >= kHighWater;
+        phase_ == Phase::Exchange && !request_done_ && upstream_ && upstream_->queued() >= kHighWater;
     bool client_read = !client_eof_ && !body_blocked && in_.size() < kMaxBuffered &&
                        client_->queued() < kHighWater &&
-                       (phase_ == Phase::HttpHead || phase_ == Phase::HttpExchange ||
-                        phase_ == Phase::Deciding || phase_ == Phase::Dialing);
+                       (phase_ == Phase::Reading || phase_ == Phase::Exchange || phase_ == Phase::Deciding ||
+                        phase_ == Phase::Dialing);
     client_->want_read(client_read);
     if (upstream_) {
-        bool upstream_read = (phase_ == Phase::HttpExchange && response_parser_ && !response_done_ &&
+        bool upstream_read = (phase_ == Phase::Exchange && response_parser_ && !response_done_ &&
                               client_->queued() < kHighWater) ||
-                             phase_ == Phase::HttpHead;  // an idle kept-alive upstream: notice when it closes
+                             phase_ == Phase::Reading;  // an idle kept-alive upstream: notice when it closes
         upstream_->want_read(upstream_read);
     }
     // Bytes that arrived while the body was not being read.
     if (!in_.empty() && client_->queued() < kHighWater &&
-        (phase_ == Phase::HttpHead || (phase_ == Phase::HttpExchange && !request_done_ && !body_blocked)))
+        (phase_ == Phase::Reading || (phase_ == Phase::Exchange && !request_done_ && !body_blocked)))
         http_process();
 }
 
@@ -245,12 +245,10 @@ void Connection::http_head_complete() {
             request_.host = host;
             request_.port = port;
             error_ = "upgrade-not-supported";
-            log_decision("deny", "bad-request", "upgrade not supported", 501);
-            http_send_error(501, "Not Implemented", "bad-request",
-                            "cordon: Upgrade (" + std::string(head.header("upgrade").value_or("")) +
-                                ") is not supported through this proxy for http:// URLs: use CONNECT "
-                                "(wss://, or the client's proxy tunnel mode)\n",
-                            false);
+            conclude({Verdict::Kind::Rejected, "bad-request", "upgrade not supported", 501,
+                      "cordon: Upgrade (" + std::string(head.header("upgrade").value_or("")) +
+                          ") is not supported through this proxy for http:// URLs: use CONNECT "
+                          "(wss://, or the client's proxy tunnel mode)\n"});
             return;
         }
     }
@@ -260,15 +258,8 @@ void Connection::http_head_complete() {
     if (!context_.options.auth_token.empty()) {
         auto credentials = head.header("proxy-authorization");
         if (!credentials || !basic_auth_ok(*credentials, context_.options.auth_token)) {
-            decision_.cancel();
-            log_decision("deny", "proxy-auth-required", "", 407);
-            phase_ = Phase::Closing;
-            std::string body = "cordon: proxy authentication required\n";
-            client_->send("HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: " +
-                          std::string(kProxyAuthenticate) +
-                          "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
-                          "\r\nConnection: close\r\n\r\n" + body);
-            finish_after_flush();
+            conclude({Verdict::Kind::Rejected, "proxy-auth-required", "", 407,
+                      "cordon: proxy authentication required\n"});
             return;
         }
     }
@@ -278,12 +269,9 @@ void Connection::http_head_complete() {
 void Connection::http_bad_request(const std::string& why, int status) {
     error_ = "bad-request: " + why;
     // Every refused request has its decision line, named or not (a head that never parsed has no host).
-    log_decision("deny", "bad-request", why, status);
-    http_send_error(
-        status, status_text(status), "bad-request",
-        std::string(status == 431 ? "cordon: request head too large: " : "cordon: bad request: ") + why +
-            "\n",
-        false);
+    conclude({Verdict::Kind::Rejected, "bad-request", why, status,
+              std::string(status == 431 ? "cordon: request head too large: " : "cordon: bad request: ") +
+                  why + "\n"});
 }
 
 bool Connection::charge_head(std::size_t size) {
@@ -294,9 +282,9 @@ bool Connection::charge_head(std::size_t size) {
     if (size == 0) return true;
     if (context_.head_bytes + size > Context::kMaxHeadBytes) {
         error_ = "over-head-memory-limit";
-        log_decision("deny", "over-connection-limit", "request heads in flight over their memory limit", 503);
-        http_send_error(503, "Service Unavailable", "over-connection-limit",
-                        "cordon: too many large request heads in flight; try again later\n", false);
+        conclude({Verdict::Kind::Rejected, "over-connection-limit",
+                  "request heads in flight over their memory limit", 503,
+                  "cordon: too many large request heads in flight; try again later\n"});
         return false;
     }
     head_charge_ = size;
@@ -330,36 +318,52 @@ void Connection::http_send_error(int status, const std::string& reason, const st
     // The request was answered here; read the next one.
     request_done_ = true;
     response_done_ = true;
-    phase_ = Phase::HttpExchange;
+    phase_ = Phase::Exchange;
     request_parser_->resume();  // paused after the head; the (empty) body completes at once
     auto result = request_parser_->feed(std::string_view());
     (void)result;
     http_next_request();
 }
 
-void Connection::http_refuse(const Outcome& outcome) {
+void Connection::http_refuse(const Verdict& v) {
     std::string target = request_.host + ":" + std::to_string(request_.port);
-    std::string body;
-    std::string reason = outcome.reason();
+    const policy::Decision& d = decision_.last();
     // srt's phrase first (tools and srt's tests look for it), then what cordon knows: the rule and its
     // source.
-    if (outcome.kind == Outcome::Kind::DeniedByGuard) {
-        body = "cordon: connection to " + target + " blocked: " + request_.host + " resolves to " +
-               outcome.refused_ip + " (" + outcome.guard_class +
-               "), which the address guard refuses (allow it with --allow-address)\n";
-    } else if (outcome.decision.rule) {
-        body = "cordon: connection to " + target + " blocked by rule `" + rule_text(outcome.decision) +
-               "` from " + rule_source(outcome.decision) + " (" + reason + ")\n";
+    std::string body = "Connection blocked by network allowlist\n";
+    if (!request_.guard_class.empty()) {
+        body += "cordon: connection to " + target + " blocked: " + request_.host + " resolves to " +
+                request_.upstream_ip + " (" + request_.guard_class +
+                "), which the address guard refuses (allow it with --allow-address)\n";
+    } else if (d.rule) {
+        body += "cordon: connection to " + target + " blocked by rule `" + rule_text(d) + "` from " +
+                rule_source(d) + " (" + v.reason + ")\n";
     } else {
-        body = "cordon: connection to " + target + " blocked: no rule allows " + request_.host +
-               " (hosts not in the allow list are denied) (" + reason + ")\n";
+        body += "cordon: connection to " + target + " blocked: no rule allows " + request_.host +
+                " (hosts not in the allow list are denied) (" + v.reason + ")\n";
     }
-    http_send_error(403, "Forbidden", reason, "Connection blocked by network allowlist\n" + body, true);
+    http_send_error(403, "Forbidden", v.reason, body, true);
+}
+
+void Connection::http_reject(const Verdict& v) {
+    if (v.kind == Verdict::Kind::Failed) {
+        http_upstream_failure(v.status, v.error, v.message);
+        return;
+    }
+    if (v.status == 407) {
+        phase_ = Phase::Closing;
+        client_->send("HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: " +
+                      std::string(kProxyAuthenticate) + "\r\nContent-Type: text/plain\r\nContent-Length: " +
+                      std::to_string(v.message.size()) + "\r\nConnection: close\r\n\r\n" + v.message);
+        finish_after_flush();
+        return;
+    }
+    http_send_error(v.status, status_text(v.status), v.reason, v.message, false);
 }
 
 void Connection::http_upstream_failure(int status, const std::string& error, const std::string& detail) {
-    if (!request_.logged) count_refusal(nullptr, error);  // once per request
-    log_decision("allow", std::string(policy::to_string(decision_.last().reason)), error, status);
+    // Answers only: a failure before the upstream was reached was concluded (logged) already; one after it
+    // (reset, timeout, a bad response) belongs to an allowed request and shows in the close line.
     upstream_.reset();
     upstream_key_.clear();
     if (response_started_) {
@@ -372,7 +376,7 @@ void Connection::http_upstream_failure(int status, const std::string& error, con
 }
 
 void Connection::http_connected() {
-    phase_ = Phase::HttpExchange;
+    phase_ = Phase::Exchange;
     const HttpHead& h = request_head_;
     auto tokens = connection_tokens(h);
     std::string out;
@@ -408,7 +412,7 @@ void Connection::http_connected() {
     http_backpressure();
     if (!closed() && !in_.empty()) http_process();
     // A body-less request completes at its head: let the parser say so.
-    if (!closed() && phase_ == Phase::HttpExchange && !request_done_ && in_.empty() && !h.chunked &&
+    if (!closed() && phase_ == Phase::Exchange && !request_done_ && in_.empty() && !h.chunked &&
         h.content_length.value_or(0) == 0) {
         auto result = request_parser_->feed(std::string_view());
         if (result.status == HttpParser::Status::MessageComplete) http_request_complete();
@@ -417,7 +421,7 @@ void Connection::http_connected() {
 
 void Connection::http_request_body(std::string_view data) {
     if (response_done_ && request_done_) return;
-    if (!upstream_ || phase_ != Phase::HttpExchange) return;  // answered by the proxy: discard
+    if (!upstream_ || phase_ != Phase::Exchange) return;  // answered by the proxy: discard
     bytes_up_ += data.size();
     if (chunk_request_) {
         upstream_->send(chunk_header(data.size()));
@@ -441,7 +445,7 @@ void Connection::http_request_complete() {
 void Connection::http_read_upstream() {
     long n = upstream_->read(scratch_buffer(), kScratchSize);
     if (n == -1) return;
-    if (phase_ != Phase::HttpExchange || !response_parser_) {
+    if (phase_ != Phase::Exchange || !response_parser_) {
         // An idle kept-alive upstream spoke or closed: it can no longer be trusted for the next request.
         upstream_.reset();
         upstream_key_.clear();
@@ -459,7 +463,7 @@ void Connection::http_read_upstream() {
     // Everything this read produces for the client goes out in one write.
     client_->cork();
     std::string_view view(scratch_buffer(), static_cast<std::size_t>(n));
-    while (!view.empty() && !closed() && phase_ == Phase::HttpExchange && !response_done_) {
+    while (!view.empty() && !closed() && phase_ == Phase::Exchange && !response_done_) {
         auto result = response_parser_->feed(view);
         if (result.status == HttpParser::Status::Ok) break;
         if (result.status == HttpParser::Status::Error) {
@@ -599,7 +603,7 @@ void Connection::http_next_request() {
         finish_after_flush();
         return;
     }
-    phase_ = Phase::HttpHead;
+    phase_ = Phase::Reading;
     request_ = Request{};
     decision_.forget();
     request_head_ = HttpHead{};
