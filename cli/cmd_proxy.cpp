@@ -132,6 +132,11 @@ int cmd_proxy(int argc, char** argv) {
 
     auto policy = load_policy_or_report(state.load);
     if (!policy) return 2;
+    if (policy->network().allowed_domains.empty()) {
+        // Not an error (a deny-all egress point is a valid configuration), but rarely what was meant.
+        std::cerr << "cordon proxy: no policy allows any host (no --allow-domain, no "
+                     "sandbox.network.allowedDomains in the settings read): every request will be refused\n";
+    }
     raise_fd_limit();
 
     uv_loop_t* loop = uv_default_loop();
