@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -186,6 +188,47 @@ TEST_CASE("audit log never blocks on a reader that stopped; drops only when the 
     }
     ::close(fds[0]);
     ::close(fds[1]);
+}
+
+TEST_CASE("audit log on a non-blocking stdout that is full neither blocks nor spins", "[unit]") {
+    // stdout is shared (the shell, or the jailed command in `cordon run`); someone made it O_NONBLOCK. The
+    // old log retried EAGAIN in a loop on the caller's thread.
+    int fds[2];
+    REQUIRE(::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0);
+    std::fflush(stdout);
+    int saved = ::dup(STDOUT_FILENO);
+    REQUIRE(saved >= 0);
+    ::dup2(fds[1], STDOUT_FILENO);
+    std::uint64_t dropped = 0;
+    bool gave_up = false, flushed = false;
+    double cpu_ms = 0;
+    std::string got;
+    {
+        AuditLog log("-", "", 2 << 20);
+        for (std::uint64_t i = 1; i <= 1000; ++i)
+            log.decision(numbered(i, 1000));
+        dropped = log.dropped_queue_full();
+        // The writer waits in poll(2) for the pipe, it does not spin: a spin would burn the whole 500 ms.
+        timespec a{}, b{};
+        ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+        gave_up = !log.flush(std::chrono::milliseconds(500), std::chrono::milliseconds(1000));
+        ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+        cpu_ms =
+            static_cast<double>(b.tv_sec - a.tv_sec) * 1e3 + static_cast<double>(b.tv_nsec - a.tv_nsec) / 1e6;
+        std::thread reader([&] { got = drain(fds[0]); });
+        flushed = log.flush();
+        reader.join();
+    }
+    ::dup2(saved, STDOUT_FILENO);
+    ::close(saved);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    CHECK(dropped == 0);  // 1000 lines of ~1.2 KiB fit the 2 MiB queue
+    CHECK(gave_up);
+    CHECK(cpu_ms < 100);
+    CHECK(flushed);
+    auto ids = ids_of(got);
+    CHECK(ids.size() == 1000);
 }
 
 TEST_CASE("audit log gives up on a stopped reader at exit and says how many lines it lost", "[unit]") {
