@@ -320,12 +320,15 @@ IdMaps id_maps(const JailConfig& config) {
     gid_t gid = ::getgid();
     m.uid_map = std::to_string(uid) + " " + std::to_string(uid) + " 1\n";
     m.gid_map = std::to_string(gid) + " " + std::to_string(gid) + " 1\n";
-    if (uid == 0 && config.run_as && config.run_as->first != 0) {
+    if (uid == 0 && config.run_as) {
         // Root stays root inside (the jail's init needs a mapped uid to create mount points) and the command
-        // switches to the requested user, mapped to itself. Two lines need the supervisor's CAP_SETUID.
+        // switches to the requested user, mapped to itself. Two lines need the supervisor's CAP_SETUID. The
+        // supervisor writes the maps even for `--user 0`: a map written by the child requires setgroups(2)
+        // denied in the namespace, and the command could then not drop root's supplementary groups.
         m.by_child = false;
-        m.uid_map +=
-            std::to_string(config.run_as->first) + " " + std::to_string(config.run_as->first) + " 1\n";
+        if (config.run_as->first != uid)
+            m.uid_map +=
+                std::to_string(config.run_as->first) + " " + std::to_string(config.run_as->first) + " 1\n";
         if (config.run_as->second != gid)
             m.gid_map +=
                 std::to_string(config.run_as->second) + " " + std::to_string(config.run_as->second) + " 1\n";
