@@ -44,8 +44,11 @@ constexpr const char* kRunHelp =
     "  --best-effort          run even when a restriction cannot be applied (Landlock, seccomp, limits),\n"
     "                         saying once on stderr what is missing\n"
     "  --allow-ptrace         let the command use ptrace (debuggers); refused by default\n"
-    "  --memory SIZE          address-space limit per process (SIZE in bytes, or with K, M, G)\n"
-    "  --pids N               process limit (RLIMIT_NPROC of the command's user)\n"
+    "  --memory SIZE          memory limit for the whole jail (SIZE in bytes, or with K, M, G): a cgroup\n"
+    "                         where one can be made (v2 delegated to the caller, or v1 as root), otherwise\n"
+    "                         an address-space limit per process (RLIMIT_AS); a note says which holds\n"
+    "  --pids N               process limit for the whole jail: a cgroup, otherwise RLIMIT_NPROC of the\n"
+    "                         command's user (refused for the host's root, whom it does not bind)\n"
     "  --timeout SECONDS      kill the jail after SECONDS of wall time and exit 124\n"
     "  --user USER[:GID]      (root only) run the command as this user (a name or a UID) instead of root.\n"
     "                         `--user root` or `--user 0` keeps uid 0 without root's supplementary groups.\n"
@@ -273,6 +276,7 @@ int cmd_run(int argc, char** argv) {
     config.memory_bytes = run.memory;
     config.max_pids = run.pids;
     config.network = run.network;
+    config.id = make_jail_id();
     auto started = jail::Jail::start(config);
     if (auto* error = std::get_if<std::string>(&started)) {
         std::cerr << "cordon: " << *error << "\n";
@@ -291,9 +295,6 @@ int cmd_run(int argc, char** argv) {
         std::cerr
             << "cordon: note: allowUnixSockets paths cannot be enforced one by one on Linux; Unix sockets "
                "stay refused (allowAllUnixSockets allows them all)\n";
-    if (run.memory || run.pids)
-        std::cerr << "cordon: note: cgroup v2 is not used; limits are rlimits (RLIMIT_AS per process"
-                  << (run.pids ? ", RLIMIT_NPROC per user, not applied to the host's root" : "") << ")\n";
     if (auto error = jail->configure(std::move(plan), net.allow_all_unix_sockets)) {
         std::cerr << "cordon: " << *error << "\n";
         return 125;
@@ -305,7 +306,7 @@ int cmd_run(int argc, char** argv) {
     sup.jail = jail.get();
     std::unique_ptr<proxy::Proxy> proxy;
     if (run.network) {
-        proxy_options.sandbox_id = make_jail_id();
+        proxy_options.sandbox_id = config.id;
         try {
             proxy = proxy::Proxy::create(&sup.loop, policy, proxy_options);
         } catch (const std::exception& e) {

@@ -34,9 +34,12 @@ struct JailConfig {
     // `run_as` names another uid/gid (then the jail maps both and the command runs as that user).
     std::optional<std::pair<uid_t, gid_t>> run_as;
 
+    // --memory and --pids hold for the whole jail where a cgroup can be made (jail/cgroup.hpp), otherwise
+    // they are rlimits; start() says which on stderr, and fails when neither can apply a limit.
     std::optional<std::uint64_t> memory_bytes;  // --memory
     std::optional<std::uint64_t> max_pids;      // --pids
     bool network = true;                        // create the proxy listeners inside the jail
+    std::string id;                             // `cordon-PID-RANDOM`: names the jail's cgroup
 };
 
 // The proxy's listening sockets created inside the jail's network namespace.
