@@ -9,6 +9,7 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/proxy_flags.hpp"
+#include "run/environment.hpp"
 #include "run/run.hpp"
 
 namespace cordon::cli {
@@ -48,8 +49,10 @@ constexpr const char* kRunHelp =
     "  --quiet                no end-of-run summary of refused connections\n"
     "  --help                 this text\n"
     "\n"
-    "Inside, HTTP_PROXY/HTTPS_PROXY/http_proxy/https_proxy/GRPC_PROXY = http://127.0.0.1:3128,\n"
-    "ALL_PROXY/all_proxy = socks5h://127.0.0.1:1080, NO_PROXY=localhost,127.0.0.1,::1, SANDBOX_RUNTIME=1.\n"
+    "\n";
+
+// After the environment (run::environment_help).
+constexpr const char* kRunHelpEnd =
     "The proxy runs in cordon itself (host side) and serves sockets created inside the jail; the audit log\n"
     "names the jail in `sandbox`. At the end, refused connections are summarised on stderr (not with "
     "--quiet).\n"
@@ -115,7 +118,8 @@ int cmd_run(int argc, char** argv) {
         }
         if (parse_policy_flag(args, load) || parse_proxy_flag(args, run.proxy)) continue;
         if (args.flag("--help") || args.flag("-h")) {
-            std::cout << kRunHelp << kProxyFlagsHelp << "\n" << kPolicyFlagsHelp;
+            std::cout << kRunHelp << run::environment_help() << kRunHelpEnd << kProxyFlagsHelp << "\n"
+                      << kPolicyFlagsHelp;
             return 0;
         } else if (args.flag("-c")) {
             run.command = {"/bin/sh", "-c", args.value()};

@@ -94,6 +94,7 @@ int run(const Options& options) {
     config.memory_bytes = options.memory;
     config.max_pids = options.pids;
     config.network = options.network;
+    config.listen_ports = proxy_ports();
     config.id = make_jail_id();
     auto started = jail::Jail::start(config);
     if (auto* error = std::get_if<std::string>(&started)) {
