@@ -1,5 +1,4 @@
 // The supervisor of `cordon run` (see run.hpp).
-#include <sys/resource.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -12,6 +11,7 @@
 #include <random>
 
 #include "jail/jail.hpp"
+#include "proxy/fd_limit.hpp"
 #include "run/environment.hpp"
 #include "run/run.hpp"
 
@@ -138,11 +138,7 @@ int run(const Options& options) {
     }
     // After the jail started: it must not inherit an ignored SIGPIPE (`yes | head` relies on it).
     ::signal(SIGPIPE, SIG_IGN);
-    rlimit files{};
-    if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
-        files.rlim_cur = files.rlim_max;
-        ::setrlimit(RLIMIT_NOFILE, &files);
-    }
+    proxy::raise_fd_limit();
     for (auto& listener : jail->take_listeners()) {
         if (proxy)
             proxy->listen_fd(listener.fd);
