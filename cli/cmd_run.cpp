@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <random>
 
@@ -55,8 +56,10 @@ constexpr const char* kRunHelp =
     "  --quiet                no end-of-run summary of refused connections\n"
     "  --help                 this text\n"
     "\n"
-    "Inside, HTTP_PROXY/HTTPS_PROXY/http_proxy/https_proxy/GRPC_PROXY = http://127.0.0.1:3128,\n"
-    "ALL_PROXY/all_proxy = socks5h://127.0.0.1:1080, NO_PROXY=localhost,127.0.0.1,::1, SANDBOX_RUNTIME=1.\n"
+    "Inside, HTTP_PROXY/HTTPS_PROXY/http_proxy/https_proxy/GRPC_PROXY/FTP_PROXY/DOCKER_HTTP(S)_PROXY =\n"
+    "http://127.0.0.1:3128, ALL_PROXY/all_proxy = socks5h://127.0.0.1:1080, RSYNC_PROXY, CLOUDSDK_PROXY_*,\n"
+    "JAVA_TOOL_OPTIONS (-Dhttp(s).proxyHost/Port, -DsocksProxyHost/Port), GIT_SSH_COMMAND (ssh through\n"
+    "`cordon connect`), NO_PROXY=localhost,127.0.0.1,::1, SANDBOX_RUNTIME=1.\n"
     "The proxy runs in cordon itself (host side) and serves sockets created inside the jail; the audit log\n"
     "names the jail in `sandbox`. At the end, refused connections are summarised on stderr (not with "
     "--quiet).\n"
@@ -116,30 +119,75 @@ std::pair<uid_t, gid_t> parse_user(const std::string& text) {
     return {uid, gid};
 }
 
+// The jail's environment: the caller's, with every variable below replaced. One list: what is removed from
+// the caller's environment is exactly what is set (or, without network, left unset). Each client family srt
+// covers finds the in-jail proxy through its own variable; programs that ignore them still have no other way
+// out.
 std::vector<std::string> jail_environment(bool network) {
-    std::vector<std::string> env;
-    auto overridden = [&](const std::string& entry) {
-        static const char* const kNames[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",     "https_proxy",
-                                             "ALL_PROXY",  "all_proxy",   "GRPC_PROXY",     "grpc_proxy",
-                                             "NO_PROXY",   "no_proxy",    "SANDBOX_RUNTIME"};
-        std::string name = entry.substr(0, entry.find('='));
-        for (const char* n : kNames)
+    const std::string http = "http://127.0.0.1:3128", socks = "socks5h://127.0.0.1:1080";
+    const std::string no_proxy = "localhost,127.0.0.1,::1";
+    // `ssh -o ProxyCommand=...` through `cordon connect`: this binary, which the jail sees at the same path.
+    std::error_code ec;
+    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    const std::string self = ec ? std::string("cordon") : exe.string();
+    auto quoted = [](const std::string& text) {
+        std::string out = "'";
+        for (char c : text)
+            out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        return out + "'";
+    };
+    const std::string proxy_command = "-o ProxyCommand=" + quoted(quoted(self) + " connect %h %p");
+    const char* user_ssh = std::getenv("GIT_SSH_COMMAND");
+    const char* user_java = std::getenv("JAVA_TOOL_OPTIONS");
+    const std::string java =
+        "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=3128 -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=3128 "
+        "-DsocksProxyHost=127.0.0.1 -DsocksProxyPort=1080 -Dhttp.nonProxyHosts=localhost|127.0.0.1|[::1]";
+    const std::vector<std::pair<const char*, std::string>> proxied = {
+        {"HTTP_PROXY", http},
+        {"HTTPS_PROXY", http},
+        {"http_proxy", http},
+        {"https_proxy", http},
+        {"GRPC_PROXY", http},
+        {"grpc_proxy", http},
+        {"FTP_PROXY", http},
+        {"ftp_proxy", http},
+        {"ALL_PROXY", socks},
+        {"all_proxy", socks},
+        {"NO_PROXY", no_proxy},
+        {"no_proxy", no_proxy},
+        {"RSYNC_PROXY", "127.0.0.1:3128"},  // rsync's daemon protocol through HTTP CONNECT
+        {"DOCKER_HTTP_PROXY", http},
+        {"DOCKER_HTTPS_PROXY", http},
+        {"CLOUDSDK_PROXY_TYPE", "http"},
+        {"CLOUDSDK_PROXY_ADDRESS", "127.0.0.1"},
+        {"CLOUDSDK_PROXY_PORT", "3128"},
+        // Java reads no *_PROXY variable; the JVM picks these up at start. The caller's own options stay
+        // first (the later -D of the same property wins).
+        {"JAVA_TOOL_OPTIONS",
+         user_java != nullptr && *user_java != '\0' ? std::string(user_java) + " " + java : java},
+        // git over ssh: the caller's ssh command (keys, options) keeps working, routed through the proxy.
+        {"GIT_SSH_COMMAND",
+         (user_ssh != nullptr && *user_ssh != '\0' ? std::string(user_ssh) : std::string("ssh")) + " " +
+             proxy_command},
+    };
+    const std::pair<const char*, std::string> always = {"SANDBOX_RUNTIME", "1"};
+
+    auto replaced = [&](std::string_view name) {
+        if (name == always.first) return true;
+        for (const auto& [n, value] : proxied)
             if (name == n) return true;
         return false;
     };
-    for (char** e = environ; *e; ++e)
-        if (!overridden(*e)) env.emplace_back(*e);
-    if (network) {
-        const std::string http = "http://127.0.0.1:3128", socks = "socks5h://127.0.0.1:1080";
-        for (const char* n :
-             {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "GRPC_PROXY", "grpc_proxy"})
-            env.push_back(std::string(n) + "=" + http);
-        env.push_back("ALL_PROXY=" + socks);
-        env.push_back("all_proxy=" + socks);
-        env.push_back("NO_PROXY=localhost,127.0.0.1,::1");
-        env.push_back("no_proxy=localhost,127.0.0.1,::1");
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) {
+        std::string_view entry(*e);
+        if (!replaced(entry.substr(0, entry.find('=')))) env.emplace_back(entry);
     }
-    env.push_back("SANDBOX_RUNTIME=1");
+    if (network) {
+        for (const auto& [name, value] : proxied)
+            env.push_back(std::string(name) + "=" + value);
+    }
+    env.push_back(std::string(always.first) + "=" + always.second);
     return env;
 }
 
