@@ -37,14 +37,14 @@ std::string all_warnings(const PolicyPtr& p) {
 
 // ---- fails open today ------------------------------------------------------------------------------------
 
-TEST_CASE("--allow-domain '*.' is refused, not read as every host", "[parity][failopen]") {
+TEST_CASE("the flag --allow-domain '*.' is refused, not read as every host", "[parity][failopen]") {
     CHECK_THAT(flag_error("*."), Catch::Contains("overly broad"));
     CHECK_THAT(flag_error("*.:443"), Catch::Contains("overly broad"));
     CHECK_THAT(flag_error("*.", false), Catch::Contains("overly broad"));
     CHECK_THAT(flag_error("*.*"), Catch::Contains("overly broad"));
 }
 
-TEST_CASE("allowedDomains [\"*.\"] in srt and Claude Code files is skipped with a warning",
+TEST_CASE("allowedDomains entry '*.' in srt and Claude Code files is skipped with a warning",
           "[parity][failopen]") {
     for (const std::string text :
          {R"J({"network": {"allowedDomains": ["*.", "ok.example.com"]}})J",
@@ -87,7 +87,7 @@ TEST_CASE("an invalid deny entry stops the load, naming file:line", "[parity][fa
     }
 }
 
-TEST_CASE("an allow entry cordon cannot interpret is skipped with a warning; the rest of the file holds",
+TEST_CASE("an allow entry cordon cannot interpret is skipped with a warning and the rest of the file holds",
           "[parity][failopen]") {
     TempTree tree;
     auto file = tree.project_settings(R"J({"permissions": {
