@@ -2,7 +2,10 @@
 // Claude Code's one-label `*`, srt's validation of allowedDomains / deniedDomains, IPv4 literals in any
 // inet_aton spelling, warnings for keys and rules cordon does not honour, allowGitConfig, and the one parser
 // per grammar (policy/syntax.hpp).
+#include <arpa/inet.h>
 #include <sys/socket.h>
+
+#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -237,6 +240,29 @@ TEST_CASE("a host whose last label is numeric is an IPv4 literal or invalid, nev
     CHECK_FALSE(allows(p, "1.0x1000000"));
     auto q = flags_policy({"10.0.0.1"});
     CHECK(allows(q, "10.0.0.0x1"));
+}
+
+TEST_CASE("parse_ipv4_any agrees with glibc's inet_aton on random spellings", "[parity][ipv4]") {
+    // inet_aton is the reference: what a client library hands to connect() for such a host.
+    std::mt19937 rng(20261201);
+    const std::string alphabet = "0123456789abcdefxX.";
+    std::size_t accepted = 0;
+    for (int i = 0; i < 200000; ++i) {
+        std::string text;
+        const int length = 1 + static_cast<int>(rng() % 14);
+        for (int k = 0; k < length; ++k)
+            text += alphabet[rng() % alphabet.size()];
+        in_addr reference{};
+        const bool glibc = inet_aton(text.c_str(), &reference) != 0;
+        const auto ours = parse_ipv4_any(text);
+        INFO(text);
+        REQUIRE(ours.has_value() == glibc);
+        if (glibc) {
+            REQUIRE(*ours == ntohl(reference.s_addr));
+            ++accepted;
+        }
+    }
+    CHECK(accepted > 1000);
 }
 
 TEST_CASE("parse_target canonicalises IPv4 spellings", "[parity][ipv4]") {
