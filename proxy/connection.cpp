@@ -176,7 +176,7 @@ void Connection::on_outcome(Outcome outcome) {
         case Outcome::Kind::Allowed:
             break;
     }
-    if (front_->keeps_upstream(request_.host + ":" + std::to_string(request_.port))) {
+    if (front_->reuse_upstream(request_.host + ":" + std::to_string(request_.port))) {
         // Keep-alive upstream to the same target: the address it uses was checked when it was dialled.
         conclude({Verdict::Kind::Connected, outcome.reason(), "", 0, ""});
         return;

@@ -53,7 +53,9 @@ class FrontEnd {
     virtual bool on_upstream_error(int /*error*/) { return false; }  // true: handled
     virtual bool on_header_timeout() { return false; }               // true: handled (answered)
     virtual bool on_idle_timeout() { return false; }                 // true: handled (answered)
-    virtual bool keeps_upstream(const std::string& /*target*/) const { return false; }  // reuse it?
+    // An allowed request to `target` ("host:port"): true to reuse the upstream connection the front-end kept
+    // (already guarded when dialled), false to dial one.
+    virtual bool reuse_upstream(std::string /*target*/) { return false; }
     virtual void on_tunnel() {}  // the client now belongs to a tunnel
 };
 

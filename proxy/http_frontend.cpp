@@ -127,8 +127,7 @@ int HttpFrontEnd::status_for(const Verdict& v) const {
 void HttpFrontEnd::answer(const Verdict& v) {
     switch (v.kind) {
         case Verdict::Kind::Connected:
-            upstream_key_ = c_.request_.host + ":" + std::to_string(c_.request_.port);
-            upstream_reusable_ = true;
+            upstream_reusable_ = true;  // upstream_key_ was set by reuse_upstream()
             if (c_.proto_ == Connection::Proto::Connect) {
                 c_.client_->send("HTTP/1.1 200 Connection established\r\n\r\n");
                 c_.start_tunnel();
@@ -194,9 +193,11 @@ bool HttpFrontEnd::on_idle_timeout() {
     return true;
 }
 
-bool HttpFrontEnd::keeps_upstream(const std::string& target) const {
-    return c_.proto_ == Connection::Proto::Http && c_.upstream_ && upstream_reusable_ &&
-           upstream_key_ == target;
+bool HttpFrontEnd::reuse_upstream(std::string target) {
+    if (c_.proto_ == Connection::Proto::Http && c_.upstream_ && upstream_reusable_ && upstream_key_ == target)
+        return true;
+    upstream_key_ = std::move(target);  // the upstream about to be dialled
+    return false;
 }
 
 void HttpFrontEnd::on_tunnel() {

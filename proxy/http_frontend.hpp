@@ -31,7 +31,7 @@ class HttpFrontEnd final : public FrontEnd {
     bool on_upstream_error(int error) override;
     bool on_header_timeout() override;
     bool on_idle_timeout() override;
-    bool keeps_upstream(const std::string& target) const override;
+    bool reuse_upstream(std::string target) override;
     void on_tunnel() override;
 
   private:
