@@ -37,6 +37,7 @@ Connection::Connection(Context& context, int fd, bool over_limit)
 }
 
 Connection::~Connection() {
+    front_.reset();  // first: a front-end's destructor still uses this connection (the head budget)
     timer_->data = nullptr;
     uv_close(reinterpret_cast<uv_handle_t*>(timer_),
              [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
