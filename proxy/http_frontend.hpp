@@ -10,12 +10,11 @@
 #include <string>
 #include <string_view>
 
+#include "proxy/connection.hpp"
 #include "proxy/front_end.hpp"
 #include "proxy/http_parser.hpp"
 
 namespace cordon::proxy {
-
-class Connection;
 
 class HttpFrontEnd final : public FrontEnd {
   public:
@@ -35,6 +34,10 @@ class HttpFrontEnd final : public FrontEnd {
     void on_tunnel() override;
 
   private:
+    // Connection is a friend's: these name its pipeline phase and protocol.
+    using Phase = Connection::Phase;
+    using Proto = Connection::Proto;
+
     struct RequestSink final : HttpParser::Sink {
         HttpFrontEnd* h;
         void on_head(const HttpHead&) override {}

@@ -16,7 +16,7 @@
 namespace cordon::proxy {
 
 void Socks5FrontEnd::read() {
-    while (!c_.closed() && c_.phase_ == Connection::Phase::Reading) {
+    while (!c_.closed() && c_.phase_ == Phase::Reading) {
         if (step_ == Step::Greeting) {
             auto g = socks5::parse_greeting(c_.in_);
             if (g.state == socks5::Parse::Incomplete) return;
@@ -122,7 +122,7 @@ int Socks5FrontEnd::status_for(const Verdict& v) const {
 }
 
 bool Socks5FrontEnd::needs_client() const {
-    return c_.phase_ == Connection::Phase::Reading;  // mid-handshake
+    return c_.phase_ == Phase::Reading;  // mid-handshake
 }
 
 void Socks5FrontEnd::answer(const Verdict& v) {

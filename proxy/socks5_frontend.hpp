@@ -6,11 +6,10 @@
 
 #include <cstdint>
 
+#include "proxy/connection.hpp"
 #include "proxy/front_end.hpp"
 
 namespace cordon::proxy {
-
-class Connection;
 
 class Socks5FrontEnd final : public FrontEnd {
   public:
@@ -22,6 +21,10 @@ class Socks5FrontEnd final : public FrontEnd {
     bool needs_client() const override;
 
   private:
+    // Connection is a friend's: these name its pipeline phase and protocol.
+    using Phase = Connection::Phase;
+    using Proto = Connection::Proto;
+
     enum class Step { Greeting, Auth, Request };
     void reply(std::uint8_t code, bool then_close);
 
