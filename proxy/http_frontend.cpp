@@ -206,6 +206,7 @@ void HttpFrontEnd::on_tunnel() {
     request_parser_.reset();
     response_parser_.reset();
     request_head_ = HttpHead{};
+    std::string().swap(upstream_key_);
 }
 
 void HttpFrontEnd::process() {
