@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "proxy/address_guard.hpp"
+#include "proxy/audit_log.hpp"
 
 namespace cordon::proxy {
 
@@ -98,6 +99,14 @@ std::string Metrics::render() const {
     std::snprintf(line, sizeof line, "cordon_dns_lookup_seconds_sum %.6f\n", dns_sum);
     out += line;
     out += "cordon_dns_lookup_seconds_count " + std::to_string(dns_count) + "\n";
+    out +=
+        "# HELP cordon_audit_dropped_total Audit lines lost, by reason: queue-full (the log's reader did not "
+        "keep up), unwritten (a write failed, or the reader stopped taking lines at exit).\n";
+    out += "# TYPE cordon_audit_dropped_total counter\n";
+    out += "cordon_audit_dropped_total{reason=\"queue-full\"} " +
+           std::to_string(audit ? audit->dropped_queue_full() : 0) + "\n";
+    out += "cordon_audit_dropped_total{reason=\"unwritten\"} " +
+           std::to_string(audit ? audit->dropped_unwritten() : 0) + "\n";
     return out;
 }
 

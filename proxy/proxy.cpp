@@ -37,6 +37,7 @@ class ProxyImpl final : public Proxy {
         context_.guard.set_allowed(allowed_ranges(*policy));
         context_.policy = std::move(policy);
         context_.audit = std::make_unique<AuditLog>(context_.options.audit_log, context_.options.sandbox_id);
+        context_.metrics.audit = context_.audit.get();
         context_.resolver =
             resolver ? std::move(resolver) : Resolver::create(loop, context_.options.dns_servers);
         context_.retire = [this](Connection* c) { retire(c); };
@@ -126,6 +127,8 @@ class ProxyImpl final : public Proxy {
     }
 
     std::size_t active_connections() const override { return connections_.size(); }
+
+    std::optional<std::string> reopen_audit_log() override { return context_.audit->reopen(); }
 
   private:
     void accept(int fd) {

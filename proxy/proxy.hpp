@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,9 @@ class Proxy {
     virtual void count_policy_reload(bool ok) = 0;
     // Connections open now.
     virtual std::size_t active_connections() const = 0;
+    // Opens the audit log file again by its name (SIGHUP; logrotate without copytruncate). Returns an error
+    // message when it cannot (the old file stays in use).
+    virtual std::optional<std::string> reopen_audit_log() = 0;
     virtual ~Proxy() = default;
 };
 
