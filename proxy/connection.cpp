@@ -9,7 +9,9 @@
 #include <cstring>
 
 #include "proxy/context.hpp"
+#include "proxy/http_frontend.hpp"
 #include "proxy/socks5.hpp"
+#include "proxy/socks5_frontend.hpp"
 
 namespace cordon::proxy {
 
@@ -30,13 +32,12 @@ Connection::Connection(Context& context, int fd, bool over_limit)
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     client_ = std::make_unique<Socket>(context.loop, fd, this);
-    request_sink_.c = this;
-    response_sink_.c = this;
     uv_timer_init(context.loop, timer_);
     timer_->data = this;
 }
 
 Connection::~Connection() {
+    front_.reset();  // first: a front-end's destructor still uses this connection (the head budget)
     timer_->data = nullptr;
     uv_close(reinterpret_cast<uv_handle_t*>(timer_),
              [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
@@ -75,8 +76,8 @@ void Connection::on_readable(Socket& socket) {
     if (closed()) return;
     if (&socket == client_.get()) {
         read_client();
-    } else if (upstream_ && &socket == upstream_.get()) {
-        http_read_upstream();
+    } else if (upstream_ && &socket == upstream_.get() && front_) {
+        front_->on_upstream_readable();
     }
 }
 
@@ -99,19 +100,14 @@ void Connection::read_client() {
             close("client closed during SOCKS5 handshake");
             return;
         }
+        if (front_ && front_->needs_client()) {
+            // Gone mid-request (a partial head, a body unsent, also while the request is decided): nothing
+            // can complete it.
+            close("client closed mid-request");
+            return;
+        }
         if (phase_ == Phase::Reading) {
-            bool partial = !in_.empty() || (request_parser_ && request_parser_->in_message());
-            close(partial ? "client closed mid-request" : "");
-            return;
-        }
-        if (phase_ == Phase::Exchange && !request_done_) {
-            close("client closed mid-request");
-            return;
-        }
-        if ((phase_ == Phase::Deciding || phase_ == Phase::Dialing) && proto_ == Proto::Http &&
-            !request_body_buffered()) {
-            // Gone while its request was decided, with the body unsent: nothing can complete it.
-            close("client closed mid-request");
+            close("");  // between requests
             return;
         }
         return;  // a request is complete and its answer is on the way
@@ -129,16 +125,13 @@ void Connection::process_client_input() {
     if (phase_ == Phase::Reading && proto_ == Proto::Unknown && !in_.empty()) {
         if (static_cast<unsigned char>(in_[0]) == 0x05) {
             proto_ = Proto::Socks5;
-            socks_step_ = SocksStep::Greeting;
+            front_ = std::make_unique<Socks5FrontEnd>(*this);
         } else {
             proto_ = Proto::Http;
-            request_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Request, &request_sink_);
+            front_ = std::make_unique<HttpFrontEnd>(*this);
         }
     }
-    if (phase_ == Phase::Reading && proto_ == Proto::Socks5)
-        socks_process();
-    else if (phase_ == Phase::Reading || phase_ == Phase::Exchange)
-        http_process();
+    if (front_ && (phase_ == Phase::Reading || phase_ == Phase::Exchange)) front_->read();
 }
 
 // ---- the pipeline: decide -> resolve -> guard -> dial -> conclude (log, answer) -> relay
@@ -154,8 +147,7 @@ void Connection::decide(const std::string& host, std::uint16_t port) {
     if (over_limit_) {
         // Over --max-connections: answer, never crash, never queue without bound.
         ++context_.metrics.connections_rejected;
-        conclude({Verdict::Kind::Rejected, "over-connection-limit", "",
-                  proto_ == Proto::Socks5 ? socks5::kGeneralFailure : 503,
+        conclude({Verdict::Kind::Rejected, "over-connection-limit", "", Verdict::kAskFrontEnd,
                   "cordon: too many connections (--max-connections); try again later\n"});
         return;
     }
@@ -167,35 +159,30 @@ void Connection::on_outcome(Outcome outcome) {
     if (closed()) return;
     switch (outcome.kind) {
         case Outcome::Kind::DeniedByPolicy:
-            conclude({Verdict::Kind::Denied, outcome.reason(), "", deny_status(), ""});
+            conclude({Verdict::Kind::Denied, outcome.reason(), "", Verdict::kAskFrontEnd, ""});
             return;
         case Outcome::Kind::DeniedByGuard:
             // The log names the address that was refused and why (it was never dialled).
             request_.upstream_ip = outcome.refused_ip;
             request_.guard_class = outcome.guard_class;
             conclude({Verdict::Kind::Denied, outcome.reason(), "address-guard: " + outcome.guard_class,
-                      deny_status(), ""});
+                      Verdict::kAskFrontEnd, ""});
             return;
         case Outcome::Kind::ResolveFailed: {
             std::string error = to_string(outcome.resolve_error);
-            int status = proto_ == Proto::Socks5                          ? socks5::kHostUnreachable
-                         : outcome.resolve_error == ResolveError::Timeout ? 504
-                                                                          : 502;
-            conclude({Verdict::Kind::Failed, outcome.reason(), error, status,
+            conclude({Verdict::Kind::Failed, outcome.reason(), error, Verdict::kAskFrontEnd,
                       "cannot resolve " + request_.host + ": " + error});
             return;
         }
         case Outcome::Kind::Allowed:
             break;
     }
-    std::string key = request_.host + ":" + std::to_string(request_.port);
-    if (proto_ == Proto::Http && upstream_ && upstream_key_ == key && upstream_reusable_) {
+    if (front_->reuse_upstream(request_.host + ":" + std::to_string(request_.port))) {
         // Keep-alive upstream to the same target: the address it uses was checked when it was dialled.
         conclude({Verdict::Kind::Connected, outcome.reason(), "", 0, ""});
         return;
     }
     upstream_.reset();
-    upstream_key_.clear();
     phase_ = Phase::Dialing;
     dialer_ = std::make_unique<Dialer>(context_.loop, std::move(outcome.addresses),
                                        context_.options.connect_timeout,
@@ -212,30 +199,22 @@ void Connection::on_dialed(DialResult result) {
         std::string error = e == ETIMEDOUT      ? "connect-timeout"
                             : e == ECONNREFUSED ? "connect-refused"
                                                 : std::string("connect-failed: ") + std::strerror(e);
-        int status = proto_ != Proto::Socks5 ? (e == ETIMEDOUT ? 504 : 502)
-                     : e == ECONNREFUSED     ? socks5::kConnectionRefused
-                     : e == ENETUNREACH      ? socks5::kNetworkUnreachable
-                                             : socks5::kHostUnreachable;
-        conclude({Verdict::Kind::Failed, reason, error, status,
+        conclude({Verdict::Kind::Failed, reason, error, Verdict::kAskFrontEnd,
                   "cannot connect to " + request_.host + ":" + std::to_string(request_.port) + " (" +
-                      result.address.to_string() + "): " + std::strerror(e)});
+                      result.address.to_string() + "): " + std::strerror(e),
+                  e});
         return;
     }
     upstream_ = std::move(result.socket);
     upstream_->set_owner(this);
-    upstream_key_ = request_.host + ":" + std::to_string(request_.port);
-    upstream_reusable_ = true;
     touch();
     conclude({Verdict::Kind::Connected, reason, "", 0, ""});
 }
 
-int Connection::deny_status() const {
-    return proto_ == Proto::Socks5 ? socks5::kNotAllowed : 403;
-}
-
-void Connection::conclude(const Verdict& v) {
+void Connection::conclude(Verdict v) {
     using Kind = Verdict::Kind;
     phase_ = Phase::Answering;
+    if (v.status == Verdict::kAskFrontEnd) v.status = front_->status_for(v);
     // The request's decision line: written here and nowhere else, once per request.
     const auto& d = decision_.last();
     bool allowed = v.kind == Kind::Connected || v.kind == Kind::Failed || v.kind == Kind::Aborted;
@@ -260,50 +239,15 @@ void Connection::conclude(const Verdict& v) {
     if (context_.audit) context_.audit->decision(e);
     if (v.kind == Kind::Denied || v.kind == Kind::Failed) count_refusal(v);
 
-    // The answer, in the front-end's protocol.
-    switch (v.kind) {
-        case Kind::Aborted:
-            return;  // the connection is closing
-        case Kind::Connected:
-            switch (proto_) {
-                case Proto::Http:
-                    http_connected();
-                    return;
-                case Proto::Connect:
-                    client_->send("HTTP/1.1 200 Connection established\r\n\r\n");
-                    start_tunnel();
-                    return;
-                case Proto::Socks5:
-                    socks_connected();
-                    return;
-                case Proto::Unknown:
-                    break;
-            }
-            close("internal: unknown protocol");
-            return;
-        case Kind::Denied:
-            if (proto_ == Proto::Socks5)
-                socks_refuse();
-            else
-                http_refuse(v);
-            return;
-        case Kind::Failed:
-        case Kind::Rejected:
-            if (proto_ == Proto::Socks5)
-                socks_reject(v);
-            else
-                http_reject(v);
-            return;
-    }
+    // The answer, in the front-end's protocol (then its relay, the next request, or the close).
+    if (v.kind != Kind::Aborted) front_->answer(v);
 }
 
 // ---- tunnels
 
 void Connection::start_tunnel() {
     phase_ = Phase::Tunnel;
-    request_parser_.reset();  // a tunnel keeps no HTTP state: idle tunnels stay small
-    response_parser_.reset();
-    request_head_ = HttpHead{};
+    front_->on_tunnel();  // the client's bytes are the tunnel's now
     if (!in_.empty()) {
         // Bytes the client sent right behind its CONNECT / SOCKS request belong to the tunnel.
         bytes_up_ += in_.size();
@@ -339,22 +283,13 @@ void Connection::on_drained(Socket& socket) {
         return;
     }
     (void)socket;
-    if (phase_ == Phase::Exchange || (phase_ == Phase::Reading && proto_ != Proto::Socks5))
-        http_backpressure();
+    if (front_ && (phase_ == Phase::Exchange || phase_ == Phase::Reading)) front_->on_drained();
 }
 
 void Connection::on_error(Socket& socket, int error) {
     if (closed()) return;
     bool upstream = upstream_ && &socket == upstream_.get();
-    if (upstream && phase_ == Phase::Exchange && !response_started_ && !response_done_) {
-        http_upstream_failure(502, "upstream-reset", std::string("upstream failed: ") + std::strerror(error));
-        return;
-    }
-    if (upstream && phase_ == Phase::Reading) {
-        upstream_.reset();  // an idle kept-alive upstream went away
-        upstream_key_.clear();
-        return;
-    }
+    if (upstream && front_ && front_->on_upstream_error(error)) return;
     close(std::string(upstream ? "upstream: " : "client: ") + std::strerror(error));
 }
 
@@ -372,25 +307,14 @@ void Connection::on_timer(uv_timer_t* timer) {
     bool in_head = self->phase_ == Phase::Reading;
     if (in_head && self->head_started_ != 0 &&
         now - self->head_started_ >= static_cast<std::uint64_t>(o.header_timeout.count())) {
-        bool partial = !self->in_.empty() || (self->request_parser_ && self->request_parser_->in_message());
-        if (self->proto_ == Proto::Http && partial) {
-            self->error_ = "header-timeout";
-            self->http_send_error(408, "Request Timeout", "", "cordon: request head not received in time\n",
-                                  false);
-        } else {
-            self->close("header-timeout");
-        }
+        if (!self->front_ || !self->front_->on_header_timeout()) self->close("header-timeout");
         return;
     }
     if (now - self->last_activity_ >= static_cast<std::uint64_t>(o.idle_timeout.count())) {
-        if (self->phase_ == Phase::Exchange && !self->response_started_ && !self->response_done_) {
-            self->http_upstream_failure(504, "upstream-timeout",
-                                        "upstream " + self->request_.host + " did not answer in time");
-            return;
-        }
+        if (self->front_ && self->front_->on_idle_timeout()) return;
         if (self->phase_ == Phase::Dialing || self->phase_ == Phase::Deciding) return;  // own timeouts
-        bool between_requests =
-            self->phase_ == Phase::Reading && self->proto_ != Proto::Socks5 && self->in_.empty();
+        bool between_requests = self->phase_ == Phase::Reading && self->proto_ != Proto::Socks5 &&
+                                self->front_ && !self->front_->needs_client();
         self->close(between_requests ? "" : "idle-timeout");
     }
 }
@@ -405,7 +329,6 @@ void Connection::finish_after_flush() {
     dialer_.reset();
     upstream_.reset();
     std::string().swap(in_);
-    charge_head(0);
     touch();
     closing_since_ = last_activity_;
     // A precise, short linger (not the connection's coarse tick): a client that keeps its end open after the
@@ -421,8 +344,7 @@ void Connection::finish_after_flush() {
 
 void Connection::close_if_idle() {
     if (closed()) return;
-    if (phase_ == Phase::Reading && proto_ != Proto::Socks5 && in_.empty() &&
-        !(request_parser_ && request_parser_->in_message()))
+    if (phase_ == Phase::Reading && (!front_ || (proto_ != Proto::Socks5 && !front_->needs_client())))
         close("");  // nothing read yet, or a keep-alive connection between requests
     // A final answer already flushed: the lingering read is only a courtesy, not worth holding a drain.
     else if (phase_ == Phase::Closing && client_ && client_->queued() == 0)
@@ -470,10 +392,6 @@ void Connection::close(const std::string& error) {
     }
     relay_.reset();
     dialer_.reset();
-    if (head_charge_ > 0) {
-        context_.head_bytes -= head_charge_;
-        head_charge_ = 0;
-    }
     upstream_.reset();
     client_.reset();
     uv_timer_stop(timer_);

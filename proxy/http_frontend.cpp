@@ -1,6 +1,6 @@
-// The HTTP front-end of a connection: absolute-form requests forwarded with keep-alive on both sides (each
-// request decided and logged on its own), CONNECT tunnels, and the proxy's own answers (400, 403, 407, 502,
-// 503, 504).
+// The HTTP front-end (http_frontend.hpp).
+#include "proxy/http_frontend.hpp"
+
 #include <uv.h>
 
 #include <cstring>
@@ -82,107 +82,223 @@ bool normalise_host(const std::string& host, std::uint16_t port, std::string& ou
 
 }  // namespace
 
-void Connection::http_process() {
+HttpFrontEnd::HttpFrontEnd(Connection& connection)
+    : c_(connection),
+      request_parser_(std::make_unique<HttpParser>(HttpParser::Kind::Request, &request_sink_)) {
+    request_sink_.h = this;
+    response_sink_.h = this;
+}
+
+HttpFrontEnd::~HttpFrontEnd() {
+    c_.context_.head_bytes -= head_charge_;
+}
+
+void HttpFrontEnd::read() {
+    process();
+}
+
+int HttpFrontEnd::status_for(const Verdict& v) const {
+    switch (v.kind) {
+        case Verdict::Kind::Denied:
+            return 403;
+        case Verdict::Kind::Failed:
+            return v.error == "dns-timeout" || v.error == "connect-timeout" ? 504 : 502;
+        case Verdict::Kind::Rejected:
+            return 503;  // over a limit
+        case Verdict::Kind::Connected:
+        case Verdict::Kind::Aborted:
+            break;
+    }
+    return 0;
+}
+
+void HttpFrontEnd::answer(const Verdict& v) {
+    switch (v.kind) {
+        case Verdict::Kind::Connected:
+            upstream_reusable_ = true;  // upstream_key_ was set by reuse_upstream()
+            if (c_.proto_ == Proto::Connect) {
+                c_.client_->send("HTTP/1.1 200 Connection established\r\n\r\n");
+                c_.start_tunnel();
+            } else {
+                connected();
+            }
+            return;
+        case Verdict::Kind::Denied:
+            refuse(v);
+            return;
+        case Verdict::Kind::Failed:
+            upstream_failure(v.status, v.error, v.message);
+            return;
+        case Verdict::Kind::Rejected:
+            reject(v);
+            return;
+        case Verdict::Kind::Aborted:
+            return;
+    }
+}
+
+bool HttpFrontEnd::needs_client() const {
+    switch (c_.phase_) {
+        case Phase::Reading:
+            return !c_.in_.empty() || (request_parser_ && request_parser_->in_message());  // a head begun
+        case Phase::Exchange:
+            return !request_done_;  // a body still coming
+        case Phase::Deciding:
+        case Phase::Dialing:
+            return !request_body_buffered();
+        default:
+            return false;
+    }
+}
+
+void HttpFrontEnd::on_upstream_readable() {
+    read_upstream();
+}
+
+bool HttpFrontEnd::on_upstream_error(int error) {
+    if (c_.phase_ == Phase::Exchange && !response_started_ && !response_done_) {
+        upstream_failure(502, "upstream-reset", std::string("upstream failed: ") + std::strerror(error));
+        return true;
+    }
+    if (c_.phase_ == Phase::Reading) {
+        c_.upstream_.reset();  // an idle kept-alive upstream went away
+        upstream_key_.clear();
+        return true;
+    }
+    return false;
+}
+
+bool HttpFrontEnd::on_header_timeout() {
+    if (!needs_client()) return false;
+    c_.error_ = "header-timeout";
+    send_error(408, "Request Timeout", "", "cordon: request head not received in time\n", false);
+    return true;
+}
+
+bool HttpFrontEnd::on_idle_timeout() {
+    if (c_.phase_ != Phase::Exchange || response_started_ || response_done_) return false;
+    upstream_failure(504, "upstream-timeout", "upstream " + c_.request_.host + " did not answer in time");
+    return true;
+}
+
+bool HttpFrontEnd::reuse_upstream(std::string target) {
+    if (c_.proto_ == Proto::Http && c_.upstream_ && upstream_reusable_ && upstream_key_ == target)
+        return true;
+    upstream_key_ = std::move(target);  // the upstream about to be dialled
+    return false;
+}
+
+void HttpFrontEnd::on_tunnel() {
+    // A tunnel keeps no HTTP state: idle tunnels stay small.
+    charge_head(0);
+    request_parser_.reset();
+    response_parser_.reset();
+    request_head_ = HttpHead{};
+    std::string().swap(upstream_key_);
+}
+
+void HttpFrontEnd::process() {
     // Answers given synchronously (refusals, a reused upstream) lead back here; the loop below picks up where
     // they left off instead of recursing, so a client pipelining thousands of refused requests cannot exhaust
     // the stack.
     if (processing_) return;
     processing_ = true;
     // Answers pile up for a client that pipelines without reading: stop at kHighWater until it drains.
-    while (!in_.empty() && !closed() && client_->queued() < kHighWater &&
-           (phase_ == Phase::Reading || (phase_ == Phase::Exchange && !request_done_))) {
-        if (phase_ == Phase::Reading && head_started_ == 0) head_started_ = uv_now(context_.loop);
-        auto result = request_parser_->feed(in_);
+    while (!c_.in_.empty() && !c_.closed() && c_.client_->queued() < kHighWater &&
+           (c_.phase_ == Phase::Reading || (c_.phase_ == Phase::Exchange && !request_done_))) {
+        if (c_.phase_ == Phase::Reading && c_.head_started_ == 0) c_.head_started_ = uv_now(c_.context_.loop);
+        auto result = request_parser_->feed(c_.in_);
         switch (result.status) {
             case HttpParser::Status::Ok:
-                in_.clear();
+                c_.in_.clear();
                 if (!charge_head(request_parser_->head_size())) {
                     processing_ = false;
                     return;
                 }
                 break;
             case HttpParser::Status::HeadComplete:
-                in_.erase(0, result.consumed);
-                http_head_complete();
+                c_.in_.erase(0, result.consumed);
+                head_complete();
                 break;
             case HttpParser::Status::MessageComplete:
-                in_.erase(0, result.consumed);
-                http_request_complete();
+                c_.in_.erase(0, result.consumed);
+                request_complete();
                 break;
             case HttpParser::Status::Error:
                 processing_ = false;
                 charge_head(0);
-                http_bad_request(request_parser_->error(), request_parser_->error_status());
+                bad_request(request_parser_->error(), request_parser_->error_status());
                 return;
         }
     }
     processing_ = false;
-    if (!closed()) http_backpressure();
+    if (!c_.closed()) backpressure();
 }
 
-void Connection::http_backpressure() {
-    if (closed() || !client_) return;
+void HttpFrontEnd::backpressure() {
+    if (c_.closed() || !c_.client_) return;
     // The client is read while a request is decided and answered too (bounded by kMaxBuffered): toggling read
     // interest costs system calls on every request of a keep-alive connection.
-    bool body_blocked =
-        phase_ == Phase::Exchange && !request_done_ && upstream_ && upstream_->queued() >= kHighWater;
-    bool client_read = !client_eof_ && !body_blocked && in_.size() < kMaxBuffered &&
-                       client_->queued() < kHighWater &&
-                       (phase_ == Phase::Reading || phase_ == Phase::Exchange || phase_ == Phase::Deciding ||
-                        phase_ == Phase::Dialing);
-    client_->want_read(client_read);
-    if (upstream_) {
-        bool upstream_read = (phase_ == Phase::Exchange && response_parser_ && !response_done_ &&
-                              client_->queued() < kHighWater) ||
-                             phase_ == Phase::Reading;  // an idle kept-alive upstream: notice when it closes
-        upstream_->want_read(upstream_read);
+    bool body_blocked = c_.phase_ == Phase::Exchange && !request_done_ && c_.upstream_ &&
+                        c_.upstream_->queued() >= kHighWater;
+    bool client_read = !c_.client_eof_ && !body_blocked && c_.in_.size() < Connection::kMaxBuffered &&
+                       c_.client_->queued() < kHighWater &&
+                       (c_.phase_ == Phase::Reading || c_.phase_ == Phase::Exchange ||
+                        c_.phase_ == Phase::Deciding || c_.phase_ == Phase::Dialing);
+    c_.client_->want_read(client_read);
+    if (c_.upstream_) {
+        bool upstream_read =
+            (c_.phase_ == Phase::Exchange && response_parser_ && !response_done_ &&
+             c_.client_->queued() < kHighWater) ||
+            c_.phase_ == Phase::Reading;  // an idle kept-alive upstream: notice when it closes
+        c_.upstream_->want_read(upstream_read);
     }
     // Bytes that arrived while the body was not being read.
-    if (!in_.empty() && client_->queued() < kHighWater &&
-        (phase_ == Phase::Reading || (phase_ == Phase::Exchange && !request_done_ && !body_blocked)))
-        http_process();
+    if (!c_.in_.empty() && c_.client_->queued() < kHighWater &&
+        (c_.phase_ == Phase::Reading || (c_.phase_ == Phase::Exchange && !request_done_ && !body_blocked)))
+        process();
 }
 
-void Connection::http_head_complete() {
+void HttpFrontEnd::head_complete() {
     const HttpHead& head = request_parser_->head();
-    head_started_ = 0;
+    c_.head_started_ = 0;
     charge_head(0);
-    decision_.forget();  // nothing of the previous request's decision may show in this one's line
+    c_.decision_.forget();  // nothing of the previous request's decision may show in this one's line
     request_head_ = head;
     request_done_ = response_done_ = response_started_ = false;
     chunk_request_ = chunk_response_ = close_after_response_ = false;
-    request_ = Request{};
-    request_.method = head.method;
+    c_.request_ = Connection::Request{};
+    c_.request_.method = head.method;
 
     std::string host;
     std::uint16_t port = 0;
     if (request_parser_->is_connect()) {
-        proto_ = Proto::Connect;
+        c_.proto_ = Proto::Connect;
         std::string raw;
         if (!split_authority(head.target, raw, port)) {
-            http_bad_request("CONNECT needs host:port, got '" + head.target + "'");
+            bad_request("CONNECT needs host:port, got '" + head.target + "'");
             return;
         }
         std::string why;
         if (!normalise_host(raw, port, host, why)) {
-            http_bad_request("bad CONNECT target: " + why);
+            bad_request("bad CONNECT target: " + why);
             return;
         }
     } else {
-        proto_ = Proto::Http;
+        c_.proto_ = Proto::Http;
         const std::string& target = head.target;
         if (target.empty() || target.front() == '/' || target == "*") {
-            http_bad_request(
+            bad_request(
                 "origin-form request to the proxy itself: send an absolute URI (GET http://host/path) "
                 "or use CONNECT");
             return;
         }
         if (starts_with_icase(target, "https://")) {
-            http_bad_request("https:// URLs go through CONNECT, not as absolute-form requests");
+            bad_request("https:// URLs go through CONNECT, not as absolute-form requests");
             return;
         }
         if (!starts_with_icase(target, "http://")) {
-            http_bad_request("unsupported request target '" + target.substr(0, 64) + "' (only http:// URIs)");
+            bad_request("unsupported request target '" + target.substr(0, 64) + "' (only http:// URIs)");
             return;
         }
         std::string_view rest = std::string_view(target).substr(7);
@@ -192,7 +308,7 @@ void Connection::http_head_complete() {
         if (auto hash = path.find('#'); hash != std::string::npos) path.erase(hash);
         if (path.empty() || path.front() == '?') path.insert(0, "/");
         if (authority.find('@') != std::string_view::npos) {
-            http_bad_request("credentials in the request URI are not accepted");
+            bad_request("credentials in the request URI are not accepted");
             return;
         }
         std::string raw;
@@ -203,7 +319,7 @@ void Connection::http_head_complete() {
         }
         std::string why;
         if (raw.empty() || !normalise_host(raw, port, host, why)) {
-            http_bad_request("bad host in request URI" + (why.empty() ? std::string() : ": " + why));
+            bad_request("bad host in request URI" + (why.empty() ? std::string() : ": " + why));
             return;
         }
         // A Host header naming another host than the URI is how requests get routed past a filter.
@@ -220,72 +336,72 @@ void Connection::http_head_complete() {
             // A Host without a port names the URI's host on whatever port the URI says.
             if (!normalise_host(hraw, has_port ? hport : port, hhost, why2) || hhost != host ||
                 (has_port && hport != port)) {
-                http_bad_request("Host header '" + std::string(*h) +
-                                 "' names another host than the request URI");
+                bad_request("Host header '" + std::string(*h) + "' names another host than the request URI");
                 return;
             }
         }
-        request_.path = path;
+        c_.request_.path = path;
         if (head.upgrade) {
             // Upgrade is hop-by-hop and this proxy does not switch protocols on a client's behalf: the bytes
             // after this head would be another protocol, which the proxy could neither read nor police.
             // Refuse it plainly, and close (the client may already be sending the new protocol).
-            request_.host = host;
-            request_.port = port;
-            error_ = "upgrade-not-supported";
-            conclude({Verdict::Kind::Rejected, "bad-request", "upgrade not supported", 501,
-                      "cordon: Upgrade (" + std::string(head.header("upgrade").value_or("")) +
-                          ") is not supported through this proxy for http:// URLs: use CONNECT "
-                          "(wss://, or the client's proxy tunnel mode)\n"});
+            c_.request_.host = host;
+            c_.request_.port = port;
+            c_.error_ = "upgrade-not-supported";
+            c_.conclude({Verdict::Kind::Rejected, "bad-request", "upgrade not supported", 501,
+                         "cordon: Upgrade (" + std::string(head.header("upgrade").value_or("")) +
+                             ") is not supported through this proxy for http:// URLs: use CONNECT "
+                             "(wss://, or the client's proxy tunnel mode)\n"});
             return;
         }
     }
-    request_.host = host;
-    request_.port = port;
+    c_.request_.host = host;
+    c_.request_.port = port;
 
-    if (!context_.options.auth_token.empty()) {
+    if (!c_.context_.options.auth_token.empty()) {
         auto credentials = head.header("proxy-authorization");
-        if (!credentials || !basic_auth_ok(*credentials, context_.options.auth_token)) {
-            conclude({Verdict::Kind::Rejected, "proxy-auth-required", "", 407,
-                      "cordon: proxy authentication required\n"});
+        if (!credentials || !basic_auth_ok(*credentials, c_.context_.options.auth_token)) {
+            c_.conclude({Verdict::Kind::Rejected, "proxy-auth-required", "", 407,
+                         "cordon: proxy authentication required\n"});
             return;
         }
     }
-    decide(host, port);
+    c_.decide(host, port);
 }
 
-void Connection::http_bad_request(const std::string& why, int status) {
-    error_ = "bad-request: " + why;
+void HttpFrontEnd::bad_request(const std::string& why, int status) {
+    c_.error_ = "bad-request: " + why;
     // Every refused request has its decision line, named or not (a head that never parsed has no host).
-    conclude({Verdict::Kind::Rejected, "bad-request", why, status,
-              std::string(status == 431 ? "cordon: request head too large: " : "cordon: bad request: ") +
-                  why + "\n"});
+    c_.conclude({Verdict::Kind::Rejected, "bad-request", why, status,
+                 std::string(status == 431 ? "cordon: request head too large: " : "cordon: bad request: ") +
+                     why + "\n"});
 }
 
-bool Connection::charge_head(std::size_t size) {
+bool HttpFrontEnd::charge_head(std::size_t size) {
     // All half-read heads together are bounded (each alone is bounded by HttpParser::kMaxHead): a flood of
     // connections sending large heads slowly cannot grow the proxy without end.
-    context_.head_bytes -= head_charge_;
+    c_.context_.head_bytes -= head_charge_;
     head_charge_ = 0;
     if (size == 0) return true;
-    if (context_.head_bytes + size > Context::kMaxHeadBytes) {
-        error_ = "over-head-memory-limit";
-        conclude({Verdict::Kind::Rejected, "over-connection-limit",
-                  "request heads in flight over their memory limit", 503,
-                  "cordon: too many large request heads in flight; try again later\n"});
+    if (c_.context_.head_bytes + size > Context::kMaxHeadBytes) {
+        c_.error_ = "over-head-memory-limit";
+        c_.conclude({Verdict::Kind::Rejected, "over-connection-limit",
+                     "request heads in flight over their memory limit", 503,
+                     "cordon: too many large request heads in flight; try again later\n"});
         return false;
     }
     head_charge_ = size;
-    context_.head_bytes += size;
+    c_.context_.head_bytes += size;
     return true;
 }
 
-void Connection::http_send_error(int status, const std::string& reason, const std::string& x_proxy_error,
-                                 const std::string& body, bool keep_alive) {
+void HttpFrontEnd::send_error(int status, const std::string& reason, const std::string& x_proxy_error,
+                              const std::string& body, bool keep_alive) {
     // Keep the connection only when the request carried no body we would have to skip.
     bool has_body = request_head_.chunked || request_head_.content_length.value_or(0) > 0;
     // After a CONNECT head the client's next bytes are for the tunnel, not another request.
-    if (has_body || !request_head_.keep_alive || context_.draining || over_limit_ || proto_ == Proto::Connect)
+    if (has_body || !request_head_.keep_alive || c_.context_.draining || c_.over_limit_ ||
+        c_.proto_ == Proto::Connect)
         keep_alive = false;
     bool head_method = request_head_.method == "HEAD";
     std::string out =
@@ -295,85 +411,83 @@ void Connection::http_send_error(int status, const std::string& reason, const st
     if (!keep_alive) out += "Connection: close\r\n";
     out += "\r\n";
     if (!head_method) out += body;
-    if (!client_->send(out)) {
-        close(std::string("client: ") + std::strerror(client_->error()));
+    if (!c_.client_->send(out)) {
+        c_.close(std::string("client: ") + std::strerror(c_.client_->error()));
         return;
     }
     if (!keep_alive) {
-        finish_after_flush();
+        charge_head(0);
+        c_.finish_after_flush();
         return;
     }
     // The request was answered here; read the next one.
     request_done_ = true;
     response_done_ = true;
-    phase_ = Phase::Exchange;
+    c_.phase_ = Phase::Exchange;
     request_parser_->resume();  // paused after the head; the (empty) body completes at once
     auto result = request_parser_->feed(std::string_view());
     (void)result;
-    http_next_request();
+    next_request();
 }
 
-void Connection::http_refuse(const Verdict& v) {
-    std::string target = request_.host + ":" + std::to_string(request_.port);
-    const policy::Decision& d = decision_.last();
+void HttpFrontEnd::refuse(const Verdict& v) {
+    std::string target = c_.request_.host + ":" + std::to_string(c_.request_.port);
+    const policy::Decision& d = c_.decision_.last();
     // srt's phrase first (tools and srt's tests look for it), then what cordon knows: the rule and its
     // source.
     std::string body = "Connection blocked by network allowlist\n";
-    if (!request_.guard_class.empty()) {
-        body += "cordon: connection to " + target + " blocked: " + request_.host + " resolves to " +
-                request_.upstream_ip + " (" + request_.guard_class +
+    if (!c_.request_.guard_class.empty()) {
+        body += "cordon: connection to " + target + " blocked: " + c_.request_.host + " resolves to " +
+                c_.request_.upstream_ip + " (" + c_.request_.guard_class +
                 "), which the address guard refuses (allow it with --allow-address)\n";
     } else if (d.rule) {
         body += "cordon: connection to " + target + " blocked by rule `" + rule_text(d) + "` from " +
                 rule_source(d) + " (" + v.reason + ")\n";
     } else {
-        body += "cordon: connection to " + target + " blocked: no rule allows " + request_.host +
+        body += "cordon: connection to " + target + " blocked: no rule allows " + c_.request_.host +
                 " (hosts not in the allow list are denied) (" + v.reason + ")\n";
     }
-    http_send_error(403, "Forbidden", v.reason, body, true);
+    send_error(403, "Forbidden", v.reason, body, true);
 }
 
-void Connection::http_reject(const Verdict& v) {
-    if (v.kind == Verdict::Kind::Failed) {
-        http_upstream_failure(v.status, v.error, v.message);
-        return;
-    }
+void HttpFrontEnd::reject(const Verdict& v) {
     if (v.status == 407) {
-        phase_ = Phase::Closing;
-        client_->send("HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: " +
-                      std::string(kProxyAuthenticate) + "\r\nContent-Type: text/plain\r\nContent-Length: " +
-                      std::to_string(v.message.size()) + "\r\nConnection: close\r\n\r\n" + v.message);
-        finish_after_flush();
+        c_.phase_ = Phase::Closing;
+        c_.client_->send("HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: " +
+                         std::string(kProxyAuthenticate) +
+                         "\r\nContent-Type: text/plain\r\nContent-Length: " +
+                         std::to_string(v.message.size()) + "\r\nConnection: close\r\n\r\n" + v.message);
+        c_.finish_after_flush();
         return;
     }
-    http_send_error(v.status, status_text(v.status), v.reason, v.message, false);
+    send_error(v.status, status_text(v.status), v.reason, v.message, false);
 }
 
-void Connection::http_upstream_failure(int status, const std::string& error, const std::string& detail) {
+void HttpFrontEnd::upstream_failure(int status, const std::string& error, const std::string& detail) {
     // Answers only: a failure before the upstream was reached was concluded (logged) already; one after it
     // (reset, timeout, a bad response) belongs to an allowed request and shows in the close line.
-    upstream_.reset();
+    c_.upstream_.reset();
     upstream_key_.clear();
     if (response_started_) {
-        close(error);
+        c_.close(error);
         return;
     }
-    error_ = error;
-    http_send_error(status, status_text(status), status == 504 ? "upstream-timeout" : "upstream-failure",
-                    "cordon: " + detail + "\n", true);
+    c_.error_ = error;
+    send_error(status, status_text(status), status == 504 ? "upstream-timeout" : "upstream-failure",
+               "cordon: " + detail + "\n", true);
 }
 
-void Connection::http_connected() {
-    phase_ = Phase::Exchange;
+void HttpFrontEnd::connected() {
+    c_.phase_ = Phase::Exchange;
     const HttpHead& h = request_head_;
     auto tokens = connection_tokens(h);
     std::string out;
     out.reserve(512);
-    out += h.method + " " + request_.path + " HTTP/1.1\r\n";
+    out += h.method + " " + c_.request_.path + " HTTP/1.1\r\n";
     if (!h.header("host")) {
-        bool v6 = request_.host.find(':') != std::string::npos;
-        out += "Host: " + (v6 ? "[" + request_.host + "]" : request_.host);
-        if (request_.port != 80) out += ":" + std::to_string(request_.port);
+        bool v6 = c_.request_.host.find(':') != std::string::npos;
+        out += "Host: " + (v6 ? "[" + c_.request_.host + "]" : c_.request_.host);
+        if (c_.request_.port != 80) out += ":" + std::to_string(c_.request_.port);
         out += "\r\n";
     }
     for (const auto& [name, value] : h.headers) {
@@ -390,76 +504,76 @@ void Connection::http_connected() {
     if (!response_parser_)
         response_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Response, &response_sink_);
     response_parser_->set_no_body(h.method == "HEAD");
-    bytes_up_ += out.size();
-    if (!upstream_->send(out)) {
-        http_upstream_failure(502, "upstream-reset",
-                              std::string("upstream failed: ") + std::strerror(upstream_->error()));
+    c_.bytes_up_ += out.size();
+    if (!c_.upstream_->send(out)) {
+        upstream_failure(502, "upstream-reset",
+                         std::string("upstream failed: ") + std::strerror(c_.upstream_->error()));
         return;
     }
     request_parser_->resume();
-    http_backpressure();
-    if (!closed() && !in_.empty()) http_process();
+    backpressure();
+    if (!c_.closed() && !c_.in_.empty()) process();
     // A body-less request completes at its head: let the parser say so.
-    if (!closed() && phase_ == Phase::Exchange && !request_done_ && in_.empty() && !h.chunked &&
+    if (!c_.closed() && c_.phase_ == Phase::Exchange && !request_done_ && c_.in_.empty() && !h.chunked &&
         h.content_length.value_or(0) == 0) {
         auto result = request_parser_->feed(std::string_view());
-        if (result.status == HttpParser::Status::MessageComplete) http_request_complete();
+        if (result.status == HttpParser::Status::MessageComplete) request_complete();
     }
 }
 
-void Connection::http_request_body(std::string_view data) {
+void HttpFrontEnd::request_body(std::string_view data) {
     if (response_done_ && request_done_) return;
-    if (!upstream_ || phase_ != Phase::Exchange) return;  // answered by the proxy: discard
-    bytes_up_ += data.size();
+    if (!c_.upstream_ || c_.phase_ != Phase::Exchange) return;  // answered by the proxy: discard
+    c_.bytes_up_ += data.size();
     if (chunk_request_) {
-        upstream_->send(chunk_header(data.size()));
-        upstream_->send(data);
-        upstream_->send("\r\n");
+        c_.upstream_->send(chunk_header(data.size()));
+        c_.upstream_->send(data);
+        c_.upstream_->send("\r\n");
     } else {
-        upstream_->send(data);
+        c_.upstream_->send(data);
     }
 }
 
-void Connection::http_request_complete() {
+void HttpFrontEnd::request_complete() {
     request_done_ = true;
-    if (!upstream_ || response_done_) {
-        http_next_request();
+    if (!c_.upstream_ || response_done_) {
+        next_request();
         return;
     }
-    if (chunk_request_) upstream_->send("0\r\n\r\n");
-    http_backpressure();
+    if (chunk_request_) c_.upstream_->send("0\r\n\r\n");
+    backpressure();
 }
 
-void Connection::http_read_upstream() {
-    long n = upstream_->read(scratch_buffer(), kScratchSize);
+void HttpFrontEnd::read_upstream() {
+    long n = c_.upstream_->read(c_.scratch_buffer(), Connection::kScratchSize);
     if (n == -1) return;
-    if (phase_ != Phase::Exchange || !response_parser_) {
+    if (c_.phase_ != Phase::Exchange || !response_parser_) {
         // An idle kept-alive upstream spoke or closed: it can no longer be trusted for the next request.
-        upstream_.reset();
+        c_.upstream_.reset();
         upstream_key_.clear();
         return;
     }
     if (n == -2) {
-        on_error(*upstream_, upstream_->error());
+        c_.on_error(*c_.upstream_, c_.upstream_->error());
         return;
     }
     if (n == 0) {
-        http_upstream_eof();
+        upstream_eof();
         return;
     }
-    touch();
+    c_.touch();
     // Everything this read produces for the client goes out in one write.
-    client_->cork();
-    std::string_view view(scratch_buffer(), static_cast<std::size_t>(n));
-    while (!view.empty() && !closed() && phase_ == Phase::Exchange && !response_done_) {
+    c_.client_->cork();
+    std::string_view view(c_.scratch_buffer(), static_cast<std::size_t>(n));
+    while (!view.empty() && !c_.closed() && c_.phase_ == Phase::Exchange && !response_done_) {
         auto result = response_parser_->feed(view);
         if (result.status == HttpParser::Status::Ok) break;
         if (result.status == HttpParser::Status::Error) {
             if (!response_started_) {
-                http_upstream_failure(502, "bad-response",
-                                      "bad response from upstream: " + response_parser_->error());
+                upstream_failure(502, "bad-response",
+                                 "bad response from upstream: " + response_parser_->error());
             } else {
-                close("bad response from upstream: " + response_parser_->error());
+                c_.close("bad response from upstream: " + response_parser_->error());
             }
             return;
         }
@@ -469,26 +583,25 @@ void Connection::http_read_upstream() {
                 response_parser_->resume();
                 continue;
             }
-            client_->uncork();
+            c_.client_->uncork();
             if (!response_started_) {
                 // 101 Switching Protocols (we never forward Upgrade, so it was not asked for).
-                http_upstream_failure(
-                    502, "bad-response",
-                    "upstream answered 101 (switched protocols) to a request that asked for "
-                    "no protocol switch");
+                upstream_failure(502, "bad-response",
+                                 "upstream answered 101 (switched protocols) to a request that asked for "
+                                 "no protocol switch");
                 return;
             }
             if (!view.empty()) upstream_reusable_ = false;  // bytes after the response: do not reuse
-            http_response_complete();
+            response_complete();
             return;
         }
     }
-    if (closed()) return;
-    client_->uncork();
-    http_backpressure();
+    if (c_.closed()) return;
+    c_.client_->uncork();
+    backpressure();
 }
 
-void Connection::http_response_head(const HttpHead& head) {
+void HttpFrontEnd::response_head(const HttpHead& head) {
     const HttpHead& req = request_head_;
     bool client_11 = req.version_major == 1 && req.version_minor >= 1;
     if (head.status >= 100 && head.status < 200) {
@@ -498,7 +611,7 @@ void Connection::http_response_head(const HttpHead& head) {
         for (const auto& [name, value] : head.headers)
             out += name + ": " + value + "\r\n";
         out += "\r\n";
-        client_->send(out);
+        c_.client_->send(out);
         return;
     }
     response_started_ = true;
@@ -513,7 +626,7 @@ void Connection::http_response_head(const HttpHead& head) {
         else
             close_after_response_ = true;
     }
-    if (!req.keep_alive || context_.draining) close_after_response_ = true;
+    if (!req.keep_alive || c_.context_.draining) close_after_response_ = true;
     auto tokens = connection_tokens(head);
     std::string out;
     out.reserve(512);
@@ -532,27 +645,27 @@ void Connection::http_response_head(const HttpHead& head) {
     else if (!client_11)
         out += "Connection: keep-alive\r\n";
     out += "\r\n";
-    bytes_down_ += out.size();
-    client_->send(out);
+    c_.bytes_down_ += out.size();
+    c_.client_->send(out);
 }
 
-void Connection::http_response_body(std::string_view data) {
-    bytes_down_ += data.size();
+void HttpFrontEnd::response_body(std::string_view data) {
+    c_.bytes_down_ += data.size();
     if (chunk_response_) {
-        client_->send(chunk_header(data.size()));
-        client_->send(data);
-        client_->send("\r\n");
+        c_.client_->send(chunk_header(data.size()));
+        c_.client_->send(data);
+        c_.client_->send("\r\n");
     } else {
-        client_->send(data);
+        c_.client_->send(data);
     }
 }
 
-void Connection::http_response_complete() {
+void HttpFrontEnd::response_complete() {
     response_done_ = true;
-    if (chunk_response_) client_->send("0\r\n\r\n");
+    if (chunk_response_) c_.client_->send("0\r\n\r\n");
     if (!response_parser_->should_keep_alive()) upstream_reusable_ = false;
     if (!upstream_reusable_) {
-        upstream_.reset();
+        c_.upstream_.reset();
         upstream_key_.clear();
         response_parser_.reset();
     } else {
@@ -563,43 +676,43 @@ void Connection::http_response_complete() {
         close_after_response_ = true;
         request_done_ = true;
     }
-    http_next_request();
+    next_request();
 }
 
-void Connection::http_upstream_eof() {
+void HttpFrontEnd::upstream_eof() {
     if (!response_started_) {
-        http_upstream_failure(502, "upstream-closed",
-                              "upstream " + request_.host + " closed the connection without answering");
+        upstream_failure(502, "upstream-closed",
+                         "upstream " + c_.request_.host + " closed the connection without answering");
         return;
     }
     upstream_reusable_ = false;
     if (response_parser_->finish() && !response_done_) {
-        http_response_complete();
+        response_complete();
         return;
     }
-    close("upstream closed mid-response");
+    c_.close("upstream closed mid-response");
 }
 
-bool Connection::request_body_buffered() const {
+bool HttpFrontEnd::request_body_buffered() const {
     if (request_head_.chunked) return false;  // its end is known only by parsing it
-    return in_.size() >= request_head_.content_length.value_or(0);
+    return c_.in_.size() >= request_head_.content_length.value_or(0);
 }
 
-void Connection::http_next_request() {
-    if (closed()) return;
-    if (close_after_response_ || client_eof_ || context_.draining) {
-        finish_after_flush();
+void HttpFrontEnd::next_request() {
+    if (c_.closed()) return;
+    if (close_after_response_ || c_.client_eof_ || c_.context_.draining) {
+        c_.finish_after_flush();
         return;
     }
-    phase_ = Phase::Reading;
-    request_ = Request{};
-    decision_.forget();
+    c_.phase_ = Phase::Reading;
+    c_.request_ = Connection::Request{};
+    c_.decision_.forget();
     request_head_ = HttpHead{};
     request_done_ = response_done_ = response_started_ = false;
     request_parser_->resume();
-    touch();
-    http_backpressure();
-    if (!in_.empty()) http_process();
+    c_.touch();
+    backpressure();
+    if (!c_.in_.empty()) process();
 }
 
 }  // namespace cordon::proxy

@@ -322,6 +322,11 @@ class AttackTest(TempDirTest):
         closes = [e for e in lines if e["event"] == "close"]
         self.assertTrue(closes, lines)
         self.assertIn("client closed", closes[0]["error"])
+        # Its one decision line: allowed, and aborted before the dial finished.
+        ds = [e for e in lines if e["event"] == "decision"]
+        self.assertEqual(len(ds), 1, lines)
+        self.assertEqual(ds[0]["decision"], "allow")
+        self.assertTrue(ds[0]["error"].startswith("aborted"), ds[0])
         time.sleep(1.2)
         for c in sink.clients:  # any upstream connection made meanwhile is gone too
             c.settimeout(2)

@@ -1,0 +1,93 @@
+// The HTTP front-end: absolute-form requests forwarded with keep-alive on both sides (each request decided
+// and logged on its own), CONNECT tunnels, and the proxy's own answers (400, 403, 407, 431, 501, 502, 503,
+// 504). Forwarding an allowed request is its relay: the request head rewritten (origin-form, hop-by-hop
+// headers dropped, framing written by the proxy), the body streamed, the response streamed back, then the
+// next request.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "proxy/connection.hpp"
+#include "proxy/front_end.hpp"
+#include "proxy/http_parser.hpp"
+
+namespace cordon::proxy {
+
+class HttpFrontEnd final : public FrontEnd {
+  public:
+    explicit HttpFrontEnd(Connection& connection);
+    ~HttpFrontEnd() override;
+
+    void read() override;
+    int status_for(const Verdict& verdict) const override;
+    void answer(const Verdict& verdict) override;
+    bool needs_client() const override;
+    void on_upstream_readable() override;
+    void on_drained() override { backpressure(); }
+    bool on_upstream_error(int error) override;
+    bool on_header_timeout() override;
+    bool on_idle_timeout() override;
+    bool reuse_upstream(std::string target) override;
+    void on_tunnel() override;
+
+  private:
+    // Connection is a friend's: these name its pipeline phase and protocol.
+    using Phase = Connection::Phase;
+    using Proto = Connection::Proto;
+
+    struct RequestSink final : HttpParser::Sink {
+        HttpFrontEnd* h;
+        void on_head(const HttpHead&) override {}
+        void on_body(std::string_view data) override { h->request_body(data); }
+    };
+    struct ResponseSink final : HttpParser::Sink {
+        HttpFrontEnd* h;
+        void on_head(const HttpHead& head) override { h->response_head(head); }
+        void on_body(std::string_view data) override { h->response_body(data); }
+    };
+
+    // Reading requests.
+    void process();
+    void backpressure();
+    void head_complete();
+    void bad_request(const std::string& why, int status = 400);
+    // Charges this connection's half-read head (`size` bytes, 0 = none) to the proxy-wide budget; false when
+    // over it (the request was answered 503).
+    bool charge_head(std::size_t size);
+    bool request_body_buffered() const;
+    // Answers.
+    void send_error(int status, const std::string& reason, const std::string& x_proxy_error,
+                    const std::string& body, bool keep_alive);
+    void refuse(const Verdict& verdict);
+    void reject(const Verdict& verdict);
+    void upstream_failure(int status, const std::string& error, const std::string& detail);
+    // Forwarding (the relay of an allowed request).
+    void connected();
+    void request_body(std::string_view data);
+    void request_complete();
+    void read_upstream();
+    void response_head(const HttpHead& head);
+    void response_body(std::string_view data);
+    void response_complete();
+    void upstream_eof();
+    void next_request();
+
+    Connection& c_;
+    std::unique_ptr<HttpParser> request_parser_, response_parser_;
+    RequestSink request_sink_;
+    ResponseSink response_sink_;
+    HttpHead request_head_;
+    std::string upstream_key_;     // "host:port" the kept-alive upstream connection goes to
+    std::size_t head_charge_ = 0;  // bytes charged to Context::head_bytes
+    bool request_done_ = false, response_done_ = false, response_started_ = false;
+    bool chunk_request_ = false;   // re-frame the request body as chunks
+    bool chunk_response_ = false;  // re-frame the response body as chunks
+    bool close_after_response_ = false;
+    bool upstream_reusable_ = false;
+    bool processing_ = false;  // inside process()
+};
+
+}  // namespace cordon::proxy
