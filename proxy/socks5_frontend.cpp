@@ -81,17 +81,11 @@ void Connection::socks_process() {
             in_.erase(0, r.consumed);
             std::string host = r.host;
             if (r.address_type == 0x03) {
-                std::string normal;
-                auto parsed =
-                    policy::parse_target((host.find(':') != std::string::npos ? "[" + host + "]" : host) +
-                                             ":" + std::to_string(r.port),
-                                         r.port);
-                if (auto* why = std::get_if<std::string>(&parsed);
-                    why || host.find_first_of("/@?#\\ ") != std::string::npos) {
+                auto parsed = policy::parse_target_host(host, r.port);
+                if (auto* why = std::get_if<std::string>(&parsed)) {
                     request_.host = host;
                     request_.port = r.port;
-                    conclude({Verdict::Kind::Rejected, "bad-request", why ? *why : "bad domain name",
-                              socks5::kGeneralFailure, ""});
+                    conclude({Verdict::Kind::Rejected, "bad-request", *why, socks5::kGeneralFailure, ""});
                     return;
                 }
                 host = std::get<policy::HostPort>(parsed).host;
