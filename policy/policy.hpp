@@ -171,5 +171,10 @@ struct HostPort {
     std::uint16_t port = 0;
 };
 std::variant<HostPort, std::string> parse_target(std::string_view text, std::uint16_t default_port = 443);
+// The host of a request target that arrives without its port (a CONNECT authority or Host header already
+// split, a SOCKS5 domain name): normalised as parse_target does (case, trailing dot, IDN, IPv4 in any
+// spelling, IPv6 with or without brackets). URL characters (`@/?#\`, spaces) are an error: they never name a
+// host.
+std::variant<HostPort, std::string> parse_target_host(std::string_view host, std::uint16_t port);
 
 }  // namespace cordon::policy

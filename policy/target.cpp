@@ -45,4 +45,22 @@ std::variant<HostPort, std::string> parse_target(std::string_view text, std::uin
     return out;
 }
 
+std::variant<HostPort, std::string> parse_target_host(std::string_view host, std::uint16_t port) {
+    if (host.empty()) return std::string("empty host");
+    if (host.find_first_of("@/?#\\ \t\r\n") != std::string_view::npos)
+        return "malformed host '" + std::string(host) + "'";
+    std::string_view bare = host;
+    if (bare.size() >= 2 && bare.front() == '[' && bare.back() == ']') {
+        bare = bare.substr(1, bare.size() - 2);
+        if (bare.find(':') == std::string_view::npos)
+            return "invalid host '" + std::string(host) + "': brackets hold an IPv6 address";
+    } else if (std::count(bare.begin(), bare.end(), ':') == 1) {
+        return "invalid host '" + std::string(host) + "': a port does not belong here";
+    }
+    std::string normal;
+    if (detail::normalise_host(bare, normal) == detail::HostKind::Invalid)
+        return "invalid host '" + std::string(host) + "': " + normal;
+    return HostPort{std::move(normal), port};
+}
+
 }  // namespace cordon::policy

@@ -66,18 +66,13 @@ bool split_authority(std::string_view text, std::string& host, std::uint16_t& po
 
 // Normalises a host the way the policy does (case, trailing dot, IDN); empty with `why` set when malformed.
 bool normalise_host(const std::string& host, std::uint16_t port, std::string& out, std::string& why) {
-    if (host.find_first_of("@/?#\\ \t") != std::string::npos) {
-        why = "malformed host '" + host + "'";
-        return false;
-    }
-    std::string text = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-    auto parsed = policy::parse_target(text + ":" + std::to_string(port), port);
+    auto parsed = policy::parse_target_host(host, port);
     if (auto* error = std::get_if<std::string>(&parsed)) {
         why = *error;
         return false;
     }
     out = std::get<policy::HostPort>(parsed).host;
-    return !out.empty();
+    return true;
 }
 
 }  // namespace

@@ -82,17 +82,11 @@ void Socks5FrontEnd::read() {
             c_.in_.erase(0, r.consumed);
             std::string host = r.host;
             if (r.address_type == 0x03) {
-                std::string normal;
-                auto parsed =
-                    policy::parse_target((host.find(':') != std::string::npos ? "[" + host + "]" : host) +
-                                             ":" + std::to_string(r.port),
-                                         r.port);
-                if (auto* why = std::get_if<std::string>(&parsed);
-                    why || host.find_first_of("/@?#\\ ") != std::string::npos) {
+                auto parsed = policy::parse_target_host(host, r.port);
+                if (auto* why = std::get_if<std::string>(&parsed)) {
                     c_.request_.host = host;
                     c_.request_.port = r.port;
-                    c_.conclude({Verdict::Kind::Rejected, "bad-request", why ? *why : "bad domain name",
-                                 socks5::kGeneralFailure, ""});
+                    c_.conclude({Verdict::Kind::Rejected, "bad-request", *why, socks5::kGeneralFailure, ""});
                     return;
                 }
                 host = std::get<policy::HostPort>(parsed).host;

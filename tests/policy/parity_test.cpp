@@ -276,6 +276,21 @@ TEST_CASE("parse_target canonicalises IPv4 spellings", "[parity][ipv4]") {
     CHECK(std::holds_alternative<std::string>(parse_target("foo.0x1")));
 }
 
+TEST_CASE("parse_target_host: a front-end's bare host, normalised as parse_target does", "[parity][ipv4]") {
+    auto host = [](std::string_view text) {
+        auto r = parse_target_host(text, 443);
+        return std::holds_alternative<HostPort>(r) ? std::get<HostPort>(r).host
+                                                   : "error: " + std::get<std::string>(r);
+    };
+    CHECK(host("0x7f.1") == "127.0.0.1");
+    CHECK(host("Example.COM.") == "example.com");
+    CHECK(host("[::1]") == "::1");
+    CHECK(host("::FFFF:1.2.3.4") == "::ffff:1.2.3.4");
+    CHECK(host("bücher.de") == "xn--bcher-kva.de");
+    for (const char* bad : {"", "a:80", "[1.2.3.4]", "a@b", "a/b", "a b", "a\\b", "foo.0x1", "[::1"})
+        CHECK_THAT(host(bad), Catch::StartsWith("error: "));
+}
+
 // ---- warnings for what cordon does not honour -------------------------------------------------------------
 
 TEST_CASE("unknown and unhonoured keys get one warning each, naming file:line", "[parity][warnings]") {
