@@ -200,6 +200,15 @@ class AsRoot(LimitsCase, unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual(out.split(), ["0", str(Env.gid), str(Env.gid)])
 
+    # --- exit status of set-up failures (issue 10) ----------------------------------------------------------
+
+    def test_audit_log_that_cannot_be_opened_is_a_setup_failure(self):
+        # Exited 2, the status of usage errors.
+        missing = os.path.join(self.cwd, "no-such-dir", "audit.jsonl")
+        rc, out, err = self.run_jail(["--audit-log", missing, "--", "/bin/echo", "ran"])
+        self.assertEqual((rc, out), (125, ""), err)
+        self.assertIn("cannot open audit log", err)
+
     def test_name_lookups_use_the_shared_glibc(self):
         # getpwnam & co come from the system's libc.so (NSS modules match it), not from a static copy.
         syms = subprocess.run(["readelf", "--dyn-syms", "--wide", Env.cordon], capture_output=True, text=True,
