@@ -8,6 +8,7 @@
 #include "policy/domain_matcher.hpp"
 #include "policy/path_rules.hpp"
 #include "policy/settings_loader.hpp"
+#include "policy/syntax.hpp"
 
 namespace cordon::policy {
 namespace fs = std::filesystem;
@@ -75,16 +76,6 @@ json path_rule_json(const PathRule& rule) {
                 {"source", source_json(rule.rule.source)}};
 }
 
-std::string describe_source(const Source& source) {
-    std::string out(to_string(source.layer));
-    if (!source.file.empty()) {
-        out += ", " + source.file;
-        if (source.line > 0) out += ":" + std::to_string(source.line);
-    }
-    if (!source.where.empty()) out += (source.file.empty() ? ", " : " at ") + source.where;
-    return out;
-}
-
 // The relative names that stay read-only wherever they appear (DESIGN.md "always read-only").
 constexpr std::array<std::string_view, 15> kAlwaysReadOnly = {
     ".claude/settings.json",
@@ -133,6 +124,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         network_.allow_managed_domains_only = c.managed_only;
         network_.allow_all_unix_sockets = c.allow_all_unix_sockets.value_or(false);
         network_.allowed_addresses = std::move(c.addresses);
+        network_.allowed_ranges = std::move(c.ranges);
         network_.allow_unix_sockets = std::move(c.unix_sockets);
         network_.allowed_domains = std::move(c.allow.rules);
         network_.denied_domains = std::move(c.deny.rules);
@@ -160,7 +152,10 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
                 fs_.deny_write.push_back(settings_rules_.back());
             }
         }
+        fs_.allow_git_config = c.allow_git_config.value_or(false);
         for (std::string_view name : kAlwaysReadOnly) {
+            // allowGitConfig (srt): git may write .git/config; .git/hooks stays protected.
+            if (fs_.allow_git_config && name == ".git/config") continue;
             fs_.always_read_only_names.emplace_back(name);
             Rule rule{std::string(name), Source{Layer::Default, "", "always read-only", 0}};
             name_rules_.push_back(rule);
@@ -256,7 +251,8 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
               {"denyWrite", paths(fs_.deny_write)},
               {"denyRead", paths(fs_.deny_read)},
               {"allowRead", paths(fs_.allow_read)},
-              {"alwaysReadOnlyNames", fs_.always_read_only_names}}},
+              {"alwaysReadOnlyNames", fs_.always_read_only_names},
+              {"allowGitConfig", fs_.allow_git_config}}},
             {"filesRead", files},
             {"warnings", warnings_},
         };
@@ -292,7 +288,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
 
 std::string Decision::explain() const {
     std::string out = std::string(to_string(verdict)) + ": " + std::string(to_string(reason));
-    if (rule) out += " by `" + rule->text + "` (" + describe_source(rule->source) + ")";
+    if (rule) out += " by `" + rule->text + "` (" + format_source(rule->source) + ")";
     return out;
 }
 

@@ -3,6 +3,7 @@
 // rule that made it. Pure: no sockets, no threads, no global state. A reload builds a new Policy.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -91,13 +92,27 @@ struct FilesystemPolicy {
     // .claude/settings.json,
     // ...), for the jail to bind read-only (or make uncreatable) inside each writable root.
     std::vector<std::string> always_read_only_names;
+    // srt's `filesystem.allowGitConfig`: `.git/config` is then not in always_read_only_names (git can write
+    // it: `git config`, `git remote add`); `.git/hooks` stays protected.
+    bool allow_git_config = false;
+};
+
+// A CIDR range of the address guard (see syntax.hpp parse_cidr): the network-order bytes of the address
+// (4 used for IPv4), and the prefix length.
+struct AddressRange {
+    int family = 0;  // AF_INET or AF_INET6
+    std::array<std::uint8_t, 16> bytes{};
+    int prefix = 0;
+    // True when the network-order bytes `address` of an address of `address_family` lie in the range.
+    bool contains(int address_family, const std::uint8_t* address) const;
 };
 
 struct NetworkPolicy {
     std::vector<Rule> allowed_domains;  // effective allow entries (after allowManagedDomainsOnly)
     std::vector<Rule> denied_domains;
-    std::vector<Rule> ignored_allows;     // allow entries dropped by allowManagedDomainsOnly
-    std::vector<Rule> allowed_addresses;  // CIDRs the proxy's address guard lets through
+    std::vector<Rule> ignored_allows;          // allow entries dropped by allowManagedDomainsOnly
+    std::vector<Rule> allowed_addresses;       // CIDRs the proxy's address guard lets through
+    std::vector<AddressRange> allowed_ranges;  // the same, parsed (one per allowed_addresses entry)
     std::vector<Rule> allow_unix_sockets;
     bool allow_all_unix_sockets = false;
     bool allow_managed_domains_only = false;
