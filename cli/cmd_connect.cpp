@@ -17,6 +17,7 @@
 #include "cli/commands.hpp"
 #include "policy/syntax.hpp"
 #include "proxy/address_guard.hpp"
+#include "run/environment.hpp"
 
 namespace cordon::cli {
 namespace {
@@ -24,9 +25,9 @@ namespace {
 constexpr const char* kConnectHelp =
     "usage: cordon connect [--proxy ADDR:PORT] HOST PORT\n"
     "\n"
-    "Connects to HOST:PORT through a SOCKS5 proxy (default the jail's, 127.0.0.1:1080) and relays stdin and\n"
-    "stdout: an ssh ProxyCommand (`ssh -o ProxyCommand='cordon connect %h %p' host`). The proxy decides on\n"
-    "HOST by name; a refusal is reported on stderr.\n"
+    "Connects to HOST:PORT through a SOCKS5 proxy (default the jail's SOCKS5 port on 127.0.0.1) and relays\n"
+    "stdin and stdout: an ssh ProxyCommand (`ssh -o ProxyCommand='cordon connect %h %p' host`). The proxy\n"
+    "decides on HOST by name; a refusal is reported on stderr.\n"
     "Exit status: 0 when the connection ends, 1 when the proxy refuses or cannot be reached, 2 usage error.\n"
     "\n"
     "  --proxy ADDR:PORT      the SOCKS5 proxy ([v6]:PORT for IPv6)\n"
@@ -144,7 +145,7 @@ int relay(int fd) {
 
 int cmd_connect(int argc, char** argv) {
     ArgCursor args(argc, argv, 0);
-    std::string proxy_address = "127.0.0.1:1080";
+    std::string proxy_address = "127.0.0.1:" + std::to_string(run::kSocksProxyPort);
     std::vector<std::string> positional;
     while (!args.done()) {
         if (args.peek() == "--help" || args.peek() == "-h") {

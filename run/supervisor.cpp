@@ -2,7 +2,6 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -116,9 +115,11 @@ int run(const Options& options) {
         try {
             proxy = proxy::Proxy::create(&sup.loop, policy, std::move(proxy_options));
         } catch (const std::exception& e) {
+            // The audit log cannot be opened: a set-up failure like any other (the jail is killed on the way
+            // out, before its command can do anything through the proxy).
             std::cerr << "cordon: " << e.what() << "\n";
             uv_loop_close(&sup.loop);
-            return 2;
+            return 125;
         }
         sup.proxy = proxy.get();
     }

@@ -200,6 +200,15 @@ class AsRoot(LimitsCase, unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual(out.split(), ["0", str(Env.gid), str(Env.gid)])
 
+    # --- exit status of set-up failures (issue 10) ----------------------------------------------------------
+
+    def test_audit_log_that_cannot_be_opened_is_a_setup_failure(self):
+        # Exited 2, the status of usage errors.
+        missing = os.path.join(self.cwd, "no-such-dir", "audit.jsonl")
+        rc, out, err = self.run_jail(["--audit-log", missing, "--", "/bin/echo", "ran"])
+        self.assertEqual((rc, out), (125, ""), err)
+        self.assertRegex(err, "cannot open (the )?audit log")
+
     def test_name_lookups_use_the_shared_glibc(self):
         # getpwnam & co come from the system's libc.so (NSS modules match it), not from a static copy.
         syms = subprocess.run(["readelf", "--dyn-syms", "--wide", Env.cordon], capture_output=True, text=True,
@@ -290,6 +299,21 @@ class AsRoot(LimitsCase, unittest.TestCase):
         self.assertEqual(p.returncode, 128 + signal.SIGTERM)
         for d in dirs.values():
             self.assertFalse(os.path.exists(d), d)
+
+    def test_command_cannot_raise_its_limit_or_leave_its_cgroup(self):
+        if not cgroups_usable():
+            self.skipTest("no usable cgroup on this machine")
+        # The jail's root (the host's uid 0, no capabilities) sees the cgroup file systems read-only.
+        script = ("for d in /sys/fs/cgroup/pids /sys/fs/cgroup/memory /sys/fs/cgroup; do "
+                  "  g=$(awk -F: '$2 ~ /(^|,)pids(,|$)/ || $1 == 0 {print $3; exit}' /proc/self/cgroup); "
+                  "  [ -d \"$d$g\" ] && { echo 100000 > \"$d$g/pids.max\" && echo RAISED; }; "
+                  "  [ -d \"$d\" ] && { echo $$ > \"$d/cgroup.procs\" && echo MOVED; }; "
+                  "done; grep -q cordon- /proc/self/cgroup && echo STILL-INSIDE")
+        rc, out, err = self.run_jail(["--pids", "50", "-c", script])
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("RAISED", out)
+        self.assertNotIn("MOVED", out)
+        self.assertIn("STILL-INSIDE", out)
 
     def test_cgroup_of_a_killed_supervisor_is_removed_by_the_next_run(self):
         p, dirs = self.start_sleeping_jail()
