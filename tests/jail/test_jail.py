@@ -61,24 +61,33 @@ class Env:
             shutil.rmtree(cls.base, ignore_errors=True)
 
 
-def without_new_mount_api():
-    """preexec_fn: the process and everything it starts get ENOSYS from open_tree, move_mount and mount_setattr,
-    as on a kernel before 5.2 (x86_64 numbers)."""
-    libc = ctypes.CDLL(None, use_errno=True)
+def without_syscalls(*numbers):
+    """A preexec_fn: the process and everything it starts get ENOSYS from the given system calls (x86_64
+    numbers), as on a kernel that lacks them."""
+    def apply():
+        libc = ctypes.CDLL(None, use_errno=True)
 
-    class SockFilter(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+        class SockFilter(ctypes.Structure):
+            _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
+                        ("k", ctypes.c_uint)]
 
-    class SockFprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+        class SockFprog(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
 
-    ld_nr, jeq, ret = 0x20, 0x15, 0x06
-    insns = [(ld_nr, 0, 0, 0), (jeq, 3, 0, 428), (jeq, 2, 0, 429), (jeq, 1, 0, 442), (ret, 0, 0, 0x7FFF0000),
-             (ret, 0, 0, 0x00050000 | 38)]
-    program = (SockFilter * len(insns))(*[SockFilter(*i) for i in insns])
-    fprog = SockFprog(len(insns), program)
-    if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:  # NO_NEW_PRIVS, SECCOMP
-        os._exit(99)
+        ld_nr, jeq, ret = 0x20, 0x15, 0x06
+        n = len(numbers)
+        insns = [(ld_nr, 0, 0, 0)] + [(jeq, n - i, 0, nr) for i, nr in enumerate(numbers)]
+        insns += [(ret, 0, 0, 0x7FFF0000), (ret, 0, 0, 0x00050000 | 38)]
+        program = (SockFilter * len(insns))(*[SockFilter(*i) for i in insns])
+        fprog = SockFprog(len(insns), program)
+        if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:
+            os._exit(99)
+    return apply
+
+
+# open_tree, move_mount and mount_setattr: a kernel before 5.2.
+without_new_mount_api = without_syscalls(428, 429, 442)
+SYS_CLOSE_RANGE, SYS_GETDENTS64 = 436, 217
 
 
 class JailCase:
@@ -554,6 +563,60 @@ class JailCase:
         self.assertIn("[]", out)
         self.assertNotIn("TOKEN", out)
         self.assertNotIn("W\n", out)
+
+    # --- the jail issue: attacks that must fail -----------------------------------------------------------------
+
+    def test_stdin_opened_for_reading_cannot_be_written(self):
+        target = self.write(os.path.join(self.outside, "input"), "original\n")
+        out_file = self.write(os.path.join(self.outside, "output"), "")
+        with open(target) as stdin, open(out_file, "w") as stdout:
+            if self.AS_USER:
+                os.chown(out_file, Env.uid, Env.gid)
+            r = subprocess.run([Env.cordon, "run", "--no-discover", "-c",
+                                "cat; echo X > /proc/self/fd/0 || echo DENIED >&2; echo X >> /dev/stdin 2>/dev/null; "
+                                "echo Y > /proc/self/fd/1"],
+                               cwd=self.cwd, env=self.env(), stdin=stdin, stdout=stdout, stderr=subprocess.PIPE,
+                               text=True, **self._identity())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("DENIED", r.stderr)
+        self.assertEqual(self.read(target), "original\n")
+        self.assertEqual(self.read(out_file), "Y\n")  # open for writing: reopening it for writing still works
+
+    def test_directory_on_stdin_is_replaced(self):
+        self.write(os.path.join(self.home, ".ssh/id_rsa"), "PRIVATE-KEY\n")
+        for flags in (os.O_RDONLY | os.O_DIRECTORY, os.O_PATH):
+            fd = os.open(self.home, flags)
+            try:
+                rc, out, err = self.run_jail(["--deny-read", os.path.join(self.home, ".ssh"), "-c",
+                                              "cat /proc/self/fd/0/.ssh/id_rsa; exec 5<&0; "
+                                              "cat /proc/self/fd/5/.ssh/id_rsa; cat; ls -l /proc/self/fd/0; "
+                                              f"cat {self.home}/.ssh/id_rsa; true"], stdin=fd)
+            finally:
+                os.close(fd)
+            self.assertEqual(rc, 0, err)
+            self.assertNotIn("PRIVATE-KEY", out)
+            self.assertIn("/dev/null", out)
+            self.assertIn("descriptor 0 is a directory", err)
+            self.assertEqual(len([l for l in err.splitlines() if "descriptor 0" in l]), 1, err)
+
+    @unittest.skipUnless(platform.machine() == "x86_64", "system call numbers of x86_64")
+    def test_without_close_range(self):
+        # A kernel without close_range: inherited descriptors are closed by walking /proc/self/fd; when that
+        # cannot be read either, the jail does not start.
+        fd = os.open(self.outside, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.set_inheritable(fd, True)
+            rc, out, err = self.run_jail(["--", "/bin/ls", "/proc/self/fd"], pass_fds=(fd,),
+                                         preexec_fn=without_syscalls(SYS_CLOSE_RANGE))
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(sorted(int(x) for x in out.split()), [0, 1, 2, 3])
+            rc, out, err = self.run_jail(["--", "/bin/echo", "RAN"], pass_fds=(fd,),
+                                         preexec_fn=without_syscalls(SYS_CLOSE_RANGE, SYS_GETDENTS64))
+        finally:
+            os.close(fd)
+        self.assertEqual(rc, 125, err)
+        self.assertNotIn("RAN", out)
+        self.assertIn("close the inherited descriptors", err)
 
     # --- process restrictions ---------------------------------------------------------------------------------
 
