@@ -280,10 +280,12 @@ int cmd_run(int argc, char** argv) {
 
     policy::PolicyPtr policy = load_policy_or_report(load);
     if (!policy) return 2;  // the jail is killed on the way out
-    const char* home = std::getenv("HOME");
-    jail::MountPlan plan = jail::make_mount_plan(*policy, cwd, home ? home : "");
+    jail::MountPlan plan = jail::make_mount_plan(*policy, cwd, policy->filesystem().home);
     for (const auto& notice : plan.notices)
         std::cerr << "cordon: note: " << notice << "\n";
+    for (const auto& error : plan.errors)
+        std::cerr << "cordon: " << error << "\n";
+    if (!plan.errors.empty()) return 125;
     const auto& net = policy->network();
     if (!net.allow_unix_sockets.empty() && !net.allow_all_unix_sockets)
         std::cerr

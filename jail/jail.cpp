@@ -334,7 +334,7 @@ bool receive_plan(int fd, MountPlan& plan) {
     for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i) {
         std::uint32_t kind = in.u32();
         std::string path = in.string(), why = in.string(), source = in.string();
-        if (kind > static_cast<std::uint32_t>(MountKind::ReadOnlyLink)) in.ok = false;
+        if (kind > static_cast<std::uint32_t>(MountKind::Symlink)) in.ok = false;
         if (in.ok) plan.ops.push_back({static_cast<MountKind>(kind), path, why, source});
     }
     for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i)

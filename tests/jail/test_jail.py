@@ -380,7 +380,9 @@ class JailCase:
     PROTECTED_FILES = [".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile", ".gitconfig", ".gitmodules",
                        ".mcp.json", ".ripgreprc", ".git/config", ".claude/settings.json",
                        ".claude/settings.local.json", ".git/hooks/pre-commit", ".vscode/settings.json",
-                       ".idea/workspace.xml"]
+                       ".idea/workspace.xml", ".claude/commands/deploy.md", ".claude/agents/a.md",
+                       ".claude/skills/s/SKILL.md", ".claude/hooks/h.sh", ".claude/workflows/w.md",
+                       ".claude/scheduled_tasks.json", ".credentials.json"]
 
     def test_always_read_only_existing(self):
         for rel in self.PROTECTED_FILES:
@@ -566,6 +568,80 @@ class JailCase:
 
     # --- the jail issue: attacks that must fail -----------------------------------------------------------------
 
+    def check(self, target, *flags, cwd=None):
+        r = subprocess.run([Env.cordon, "check", "--no-discover", *flags, target], cwd=cwd or self.cwd,
+                           env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           **self._identity())
+        return r.returncode, r.stdout + r.stderr
+
+    def test_running_from_root_or_a_system_directory_stops(self):
+        name = "cordon-x-" + secrets.token_hex(4)
+        self.addCleanup(lambda: os.path.exists(f"/etc/{name}") and os.unlink(f"/etc/{name}"))
+        for cwd, why in (("/", "/ is the root directory"), ("/etc", "/etc is a system directory"),
+                         ("/usr/share", "/usr/share is inside the system directory /usr"),
+                         ("/var", "/var is a system directory")):
+            rc, out, err = self.run_jail(["-c", f"touch /etc/{name}; touch {name}"], cwd=cwd)
+            self.assertEqual(rc, 125, err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertIn(why, err)
+            self.assertIn("--allow-write .", err)
+            self.assertFalse(os.path.exists(f"/etc/{name}"))
+        rc, out = self.check("write:/etc/passwd", cwd="/")
+        self.assertEqual(rc, 1, out)
+        self.assertTrue(out.startswith("deny"), out)
+        self.assertIn("/ is the root directory", out)
+
+    def test_running_from_the_home_directory(self):
+        self.write(os.path.join(self.home, ".ssh/authorized_keys"), "ssh-ed25519 AAAA original\n")
+        self.write(os.path.join(self.home, ".config/systemd/user/keep.service"))
+        self.mkdir("home/.local")
+        before = sorted(os.listdir(self.home))
+        for cwd, why in ((self.home, "is the home directory"), (self.dir, "holds the home directory")):
+            rc, _, err = self.run_jail(["-c", "touch x"], cwd=cwd)
+            self.assertEqual(rc, 125, err)
+            self.assertIn(why, err)
+            self.assertIn("--allow-write .", err)
+        rc, out = self.check("write:.ssh/authorized_keys", cwd=self.home)
+        self.assertEqual(rc, 1, out)
+        # Insisting makes the home writable, with every way to run code there later still closed.
+        attempts = {
+            "authorized_keys": "echo evil >> .ssh/authorized_keys",
+            "ssh-new": "echo evil > .ssh/rc",
+            "local-bin": "mkdir -p .local/bin && echo evil > .local/bin/ls",
+            "systemd": "mkdir -p .config/systemd/user && echo evil > .config/systemd/user/evil.service",
+            "autostart": "mkdir -p .config/autostart && echo evil > .config/autostart/evil.desktop",
+            "git": "mkdir -p .config/git && echo evil > .config/git/config",
+            "bin": "mkdir -p bin && echo evil > bin/ls",
+            "zshenv": "echo evil > .zshenv",
+            "zlogin": "echo evil > .zlogin",
+            "bash_login": "echo evil > .bash_login",
+            "bash_logout": "echo evil > .bash_logout",
+            "claude": "mkdir -p .claude && echo '{}' > .claude/settings.json",
+            "claude-json": "echo '{}' > .claude.json",
+            "bashrc": "echo evil > .bashrc",
+        }
+        script = "; ".join(f"({cmd}) 2>/dev/null && echo MADE-{key}" for key, cmd in attempts.items())
+        out, err = self.sh(script + "; echo ok > notes.txt && echo NOTES", "--allow-write", ".", cwd=self.home)
+        for key in attempts:
+            self.assertNotIn(f"MADE-{key}", out, err)
+        self.assertIn("NOTES", out)
+        self.assertEqual(self.read(os.path.join(self.home, ".ssh/authorized_keys")), "ssh-ed25519 AAAA original\n")
+        # Nothing left behind but what the command was allowed to write.
+        self.assertEqual(sorted(os.listdir(self.home)), sorted(before + ["notes.txt"]))
+
+    def test_claude_code_protected_paths_missing(self):
+        self.mkdir("project/.claude")
+        attempts = {name: f"mkdir -p .claude/{name} && echo x > .claude/{name}/x"
+                    for name in ("commands", "agents", "skills", "hooks", "workflows")}
+        attempts["scheduled"] = "echo '[]' > .claude/scheduled_tasks.json"
+        attempts["credentials"] = "echo '{}' > .credentials.json"
+        script = "; ".join(f"({cmd}) 2>/dev/null && echo MADE-{key}" for key, cmd in attempts.items())
+        out, err = self.sh(script + "; echo x > .claude/notes.md && echo NOTES")
+        for key in attempts:
+            self.assertNotIn(f"MADE-{key}", out, err)
+        self.assertIn("NOTES", out)
+        self.assertEqual(sorted(os.listdir(os.path.join(self.cwd, ".claude"))), ["notes.md"])
+
     def test_stdin_opened_for_reading_cannot_be_written(self):
         target = self.write(os.path.join(self.outside, "input"), "original\n")
         out_file = self.write(os.path.join(self.outside, "output"), "")
@@ -617,6 +693,68 @@ class JailCase:
         self.assertEqual(rc, 125, err)
         self.assertNotIn("RAN", out)
         self.assertIn("close the inherited descriptors", err)
+
+    def test_allow_write_symlink_out_of_the_writable_areas(self):
+        ua = self.mkdir("project/ua")
+        os.symlink(self.outside, os.path.join(ua, "src"))
+        os.symlink("/etc", os.path.join(ua, "etc"))
+        for link in ("src", "etc"):
+            os.lchown(os.path.join(ua, link), Env.uid if self.AS_USER else 0, Env.gid if self.AS_USER else 0)
+        name = "cordon-x-" + secrets.token_hex(4)
+        self.addCleanup(lambda: os.path.exists(f"/etc/{name}") and os.unlink(f"/etc/{name}"))
+        # allowWrite: [ua]: what lies behind a link inside it stays as it was.
+        out, err = self.sh(f"touch ua/src/x && echo W1; touch ua/etc/{name} && echo W2; touch ua/ok && echo OK",
+                           "--allow-write", "ua")
+        self.assertNotIn("W1", out, err)
+        self.assertNotIn("W2", out, err)
+        self.assertIn("OK", out)
+        for target in ("write:ua/src/x", f"write:ua/etc/{name}"):
+            rc, text = self.check(target, "--allow-write", "ua")
+            self.assertEqual(rc, 1, text)
+            self.assertTrue(text.startswith("deny"), text)
+        # allowWrite: [ua/src] (the link itself): skipped with a notice, not followed.
+        out, err = self.sh(f"touch ua/src/x && echo W1; touch ua/etc/{name} && echo W2; true",
+                           "--allow-write", "ua/src", "--allow-write", "ua/etc")
+        self.assertNotIn("W1", out, err)
+        self.assertNotIn("W2", out, err)
+        self.assertIn("outside every writable area", err)
+        self.assertFalse(os.path.exists(os.path.join(self.outside, "x")))
+        self.assertFalse(os.path.exists(f"/etc/{name}"))
+        rc, text = self.check("write:ua/src/x", "--allow-write", "ua/src")
+        self.assertEqual(rc, 1, text)
+
+    def test_dangling_allow_write_symlink_is_skipped(self):
+        os.symlink(os.path.join(self.outside, "missing"), os.path.join(self.cwd, "dangling"))
+        out, err = self.sh("echo ran", "--allow-write", "dangling")
+        self.assertIn("ran", out)
+        self.assertIn("dangling symlink", err)
+        self.assertFalse(os.path.exists(os.path.join(self.outside, "missing")))
+
+    def test_deny_rule_in_a_symlink_loop_stops(self):
+        os.symlink("loop", os.path.join(self.cwd, "loop"))
+        for flag in ("--deny-read", "--deny-write"):
+            rc, out, err = self.run_jail([flag, "loop/secret", "--", "/bin/echo", "RAN"])
+            self.assertEqual(rc, 125, err)
+            self.assertNotIn("RAN", out)
+            self.assertIn(os.path.join(self.cwd, "loop/secret"), err)
+            self.assertIn("symlink loop", err)
+
+    def test_deny_read_root_with_allow_read_carve_outs(self):
+        self.write(os.path.join(self.outside, "secret"), "SECRET\n")
+        rc, out, err = self.run_jail(["--deny-read", "/", "--allow-read", "/usr", "--allow-read", "/etc", "--",
+                                      "ls", "/"])
+        self.assertEqual(rc, 0, err)
+        names = out.split()
+        for name in ("bin", "usr", "etc"):
+            self.assertIn(name, names)
+        out, err = self.sh(f"/bin/ls /usr >/dev/null && echo BIN; cat /etc/hostname >/dev/null && echo ETC; "
+                           f"ls {self.outside} 2>/dev/null | grep -q . && echo LEAK; ls /root 2>/dev/null | grep -q . "
+                           f"&& echo ROOT; echo x > here && echo CWD; true",
+                           "--deny-read", "/", "--allow-read", "/usr", "--allow-read", "/etc")
+        for word in ("BIN", "ETC", "CWD"):
+            self.assertIn(word, out, err)
+        self.assertNotIn("LEAK", out)
+        self.assertNotIn("ROOT", out)
 
     # --- process restrictions ---------------------------------------------------------------------------------
 
