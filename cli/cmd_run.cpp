@@ -280,7 +280,19 @@ int cmd_run(int argc, char** argv) {
 
     policy::PolicyPtr policy = load_policy_or_report(load);
     if (!policy) return 2;  // the jail is killed on the way out
-    jail::MountPlan plan = jail::make_mount_plan(*policy, cwd, policy->filesystem().home);
+    // The audit log is read-only inside the jail wherever it lies: created now so the plan can protect it,
+    // and opened by the proxy under its resolved name.
+    std::vector<std::filesystem::path> supervisor_files;
+    if (!proxy_options.audit_log.empty() && proxy_options.audit_log != "-") {
+        auto audit = jail::prepare_audit_log(proxy_options.audit_log);
+        if (auto* error = std::get_if<std::string>(&audit)) {
+            std::cerr << "cordon: " << *error << "\n";
+            return 2;
+        }
+        proxy_options.audit_log = std::get<std::filesystem::path>(audit).string();
+        supervisor_files.push_back(std::get<std::filesystem::path>(audit));
+    }
+    jail::MountPlan plan = jail::make_mount_plan(*policy, cwd, policy->filesystem().home, supervisor_files);
     for (const auto& notice : plan.notices)
         std::cerr << "cordon: note: " << notice << "\n";
     for (const auto& error : plan.errors)

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <map>
 #include <set>
 #include <system_error>
@@ -443,6 +444,8 @@ class Planner {
         }
         for (const auto& f : in_.files_read)
             protect_existing(f, "settings file read by cordon");
+        for (const auto& f : in_.supervisor_files)
+            protect_existing(f, "audit log written by cordon");
 
         // The writable roots the user asked for. Directories pinned over themselves (a `.git` that holds
         // protected hooks) are writable ops too, but not roots: protected names directly inside them
@@ -586,7 +589,8 @@ MountPlan make_mount_plan(const PlanInput& input) {
     return Planner(input).build();
 }
 
-MountPlan make_mount_plan(const policy::Policy& policy, const fs::path& cwd, const fs::path& home) {
+MountPlan make_mount_plan(const policy::Policy& policy, const fs::path& cwd, const fs::path& home,
+                          const std::vector<fs::path>& supervisor_files) {
     const auto& wd = policy.filesystem().working_directory;
     PlanInput input;
     input.filesystem = policy.filesystem();
@@ -594,6 +598,7 @@ MountPlan make_mount_plan(const policy::Policy& policy, const fs::path& cwd, con
     input.cwd = cwd;
     input.home = home;
     input.cwd_writable = wd.refusal.empty() || wd.writable;
+    input.supervisor_files = supervisor_files;
     MountPlan plan = make_mount_plan(input);
     if (!input.cwd_writable)
         plan.errors.insert(
@@ -602,6 +607,16 @@ MountPlan make_mount_plan(const policy::Policy& policy, const fs::path& cwd, con
                 ". Run from a project directory, or insist with --allow-write . (the protected "
                 "paths stay read-only)");
     return plan;
+}
+
+std::variant<fs::path, std::string> prepare_audit_log(const fs::path& path) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (fd < 0) return "cannot open the audit log " + path.string() + ": " + std::strerror(errno);
+    ::close(fd);
+    std::error_code ec;
+    fs::path resolved = fs::canonical(path, ec);
+    if (ec) return "cannot resolve the audit log " + path.string() + ": " + ec.message();
+    return resolved;
 }
 
 }  // namespace cordon::jail

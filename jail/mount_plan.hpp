@@ -84,6 +84,9 @@ struct PlanInput {
     std::filesystem::path home;
     // The working directory is a writable root (see policy::FilesystemPolicy::WorkingDirectory).
     bool cwd_writable = true;
+    // Files cordon itself writes from outside the jail (the audit log): read-only inside wherever they lie,
+    // like the settings files; the supervisor writes through its own descriptor.
+    std::vector<std::filesystem::path> supervisor_files;
     // How deep to look for existing always-read-only names (.git/hooks, .bashrc, ...) below each writable
     // root.
     int scan_depth = 3;
@@ -93,7 +96,13 @@ MountPlan make_mount_plan(const PlanInput& input);
 // The plan for `policy`. A working directory the policy does not make writable by default (`/`, a system
 // directory, the home directory) is an error of the plan unless an allowWrite covers it.
 MountPlan make_mount_plan(const policy::Policy& policy, const std::filesystem::path& cwd,
-                          const std::filesystem::path& home);
+                          const std::filesystem::path& home,
+                          const std::vector<std::filesystem::path>& supervisor_files = {});
+
+// Creates the audit log `path` (as the proxy would: append, mode 0640) when it does not exist yet, so that
+// the plan can protect it before the command starts, and returns it resolved through symlinks (the name the
+// supervisor then opens: a link the command replaces later leads nowhere). An error message on failure.
+std::variant<std::filesystem::path, std::string> prepare_audit_log(const std::filesystem::path& path);
 
 // Expands a gitignore-style glob (`*`, `?`, `[...]` within a component, `**` across components) against what
 // exists now. Exposed for tests.

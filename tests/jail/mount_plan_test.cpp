@@ -405,6 +405,29 @@ TEST_CASE("from / or the home directory the plan is an error naming the reason a
     CHECK(has_placeholder(plan, s.root / "project/.ssh", false));  // the home inside keeps its names
 }
 
+// The jail issue, §2.
+TEST_CASE("the audit log is read-only inside a writable area, its directories pinned") {
+    Scratch s;
+    const fs::path log = s.file("project/logs/audit.jsonl");
+    auto in = s.input();
+    in.supervisor_files = {log};
+    auto plan = make_mount_plan(in);
+    CHECK(find(plan, MountKind::ReadOnly, log) >= 0);
+    CHECK(find(plan, MountKind::Writable, s.root / "project/logs") >= 0);  // pinned: cannot be renamed
+}
+
+TEST_CASE("prepare_audit_log creates the file and returns it resolved") {
+    Scratch s;
+    s.dir("real");
+    fs::create_directory_symlink(s.root / "real", s.root / "link");
+    auto r = cordon::jail::prepare_audit_log(s.root / "link/audit.jsonl");
+    REQUIRE(std::holds_alternative<fs::path>(r));
+    CHECK(std::get<fs::path>(r) == s.root / "real/audit.jsonl");
+    CHECK(fs::exists(s.root / "real/audit.jsonl"));
+    CHECK(
+        std::holds_alternative<std::string>(cordon::jail::prepare_audit_log(s.root / "missing/dir/a.jsonl")));
+}
+
 // The jail issue, §4.
 TEST_CASE("a dangling allowWrite symlink is a notice, not a mount that fails") {
     Scratch s;

@@ -642,6 +642,27 @@ class JailCase:
         self.assertIn("NOTES", out)
         self.assertEqual(sorted(os.listdir(os.path.join(self.cwd, ".claude"))), ["notes.md"])
 
+    def test_audit_log_cannot_be_erased_or_forged(self):
+        for rel in ("audit.jsonl", "logs/audit.jsonl"):
+            self.mkdir("project/logs")
+            audit = os.path.join(self.cwd, rel)
+            d = os.path.dirname(rel) or "."
+            script = (f"curl -sS --max-time 10 {Upstream.url()} >/dev/null; (: > {rel}) && echo TRUNCATED; "
+                      f"(echo forged >> {rel}) && echo APPENDED; rm -f {rel} && echo REMOVED; "
+                      f"mv {rel} moved 2>/dev/null && echo MOVED; "
+                      f"[ {d} != . ] && mv {d} d2 2>/dev/null && mkdir {d} && echo forged > {rel} && echo DIRMOVED; "
+                      f"true")
+            out, err = self.sh(script, *Upstream.flags(), "--allow-domain", Upstream.NAME, "--audit-log", rel)
+            for word in ("TRUNCATED", "APPENDED", "REMOVED", "MOVED", "DIRMOVED"):
+                self.assertNotIn(word, out, f"{rel}: {err}")
+            with open(audit) as f:
+                lines = [json.loads(line) for line in f]
+            self.assertTrue(lines, rel)
+            self.assertTrue(any(line.get("host") == Upstream.NAME for line in lines), lines)
+            self.assertNotIn("forged", self.read(audit))
+            shutil.rmtree(os.path.join(self.cwd, "logs"))
+            os.unlink(audit) if os.path.exists(audit) else None
+
     def test_stdin_opened_for_reading_cannot_be_written(self):
         target = self.write(os.path.join(self.outside, "input"), "original\n")
         out_file = self.write(os.path.join(self.outside, "output"), "")
