@@ -185,8 +185,10 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         home_components_of_home_ = detail::split_components(c.home.string());
         for (auto& rule : c.deny_write)
             fs_.deny_write.push_back(std::move(rule));
+        // The defaults are matched by name (decide_write); resolving them would only cost start-up time.
         for (const PathRule& rule : fs_.deny_write)
-            deny_resolved_.push_back(resolved_rule_path(rule));
+            deny_resolved_.push_back(rule.rule.source.layer == Layer::Default ? std::string()
+                                                                              : resolved_rule_path(rule));
         fs_.deny_read = std::move(c.deny_read);
         fs_.allow_read = std::move(c.allow_read);
     }
