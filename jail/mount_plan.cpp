@@ -278,8 +278,28 @@ class Planner {
         };
         if (!in_.cwd.empty() && in_.cwd_writable) add_root(in_.cwd, "working directory");
         for (const auto& rule : in_.filesystem.allow_write)
-            for (const auto& p : expand(rule, "allowWrite"))
+            if (!rule.glob) add_root(rule.path, rule.rule.text);
+        // What a glob matches may be a symlink the command planted (`ua/*` with `ua/src -> /etc`): as the
+        // policy does for a plain entry, a match reached through a symlink is followed only into a writable
+        // root already there, never to an ancestor of the match.
+        std::vector<fs::path> roots;
+        for (const auto& op : plan_.ops)
+            if (op.kind == MountKind::Writable) roots.push_back(op.path);
+        for (const auto& rule : in_.filesystem.allow_write) {
+            if (!rule.glob) continue;
+            for (const auto& p : expand(rule, "allowWrite")) {
+                fs::path r = resolve(p);
+                bool inside = std::any_of(roots.begin(), roots.end(),
+                                          [&](const fs::path& root) { return within(r, root); });
+                if (r != p.lexically_normal() && (within(p, r) || !inside)) {
+                    plan_.notices.push_back("allowWrite glob `" + rule.rule.text + "` matches " + p.string() +
+                                            ", a symlink to " + r.string() +
+                                            " outside the writable areas; not followed");
+                    continue;
+                }
                 add_root(p, rule.rule.text);
+            }
+        }
         plan_.writable_roots.push_back("/tmp");
         for (const auto& op : plan_.ops)
             if (op.kind == MountKind::Writable) plan_.writable_roots.push_back(op.path);

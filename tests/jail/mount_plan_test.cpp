@@ -476,3 +476,19 @@ TEST_CASE("symlinks in a mask that lead to a re-exposed path are recreated (merg
     CHECK(find(plan, MountKind::Symlink, s.root / "sys/lib64") >= 0);
     CHECK(find(plan, MountKind::Symlink, s.root / "sys/hidden-link") == -1);  // leads into the mask
 }
+
+TEST_CASE("an allowWrite glob matching a symlink out of the writable areas does not follow it") {
+    Scratch s;
+    s.dir("ua/real");
+    s.dir("outside");
+    fs::create_directory_symlink(s.root / "outside", s.root / "ua/src");
+    fs::create_directory_symlink(s.root / "project", s.root / "ua/into-project");
+    auto in = s.input();
+    in.filesystem.allow_write.push_back(rule(s.root / "ua/*", true));
+    auto plan = make_mount_plan(in);
+    CHECK(find(plan, MountKind::Writable, s.root / "outside") == -1);
+    CHECK(find(plan, MountKind::Writable, s.root / "ua/real") >= 0);
+    CHECK(std::any_of(plan.notices.begin(), plan.notices.end(), [](const std::string& n) {
+        return n.find("ua/src, a symlink to") != std::string::npos;
+    }));
+}

@@ -743,6 +743,14 @@ class JailCase:
         self.assertFalse(os.path.exists(f"/etc/{name}"))
         rc, text = self.check("write:ua/src/x", "--allow-write", "ua/src")
         self.assertEqual(rc, 1, text)
+        # A glob matching the link: the same.
+        out, err = self.sh(f"touch ua/src/x && echo W1; touch ua/etc/{name} && echo W2; true", "--allow-write", "ua/*")
+        self.assertNotIn("W1", out, err)
+        self.assertNotIn("W2", out, err)
+        self.assertIn("not followed", err)
+        self.assertFalse(os.path.exists(os.path.join(self.outside, "x")))
+        rc, text = self.check("write:ua/src/x", "--allow-write", "ua/*")
+        self.assertEqual(rc, 1, text)
 
     def test_dangling_allow_write_symlink_is_skipped(self):
         os.symlink(os.path.join(self.outside, "missing"), os.path.join(self.cwd, "dangling"))
