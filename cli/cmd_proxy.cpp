@@ -1,5 +1,6 @@
 // `cordon proxy --listen ADDR:PORT [flags]`: the standalone egress filter, HTTP proxy and SOCKS5 on one port.
-// SIGHUP re-reads every policy source; SIGTERM/SIGINT stop accepting, drain, flush the audit log and exit 0.
+// SIGHUP re-reads every policy source and reopens the audit log; SIGTERM/SIGINT stop accepting, drain, flush
+// the audit log and exit 0.
 #include <sys/resource.h>
 #include <uv.h>
 
@@ -33,10 +34,9 @@ constexpr const char* kProxyHelp =
     "  --drain-timeout S      on SIGTERM/SIGINT, let open connections finish for S seconds (default 30)\n"
     "  -h, --help             print this help\n"
     "\n"
-    "Signals: SIGHUP re-reads the policy (a bad one is refused, the old one stays); SIGTERM/SIGINT drain "
-    "and\n"
-    "exit 0 (a second one exits at once). The bound address is printed on stderr:\n"
-    "`cordon proxy: listening on ADDR:PORT`.\n"
+    "Signals: SIGHUP re-reads the policy (a bad one is refused, the old one stays) and reopens the audit\n"
+    "log file (for logrotate); SIGTERM/SIGINT drain and exit 0 (a second one exits at once). The bound\n"
+    "address is printed on stderr: `cordon proxy: listening on ADDR:PORT`.\n"
     "\n";
 
 struct State {
@@ -68,6 +68,9 @@ void raise_fd_limit() {
 
 void on_hup(uv_signal_t* handle, int) {
     auto* state = static_cast<State*>(handle->data);
+    // First the audit log, whatever the policy's fate: logrotate moved the file and signals us.
+    if (auto error = state->proxy->reopen_audit_log())
+        std::cerr << "cordon proxy: SIGHUP: " << *error << "\n";
     auto policy = load_policy_or_report(state->load);
     if (!policy) {
         std::cerr << "cordon proxy: SIGHUP: the new policy is invalid; keeping the old one\n";
@@ -82,7 +85,7 @@ void on_hup(uv_signal_t* handle, int) {
 void on_stop(uv_signal_t* handle, int signum) {
     auto* state = static_cast<State*>(handle->data);
     if (state->stopping) {
-        // A second signal: stop now. Every decided line is already written (one write(2) per line).
+        // A second signal: stop now. Audit lines the writer thread has not reached yet are lost.
         std::cerr << "cordon proxy: second signal: exiting without waiting for open connections\n";
         std::_Exit(0);
     }
@@ -129,6 +132,11 @@ int cmd_proxy(int argc, char** argv) {
 
     auto policy = load_policy_or_report(state.load);
     if (!policy) return 2;
+    if (policy->network().allowed_domains.empty()) {
+        // Not an error (a deny-all egress point is a valid configuration), but rarely what was meant.
+        std::cerr << "cordon proxy: no policy allows any host (no --allow-domain, no "
+                     "sandbox.network.allowedDomains in the settings read): every request will be refused\n";
+    }
     raise_fd_limit();
 
     uv_loop_t* loop = uv_default_loop();

@@ -179,21 +179,7 @@ struct Supervisor {
 };
 
 void print_refusals(const proxy::RefusalSummary& summary) {
-    if (summary.hosts.empty()) return;
-    std::vector<std::pair<std::string, std::size_t>> hosts(summary.hosts.begin(), summary.hosts.end());
-    std::stable_sort(hosts.begin(), hosts.end(),
-                     [](const auto& a, const auto& b) { return a.second > b.second; });
-    std::size_t total = 0;
-    for (const auto& h : hosts)
-        total += h.second;
-    std::string out = "cordon: refused " + std::to_string(total) + " connection(s) to " +
-                      std::to_string(hosts.size()) + " host(s):\n";
-    constexpr std::size_t kMax = 15;
-    for (std::size_t i = 0; i < hosts.size() && i < kMax; ++i)
-        out += "  " + hosts[i].first + "  x" + std::to_string(hosts[i].second) + "\n";
-    if (hosts.size() > kMax) out += "  ... and " + std::to_string(hosts.size() - kMax) + " more host(s)\n";
-    out += "  (allow with --allow-domain or sandbox.network.allowedDomains; `cordon check HOST` explains)\n";
-    std::cerr << out;
+    std::cerr << proxy::format_refusals(summary);
 }
 
 }  // namespace

@@ -74,6 +74,52 @@ std::uint32_t read_be32(const std::uint8_t* p) {
     return std::uint32_t{p[0]} << 24 | std::uint32_t{p[1]} << 16 | std::uint32_t{p[2]} << 8 | p[3];
 }
 
+// IPv6 forms that carry an IPv4 address. A refused IPv4 address must not come back dressed as IPv6 (a
+// translator, tunnel or the kernel itself may deliver the packet to the IPv4 address): each form is refused
+// when the address it carries would be, and otherwise passes as the IPv4 address it names.
+// Returns nullopt when `b` is none of these forms, "" when it is one that carries only public addresses (the
+// other IPv6 ranges still apply), and "ipv4-embedded" when it carries a refused one or one whose position
+// cannot be known.
+std::optional<std::string> classify_v4_embedding(const std::uint8_t* b) {
+    static const std::uint8_t kZero[12] = {};
+    static const std::uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    static const std::uint8_t kTranslated[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0};
+    static const std::uint8_t kNat64[12] = {0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
+    static const std::uint8_t kNat64Local[6] = {0x00, 0x64, 0xff, 0x9b, 0x00, 0x01};
+    const std::uint32_t last32 = read_be32(b + 12);
+    std::uint32_t carried[3];
+    std::size_t n = 0;
+    if (std::memcmp(b, kMapped, 12) == 0) {
+        carried[n++] =
+            last32;  // ::ffff:a.b.c.d, IPv4-mapped (RFC 4291 2.5.5.2): sockets dial the IPv4 address
+    } else if (std::memcmp(b, kTranslated, 12) == 0) {
+        carried[n++] = last32;  // ::ffff:0:a.b.c.d, IPv4-translated (SIIT, RFC 2765 2.1, RFC 7915)
+    } else if (std::memcmp(b, kZero, 12) == 0) {
+        carried[n++] =
+            last32;  // ::a.b.c.d, IPv4-compatible (RFC 4291 2.5.5.1; :: and ::1 are classified before)
+    } else if (std::memcmp(b, kNat64, 12) == 0) {
+        carried[n++] = last32;  // 64:ff9b::a.b.c.d, NAT64 well-known prefix (RFC 6052: only /96 there)
+    } else if (std::memcmp(b, kNat64Local, 6) == 0) {
+        // 64:ff9b:1::/48, NAT64 local use (RFC 8215): the operator picks the prefix length (/48 to /96), so
+        // where the IPv4 address sits cannot be known. Refused whole; --allow-address opens it.
+        return std::string("ipv4-embedded");
+    } else if (b[0] == 0x20 && b[1] == 0x02) {
+        carried[n++] = read_be32(b + 2);  // 2002:AABB:CCDD::/48, 6to4 (RFC 3056): the relay's IPv4 target
+    } else if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0) {
+        // 2001:0:SSSS:SSSS:flags:port:CCCC:CCCC, Teredo (RFC 4380): the server, and the client inverted.
+        carried[n++] = read_be32(b + 4);
+        carried[n++] = ~last32;
+    }
+    // PREFIX:0:5efe:a.b.c.d (or 200:5efe, the u bit set), ISATAP (RFC 5214) under any /64, 6to4 and Teredo
+    // prefixes included: the router of that prefix tunnels to the IPv4 address in the interface identifier.
+    if ((b[8] & 0xfc) == 0 && b[9] == 0 && b[10] == 0x5e && b[11] == 0xfe) carried[n++] = last32;
+    if (n == 0) return std::nullopt;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (classify_v4(carried[i])) return std::string("ipv4-embedded");
+    }
+    return std::string();
+}
+
 std::optional<std::string> classify_v6(const std::uint8_t* b) {
     static const std::uint8_t kZero[16] = {};
     if (std::memcmp(b, kZero, 16) == 0) return "unspecified";
@@ -83,32 +129,11 @@ std::optional<std::string> classify_v6(const std::uint8_t* b) {
     if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) return "private";  // deprecated site-local
     if ((b[0] & 0xfe) == 0xfc) return "unique-local";
 
-    // IPv6 forms that carry an IPv4 address. A refused IPv4 address must not come back dressed as IPv6: these
-    // are refused when the embedded address would be, and otherwise pass as the IPv4 address they name.
-    std::optional<std::uint32_t> embedded;
-    static const std::uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    static const std::uint8_t kNat64[12] = {0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
-    static const std::uint8_t kNat64Local[6] = {0x00, 0x64, 0xff, 0x9b, 0x00, 0x01};
-    if (std::memcmp(b, kMapped, 12) == 0)
-        embedded = read_be32(b + 12);  // ::ffff:a.b.c.d
-    else if (std::memcmp(b, kZero, 12) == 0)
-        embedded = read_be32(b + 12);  // ::a.b.c.d (deprecated)
-    else if (std::memcmp(b, kNat64, 12) == 0)
-        embedded = read_be32(b + 12);  // 64:ff9b::/96
-    else if (std::memcmp(b, kNat64Local, 6) == 0)
-        return "ipv4-embedded";  // 64:ff9b:1::/48 local use
-    else if (b[0] == 0x20 && b[1] == 0x02)
-        embedded = read_be32(b + 2);                                    // 6to4 2002::/16
-    else if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0) {  // Teredo 2001::/32
-        std::uint32_t server = read_be32(b + 4);
-        std::uint32_t client = ~read_be32(b + 12);
-        if (classify_v4(server) || classify_v4(client)) return "ipv4-embedded";
-        return std::nullopt;
-    }
-    if (embedded) {
-        if (classify_v4(*embedded)) return "ipv4-embedded";
-        return std::nullopt;
-    }
+    auto embedded = classify_v4_embedding(b);
+    if (embedded && !embedded->empty()) return embedded;
+    // The rest of ::/8 (IETF reserved, no global unicast there): nothing legitimate to dial, and any further
+    // translator convention a network may use would live here.
+    if (!embedded && b[0] == 0) return "reserved";
 
     struct Range6 {
         std::uint8_t net[16];

@@ -1,13 +1,22 @@
 #include "proxy/audit_log.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <ctime>
+#include <deque>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <thread>
 
 namespace cordon::proxy {
 
@@ -72,52 +81,260 @@ std::string format_close(const CloseEvent& e, const std::string& sandbox,
     return dump(j);
 }
 
-AuditLog::AuditLog(const std::string& target, std::string sandbox) : sandbox_(std::move(sandbox)) {
-    if (target.empty()) return;
-    if (target == "-") {
-        fd_ = STDOUT_FILENO;
-        return;
+// The queue between the loop thread (which formats and queues lines) and the writer thread (which writes
+// them). Shared with the thread, so that a writer stuck in write(2) on a stopped reader can be left behind at
+// exit without anything it touches going away under it.
+struct AuditLog::Writer {
+    std::mutex mu;
+    std::condition_variable wake;      // the writer waits here for lines, a new descriptor, or the end
+    std::condition_variable progress;  // flush() and the destructor wait here for lines written
+    std::deque<std::string> queue;
+    std::size_t pending_bytes = 0;  // queued or being written: what the bound counts
+    std::size_t max_bytes = 0;
+    std::uint64_t accepted = 0;  // lines queued
+    std::uint64_t finished = 0;  // lines written, or failed
+    std::uint64_t gave_up_at = ~std::uint64_t{0};
+    int fd = -1;
+    bool owned = false;
+    int next_fd = -1;  // from reopen(): taken by the writer between batches
+    bool idle = false;
+    bool stop = false;
+    bool exited = false;
+    int last_errno = 0;
+    std::atomic<bool> abandon{false};  // give up on the reader: drop what is left, end after this write
+    std::atomic<std::uint64_t> dropped_full{0};
+    std::atomic<std::uint64_t> unwritten{0};
+    std::thread thread;
+
+    ~Writer() {
+        if (owned && fd >= 0) ::close(fd);
+        if (next_fd >= 0) ::close(next_fd);
     }
-    fd_ = ::open(target.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-    if (fd_ < 0) throw std::runtime_error("cannot open audit log '" + target + "': " + std::strerror(errno));
-    owned_ = true;
+};
+
+namespace {
+
+int open_log(const std::string& path) {
+    return ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 }
 
-AuditLog::~AuditLog() {
-    flush();
-    if (owned_) ::close(fd_);
-}
-
-void AuditLog::decision(const DecisionEvent& e) {
-    if (fd_ < 0) return;
-    write_line(format_decision(e, sandbox_, std::chrono::system_clock::now()));
-}
-
-void AuditLog::close(const CloseEvent& e) {
-    if (fd_ < 0) return;
-    write_line(format_close(e, sandbox_, std::chrono::system_clock::now()));
-}
-
-void AuditLog::write_line(std::string line) {
-    line.push_back('\n');
-    // One write per line: with O_APPEND the line lands whole, and it is in the kernel before we go on.
+// One write(2) for the whole line (more only if the kernel takes part of it). A descriptor someone else made
+// non-blocking (stdout is shared) is waited on with poll, here on the writer thread, never on the loop.
+bool write_whole(AuditLog::Writer& w, int fd, const std::string& line, int& error) {
     const char* p = line.data();
     std::size_t left = line.size();
     while (left > 0) {
-        ssize_t n = ::write(fd_, p, left);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN) continue;  // a non-blocking stdout pipe: the line must not be lost
-            ++write_errors_;
-            return;
+        ssize_t n = ::write(fd, p, left);
+        if (n >= 0) {
+            p += n;
+            left -= static_cast<std::size_t>(n);
+            continue;
         }
-        p += n;
-        left -= static_cast<std::size_t>(n);
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN) {
+            pollfd pfd{fd, POLLOUT, 0};
+            ::poll(&pfd, 1, 100);
+            if (!w.abandon) continue;
+            errno = EAGAIN;
+        }
+        error = errno;
+        return false;
+    }
+    return true;
+}
+
+void run_writer(std::shared_ptr<AuditLog::Writer> self) {
+    AuditLog::Writer& w = *self;
+    std::unique_lock<std::mutex> lock(w.mu);
+    for (;;) {
+        if (w.next_fd >= 0) {  // reopened: later lines go to the new file
+            if (w.owned) ::close(w.fd);
+            w.fd = w.next_fd;
+            w.owned = true;
+            w.next_fd = -1;
+        }
+        if (w.queue.empty() || w.abandon) {
+            if (w.stop || w.abandon) break;
+            w.idle = true;
+            w.wake.wait(lock);
+            w.idle = false;
+            continue;
+        }
+        std::deque<std::string> batch;
+        batch.swap(w.queue);
+        const int fd = w.fd;
+        lock.unlock();
+        for (const std::string& line : batch) {
+            int error = 0;
+            bool ok = write_whole(w, fd, line, error);
+            lock.lock();
+            if (w.abandon) break;  // the destructor counted this batch as lost
+            w.pending_bytes -= line.size();
+            ++w.finished;
+            if (!ok) {
+                ++w.unwritten;
+                w.last_errno = error;
+            }
+            w.progress.notify_all();
+            lock.unlock();
+        }
+        if (!lock.owns_lock()) {
+            batch.clear();  // freed outside the lock, which the loop thread takes for every line
+            lock.lock();
+        }
+    }
+    w.exited = true;
+    w.progress.notify_all();
+}
+
+}  // namespace
+
+AuditLog::AuditLog(const std::string& target, std::string sandbox, std::size_t max_queue_bytes)
+    : target_(target), sandbox_(std::move(sandbox)) {
+    if (target.empty()) return;
+    auto w = std::make_shared<Writer>();
+    w->max_bytes = max_queue_bytes;
+    if (target == "-") {
+        w->fd = STDOUT_FILENO;
+    } else {
+        w->fd = open_log(target);
+        if (w->fd < 0)
+            throw std::runtime_error("cannot open audit log '" + target + "': " + std::strerror(errno));
+        w->owned = true;
+    }
+    // The writer takes no signals: they stay with the loop thread (uv_signal, the jail's signalfd), and a
+    // reader that goes away gives EPIPE, not SIGPIPE.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    w->thread = std::thread(run_writer, w);
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    writer_ = std::move(w);
+}
+
+AuditLog::~AuditLog() {
+    if (!writer_) return;
+    Writer& w = *writer_;
+    bool complete = flush();
+    std::uint64_t lost = 0;
+    bool exited = false;
+    {
+        std::unique_lock<std::mutex> lock(w.mu);
+        w.stop = true;
+        if (!complete) {
+            // The reader stopped taking lines: what is queued or in the writer's hands is lost.
+            lost = w.accepted - w.finished;
+            w.unwritten += lost;
+            w.queue.clear();
+            w.abandon = true;
+        }
+        w.wake.notify_all();
+        exited = w.progress.wait_for(lock, std::chrono::milliseconds(200), [&] { return w.exited; });
+    }
+    // A writer still inside write(2) on a full pipe holds its own reference to the queue: leave it there, it
+    // ends when the write returns (or with the process).
+    if (exited)
+        w.thread.join();
+    else
+        w.thread.detach();
+
+    std::uint64_t full = w.dropped_full, unwritten = w.unwritten;
+    if (full + unwritten > 0) {
+        std::string why;
+        if (full) why += std::to_string(full) + " with the queue full";
+        if (unwritten) {
+            if (!why.empty()) why += ", ";
+            why += std::to_string(unwritten) + " not written (";
+            why += lost ? "its reader stopped taking lines" : std::strerror(w.last_errno);
+            why += ")";
+        }
+        std::string line = "cordon: audit log " +
+                           (target_ == "-" ? std::string("on stdout") : "'" + target_ + "'") + ": " +
+                           std::to_string(full + unwritten) + " line(s) dropped: " + why +
+                           "; see cordon_audit_dropped_total\n";
+        ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+        (void)ignored;
     }
 }
 
-void AuditLog::flush() {
-    if (owned_ && fd_ >= 0) ::fdatasync(fd_);
+void AuditLog::decision(const DecisionEvent& e) {
+    if (!writer_) return;
+    enqueue(format_decision(e, sandbox_, std::chrono::system_clock::now()));
+}
+
+void AuditLog::close(const CloseEvent& e) {
+    if (!writer_) return;
+    enqueue(format_close(e, sandbox_, std::chrono::system_clock::now()));
+}
+
+void AuditLog::enqueue(std::string line) {
+    line.push_back('\n');
+    Writer& w = *writer_;
+    bool wake = false;
+    {
+        std::lock_guard<std::mutex> lock(w.mu);
+        if (w.abandon || w.pending_bytes + line.size() > w.max_bytes) {
+            ++w.dropped_full;
+            return;
+        }
+        w.pending_bytes += line.size();
+        w.queue.push_back(std::move(line));
+        ++w.accepted;
+        wake = w.idle;
+    }
+    if (wake) w.wake.notify_one();
+}
+
+bool AuditLog::flush(std::chrono::milliseconds stall, std::chrono::milliseconds limit) {
+    if (!writer_) return true;
+    Writer& w = *writer_;
+    std::unique_lock<std::mutex> lock(w.mu);
+    const std::uint64_t target = w.accepted;
+    // Stuck where a previous flush gave up (shutdown flushes more than once): a short look is enough.
+    if (w.gave_up_at == w.finished) stall = std::min(stall, std::chrono::milliseconds(100));
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    auto last_move = start;
+    std::uint64_t seen = w.finished;
+    while (w.finished < target && !w.exited) {
+        auto until = std::min(start + limit, last_move + stall);
+        if (Clock::now() >= until) {
+            w.gave_up_at = w.finished;
+            return false;
+        }
+        w.progress.wait_until(lock, until);
+        if (w.finished != seen) {
+            seen = w.finished;
+            last_move = Clock::now();
+        }
+    }
+    // The lines are in the kernel; for a file, make them durable too.
+    if (w.owned && w.fd >= 0) ::fdatasync(w.fd);
+    return w.finished >= target;
+}
+
+std::optional<std::string> AuditLog::reopen() {
+    if (!writer_ || target_ == "-") return std::nullopt;
+    int fd = open_log(target_);
+    if (fd < 0) return "cannot reopen audit log '" + target_ + "': " + std::strerror(errno);
+    Writer& w = *writer_;
+    bool wake = false;
+    {
+        std::lock_guard<std::mutex> lock(w.mu);
+        if (w.next_fd >= 0) ::close(w.next_fd);
+        w.next_fd = fd;
+        wake = w.idle;
+    }
+    if (wake) w.wake.notify_one();
+    return std::nullopt;
+}
+
+std::uint64_t AuditLog::dropped_queue_full() const {
+    return writer_ ? writer_->dropped_full.load() : 0;
+}
+
+std::uint64_t AuditLog::dropped_unwritten() const {
+    return writer_ ? writer_->unwritten.load() : 0;
 }
 
 }  // namespace cordon::proxy

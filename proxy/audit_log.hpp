@@ -1,10 +1,12 @@
 // The audit log: one JSON object per line for every decision and every closed connection (DESIGN.md, "Audit
-// log"). Each line is written with a single write(2) as soon as it is known, so a SIGTERM loses nothing
-// decided.
+// log"). Each line is written with a single write(2) as soon as the writer thread gets to it; a SIGTERM drain
+// flushes the queue, so nothing decided is lost while the log's reader keeps up.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -50,29 +52,51 @@ std::string format_close(const CloseEvent& e, const std::string& sandbox,
 // RFC 3339 UTC with milliseconds: 2026-11-29T19:30:00.123Z
 std::string rfc3339_ms(std::chrono::system_clock::time_point t);
 
+// Writes the lines on a writer thread, so that a slow or stopped reader (a full pipe, a stuck disk) never
+// blocks or spins the proxy's loop. Lines wait in a queue bounded in bytes; a line that finds it full is
+// dropped and counted (cordon_audit_dropped_total), and the count is reported on stderr when the log closes.
+// Each line leaves with one write(2) of the whole line, in order. The descriptor's flags are never changed
+// (`-` shares stdout with the jailed command in `cordon run`).
 class AuditLog {
   public:
+    // Bytes of formatted lines that may wait for the writer (about 14,000 typical lines).
+    static constexpr std::size_t kDefaultQueueBytes = 4u << 20;
+
     // `target`: a file path (appended to, created 0640), "-" for stdout, empty for no log. Throws
     // std::runtime_error naming the file when it cannot be opened.
-    AuditLog(const std::string& target, std::string sandbox);
+    AuditLog(const std::string& target, std::string sandbox,
+             std::size_t max_queue_bytes = kDefaultQueueBytes);
+    // Writes what is queued (see flush), reports dropped lines on stderr, stops the writer.
     ~AuditLog();
     AuditLog(const AuditLog&) = delete;
     AuditLog& operator=(const AuditLog&) = delete;
 
     void decision(const DecisionEvent& e);
     void close(const CloseEvent& e);
-    // fsync for files (the lines are already in the kernel; this makes them durable).
-    void flush();
-    bool enabled() const { return fd_ >= 0; }
-    std::uint64_t write_errors() const { return write_errors_; }
+    // Waits until every line queued so far is written, then fdatasync for files. Bounded: gives up when the
+    // reader has taken nothing for `stall` or after `limit` in all (the rest is counted as dropped), and
+    // waits only 100 ms more when a previous flush gave up and nothing moved since. True when everything was
+    // written.
+    bool flush(std::chrono::milliseconds stall = std::chrono::milliseconds(2000),
+               std::chrono::milliseconds limit = std::chrono::milliseconds(5000));
+    // Opens the file again by its name (SIGHUP, for logrotate without copytruncate): lines after this go to
+    // the new file. No-op for stdout or no log. Returns an error message (the old file stays in use).
+    std::optional<std::string> reopen();
+
+    bool enabled() const { return writer_ != nullptr; }
+    // Lines refused because the queue was full.
+    std::uint64_t dropped_queue_full() const;
+    // Lines that a write(2) failed for, or that were still queued when the log gave up on its reader.
+    std::uint64_t dropped_unwritten() const;
+
+    struct Writer;  // the queue and the thread (audit_log.cpp)
 
   private:
-    void write_line(std::string line);
+    void enqueue(std::string line);
 
-    int fd_ = -1;
-    bool owned_ = false;
+    std::string target_;
     std::string sandbox_;
-    std::uint64_t write_errors_ = 0;
+    std::shared_ptr<Writer> writer_;
 };
 
 }  // namespace cordon::proxy

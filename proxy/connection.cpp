@@ -91,18 +91,26 @@ void Connection::read_client() {
     if (n == 0) {
         client_eof_ = true;
         client_->want_read(false);
-        if (phase_ == Phase::Closing || phase_ == Phase::Sniff || phase_ == Phase::SocksGreeting ||
-            phase_ == Phase::SocksAuth || phase_ == Phase::SocksRequest) {
-            close(phase_ == Phase::Closing || phase_ == Phase::Sniff
-                      ? ""
-                      : "client closed during SOCKS5 handshake");
+        if (phase_ == Phase::Closing || (phase_ == Phase::Reading && proto_ == Proto::Unknown)) {
+            close("");
             return;
         }
-        if (phase_ == Phase::HttpHead) {
-            close(in_.empty() ? "" : "client closed mid-request");
+        if (phase_ == Phase::Reading && proto_ == Proto::Socks5) {
+            close("client closed during SOCKS5 handshake");
             return;
         }
-        if (phase_ == Phase::HttpExchange && !request_done_) {
+        if (phase_ == Phase::Reading) {
+            bool partial = !in_.empty() || (request_parser_ && request_parser_->in_message());
+            close(partial ? "client closed mid-request" : "");
+            return;
+        }
+        if (phase_ == Phase::Exchange && !request_done_) {
+            close("client closed mid-request");
+            return;
+        }
+        if ((phase_ == Phase::Deciding || phase_ == Phase::Dialing) && proto_ == Proto::Http &&
+            !request_body_buffered()) {
+            // Gone while its request was decided, with the body unsent: nothing can complete it.
             close("client closed mid-request");
             return;
         }
@@ -114,33 +122,26 @@ void Connection::read_client() {
     process_client_input();
 }
 
+// The front-ends: each reads its protocol from in_ until it has a request for the pipeline (decide()) or a
+// refusal of its own (conclude() with a Rejected verdict). The first byte picks one: 0x05 = SOCKS5, else
+// HTTP.
 void Connection::process_client_input() {
-    if (phase_ == Phase::Sniff && !in_.empty()) {
+    if (phase_ == Phase::Reading && proto_ == Proto::Unknown && !in_.empty()) {
         if (static_cast<unsigned char>(in_[0]) == 0x05) {
             proto_ = Proto::Socks5;
-            phase_ = Phase::SocksGreeting;
+            socks_step_ = SocksStep::Greeting;
         } else {
             proto_ = Proto::Http;
-            phase_ = Phase::HttpHead;
             request_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Request, &request_sink_);
         }
     }
-    switch (phase_) {
-        case Phase::SocksGreeting:
-        case Phase::SocksAuth:
-        case Phase::SocksRequest:
-            socks_process();
-            break;
-        case Phase::HttpHead:
-        case Phase::HttpExchange:
-            http_process();
-            break;
-        default:
-            break;
-    }
+    if (phase_ == Phase::Reading && proto_ == Proto::Socks5)
+        socks_process();
+    else if (phase_ == Phase::Reading || phase_ == Phase::Exchange)
+        http_process();
 }
 
-// ---- deciding and dialing
+// ---- the pipeline: decide -> resolve -> guard -> dial -> conclude (log, answer) -> relay
 
 void Connection::decide(const std::string& host, std::uint16_t port) {
     phase_ = Phase::Deciding;
@@ -148,20 +149,17 @@ void Connection::decide(const std::string& host, std::uint16_t port) {
     if (proto_ == Proto::Socks5) client_->want_read(false);
     request_.host = host;
     request_.port = port;
-    request_.logged = false;
     request_.upstream_ip.clear();
+    request_.guard_class.clear();
     if (over_limit_) {
         // Over --max-connections: answer, never crash, never queue without bound.
         ++context_.metrics.connections_rejected;
-        log_decision("deny", "over-connection-limit", "", proto_ == Proto::Socks5 ? 1 : 503);
-        if (proto_ == Proto::Socks5) {
-            socks_reply(socks5::kGeneralFailure, true);
-        } else {
-            http_send_error(503, "Service Unavailable", "over-connection-limit",
-                            "cordon: too many connections (--max-connections); try again later\n", false);
-        }
+        conclude({Verdict::Kind::Rejected, "over-connection-limit", "",
+                  proto_ == Proto::Socks5 ? socks5::kGeneralFailure : 503,
+                  "cordon: too many connections (--max-connections); try again later\n"});
         return;
     }
+    // The policy decides on the name (before any DNS); resolved addresses pass the guard. See decision.hpp.
     decision_.decide(host, port, [this](Outcome outcome) { on_outcome(std::move(outcome)); });
 }
 
@@ -169,31 +167,22 @@ void Connection::on_outcome(Outcome outcome) {
     if (closed()) return;
     switch (outcome.kind) {
         case Outcome::Kind::DeniedByPolicy:
-        case Outcome::Kind::DeniedByGuard: {
-            count_refusal();
-            // The log names the address that was refused and why (it was never dialled).
-            std::string detail;
-            if (outcome.kind == Outcome::Kind::DeniedByGuard) {
-                request_.upstream_ip = outcome.refused_ip;
-                detail = "address-guard: " + outcome.guard_class;
-            }
-            if (proto_ == Proto::Socks5) {
-                log_decision("deny", outcome.reason(), detail, socks5::kNotAllowed);
-                socks_refuse(outcome);
-            } else {
-                log_decision("deny", outcome.reason(), detail, 403);
-                http_refuse(outcome);
-            }
+            conclude({Verdict::Kind::Denied, outcome.reason(), "", deny_status(), ""});
             return;
-        }
+        case Outcome::Kind::DeniedByGuard:
+            // The log names the address that was refused and why (it was never dialled).
+            request_.upstream_ip = outcome.refused_ip;
+            request_.guard_class = outcome.guard_class;
+            conclude({Verdict::Kind::Denied, outcome.reason(), "address-guard: " + outcome.guard_class,
+                      deny_status(), ""});
+            return;
         case Outcome::Kind::ResolveFailed: {
             std::string error = to_string(outcome.resolve_error);
-            if (proto_ == Proto::Socks5) {
-                socks_upstream_failure(socks5::kHostUnreachable, error);
-            } else {
-                http_upstream_failure(outcome.resolve_error == ResolveError::Timeout ? 504 : 502, error,
-                                      "cannot resolve " + request_.host + ": " + error);
-            }
+            int status = proto_ == Proto::Socks5                          ? socks5::kHostUnreachable
+                         : outcome.resolve_error == ResolveError::Timeout ? 504
+                                                                          : 502;
+            conclude({Verdict::Kind::Failed, outcome.reason(), error, status,
+                      "cannot resolve " + request_.host + ": " + error});
             return;
         }
         case Outcome::Kind::Allowed:
@@ -202,18 +191,14 @@ void Connection::on_outcome(Outcome outcome) {
     std::string key = request_.host + ":" + std::to_string(request_.port);
     if (proto_ == Proto::Http && upstream_ && upstream_key_ == key && upstream_reusable_) {
         // Keep-alive upstream to the same target: the address it uses was checked when it was dialled.
-        log_decision("allow", outcome.reason(), "", 0);
-        http_connected();
+        conclude({Verdict::Kind::Connected, outcome.reason(), "", 0, ""});
         return;
     }
     upstream_.reset();
     upstream_key_.clear();
-    dial(std::move(outcome.addresses));
-}
-
-void Connection::dial(std::vector<Address> addresses) {
     phase_ = Phase::Dialing;
-    dialer_ = std::make_unique<Dialer>(context_.loop, std::move(addresses), context_.options.connect_timeout,
+    dialer_ = std::make_unique<Dialer>(context_.loop, std::move(outcome.addresses),
+                                       context_.options.connect_timeout,
                                        [this](DialResult result) { on_dialed(std::move(result)); });
 }
 
@@ -221,44 +206,94 @@ void Connection::on_dialed(DialResult result) {
     auto dialer = std::move(dialer_);  // freed when this returns; the dialer touches nothing after calling us
     if (closed()) return;
     request_.upstream_ip = result.address.ip();
+    std::string reason(policy::to_string(decision_.last().reason));
     if (!result.socket) {
-        std::string error = result.error == ETIMEDOUT ? "connect-timeout"
-                            : result.error == ECONNREFUSED
-                                ? "connect-refused"
-                                : std::string("connect-failed: ") + std::strerror(result.error);
-        if (proto_ == Proto::Socks5) {
-            std::uint8_t code = result.error == ECONNREFUSED  ? socks5::kConnectionRefused
-                                : result.error == ENETUNREACH ? socks5::kNetworkUnreachable
-                                                              : socks5::kHostUnreachable;
-            socks_upstream_failure(code, error);
-        } else {
-            http_upstream_failure(result.error == ETIMEDOUT ? 504 : 502, error,
-                                  "cannot connect to " + request_.host + ":" + std::to_string(request_.port) +
-                                      " (" + result.address.to_string() +
-                                      "): " + std::strerror(result.error));
-        }
+        int e = result.error;
+        std::string error = e == ETIMEDOUT      ? "connect-timeout"
+                            : e == ECONNREFUSED ? "connect-refused"
+                                                : std::string("connect-failed: ") + std::strerror(e);
+        int status = proto_ != Proto::Socks5 ? (e == ETIMEDOUT ? 504 : 502)
+                     : e == ECONNREFUSED     ? socks5::kConnectionRefused
+                     : e == ENETUNREACH      ? socks5::kNetworkUnreachable
+                                             : socks5::kHostUnreachable;
+        conclude({Verdict::Kind::Failed, reason, error, status,
+                  "cannot connect to " + request_.host + ":" + std::to_string(request_.port) + " (" +
+                      result.address.to_string() + "): " + std::strerror(e)});
         return;
     }
     upstream_ = std::move(result.socket);
     upstream_->set_owner(this);
     upstream_key_ = request_.host + ":" + std::to_string(request_.port);
     upstream_reusable_ = true;
-    log_decision("allow", std::string(policy::to_string(decision_.last().reason)), "", 0);
     touch();
-    switch (proto_) {
-        case Proto::Http:
-            http_connected();
-            break;
-        case Proto::Connect:
-            client_->send("HTTP/1.1 200 Connection established\r\n\r\n");
-            start_tunnel();
-            break;
-        case Proto::Socks5:
-            socks_connected();
-            break;
-        case Proto::Unknown:
+    conclude({Verdict::Kind::Connected, reason, "", 0, ""});
+}
+
+int Connection::deny_status() const {
+    return proto_ == Proto::Socks5 ? socks5::kNotAllowed : 403;
+}
+
+void Connection::conclude(const Verdict& v) {
+    using Kind = Verdict::Kind;
+    phase_ = Phase::Answering;
+    // The request's decision line: written here and nowhere else, once per request.
+    const auto& d = decision_.last();
+    bool allowed = v.kind == Kind::Connected || v.kind == Kind::Failed || v.kind == Kind::Aborted;
+    DecisionEvent e;
+    e.id = id_;
+    e.proto = proto_name();
+    e.host = request_.host;
+    e.port = request_.port;
+    e.method = request_.method;
+    e.path = request_.path;
+    e.decision = allowed ? "allow" : "deny";
+    e.rule = rule_text(d);
+    e.source = rule_source(d);
+    e.reason = v.reason;
+    e.upstream_ip = request_.upstream_ip;
+    e.error = v.error;
+    e.status = v.status;
+    last_host_ = request_.host;
+    last_port_ = request_.port;
+    last_upstream_ip_ = request_.upstream_ip;
+    context_.metrics.count_request(e.proto, e.decision, e.reason);
+    if (context_.audit) context_.audit->decision(e);
+    if (v.kind == Kind::Denied || v.kind == Kind::Failed) count_refusal(v);
+
+    // The answer, in the front-end's protocol.
+    switch (v.kind) {
+        case Kind::Aborted:
+            return;  // the connection is closing
+        case Kind::Connected:
+            switch (proto_) {
+                case Proto::Http:
+                    http_connected();
+                    return;
+                case Proto::Connect:
+                    client_->send("HTTP/1.1 200 Connection established\r\n\r\n");
+                    start_tunnel();
+                    return;
+                case Proto::Socks5:
+                    socks_connected();
+                    return;
+                case Proto::Unknown:
+                    break;
+            }
             close("internal: unknown protocol");
-            break;
+            return;
+        case Kind::Denied:
+            if (proto_ == Proto::Socks5)
+                socks_refuse();
+            else
+                http_refuse(v);
+            return;
+        case Kind::Failed:
+        case Kind::Rejected:
+            if (proto_ == Proto::Socks5)
+                socks_reject(v);
+            else
+                http_reject(v);
+            return;
     }
 }
 
@@ -282,8 +317,7 @@ void Connection::start_tunnel() {
     relay_ = std::make_unique<Relay>(
         *client_, *upstream_,
         [this](const Relay::Stats& stats) {
-            bytes_up_ += stats.bytes_up;
-            bytes_down_ += stats.bytes_down;
+            // close() adds the relay's byte counts (also when a timeout or the drain ends the tunnel).
             close(stats.error ? std::strerror(stats.error) : "");
         },
         [this]() { touch(); });
@@ -305,17 +339,18 @@ void Connection::on_drained(Socket& socket) {
         return;
     }
     (void)socket;
-    if (phase_ == Phase::HttpExchange || phase_ == Phase::HttpHead) http_backpressure();
+    if (phase_ == Phase::Exchange || (phase_ == Phase::Reading && proto_ != Proto::Socks5))
+        http_backpressure();
 }
 
 void Connection::on_error(Socket& socket, int error) {
     if (closed()) return;
     bool upstream = upstream_ && &socket == upstream_.get();
-    if (upstream && phase_ == Phase::HttpExchange && !response_started_ && !response_done_) {
+    if (upstream && phase_ == Phase::Exchange && !response_started_ && !response_done_) {
         http_upstream_failure(502, "upstream-reset", std::string("upstream failed: ") + std::strerror(error));
         return;
     }
-    if (upstream && phase_ == Phase::HttpHead) {
+    if (upstream && phase_ == Phase::Reading) {
         upstream_.reset();  // an idle kept-alive upstream went away
         upstream_key_.clear();
         return;
@@ -331,12 +366,10 @@ void Connection::on_timer(uv_timer_t* timer) {
     const auto& o = self->context_.options;
     std::uint64_t now = uv_now(self->context_.loop);
     if (self->phase_ == Phase::Closing) {
-        if (now - self->last_activity_ >= 2000) self->close(self->error_);
+        if (now - self->closing_since_ >= kLingerMs) self->close(self->error_);
         return;
     }
-    bool in_head = self->phase_ == Phase::Sniff || self->phase_ == Phase::SocksGreeting ||
-                   self->phase_ == Phase::SocksAuth || self->phase_ == Phase::SocksRequest ||
-                   self->phase_ == Phase::HttpHead;
+    bool in_head = self->phase_ == Phase::Reading;
     if (in_head && self->head_started_ != 0 &&
         now - self->head_started_ >= static_cast<std::uint64_t>(o.header_timeout.count())) {
         bool partial = !self->in_.empty() || (self->request_parser_ && self->request_parser_->in_message());
@@ -350,13 +383,15 @@ void Connection::on_timer(uv_timer_t* timer) {
         return;
     }
     if (now - self->last_activity_ >= static_cast<std::uint64_t>(o.idle_timeout.count())) {
-        if (self->phase_ == Phase::HttpExchange && !self->response_started_ && !self->response_done_) {
+        if (self->phase_ == Phase::Exchange && !self->response_started_ && !self->response_done_) {
             self->http_upstream_failure(504, "upstream-timeout",
                                         "upstream " + self->request_.host + " did not answer in time");
             return;
         }
         if (self->phase_ == Phase::Dialing || self->phase_ == Phase::Deciding) return;  // own timeouts
-        self->close(self->phase_ == Phase::HttpHead && self->in_.empty() ? "" : "idle-timeout");
+        bool between_requests =
+            self->phase_ == Phase::Reading && self->proto_ != Proto::Socks5 && self->in_.empty();
+        self->close(between_requests ? "" : "idle-timeout");
     }
 }
 
@@ -370,7 +405,12 @@ void Connection::finish_after_flush() {
     dialer_.reset();
     upstream_.reset();
     std::string().swap(in_);
+    charge_head(0);
     touch();
+    closing_since_ = last_activity_;
+    // A precise, short linger (not the connection's coarse tick): a client that keeps its end open after the
+    // answer costs at most kLingerMs.
+    uv_timer_start(timer_, &Connection::on_timer, kLingerMs / 4, kLingerMs / 4);
     client_->shutdown_write_when_drained();
     if (client_eof_) {
         if (client_->queued() == 0) close(error_);
@@ -381,57 +421,59 @@ void Connection::finish_after_flush() {
 
 void Connection::close_if_idle() {
     if (closed()) return;
-    if ((phase_ == Phase::HttpHead && in_.empty()) || phase_ == Phase::Sniff) close("");
+    if (phase_ == Phase::Reading && proto_ != Proto::Socks5 && in_.empty() &&
+        !(request_parser_ && request_parser_->in_message()))
+        close("");  // nothing read yet, or a keep-alive connection between requests
+    // A final answer already flushed: the lingering read is only a courtesy, not worth holding a drain.
+    else if (phase_ == Phase::Closing && client_ && client_->queued() == 0)
+        close(error_);
 }
 
-void Connection::log_decision(const std::string& decision, const std::string& reason,
-                              const std::string& error, int status) {
-    if (request_.logged) return;
-    request_.logged = true;
-    const auto& d = decision_.last();
-    DecisionEvent e;
-    e.id = id_;
-    e.proto = proto_name();
-    e.host = request_.host;
-    e.port = request_.port;
-    e.method = request_.method;
-    e.path = request_.path;
-    e.decision = decision;
-    e.rule = rule_text(d);
-    e.source = rule_source(d);
-    e.reason = reason;
-    e.upstream_ip = request_.upstream_ip;
-    e.error = error;
-    e.status = status;
-    last_host_ = request_.host;
-    last_port_ = request_.port;
-    last_upstream_ip_ = request_.upstream_ip;
-    context_.metrics.count_request(e.proto, decision, reason);
-    if (context_.audit) context_.audit->decision(e);
-}
-
-void Connection::count_refusal() {
+void Connection::count_refusal(const Verdict& verdict) {
+    using Why = RefusalSummary::Why;
     // Bounded: a client inventing names must not grow this map without end.
     constexpr std::size_t kMaxHosts = 10'000;
     auto& hosts = context_.refusals.hosts;
     std::string key = request_.host + ":" + std::to_string(request_.port);
     if (hosts.size() >= kMaxHosts && !hosts.count(key)) key = "(other hosts)";
-    ++hosts[key];
+    auto& e = hosts[key];
+    ++e.count;
+    const auto& d = decision_.last();
+    e.rule = rule_text(d);
+    e.source = rule_source(d);
+    e.error.clear();
+    if (verdict.kind == Verdict::Kind::Failed) {
+        e.why = Why::Upstream;
+        e.error = verdict.error;
+    } else if (!request_.guard_class.empty()) {
+        e.why = Why::AddressGuard;
+        e.address = request_.upstream_ip;
+        e.address_class = request_.guard_class;
+    } else {
+        e.why = d.reason == policy::Reason::BlockedByDenylist ? Why::DeniedByRule : Why::NotAllowed;
+    }
 }
 
 void Connection::close(const std::string& error) {
     if (closed()) return;
-    bool pending = (phase_ == Phase::Deciding || phase_ == Phase::Dialing) && !request_.host.empty();
-    phase_ = Phase::Closed;
-    if (pending && !request_.logged && decision_.last().allowed()) {
+    if ((phase_ == Phase::Deciding || phase_ == Phase::Dialing) && decision_.last().allowed()) {
         // Allowed by the policy but the connection ended before the dial finished (shutdown, client gone).
-        request_.logged = false;
-        log_decision("allow", std::string(policy::to_string(decision_.last().reason)),
-                     "aborted" + (error.empty() ? std::string() : ": " + error), 0);
+        conclude({Verdict::Kind::Aborted, std::string(policy::to_string(decision_.last().reason)),
+                  "aborted" + (error.empty() ? std::string() : ": " + error), 0, ""});
     }
+    phase_ = Phase::Closed;
     decision_.cancel();
+    if (relay_) {
+        // A tunnel ended by a timeout or the drain: its bytes count as much as one that ended by itself.
+        bytes_up_ += relay_->stats().bytes_up;
+        bytes_down_ += relay_->stats().bytes_down;
+    }
     relay_.reset();
     dialer_.reset();
+    if (head_charge_ > 0) {
+        context_.head_bytes -= head_charge_;
+        head_charge_ = 0;
+    }
     upstream_.reset();
     client_.reset();
     uv_timer_stop(timer_);

@@ -29,6 +29,9 @@ struct Context {
     Metrics metrics;
     RefusalSummary refusals;
     std::uint64_t next_id = 1;
+    // Bytes held by half-read request heads across every connection, bounded by kMaxHeadBytes.
+    static constexpr std::size_t kMaxHeadBytes = 16 * 1024 * 1024;
+    std::size_t head_bytes = 0;
     bool draining = false;
     // Hands a closed connection back to the proxy, which frees it on the next loop turn.
     std::function<void(Connection*)> retire;

@@ -45,6 +45,11 @@ class DecisionPoint {
     // possibly before returning (refusals, IP literals, cached names); cancel() drops a pending callback.
     void decide(const std::string& host, std::uint16_t port, Callback done);
     void cancel() { pending_.reset(); }
+    // Starts a new request: last() is empty until decide() is called again.
+    void forget() {
+        pending_.reset();
+        last_ = policy::Decision{};
+    }
     // The policy's decision on the target last given to decide() (known before any DNS).
     const policy::Decision& last() const { return last_; }
 

@@ -31,6 +31,12 @@ const char* status_text(int status) {
             return "Proxy Authentication Required";
         case 408:
             return "Request Timeout";
+        case 414:
+            return "URI Too Long";
+        case 431:
+            return "Request Header Fields Too Large";
+        case 501:
+            return "Not Implemented";
         case 502:
             return "Bad Gateway";
         case 503:
@@ -96,12 +102,16 @@ void Connection::http_process() {
     processing_ = true;
     // Answers pile up for a client that pipelines without reading: stop at kHighWater until it drains.
     while (!in_.empty() && !closed() && client_->queued() < kHighWater &&
-           (phase_ == Phase::HttpHead || (phase_ == Phase::HttpExchange && !request_done_))) {
-        if (phase_ == Phase::HttpHead && head_started_ == 0) head_started_ = uv_now(context_.loop);
+           (phase_ == Phase::Reading || (phase_ == Phase::Exchange && !request_done_))) {
+        if (phase_ == Phase::Reading && head_started_ == 0) head_started_ = uv_now(context_.loop);
         auto result = request_parser_->feed(in_);
         switch (result.status) {
             case HttpParser::Status::Ok:
                 in_.clear();
+                if (!charge_head(request_parser_->head_size())) {
+                    processing_ = false;
+                    return;
+                }
                 break;
             case HttpParser::Status::HeadComplete:
                 in_.erase(0, result.consumed);
@@ -113,7 +123,8 @@ void Connection::http_process() {
                 break;
             case HttpParser::Status::Error:
                 processing_ = false;
-                http_bad_request(request_parser_->error());
+                charge_head(0);
+                http_bad_request(request_parser_->error(), request_parser_->error_status());
                 return;
         }
     }
@@ -126,27 +137,29 @@ void Connection::http_backpressure() {
     // The client is read while a request is decided and answered too (bounded by kMaxBuffered): toggling read
     // interest costs system calls on every request of a keep-alive connection.
     bool body_blocked =
-        phase_ == Phase::HttpExchange && !request_done_ && upstream_ && upstream_->queued() >= kHighWater;
+        phase_ == Phase::Exchange && !request_done_ && upstream_ && upstream_->queued() >= kHighWater;
     bool client_read = !client_eof_ && !body_blocked && in_.size() < kMaxBuffered &&
                        client_->queued() < kHighWater &&
-                       (phase_ == Phase::HttpHead || phase_ == Phase::HttpExchange ||
-                        phase_ == Phase::Deciding || phase_ == Phase::Dialing);
+                       (phase_ == Phase::Reading || phase_ == Phase::Exchange || phase_ == Phase::Deciding ||
+                        phase_ == Phase::Dialing);
     client_->want_read(client_read);
     if (upstream_) {
-        bool upstream_read = (phase_ == Phase::HttpExchange && response_parser_ && !response_done_ &&
+        bool upstream_read = (phase_ == Phase::Exchange && response_parser_ && !response_done_ &&
                               client_->queued() < kHighWater) ||
-                             phase_ == Phase::HttpHead;  // an idle kept-alive upstream: notice when it closes
+                             phase_ == Phase::Reading;  // an idle kept-alive upstream: notice when it closes
         upstream_->want_read(upstream_read);
     }
     // Bytes that arrived while the body was not being read.
     if (!in_.empty() && client_->queued() < kHighWater &&
-        (phase_ == Phase::HttpHead || (phase_ == Phase::HttpExchange && !request_done_ && !body_blocked)))
+        (phase_ == Phase::Reading || (phase_ == Phase::Exchange && !request_done_ && !body_blocked)))
         http_process();
 }
 
 void Connection::http_head_complete() {
     const HttpHead& head = request_parser_->head();
     head_started_ = 0;
+    charge_head(0);
+    decision_.forget();  // nothing of the previous request's decision may show in this one's line
     request_head_ = head;
     request_done_ = response_done_ = response_started_ = false;
     chunk_request_ = chunk_response_ = close_after_response_ = false;
@@ -225,6 +238,19 @@ void Connection::http_head_complete() {
             }
         }
         request_.path = path;
+        if (head.upgrade) {
+            // Upgrade is hop-by-hop and this proxy does not switch protocols on a client's behalf: the bytes
+            // after this head would be another protocol, which the proxy could neither read nor police.
+            // Refuse it plainly, and close (the client may already be sending the new protocol).
+            request_.host = host;
+            request_.port = port;
+            error_ = "upgrade-not-supported";
+            conclude({Verdict::Kind::Rejected, "bad-request", "upgrade not supported", 501,
+                      "cordon: Upgrade (" + std::string(head.header("upgrade").value_or("")) +
+                          ") is not supported through this proxy for http:// URLs: use CONNECT "
+                          "(wss://, or the client's proxy tunnel mode)\n"});
+            return;
+        }
     }
     request_.host = host;
     request_.port = port;
@@ -232,35 +258,47 @@ void Connection::http_head_complete() {
     if (!context_.options.auth_token.empty()) {
         auto credentials = head.header("proxy-authorization");
         if (!credentials || !basic_auth_ok(*credentials, context_.options.auth_token)) {
-            decision_.cancel();
-            log_decision("deny", "proxy-auth-required", "", 407);
-            phase_ = Phase::Closing;
-            std::string body = "cordon: proxy authentication required\n";
-            client_->send("HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: " +
-                          std::string(kProxyAuthenticate) +
-                          "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
-                          "\r\nConnection: close\r\n\r\n" + body);
-            finish_after_flush();
+            conclude({Verdict::Kind::Rejected, "proxy-auth-required", "", 407,
+                      "cordon: proxy authentication required\n"});
             return;
         }
     }
     decide(host, port);
 }
 
-void Connection::http_bad_request(const std::string& why) {
+void Connection::http_bad_request(const std::string& why, int status) {
     error_ = "bad-request: " + why;
-    if (!request_.host.empty())
-        log_decision("deny", "bad-request", why, 400);
-    else
-        context_.metrics.count_request(proto_name(), "deny", "bad-request");
-    http_send_error(400, "Bad Request", "bad-request", "cordon: bad request: " + why + "\n", false);
+    // Every refused request has its decision line, named or not (a head that never parsed has no host).
+    conclude({Verdict::Kind::Rejected, "bad-request", why, status,
+              std::string(status == 431 ? "cordon: request head too large: " : "cordon: bad request: ") +
+                  why + "\n"});
+}
+
+bool Connection::charge_head(std::size_t size) {
+    // All half-read heads together are bounded (each alone is bounded by HttpParser::kMaxHead): a flood of
+    // connections sending large heads slowly cannot grow the proxy without end.
+    context_.head_bytes -= head_charge_;
+    head_charge_ = 0;
+    if (size == 0) return true;
+    if (context_.head_bytes + size > Context::kMaxHeadBytes) {
+        error_ = "over-head-memory-limit";
+        conclude({Verdict::Kind::Rejected, "over-connection-limit",
+                  "request heads in flight over their memory limit", 503,
+                  "cordon: too many large request heads in flight; try again later\n"});
+        return false;
+    }
+    head_charge_ = size;
+    context_.head_bytes += size;
+    return true;
 }
 
 void Connection::http_send_error(int status, const std::string& reason, const std::string& x_proxy_error,
                                  const std::string& body, bool keep_alive) {
     // Keep the connection only when the request carried no body we would have to skip.
     bool has_body = request_head_.chunked || request_head_.content_length.value_or(0) > 0;
-    if (has_body || !request_head_.keep_alive || context_.draining || over_limit_) keep_alive = false;
+    // After a CONNECT head the client's next bytes are for the tunnel, not another request.
+    if (has_body || !request_head_.keep_alive || context_.draining || over_limit_ || proto_ == Proto::Connect)
+        keep_alive = false;
     bool head_method = request_head_.method == "HEAD";
     std::string out =
         "HTTP/1.1 " + std::to_string(status) + " " + (reason.empty() ? status_text(status) : reason) +
@@ -280,33 +318,52 @@ void Connection::http_send_error(int status, const std::string& reason, const st
     // The request was answered here; read the next one.
     request_done_ = true;
     response_done_ = true;
-    phase_ = Phase::HttpExchange;
+    phase_ = Phase::Exchange;
     request_parser_->resume();  // paused after the head; the (empty) body completes at once
     auto result = request_parser_->feed(std::string_view());
     (void)result;
     http_next_request();
 }
 
-void Connection::http_refuse(const Outcome& outcome) {
+void Connection::http_refuse(const Verdict& v) {
     std::string target = request_.host + ":" + std::to_string(request_.port);
-    std::string body;
-    std::string reason = outcome.reason();
-    if (outcome.kind == Outcome::Kind::DeniedByGuard) {
-        body = "cordon: connection to " + target + " blocked: " + request_.host + " resolves to " +
-               outcome.refused_ip + " (" + outcome.guard_class +
-               "), which the address guard refuses (allow it with --allow-address)\n";
-    } else if (outcome.decision.rule) {
-        body = "cordon: connection to " + target + " blocked by rule `" + rule_text(outcome.decision) +
-               "` from " + rule_source(outcome.decision) + " (" + reason + ")\n";
+    const policy::Decision& d = decision_.last();
+    // srt's phrase first (tools and srt's tests look for it), then what cordon knows: the rule and its
+    // source.
+    std::string body = "Connection blocked by network allowlist\n";
+    if (!request_.guard_class.empty()) {
+        body += "cordon: connection to " + target + " blocked: " + request_.host + " resolves to " +
+                request_.upstream_ip + " (" + request_.guard_class +
+                "), which the address guard refuses (allow it with --allow-address)\n";
+    } else if (d.rule) {
+        body += "cordon: connection to " + target + " blocked by rule `" + rule_text(d) + "` from " +
+                rule_source(d) + " (" + v.reason + ")\n";
     } else {
-        body = "cordon: connection to " + target + " blocked: no rule allows " + request_.host +
-               " (hosts not in the allow list are denied) (" + reason + ")\n";
+        body += "cordon: connection to " + target + " blocked: no rule allows " + request_.host +
+                " (hosts not in the allow list are denied) (" + v.reason + ")\n";
     }
-    http_send_error(403, "Forbidden", reason, body, true);
+    http_send_error(403, "Forbidden", v.reason, body, true);
+}
+
+void Connection::http_reject(const Verdict& v) {
+    if (v.kind == Verdict::Kind::Failed) {
+        http_upstream_failure(v.status, v.error, v.message);
+        return;
+    }
+    if (v.status == 407) {
+        phase_ = Phase::Closing;
+        client_->send("HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: " +
+                      std::string(kProxyAuthenticate) + "\r\nContent-Type: text/plain\r\nContent-Length: " +
+                      std::to_string(v.message.size()) + "\r\nConnection: close\r\n\r\n" + v.message);
+        finish_after_flush();
+        return;
+    }
+    http_send_error(v.status, status_text(v.status), v.reason, v.message, false);
 }
 
 void Connection::http_upstream_failure(int status, const std::string& error, const std::string& detail) {
-    log_decision("allow", std::string(policy::to_string(decision_.last().reason)), error, status);
+    // Answers only: a failure before the upstream was reached was concluded (logged) already; one after it
+    // (reset, timeout, a bad response) belongs to an allowed request and shows in the close line.
     upstream_.reset();
     upstream_key_.clear();
     if (response_started_) {
@@ -319,7 +376,7 @@ void Connection::http_upstream_failure(int status, const std::string& error, con
 }
 
 void Connection::http_connected() {
-    phase_ = Phase::HttpExchange;
+    phase_ = Phase::Exchange;
     const HttpHead& h = request_head_;
     auto tokens = connection_tokens(h);
     std::string out;
@@ -332,11 +389,15 @@ void Connection::http_connected() {
         out += "\r\n";
     }
     for (const auto& [name, value] : h.headers) {
-        if (is_hop_by_hop(name, tokens)) continue;
+        if (is_hop_by_hop(name, tokens) || iequals(name, "content-length")) continue;
         out += name + ": " + value + "\r\n";
     }
+    // The framing is the proxy's own: what it parsed, whatever headers the client listed in Connection.
     chunk_request_ = h.chunked;
-    if (chunk_request_) out += "Transfer-Encoding: chunked\r\n";
+    if (chunk_request_)
+        out += "Transfer-Encoding: chunked\r\n";
+    else if (h.content_length)
+        out += "Content-Length: " + std::to_string(*h.content_length) + "\r\n";
     out += "\r\n";
     if (!response_parser_)
         response_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Response, &response_sink_);
@@ -351,7 +412,7 @@ void Connection::http_connected() {
     http_backpressure();
     if (!closed() && !in_.empty()) http_process();
     // A body-less request completes at its head: let the parser say so.
-    if (!closed() && phase_ == Phase::HttpExchange && !request_done_ && in_.empty() && !h.chunked &&
+    if (!closed() && phase_ == Phase::Exchange && !request_done_ && in_.empty() && !h.chunked &&
         h.content_length.value_or(0) == 0) {
         auto result = request_parser_->feed(std::string_view());
         if (result.status == HttpParser::Status::MessageComplete) http_request_complete();
@@ -360,7 +421,7 @@ void Connection::http_connected() {
 
 void Connection::http_request_body(std::string_view data) {
     if (response_done_ && request_done_) return;
-    if (!upstream_ || phase_ != Phase::HttpExchange) return;  // answered by the proxy: discard
+    if (!upstream_ || phase_ != Phase::Exchange) return;  // answered by the proxy: discard
     bytes_up_ += data.size();
     if (chunk_request_) {
         upstream_->send(chunk_header(data.size()));
@@ -384,7 +445,7 @@ void Connection::http_request_complete() {
 void Connection::http_read_upstream() {
     long n = upstream_->read(scratch_buffer(), kScratchSize);
     if (n == -1) return;
-    if (phase_ != Phase::HttpExchange || !response_parser_) {
+    if (phase_ != Phase::Exchange || !response_parser_) {
         // An idle kept-alive upstream spoke or closed: it can no longer be trusted for the next request.
         upstream_.reset();
         upstream_key_.clear();
@@ -402,7 +463,7 @@ void Connection::http_read_upstream() {
     // Everything this read produces for the client goes out in one write.
     client_->cork();
     std::string_view view(scratch_buffer(), static_cast<std::size_t>(n));
-    while (!view.empty() && !closed() && phase_ == Phase::HttpExchange && !response_done_) {
+    while (!view.empty() && !closed() && phase_ == Phase::Exchange && !response_done_) {
         auto result = response_parser_->feed(view);
         if (result.status == HttpParser::Status::Ok) break;
         if (result.status == HttpParser::Status::Error) {
@@ -423,7 +484,10 @@ void Connection::http_read_upstream() {
             client_->uncork();
             if (!response_started_) {
                 // 101 Switching Protocols (we never forward Upgrade, so it was not asked for).
-                http_upstream_failure(502, "bad-response", "upstream switched protocols without being asked");
+                http_upstream_failure(
+                    502, "bad-response",
+                    "upstream answered 101 (switched protocols) to a request that asked for "
+                    "no protocol switch");
                 return;
             }
             if (!view.empty()) upstream_reusable_ = false;  // bytes after the response: do not reuse
@@ -467,11 +531,14 @@ void Connection::http_response_head(const HttpHead& head) {
     out.reserve(512);
     out += "HTTP/1.1 " + std::to_string(head.status) + " " + head.reason + "\r\n";
     for (const auto& [name, value] : head.headers) {
-        if (is_hop_by_hop(name, tokens)) continue;
-        if (chunk_response_ && iequals(name, "content-length")) continue;
+        if (is_hop_by_hop(name, tokens) || iequals(name, "content-length")) continue;
         out += name + ": " + value + "\r\n";
     }
-    if (chunk_response_) out += "Transfer-Encoding: chunked\r\n";
+    // Framing written by the proxy from what it parsed (for HEAD, 204 and 304 a Content-Length only informs).
+    if (chunk_response_)
+        out += "Transfer-Encoding: chunked\r\n";
+    else if (head.content_length)
+        out += "Content-Length: " + std::to_string(*head.content_length) + "\r\n";
     if (close_after_response_)
         out += "Connection: close\r\n";
     else if (!client_11)
@@ -525,14 +592,20 @@ void Connection::http_upstream_eof() {
     close("upstream closed mid-response");
 }
 
+bool Connection::request_body_buffered() const {
+    if (request_head_.chunked) return false;  // its end is known only by parsing it
+    return in_.size() >= request_head_.content_length.value_or(0);
+}
+
 void Connection::http_next_request() {
     if (closed()) return;
     if (close_after_response_ || client_eof_ || context_.draining) {
         finish_after_flush();
         return;
     }
-    phase_ = Phase::HttpHead;
+    phase_ = Phase::Reading;
     request_ = Request{};
+    decision_.forget();
     request_head_ = HttpHead{};
     request_done_ = response_done_ = response_started_ = false;
     request_parser_->resume();

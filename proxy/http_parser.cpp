@@ -25,6 +25,10 @@ std::size_t HttpHead::header_count(std::string_view name) const {
 }
 
 std::vector<std::string> connection_tokens(const HttpHead& head) {
+    // Names a message cannot be forwarded without, whatever its Connection header says.
+    auto protected_name = [](std::string_view t) {
+        return iequals(t, "host") || iequals(t, "content-length") || iequals(t, "transfer-encoding");
+    };
     std::vector<std::string> out;
     for (const auto& [n, v] : head.headers) {
         if (!iequals(n, "connection")) continue;
@@ -35,7 +39,7 @@ std::vector<std::string> connection_tokens(const HttpHead& head) {
             std::string token = v.substr(start, comma - start);
             token.erase(0, token.find_first_not_of(" \t"));
             token.erase(token.find_last_not_of(" \t") + 1);
-            if (!token.empty()) out.push_back(token);
+            if (!token.empty() && !protected_name(token)) out.push_back(token);
             start = comma + 1;
         }
     }
@@ -70,47 +74,50 @@ struct HttpParser::Callbacks {
         s->field_.clear();
         s->value_.clear();
         s->in_message_ = true;
+        s->head_done_ = false;
+        s->head_size_ = 0;
+        return 0;
+    }
+    // Every piece of a head counts against kMaxHead (plus its line ends, roughly: 2 per callback).
+    static int grow(llhttp_t* p, size_t n) {
+        auto* s = self(p);
+        s->head_size_ += n;
+        if (s->head_size_ > kMaxHead) {
+            s->error_status_ = s->kind_ == Kind::Request ? 431 : 502;
+            return fail(p, s->kind_ == Kind::Request ? "request head larger than 64 KiB"
+                                                     : "response head larger than 64 KiB");
+        }
         return 0;
     }
     static int on_method(llhttp_t* p, const char* at, size_t n) {
         self(p)->head_.method.append(at, n);
-        return 0;
+        return grow(p, n);
     }
     static int on_url(llhttp_t* p, const char* at, size_t n) {
         auto* s = self(p);
         if (s->head_.target.size() + n > 16 * 1024) {
-            llhttp_set_error_reason(p, "request target longer than 16 KiB");
-            return HPE_USER;
+            s->error_status_ = 414;
+            return fail(p, "request target longer than 16 KiB");
         }
         s->head_.target.append(at, n);
-        return 0;
+        return grow(p, n);
     }
     static int on_status(llhttp_t* p, const char* at, size_t n) {
         self(p)->head_.reason.append(at, n);
-        return 0;
+        return grow(p, n);
     }
     static int on_header_field(llhttp_t* p, const char* at, size_t n) {
         self(p)->field_.append(at, n);
-        return limit(p);
+        return grow(p, n);
     }
     static int on_header_value(llhttp_t* p, const char* at, size_t n) {
         self(p)->value_.append(at, n);
-        return limit(p);
-    }
-    static int limit(llhttp_t* p) {
-        auto* s = self(p);
-        if (s->field_.size() + s->value_.size() > 64 * 1024) {
-            llhttp_set_error_reason(p, "header line longer than 64 KiB");
-            return HPE_USER;
-        }
-        return 0;
+        return grow(p, n);
     }
     static int on_header_value_complete(llhttp_t* p) {
         auto* s = self(p);
-        if (s->head_.headers.size() >= 256) {
-            llhttp_set_error_reason(p, "more than 256 header lines");
-            return HPE_USER;
-        }
+        if (s->head_.headers.size() >= 256) return fail(p, "more than 256 header lines");
+        if (int rc = grow(p, 4)) return rc;  // ": " and CRLF
         // A proxy and the server behind it must agree on where each header ends; shapes that parsers disagree
         // on are refused: whitespace before the colon, characters outside the token set, obsolete line
         // folding.
@@ -135,7 +142,10 @@ struct HttpParser::Callbacks {
     }
     static int on_headers_complete(llhttp_t* p) {
         auto* s = self(p);
-        if (!s->field_.empty()) on_header_value_complete(p);
+        if (!s->field_.empty()) {
+            if (int rc = on_header_value_complete(p)) return rc;
+        }
+        s->head_done_ = true;
         HttpHead& h = s->head_;
         h.version_major = p->http_major;
         h.version_minor = p->http_minor;
@@ -144,6 +154,9 @@ struct HttpParser::Callbacks {
         h.keep_alive = llhttp_should_keep_alive(p) != 0;
         if (s->kind_ == Kind::Request) {
             h.status = 0;
+            // llhttp's own upgrade flag (set just before this callback): for CONNECT the rest is a tunnel,
+            // for any other request the client asks to switch protocols, which the front-end refuses.
+            h.upgrade = p->upgrade && p->method != HTTP_CONNECT;
             // Smuggling shapes llhttp lets through: say no before anything is forwarded.
             if (h.header_count("content-length") > 1) return fail(p, "duplicate Content-Length header");
             if (h.header_count("host") > 1) return fail(p, "duplicate Host header");
@@ -162,6 +175,7 @@ struct HttpParser::Callbacks {
         return s->no_body_ ? 1 : 0;
     }
     static int fail(llhttp_t* p, const char* why) {
+        if (!self(p)->error_.empty()) return HPE_USER;  // the first reason stands
         self(p)->error_ = why;
         llhttp_set_error_reason(p, why);
         return HPE_USER;
@@ -232,8 +246,13 @@ HttpParser::Result HttpParser::feed(std::string_view data) {
         consumed = std::min(data.size(), static_cast<std::size_t>(pos - data.data()));
     }
     if (err == HPE_PAUSED && pause_ != Status::Ok) return {pause_, consumed};
-    if (err == HPE_PAUSED_UPGRADE) return {Status::MessageComplete, consumed};
     failed_ = true;
+    if (err == HPE_PAUSED_UPGRADE) {
+        // Bytes after a CONNECT head, an Upgrade request or a 101 are another protocol: the front-end never
+        // feeds them here. Terminal, never a pause: a pause here would come back on every feed().
+        error_ = "bytes after a protocol switch are not HTTP";
+        return {Status::Error, consumed};
+    }
     if (!error_.empty()) return {Status::Error, consumed};  // one of our own checks
     const char* reason = llhttp_get_error_reason(parser_.get());
     error_ = reason && *reason ? reason : llhttp_errno_name(err);

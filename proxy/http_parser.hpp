@@ -26,6 +26,8 @@ struct HttpHead {
     bool chunked = false;
     std::optional<std::uint64_t> content_length;
     bool keep_alive = true;  // what the sender asked for (HTTP/1.0 default close)
+    bool upgrade =
+        false;  // a request (not CONNECT) asking to switch protocols: Upgrade + Connection: upgrade
 
     // The first value of a header (case-insensitive name), if present.
     std::optional<std::string_view> header(std::string_view name) const;
@@ -40,8 +42,14 @@ class HttpParser {
         HeadComplete,     // paused after a head (request parsers): `consumed` bytes were used, the rest wait
         MessageComplete,  // paused after a message: `consumed` bytes were used, the rest belong to the next
                           // one
-        Error,            // malformed: `error` says why (for a 400 body)
+        Error,            // malformed: `error` says why, `error_status` what to answer (400 or 431)
     };
+    // Every feed() that does not consume all its bytes either ends in a terminal state (Error, after which
+    // every feed() returns Error at once) or stops at one of the two pauses each message passes exactly once
+    // (its head, its end). The message after a CONNECT head, an Upgrade or a 101 is not HTTP: the parser
+    // refuses it (Error) instead of pausing again. So a caller's loop that resumes after each pause always
+    // progresses.
+    static constexpr std::size_t kMaxHead = 64 * 1024;  // request line / status line and headers together
     struct Result {
         Status status = Status::Ok;
         std::size_t consumed = 0;
@@ -69,8 +77,11 @@ class HttpParser {
 
     const HttpHead& head() const { return head_; }
     const std::string& error() const { return error_; }
+    int error_status() const { return error_status_; }
     // True between the first byte of a message and its end.
     bool in_message() const { return in_message_; }
+    // Bytes of the head being read (0 once it is complete): what a half-read head holds in memory.
+    std::size_t head_size() const { return in_message_ && !head_done_ ? head_size_ : 0; }
     bool is_connect() const;
     bool should_keep_alive() const;
     // After MessageComplete on a response parser: was it an interim (1xx) response?
@@ -89,12 +100,17 @@ class HttpParser {
     Status pause_ = Status::Ok;
     bool failed_ = false;
     bool scanning_head_ = true, seen_line_ = false;
+    std::size_t head_size_ = 0;  // bytes of the current head so far
+    bool head_done_ = false;
+    int error_status_ = 400;
     char last_ = 0;
     std::string error_;
 };
 
 // Hop-by-hop headers (RFC 9110 7.6.1 plus Proxy-*), never forwarded. `connection_tokens` are the names listed
-// in the message's Connection header, also hop-by-hop.
+// in the message's Connection header, also hop-by-hop, except the ones the message cannot be forwarded
+// without (Host, Content-Length, Transfer-Encoding): the proxy writes the framing itself and keeps Host, so
+// `Connection: Content-Length` cannot unframe a body.
 bool is_hop_by_hop(std::string_view name, const std::vector<std::string>& connection_tokens);
 std::vector<std::string> connection_tokens(const HttpHead& head);
 bool iequals(std::string_view a, std::string_view b);

@@ -3,9 +3,11 @@
 #include <uv.h>
 
 #include <cstdio>
+#include <set>
 #include <stdexcept>
 
 #include "proxy/address_guard.hpp"
+#include "proxy/audit_log.hpp"
 
 namespace cordon::proxy {
 
@@ -97,17 +99,36 @@ std::string Metrics::render() const {
     std::snprintf(line, sizeof line, "cordon_dns_lookup_seconds_sum %.6f\n", dns_sum);
     out += line;
     out += "cordon_dns_lookup_seconds_count " + std::to_string(dns_count) + "\n";
+    out +=
+        "# HELP cordon_audit_dropped_total Audit lines lost, by reason: queue-full (the log's reader did not "
+        "keep up), unwritten (a write failed, or the reader stopped taking lines at exit).\n";
+    out += "# TYPE cordon_audit_dropped_total counter\n";
+    out += "cordon_audit_dropped_total{reason=\"queue-full\"} " +
+           std::to_string(audit ? audit->dropped_queue_full() : 0) + "\n";
+    out += "cordon_audit_dropped_total{reason=\"unwritten\"} " +
+           std::to_string(audit ? audit->dropped_unwritten() : 0) + "\n";
     return out;
 }
 
 namespace {
 
+// A scrape is one short request: clients are few (kMaxClients, more are closed at accept) and brief (closed
+// after kIdleMs without a complete request).
+constexpr std::size_t kMaxClients = 64;
+constexpr std::uint64_t kIdleMs = 10'000;
+
+class UvMetricsServer;
+
 struct Client {
     uv_tcp_t tcp;
+    uv_timer_t timer;
+    UvMetricsServer* server = nullptr;
     std::string request;
     std::string response;
     uv_write_t write;
     bool answered = false;
+    bool closing = false;
+    int handles = 2;  // tcp and timer: freed when both are closed
 };
 
 class UvMetricsServer final : public MetricsServer {
@@ -137,6 +158,9 @@ class UvMetricsServer final : public MetricsServer {
 
     std::uint16_t port() const override { return port_; }
     void close() override {
+        auto clients = clients_;
+        for (Client* c : clients)
+            close_client(c);
         if (!server_) return;
         server_->data = nullptr;
         uv_close(reinterpret_cast<uv_handle_t*>(server_),
@@ -146,20 +170,34 @@ class UvMetricsServer final : public MetricsServer {
 
   private:
     static void close_client(Client* c) {
-        uv_close(reinterpret_cast<uv_handle_t*>(&c->tcp),
-                 [](uv_handle_t* h) { delete static_cast<Client*>(h->data); });
+        if (c->closing) return;
+        c->closing = true;
+        if (c->server) c->server->clients_.erase(c);
+        c->server = nullptr;
+        auto freed = [](uv_handle_t* h) {
+            auto* client = static_cast<Client*>(h->data);
+            if (--client->handles == 0) delete client;
+        };
+        uv_close(reinterpret_cast<uv_handle_t*>(&c->timer), freed);
+        uv_close(reinterpret_cast<uv_handle_t*>(&c->tcp), freed);
     }
     static void on_connection(uv_stream_t* server, int status) {
         auto* self = static_cast<UvMetricsServer*>(server->data);
         if (status < 0 || !self) return;
         auto* c = new Client;
         uv_tcp_init(server->loop, &c->tcp);
+        uv_timer_init(server->loop, &c->timer);
         c->tcp.data = c;
-        if (uv_accept(server, reinterpret_cast<uv_stream_t*>(&c->tcp)) != 0) {
+        c->timer.data = c;
+        if (uv_accept(server, reinterpret_cast<uv_stream_t*>(&c->tcp)) != 0 ||
+            self->clients_.size() >= kMaxClients) {
             close_client(c);
             return;
         }
-        c->response = self->metrics_.render();
+        c->server = self;
+        self->clients_.insert(c);
+        uv_timer_start(
+            &c->timer, [](uv_timer_t* t) { close_client(static_cast<Client*>(t->data)); }, kIdleMs, 0);
         uv_read_start(
             reinterpret_cast<uv_stream_t*>(&c->tcp),
             [](uv_handle_t*, size_t, uv_buf_t* buf) {
@@ -184,7 +222,7 @@ class UvMetricsServer final : public MetricsServer {
             return;
         c->answered = true;
         uv_read_stop(stream);
-        std::string body = std::move(c->response);
+        std::string body = c->server ? c->server->metrics_.render() : std::string();
         c->response = "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
                       std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
         uv_buf_t out = uv_buf_init(c->response.data(), static_cast<unsigned>(c->response.size()));
@@ -193,6 +231,7 @@ class UvMetricsServer final : public MetricsServer {
     }
 
     const Metrics& metrics_;
+    std::set<Client*> clients_;
     uv_tcp_t* server_ = nullptr;
     std::uint16_t port_ = 0;
 };

@@ -14,6 +14,8 @@ struct uv_loop_s;
 
 namespace cordon::proxy {
 
+class AuditLog;
+
 struct Metrics {
     // (proto, decision, reason) -> count
     std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> requests;
@@ -29,6 +31,8 @@ struct Metrics {
     std::array<std::uint64_t, kDnsBuckets.size()> dns_bucket_counts{};
     std::uint64_t dns_count = 0;
     double dns_sum = 0;
+    // The audit log's drop counters are its own (its writer thread counts too); rendered from here.
+    const AuditLog* audit = nullptr;
 
     void count_request(const std::string& proto, const std::string& decision, const std::string& reason) {
         ++requests[{proto, decision, reason}];

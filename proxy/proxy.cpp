@@ -29,14 +29,17 @@ std::vector<Cidr> allowed_ranges(const policy::Policy& policy) {
 
 class ProxyImpl final : public Proxy {
   public:
-    ProxyImpl(uv_loop_t* loop, policy::PolicyPtr policy, Options options) {
+    ProxyImpl(uv_loop_t* loop, policy::PolicyPtr policy, Options options,
+              std::unique_ptr<Resolver> resolver) {
         if (!policy) throw std::runtime_error("proxy: no policy");
         context_.loop = loop;
         context_.options = std::move(options);
         context_.guard.set_allowed(allowed_ranges(*policy));
         context_.policy = std::move(policy);
         context_.audit = std::make_unique<AuditLog>(context_.options.audit_log, context_.options.sandbox_id);
-        context_.resolver = Resolver::create(loop, context_.options.dns_servers);
+        context_.metrics.audit = context_.audit.get();
+        context_.resolver =
+            resolver ? std::move(resolver) : Resolver::create(loop, context_.options.dns_servers);
         context_.retire = [this](Connection* c) { retire(c); };
         reaper_ = new uv_check_t;
         uv_check_init(loop, reaper_);
@@ -125,6 +128,8 @@ class ProxyImpl final : public Proxy {
 
     std::size_t active_connections() const override { return connections_.size(); }
 
+    std::optional<std::string> reopen_audit_log() override { return context_.audit->reopen(); }
+
   private:
     void accept(int fd) {
         if (context_.draining || connections_.size() >= context_.options.max_connections + kOverLimitSlack) {
@@ -181,7 +186,12 @@ class ProxyImpl final : public Proxy {
 }  // namespace
 
 std::unique_ptr<Proxy> Proxy::create(uv_loop_s* loop, policy::PolicyPtr policy, Options options) {
-    return std::make_unique<ProxyImpl>(loop, std::move(policy), std::move(options));
+    return std::make_unique<ProxyImpl>(loop, std::move(policy), std::move(options), nullptr);
+}
+
+std::unique_ptr<Proxy> Proxy::create(uv_loop_s* loop, policy::PolicyPtr policy, Options options,
+                                     std::unique_ptr<Resolver> resolver) {
+    return std::make_unique<ProxyImpl>(loop, std::move(policy), std::move(options), std::move(resolver));
 }
 
 }  // namespace cordon::proxy

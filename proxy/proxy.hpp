@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,8 @@
 struct uv_loop_s;
 
 namespace cordon::proxy {
+
+class Resolver;  // proxy/resolver.hpp: names to addresses, asynchronously on the loop
 
 struct Options {
     std::vector<std::string> dns_servers;  // --dns-server IP[:PORT]; empty = /etc/resolv.conf
@@ -33,16 +36,36 @@ struct Options {
     std::size_t max_connections = 10'000;
 };
 
-// What the proxy refused during its life, for the jail's end-of-run summary.
+// What the proxy refused (and what failed upstream) during its life, for the jail's end-of-run summary.
 struct RefusalSummary {
-    std::map<std::string, std::size_t> hosts;  // "host:port" -> count
+    enum class Why {
+        NotAllowed,    // no allow rule matches the host
+        DeniedByRule,  // a deny rule matches (`rule`, `source`)
+        AddressGuard,  // the name resolved to a refused address (`address`, `address_class`)
+        Upstream,  // allowed, but the upstream failed (`error`: nxdomain, connect-refused, connect-timeout,
+                   // ...)
+    };
+    struct Entry {
+        Why why = Why::NotAllowed;  // the latest outcome for this host
+        std::size_t count = 0;
+        std::string rule, source, address, address_class, error;
+    };
+    std::map<std::string, Entry> hosts;  // "host:port" -> what happened to it
 };
+
+// The end-of-run summary: one section per kind of refusal, each with the advice that fits it (never
+// "--allow-domain" for a host a deny rule refused). Empty when nothing was refused.
+std::string format_refusals(const RefusalSummary& summary);
 
 class Proxy {
   public:
     // Creates a proxy on `loop`. Throws std::runtime_error with a message when the audit log cannot be
     // opened.
     static std::unique_ptr<Proxy> create(uv_loop_s* loop, policy::PolicyPtr policy, Options options);
+    // The same with the resolver given (tests: names resolved without a DNS server); `options.dns_servers`
+    // is then unused.
+    static std::unique_ptr<Proxy> create(uv_loop_s* loop, policy::PolicyPtr policy, Options options,
+                                         std::unique_ptr<Resolver> resolver);
 
     // Listens on ADDR:PORT (`127.0.0.1:3128`, `[::1]:0`, `0.0.0.0:8080`). Returns the bound port. Throws
     // std::runtime_error with a message on failure.
@@ -66,6 +89,9 @@ class Proxy {
     virtual void count_policy_reload(bool ok) = 0;
     // Connections open now.
     virtual std::size_t active_connections() const = 0;
+    // Opens the audit log file again by its name (SIGHUP; logrotate without copytruncate). Returns an error
+    // message when it cannot (the old file stays in use).
+    virtual std::optional<std::string> reopen_audit_log() = 0;
     virtual ~Proxy() = default;
 };
 

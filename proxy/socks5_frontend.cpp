@@ -16,11 +16,11 @@ namespace cordon::proxy {
 
 void Connection::socks_process() {
     while (!closed()) {
-        if (phase_ == Phase::SocksGreeting) {
+        if (socks_step_ == SocksStep::Greeting) {
             auto g = socks5::parse_greeting(in_);
             if (g.state == socks5::Parse::Incomplete) return;
             if (g.state == socks5::Parse::Invalid) {
-                close("bad SOCKS5 greeting");
+                conclude({Verdict::Kind::Rejected, "bad-request", "bad SOCKS5 greeting", 0, ""});
                 return;
             }
             in_.erase(0, g.consumed);
@@ -35,54 +35,47 @@ void Connection::socks_process() {
             } else if (offers(socks5::kMethodUserPass)) {
                 method = socks5::kMethodUserPass;  // no token: any credentials will do
             }
-            client_->send(std::string{static_cast<char>(socks5::kVersion), static_cast<char>(method)});
             if (method == socks5::kMethodNone) {
-                error_ = context_.options.auth_token.empty()
-                             ? "no acceptable SOCKS5 method"
-                             : "SOCKS5 client offered no username/password method";
-                context_.metrics.count_request("socks5", "deny", "proxy-auth-required");
-                finish_after_flush();
+                bool open = context_.options.auth_token.empty();
+                conclude({Verdict::Kind::Rejected, open ? "bad-request" : "proxy-auth-required",
+                          open ? "no acceptable SOCKS5 method"
+                               : "SOCKS5 client offered no username/password method",
+                          socks5::kMethodNone, ""});
                 return;
             }
-            phase_ = method == socks5::kMethodUserPass ? Phase::SocksAuth : Phase::SocksRequest;
+            client_->send(std::string{static_cast<char>(socks5::kVersion), static_cast<char>(method)});
+            socks_step_ = method == socks5::kMethodUserPass ? SocksStep::Auth : SocksStep::Request;
             continue;
         }
-        if (phase_ == Phase::SocksAuth) {
+        if (socks_step_ == SocksStep::Auth) {
             auto u = socks5::parse_userpass(in_);
             if (u.state == socks5::Parse::Incomplete) return;
             if (u.state == socks5::Parse::Invalid) {
-                close("bad SOCKS5 username/password message");
+                conclude(
+                    {Verdict::Kind::Rejected, "bad-request", "bad SOCKS5 username/password message", 0, ""});
                 return;
             }
             in_.erase(0, u.consumed);
             bool ok =
                 context_.options.auth_token.empty() || token_matches(u.password, context_.options.auth_token);
-            client_->send(std::string{0x01, static_cast<char>(ok ? 0x00 : 0x01)});
             if (!ok) {
-                error_ = "SOCKS5 authentication failed";
-                context_.metrics.count_request("socks5", "deny", "proxy-auth-required");
-                finish_after_flush();
+                conclude({Verdict::Kind::Rejected, "proxy-auth-required", "SOCKS5 authentication failed",
+                          0x01, ""});
                 return;
             }
-            phase_ = Phase::SocksRequest;
+            client_->send(std::string{0x01, 0x00});
+            socks_step_ = SocksStep::Request;
             continue;
         }
-        if (phase_ == Phase::SocksRequest) {
+        if (socks_step_ == SocksStep::Request) {
             auto r = socks5::parse_request(in_);
             if (r.state == socks5::Parse::Incomplete) return;
             if (r.state == socks5::Parse::Invalid) {
                 request_.host = r.host;
                 request_.port = r.port;
-                error_ = r.error;
-                if (!r.host.empty()) {
-                    log_decision(
-                        "deny",
-                        r.reply == socks5::kCommandNotSupported ? "unsupported-command" : "bad-request",
-                        r.error, r.reply);
-                } else {
-                    context_.metrics.count_request("socks5", "deny", "bad-request");
-                }
-                socks_reply(r.reply, true);
+                conclude({Verdict::Kind::Rejected,
+                          r.reply == socks5::kCommandNotSupported ? "unsupported-command" : "bad-request",
+                          r.error, r.reply, ""});
                 return;
             }
             in_.erase(0, r.consumed);
@@ -97,10 +90,8 @@ void Connection::socks_process() {
                     why || host.find_first_of("/@?#\\ ") != std::string::npos) {
                     request_.host = host;
                     request_.port = r.port;
-                    error_ = "bad domain name";
-                    log_decision("deny", "bad-request", why ? *why : "bad domain name",
-                                 socks5::kGeneralFailure);
-                    socks_reply(socks5::kGeneralFailure, true);
+                    conclude({Verdict::Kind::Rejected, "bad-request", why ? *why : "bad domain name",
+                              socks5::kGeneralFailure, ""});
                     return;
                 }
                 host = std::get<policy::HostPort>(parsed).host;
@@ -128,17 +119,28 @@ void Connection::socks_reply(std::uint8_t code, bool then_close) {
     if (then_close) finish_after_flush();
 }
 
-void Connection::socks_refuse(const Outcome& outcome) {
-    error_ = outcome.kind == Outcome::Kind::DeniedByGuard
-                 ? "blocked-by-address-guard: " + outcome.refused_ip + " (" + outcome.guard_class + ")"
-                 : outcome.reason();
+void Connection::socks_refuse() {
+    error_ = !request_.guard_class.empty()
+                 ? "blocked-by-address-guard: " + request_.upstream_ip + " (" + request_.guard_class + ")"
+                 : std::string(policy::to_string(decision_.last().reason));
     socks_reply(socks5::kNotAllowed, true);
 }
 
-void Connection::socks_upstream_failure(std::uint8_t code, const std::string& error) {
-    log_decision("allow", std::string(policy::to_string(decision_.last().reason)), error, code);
-    error_ = error;
-    socks_reply(code, true);
+void Connection::socks_reject(const Verdict& v) {
+    // The answer the SOCKS5 step in progress has for a refusal; then close.
+    error_ = v.error.empty() ? v.reason : v.error;
+    if (v.status == 0) {
+        close(error_);  // unparseable: nothing to answer in
+    } else if (socks_step_ == SocksStep::Greeting) {
+        client_->send(
+            std::string{static_cast<char>(socks5::kVersion), static_cast<char>(socks5::kMethodNone)});
+        finish_after_flush();
+    } else if (socks_step_ == SocksStep::Auth) {
+        client_->send(std::string{0x01, static_cast<char>(v.status)});
+        finish_after_flush();
+    } else {
+        socks_reply(static_cast<std::uint8_t>(v.status), true);
+    }
 }
 
 void Connection::socks_connected() {

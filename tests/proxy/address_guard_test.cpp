@@ -61,6 +61,52 @@ TEST_CASE("address guard classifies IPv6 ranges and IPv4-embedding forms", "[uni
     CHECK(cls("::7f00:1") == "ipv4-embedded");
 }
 
+TEST_CASE("every IPv4-embedding IPv6 form is judged by the IPv4 address it carries", "[unit]") {
+    // IPv4-translated (SIIT, ::ffff:0:0:0/96): the issue's attack, ::ffff:0:7f00:1 was dialled.
+    CHECK(cls("::ffff:0:7f00:1") == "ipv4-embedded");
+    CHECK(cls("::ffff:0:127.0.0.1") == "ipv4-embedded");
+    CHECK(cls("::ffff:0:a9fe:a9fe") == "ipv4-embedded");
+    CHECK(cls("::ffff:0:c0a8:101") == "ipv4-embedded");
+    CHECK(cls("::ffff:0:808:808") == "public");
+    // IPv4-mapped (::ffff:0:0/96)
+    CHECK(cls("::ffff:7f00:1") == "loopback");
+    CHECK(cls("::ffff:a00:1") == "private");
+    // IPv4-compatible (::/96)
+    CHECK(cls("::a00:1") == "ipv4-embedded");
+    CHECK(cls("::a9fe:a9fe") == "ipv4-embedded");
+    CHECK(cls("::808:808") == "public");
+    // NAT64 well-known prefix (64:ff9b::/96) and local-use prefix (64:ff9b:1::/48, position unknowable)
+    CHECK(cls("64:ff9b::a00:1") == "ipv4-embedded");
+    CHECK(cls("64:ff9b::c0a8:101") == "ipv4-embedded");
+    CHECK(cls("64:ff9b:1:7f00:1::") == "ipv4-embedded");
+    CHECK(cls("64:ff9b:1::808:808") == "ipv4-embedded");
+    CHECK(cls("64:ff9b:1:0808:0808::") == "ipv4-embedded");
+    // the rest of ::/8 is reserved: no other translator convention gets through
+    CHECK(cls("64:ff9b::1:808:808") == "reserved");
+    CHECK(cls("::1:7f00:1") == "reserved");
+    CHECK(cls("::fffe:0:7f00:1") == "reserved");
+    // 6to4 (2002::/16)
+    CHECK(cls("2002:a00:1::1") == "ipv4-embedded");
+    CHECK(cls("2002:c0a8:101:1::1") == "ipv4-embedded");
+    CHECK(cls("2002:6440:1::1") == "ipv4-embedded");  // CGNAT 100.64.0.1
+    // Teredo (2001::/32): server in bits 32-63, client inverted in the last 32 bits; both are judged
+    CHECK(cls("2001:0:4136:e378:8000:63bf:f7f7:f7f7") == "public");         // server public, client 8.8.8.8
+    CHECK(cls("2001:0:4136:e378:8000:63bf:5601:5601") == "ipv4-embedded");  // client 169.254.169.254
+    CHECK(cls("2001:0:a00:1:8000:63bf:f7f7:f7f7") == "ipv4-embedded");      // server 10.0.0.1
+    CHECK(cls("2001:0:7f00:1:8000:63bf:f7f7:f7f7") == "ipv4-embedded");     // server 127.0.0.1
+    // ISATAP (interface identifier 0:5efe:a.b.c.d or 200:5efe:a.b.c.d under any prefix)
+    CHECK(cls("2606:4700:1:2:0:5efe:7f00:1") == "ipv4-embedded");
+    CHECK(cls("2606:4700:1:2:200:5efe:a9fe:a9fe") == "ipv4-embedded");
+    CHECK(cls("2606:4700:1:2:0:5efe:a00:1") == "ipv4-embedded");
+    CHECK(cls("2606:4700:1:2:0:5efe:808:808") == "public");
+    CHECK(cls("2002:808:808:1:0:5efe:a00:1") == "ipv4-embedded");  // ISATAP inside a public 6to4 prefix
+    CHECK(cls("2001:db8::5efe:808:808") == "reserved");            // other ranges still apply
+    CHECK(cls("fe80::5efe:808:808") == "link-local");
+    // an IPv4 allow rule does not open the IPv6 dress of the address (fail closed)
+    AddressGuard guard({*Cidr::parse("127.0.0.0/8")});
+    CHECK(guard.check(*Address::parse("::ffff:0:7f00:1", 80)) == std::optional<std::string>("ipv4-embedded"));
+}
+
 TEST_CASE("allow-address ranges let the guard pass, the proxy itself never", "[unit]") {
     auto loop8 = Cidr::parse("127.0.0.0/8");
     REQUIRE(loop8);

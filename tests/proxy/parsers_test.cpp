@@ -145,3 +145,85 @@ TEST_CASE("proxy Basic authentication", "[unit]") {
     CHECK_FALSE(basic_auth_ok("Basic dXNlcg==", "s3cret"));  // no colon
     CHECK_FALSE(token_matches("", ""));
 }
+
+namespace {
+// Drives a parser the way the front-end does (resume after each pause) and counts the steps: the parser's
+// contract is that every step either consumes bytes, passes one of a message's two pauses, or ends.
+int drive(HttpParser& parser, std::string in, HttpParser::Status& last) {
+    int steps = 0;
+    while (!in.empty() && steps < 1000) {
+        ++steps;
+        auto r = parser.feed(in);
+        last = r.status;
+        if (r.status == HttpParser::Status::Ok) break;
+        if (r.status == HttpParser::Status::Error) break;
+        in.erase(0, r.consumed);
+        parser.resume();
+    }
+    return steps;
+}
+}  // namespace
+
+TEST_CASE("HTTP parser loops always progress: Upgrade and pipelined CONNECT end instead of pausing forever",
+          "[unit]") {
+    NullSink sink;
+    for (std::string bytes : {
+             std::string(
+                 "GET http://good/hello HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nX"),
+             std::string("GET http://good/ HTTP/1.1\r\n\r\nCONNECT x:443 HTTP/1.1\r\n\r\nX"),
+             std::string("CONNECT x:443 HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n"),
+         }) {
+        HttpParser parser(HttpParser::Kind::Request, &sink);
+        HttpParser::Status last = HttpParser::Status::Ok;
+        int steps = drive(parser, bytes, last);
+        CHECK(steps < 10);
+        CHECK(last == HttpParser::Status::Error);
+        CHECK(parser.feed("more").status == HttpParser::Status::Error);  // terminal
+    }
+    HttpParser parser(HttpParser::Kind::Request, &sink);
+    auto r = parser.feed("GET http://good/ HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+    REQUIRE(r.status == HttpParser::Status::HeadComplete);
+    CHECK(parser.head().upgrade);
+    HttpParser connect(HttpParser::Kind::Request, &sink);
+    REQUIRE(connect.feed("CONNECT x:443 HTTP/1.1\r\n\r\n").status == HttpParser::Status::HeadComplete);
+    CHECK_FALSE(connect.head().upgrade);
+
+    HttpParser response(HttpParser::Kind::Response, &sink);
+    HttpParser::Status last = HttpParser::Status::Ok;
+    CHECK(drive(response, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\nraw",
+                last) < 10);
+}
+
+TEST_CASE("HTTP heads are bounded as a whole and their errors say what was wrong", "[unit]") {
+    NullSink sink;
+    std::string head = "GET http://good/ HTTP/1.1\r\n";
+    for (int i = 0; i < 100; ++i)
+        head += "X-Fill-" + std::to_string(i) + ": " + std::string(1000, 'a') + "\r\n";
+    HttpParser big(HttpParser::Kind::Request, &sink);
+    REQUIRE(big.feed(head + "\r\n").status == HttpParser::Status::Error);
+    CHECK(big.error_status() == 431);
+    CHECK(big.error() == "request head larger than 64 KiB");
+
+    std::string many = "GET http://good/ HTTP/1.1\r\n";
+    for (int i = 0; i < 300; ++i)
+        many += "X-" + std::to_string(i) + ": 1\r\n";
+    HttpParser lines(HttpParser::Kind::Request, &sink);
+    REQUIRE(lines.feed(many + "\r\n").status == HttpParser::Status::Error);
+    CHECK(lines.error() == "more than 256 header lines");
+    CHECK(lines.error_status() == 400);
+
+    HttpParser partial(HttpParser::Kind::Request, &sink);
+    REQUIRE(partial.feed("GET http://good/ HTTP/1.1\r\nX-A: " + std::string(5000, 'b')).status ==
+            HttpParser::Status::Ok);
+    CHECK(partial.head_size() > 5000);
+}
+
+TEST_CASE("Connection never makes framing headers or Host hop-by-hop", "[unit]") {
+    HttpHead h;
+    h.headers = {{"Connection", "Content-Length, Host, Transfer-Encoding, X-Drop"}};
+    auto tokens = connection_tokens(h);
+    CHECK(tokens == std::vector<std::string>{"X-Drop"});
+    CHECK_FALSE(is_hop_by_hop("Host", tokens));
+    CHECK_FALSE(is_hop_by_hop("Content-Length", tokens));
+    CHECK(is_hop_by_hop("x-drop", tokens));
+}

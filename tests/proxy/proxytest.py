@@ -24,7 +24,8 @@ CORDON = os.environ.get("CORDON_BIN") or os.path.join(os.path.dirname(__file__),
 # ---------------------------------------------------------------------------------------------------- DNS server
 
 class DnsServer:
-    """Answers A/AAAA queries from `records`: name -> list of IPs, or "NXDOMAIN". Counts queries per name."""
+    """Answers A/AAAA queries from `records`: name -> list of IPs, or "NXDOMAIN", or "DROP" (never answers), or
+    ("DELAY", seconds, [IPs]) (answers late). Counts queries per name."""
 
     def __init__(self, records=None, ttl=60):
         self.records = dict(records or {})
@@ -55,6 +56,10 @@ class DnsServer:
                 reply = self._answer(data)
             except Exception:  # a malformed query: ignore it
                 continue
+            if isinstance(reply, tuple):  # answer later
+                delay, reply = reply
+                threading.Timer(delay, self._send_late, args=(reply, peer)).start()
+                continue
             try:
                 self.sock.sendto(reply, peer)
             except OSError:
@@ -75,6 +80,9 @@ class DnsServer:
         entry = self.records.get(name)
         if entry == "DROP":
             raise ValueError("no answer")  # a resolver that never answers
+        delay = None
+        if isinstance(entry, tuple) and entry[0] == "DELAY":
+            delay, entry = entry[1], entry[2]
         answers = []
         rcode = 0
         if entry is None or entry == "NXDOMAIN":
@@ -87,7 +95,16 @@ class DnsServer:
                     answers.append(struct.pack("!HHHIH", 0xC00C, 28, 1, self.ttl, 16) +
                                    socket.inet_pton(socket.AF_INET6, ip))
         header = struct.pack("!HHHHHH", qid, 0x8180 | rcode, 1, len(answers), 0, 0)
-        return header + question + b"".join(answers)
+        reply = header + question + b"".join(answers)
+        return (delay, reply) if delay else reply
+
+    def _send_late(self, reply, peer):
+        if not self.running:
+            return
+        try:
+            self.sock.sendto(reply, peer)
+        except OSError:
+            pass
 
     def count(self, name):
         return sum(1 for n, _ in self.queries if n == name)

@@ -62,6 +62,7 @@ class HttpProxyTest(TempDirTest):
         r = self.curl("-i", "-x", self.p.url(), "http://unknown.example:%d/" % self.up.port)
         self.assertIn(b"403 Forbidden", r.stdout)
         self.assertIn(b"X-Proxy-Error: blocked-by-allowlist", r.stdout)
+        self.assertIn(b"Connection blocked by network allowlist", r.stdout)  # srt's phrase, which tools look for
         self.assertIn(b"Content-Type: text/plain", r.stdout)
         self.assertIn(b"unknown.example", r.stdout)
         self.assertEqual(self.dns_server.count("unknown.example"), 0, "policy must decide before DNS")

@@ -266,6 +266,9 @@ class FlagsTest(TempDirTest):
                                  "--audit-log", "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.cleanups.append(lambda: proc.kill())
         line = proc.stderr.readline().decode()
+        while "listening on" not in line:  # after the warning that no policy allows anything
+            self.assertTrue(line, "cordon proxy exited")
+            line = proc.stderr.readline().decode()
         port = int(re.search(r":(\d+)$", line.strip()).group(1))
         r = self.curl("-i", "-x", "http://127.0.0.1:%d" % port, "http://nowhere.example/")
         self.assertIn(b"403", r.stdout)
