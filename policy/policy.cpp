@@ -3,9 +3,11 @@
 #include "policy/policy.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "policy/domain_matcher.hpp"
@@ -100,6 +102,27 @@ bool contains_sequence(const std::vector<std::string>& path, const std::vector<s
     return false;
 }
 
+// The home directory of `uid` in /etc/passwd (read directly: a statically linked glibc loads the host's NSS
+// modules for getpwuid), or empty when it is not listed there.
+std::string passwd_home(uid_t uid) {
+    std::ifstream in("/etc/passwd");
+    std::string line;
+    const std::string id = std::to_string(uid);
+    while (std::getline(in, line)) {
+        // name:password:uid:gid:gecos:home:shell
+        std::vector<std::string> fields;
+        std::size_t start = 0;
+        for (std::size_t i = 0; i <= line.size(); ++i)
+            if (i == line.size() || line[i] == ':') {
+                fields.push_back(line.substr(start, i - start));
+                start = i + 1;
+            }
+        if (fields.size() >= 6 && fields[2] == id && !fields[5].empty() && fields[5][0] == '/')
+            return detail::normal_path(fields[5]);
+    }
+    return {};
+}
+
 class PolicyImpl final : public Policy, public std::enable_shared_from_this<PolicyImpl> {
     // A decision points at a rule inside this policy and keeps the policy alive (aliasing shared_ptr): no
     // copy of the rule's strings on the lookup path.
@@ -130,6 +153,10 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         auto& wd = fs_.working_directory;
         wd.path = c.cwd;
         wd.refusal = working_directory_refusal(c.cwd, c.home);
+        // $HOME may name another directory than the caller's own (a script sets it): that one counts too.
+        if (wd.refusal.empty())
+            if (std::string own = passwd_home(::getuid()); !own.empty() && own != c.home.string())
+                wd.refusal = working_directory_refusal(c.cwd, own);
         if (wd.refusal.empty())
             fs_.allow_write.push_back(PathRule{
                 c.cwd, false, Rule{c.cwd.string(), Source{Layer::Default, "", "working directory", 0}}});
@@ -476,7 +503,10 @@ std::string working_directory_refusal(const fs::path& cwd, const fs::path& home)
     if (c == "/") return "/ is the root directory";
     const std::vector<std::string> parts = detail::split_components(c);
     const std::string& top = parts.front();
-    const bool lib = top.rfind("lib", 0) == 0;
+    // /lib, /lib32, /lib64, /libx32 (not /library).
+    const bool lib =
+        top.rfind("lib", 0) == 0 &&
+        (top.size() == 3 || top == "libx32" || top.find_first_not_of("0123456789", 3) == std::string::npos);
     // Directories that hold nothing but the system: refused with everything below them. The others (/var
     // /opt /srv /root /home /run) only themselves: /var/tmp/x or /srv/project may well be a project.
     static const std::array<std::string_view, 8> kTrees = {"etc",  "usr",  "bin", "sbin",

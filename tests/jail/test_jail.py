@@ -1075,6 +1075,16 @@ class AsUser(JailCase, unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("--user needs root", err)
 
+    def test_own_home_refused_when_HOME_names_another(self):
+        # $HOME points elsewhere (a script set it): the home directory of the password database counts too.
+        real = self.mkdir("realhome")
+        subprocess.run(["usermod", "--home", real, Env.user], check=True)
+        self.addCleanup(subprocess.run, ["usermod", "--home", "/nonexistent", Env.user], check=False)
+        rc, _, err = self.run_jail(["-c", "touch x"], cwd=real)
+        self.assertEqual(rc, 125, err)
+        self.assertIn(f"{real} is the home directory", err)
+        self.assertEqual(os.listdir(real), [])
+
     def test_read_only_working_directory(self):
         # A directory the user cannot write: no placeholders needed (or possible); the command runs.
         ro = self.mkdir("readonly")

@@ -483,6 +483,9 @@ TEST_CASE("the working directory is writable by default only when it is a projec
     CHECK(working_directory_refusal("/usr/local/bin", home) ==
           "/usr/local/bin is inside the system directory /usr");
     CHECK(working_directory_refusal("/etc/ssh", home) == "/etc/ssh is inside the system directory /etc");
+    CHECK(working_directory_refusal("/lib32", home) == "/lib32 is a system directory");
+    CHECK(working_directory_refusal("/libx32/x", home) == "/libx32/x is inside the system directory /libx32");
+    CHECK(working_directory_refusal("/library/project", home).empty());
     CHECK(working_directory_refusal("/home/alice", home) == "/home/alice is the home directory");
     CHECK(working_directory_refusal("/data", "/data/users/alice") ==
           "/data holds the home directory /data/users/alice");
