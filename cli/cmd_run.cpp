@@ -271,7 +271,7 @@ int cmd_run(int argc, char** argv) {
     // The audit log is read-only inside the jail wherever it lies: created now so the plan can protect it,
     // and opened by the proxy under its resolved name.
     std::vector<std::filesystem::path> supervisor_files;
-    if (!proxy_options.audit_log.empty() && proxy_options.audit_log != "-") {
+    if (run.network && !proxy_options.audit_log.empty() && proxy_options.audit_log != "-") {
         auto audit = jail::prepare_audit_log(proxy_options.audit_log);
         if (auto* error = std::get_if<std::string>(&audit)) {
             std::cerr << "cordon: " << *error << "\n";
