@@ -207,7 +207,8 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             home_rules_.push_back(
                 Rule{"~/" + name, Source{Layer::Default, "", "always read-only in a home", 0}});
             home_components_.push_back(detail::split_components(name));
-            fs_.deny_write.push_back(PathRule{c.home / name, false, home_rules_.back()});
+            // No home (HOME=/): the names hold in /root and /home/* only (decide_write), not at the top of /.
+            if (c.home != "/") fs_.deny_write.push_back(PathRule{c.home / name, false, home_rules_.back()});
         }
         home_components_of_home_ = detail::split_components(c.home.string());
         for (auto& rule : c.deny_write)
