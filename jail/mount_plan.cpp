@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <system_error>
 
@@ -260,6 +261,38 @@ class Planner {
         return best;
     }
 
+    // As the policy does (policy.cpp, follow_allow_write), checked again where the bind is made: an
+    // allowWrite path reached through a symlink the command could have planted (the path itself, or a link
+    // inside a writable area: `ua/src -> /etc`, also matched by a glob `ua/*`) is followed only into a plain
+    // writable area and never to an ancestor of the path. Returns why not, or nothing when it may be bound.
+    std::optional<std::string> planted_link(const fs::path& raw, const std::vector<fs::path>& plain) {
+        const fs::path p = raw.lexically_normal();
+        auto in_plain = [&](const fs::path& x) {
+            return std::any_of(plain.begin(), plain.end(),
+                               [&](const fs::path& root) { return within(x, root); });
+        };
+        bool suspect = false;
+        fs::path at = "/";
+        const fs::path relative = p.relative_path();
+        std::vector<fs::path> parts(relative.begin(), relative.end());
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            fs::path next = at / parts[i];
+            if (!exists_nofollow(next)) break;
+            if (!is_link(next)) {
+                at = next;
+                continue;
+            }
+            if (i + 1 == parts.size() || in_plain(at)) suspect = true;
+            at = resolve(next);
+        }
+        if (!suspect) return std::nullopt;
+        fs::path r = resolve(p);
+        if (is_link(r)) return std::nullopt;  // dangling or a loop: add_root says so
+        if (within(p, r)) return "leads through a symlink to " + r.string() + ", above it";
+        if (!in_plain(r)) return "leads through a symlink to " + r.string() + ", outside the writable areas";
+        return std::nullopt;
+    }
+
     void add_writable_roots() {
         auto add_root = [&](const fs::path& raw, const std::string& why) {
             fs::path p = resolve(raw);
@@ -277,24 +310,16 @@ class Planner {
             add({MountKind::Writable, p, why});
         };
         if (!in_.cwd.empty() && in_.cwd_writable) add_root(in_.cwd, "working directory");
+        // The writable areas no symlink leads to: the working directory and the plain allowWrite entries.
+        std::vector<fs::path> plain;
+        if (!in_.cwd.empty() && in_.cwd_writable) plain.push_back(resolve(in_.cwd));
         for (const auto& rule : in_.filesystem.allow_write)
-            if (!rule.glob) add_root(rule.path, rule.rule.text);
-        // What a glob matches may be a symlink the command planted (`ua/*` with `ua/src -> /etc`): as the
-        // policy does for a plain entry, a match reached through a symlink is followed only into a writable
-        // root already there, never to an ancestor of the match.
-        std::vector<fs::path> roots;
-        for (const auto& op : plan_.ops)
-            if (op.kind == MountKind::Writable) roots.push_back(op.path);
+            if (!rule.glob && resolve(rule.path) == rule.path.lexically_normal()) plain.push_back(rule.path);
         for (const auto& rule : in_.filesystem.allow_write) {
-            if (!rule.glob) continue;
             for (const auto& p : expand(rule, "allowWrite")) {
-                fs::path r = resolve(p);
-                bool inside = std::any_of(roots.begin(), roots.end(),
-                                          [&](const fs::path& root) { return within(r, root); });
-                if (r != p.lexically_normal() && (within(p, r) || !inside)) {
-                    plan_.notices.push_back("allowWrite glob `" + rule.rule.text + "` matches " + p.string() +
-                                            ", a symlink to " + r.string() +
-                                            " outside the writable areas; not followed");
+                if (auto why = planted_link(p, plain)) {
+                    plan_.notices.push_back("allowWrite `" + rule.rule.text + "`: " + p.string() + " " +
+                                            *why + "; not followed");
                     continue;
                 }
                 add_root(p, rule.rule.text);

@@ -400,8 +400,8 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             if (&other != &rule && !other.glob &&
                 resolve_existing(other.path.string()) == other.path.string())
                 areas.push_back(other.path.string());
-        auto inside_area = [&](const std::string& p, bool with_tmp) {
-            if (with_tmp && detail::path_covers("/tmp", false, p)) return true;
+        // (Not /tmp: the jail's is its own, the command plants no link in the host's.)
+        auto inside_area = [&](const std::string& p) {
             for (const std::string& area : areas)
                 if (detail::path_covers(area, false, p)) return true;
             return false;
@@ -419,7 +419,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
                 at = next;
                 continue;
             }
-            if (i + 1 == parts.size() || inside_area(at.string(), true)) suspect = true;
+            if (i + 1 == parts.size() || inside_area(at.string())) suspect = true;
             std::error_code ec;
             fs::path target = fs::canonical(next, ec);
             if (ec) {
@@ -434,7 +434,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         if (detail::path_covers(resolved, false, lexical))
             return skip(lexical + " leads through a symlink to " + resolved +
                         ", above the entry; not followed");
-        if (!inside_area(resolved, false))
+        if (!inside_area(resolved))
             return skip(lexical + " leads through a symlink to " + resolved +
                         ", outside every writable area; not followed");
         return true;

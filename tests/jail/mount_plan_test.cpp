@@ -489,6 +489,30 @@ TEST_CASE("an allowWrite glob matching a symlink out of the writable areas does 
     CHECK(find(plan, MountKind::Writable, s.root / "outside") == -1);
     CHECK(find(plan, MountKind::Writable, s.root / "ua/real") >= 0);
     CHECK(std::any_of(plan.notices.begin(), plan.notices.end(), [](const std::string& n) {
-        return n.find("ua/src, a symlink to") != std::string::npos;
+        return n.find("ua/src leads through a symlink to") != std::string::npos;
     }));
+}
+
+TEST_CASE(
+    "a plain allowWrite symlink out of the writable areas is not bound, also without the policy's check") {
+    Scratch s;
+    s.dir("outside");
+    s.dir("project/real");
+    fs::create_directory_symlink(s.root / "outside", s.root / "project/src");
+    fs::create_directory_symlink(s.root / "project/real", s.root / "project/in");
+    fs::create_directory_symlink(s.root / "project", s.root / "project/up");
+    auto in = s.input();
+    for (const char* p : {"project/src", "project/src/deeper", "project/in", "project/up"})
+        in.filesystem.allow_write.push_back(rule(s.root / p));
+    s.dir("outside/deeper");
+    auto plan = make_mount_plan(in);
+    CHECK(find(plan, MountKind::Writable, s.root / "outside") == -1);
+    CHECK(find(plan, MountKind::Writable, s.root / "outside/deeper") == -1);
+    CHECK(find(plan, MountKind::Writable, s.root / "project/real") >= 0);
+    auto noticed = [&](const std::string& text) {
+        return std::any_of(plan.notices.begin(), plan.notices.end(),
+                           [&](const std::string& n) { return n.find(text) != std::string::npos; });
+    };
+    CHECK(noticed("outside the writable areas; not followed"));
+    CHECK(noticed("above it; not followed"));
 }
