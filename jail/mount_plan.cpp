@@ -533,7 +533,11 @@ class Planner {
         };
         if (!in_.home.empty() && in_.home != "/") consider(in_.home);
         consider("/root");
-        if (writable("/home")) {
+        // A writable /home or /, or a writable root that is someone's home (root started in /home/bob).
+        const bool any = writable("/home") || std::any_of(roots.begin(), roots.end(), [](const fs::path& r) {
+                             return within(r, "/home") && r != "/home";
+                         });
+        if (any) {
             if (DIR* listing = ::opendir("/home")) {
                 while (const dirent* entry = ::readdir(listing)) {
                     std::string name = entry->d_name;

@@ -1067,6 +1067,20 @@ class AsRoot(JailCase, unittest.TestCase):
         self.assertIn("0000000000000000", out)
 
 
+    def test_root_in_another_users_home(self):
+        # Started by root in /home/bob: bob's home is the working directory (not root's home, so writable), and
+        # what would run code as bob later stays closed.
+        bob = tempfile.mkdtemp(prefix="cordontest-", dir="/home")
+        self.addCleanup(shutil.rmtree, bob, True)
+        out, err = self.sh("mkdir -p .ssh && echo k > .ssh/authorized_keys && echo SSH; mkdir -p .local/bin && "
+                           "echo x > .local/bin/ls && echo BIN; echo x > .zshenv && echo ZSHENV; "
+                           "echo ok > notes && echo NOTES", cwd=bob, expect=None)
+        self.assertIn("NOTES", out, err)
+        for word in ("SSH", "BIN", "ZSHENV"):
+            self.assertNotIn(word, out, err)
+        self.assertEqual(os.listdir(bob), ["notes"])
+
+
 class AsUser(JailCase, unittest.TestCase):
     AS_USER = True
 
