@@ -40,6 +40,12 @@ std::string ArgCursor::value() {
         return v;
     }
     if (done()) throw UsageError(current_flag_ + " needs a value");
+    // `--audit-log -- curl` must not write a file named `--`: a value never is `--` or another flag (a lone
+    // `-` is a value: stdout). A value that starts with `-` is written `--flag=-value`.
+    const std::string& candidate = peek();
+    if (candidate == "--" || (candidate.size() > 1 && candidate[0] == '-'))
+        throw UsageError(current_flag_ + " needs a value, not '" + candidate + "' (write " + current_flag_ +
+                         "=VALUE for a value that starts with '-')");
     return next();
 }
 

@@ -1,5 +1,7 @@
 // `cordon check [policy flags] [--json] TARGET`: the decision for one network target or path, with the rule
 // that made it. Exit 0 allow, 1 deny, 2 usage or settings error.
+#include <uv.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -7,6 +9,9 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "policy/syntax.hpp"
+#include "proxy/address_guard.hpp"
+#include "proxy/resolver.hpp"
 
 namespace cordon::cli {
 namespace {
@@ -27,17 +32,61 @@ constexpr const char* kCheckHelp =
     "\n"
     "  --json                 print one JSON object: "
     "{\"decision\",\"reason\",\"rule\",\"source\",\"target\"}\n"
+    "  --resolve              for a network target the policy allows, also resolve the name (as the proxy\n"
+    "                         does, with --dns-server) and apply the address guard (--allow-address): the\n"
+    "                         answer is what the proxy would do. Adds \"addresses\" to --json.\n"
+    "  --dns-server IP[:PORT] the DNS server for --resolve (repeatable; default /etc/resolv.conf)\n"
     "  -h, --help             print this help\n"
     "\n"
     "\n";
 
-std::string describe(const policy::Source& source) {
-    std::string out(policy::to_string(source.layer));
-    if (!source.file.empty()) {
-        out += " " + source.file;
-        if (source.line > 0) out += ":" + std::to_string(source.line);
+// The proxy's view of an allowed target: the addresses the name resolves to (an IP literal is its own
+// address) and, for each, the address guard's class when it refuses it.
+struct Guarded {
+    std::string error;                                           // "nxdomain", "dns-failure", ...
+    std::vector<std::pair<std::string, std::string>> addresses;  // ip, refusing class ("" = passes)
+    bool allowed() const {
+        if (!error.empty()) return false;
+        for (const auto& a : addresses)
+            if (a.second.empty()) return true;
+        return false;
     }
-    if (!source.where.empty()) out += " " + source.where;
+};
+
+// Resolves with the proxy's own resolver (c-ares, the same --dns-server flags) and applies the proxy's
+// address guard with the policy's allowed ranges, in the order decision.cpp does.
+Guarded resolve_and_guard(const policy::Policy& policy, const policy::HostPort& target,
+                          const std::vector<std::string>& dns_servers) {
+    std::vector<proxy::Cidr> ranges;
+    for (const auto& range : policy.network().allowed_ranges)
+        ranges.push_back(proxy::Cidr::from(range));
+    const proxy::AddressGuard guard(std::move(ranges));
+    Guarded out;
+    std::vector<proxy::Address> found;
+    if (auto literal = proxy::Address::parse(target.host)) {
+        found.push_back(*literal);
+    } else {
+        uv_loop_t loop;
+        uv_loop_init(&loop);
+        {
+            auto resolver = proxy::Resolver::create(&loop, dns_servers);
+            proxy::ResolveResult result;
+            auto token =
+                resolver->resolve(target.host, [&](proxy::ResolveResult r) { result = std::move(r); });
+            uv_run(&loop, UV_RUN_DEFAULT);
+            if (result.error != proxy::ResolveError::None) out.error = proxy::to_string(result.error);
+            found = std::move(result.addresses);
+            resolver->close();
+            uv_run(&loop, UV_RUN_DEFAULT);
+        }
+        uv_loop_close(&loop);
+    }
+    for (proxy::Address a : found) {
+        a = a.unmapped();
+        a.set_port(target.port);
+        auto why = guard.check(a);
+        out.addresses.emplace_back(a.ip(), why.value_or(""));
+    }
     return out;
 }
 
@@ -47,6 +96,8 @@ int cmd_check(int argc, char** argv) {
     ArgCursor args(argc, argv, 0);
     policy::LoadOptions options;
     bool as_json = false;
+    bool resolve = false;
+    std::vector<std::string> dns_servers;
     std::optional<std::string> target;
     bool only_positional = false;
     while (!args.done()) {
@@ -62,6 +113,17 @@ int cmd_check(int argc, char** argv) {
             }
             if (args.flag("--json")) {
                 as_json = true;
+                continue;
+            }
+            if (args.flag("--resolve")) {
+                resolve = true;
+                continue;
+            }
+            if (args.flag("--dns-server")) {
+                std::string value = args.value();
+                if (proxy::dns_server_to_csv(value).empty())
+                    throw UsageError("--dns-server needs IP or IP:PORT ([v6]:PORT), got '" + value + "'");
+                dns_servers.push_back(value);
                 continue;
             }
             if (parse_policy_flag(args, options)) continue;
@@ -81,7 +143,9 @@ int cmd_check(int argc, char** argv) {
         options.cwd.empty() ? std::filesystem::current_path(ec) : std::filesystem::absolute(options.cwd, ec);
     policy::Decision decision;
     std::string shown;
+    std::optional<Guarded> guarded;
     if (target->rfind("read:", 0) == 0 || target->rfind("write:", 0) == 0) {
+        if (resolve) throw UsageError("--resolve applies to network targets, not to '" + *target + "'");
         const bool write = (*target)[0] == 'w';
         std::string path_text = target->substr(write ? 6 : 5);
         if (path_text.empty()) throw UsageError("empty path in '" + *target + "'");
@@ -105,24 +169,56 @@ int cmd_check(int argc, char** argv) {
         const bool v6 = hp.host.find(':') != std::string::npos;
         shown = (v6 ? "[" + hp.host + "]" : hp.host) + ":" + std::to_string(hp.port);
         decision = policy->decide_connect(hp.host, hp.port);
+        if (resolve && decision.allowed()) {
+            try {
+                guarded = resolve_and_guard(*policy, hp, dns_servers);
+            } catch (const std::exception& e) {
+                std::cerr << "cordon check: " << e.what() << "\n";
+                return 2;
+            }
+        }
     }
 
+    // With --resolve, an allowed name is refused when it does not resolve or every answer is refused by the
+    // address guard (the proxy then answers 502 / 403 blocked-by-address-guard).
+    const bool allowed = decision.allowed() && (!guarded || guarded->allowed());
+    std::string reason(policy::to_string(decision.reason));
+    if (guarded && !guarded->error.empty()) reason = guarded->error;
+    if (guarded && guarded->error.empty() && !guarded->allowed()) reason = "blocked-by-address-guard";
     if (as_json) {
         nlohmann::json out = decision.to_json();
         out["target"] = shown;
+        if (guarded) {
+            out["decision"] = allowed ? "allow" : "deny";
+            out["reason"] = reason;
+            nlohmann::json addresses = nlohmann::json::array();
+            for (const auto& [ip, refused] : guarded->addresses)
+                addresses.push_back(
+                    {{"address", ip},
+                     {"guard", refused.empty() ? nlohmann::json(nullptr) : nlohmann::json(refused)}});
+            out["addresses"] = addresses;
+        }
         std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
-        std::cout << policy::to_string(decision.verdict) << "\n"
+        std::cout << (allowed ? "allow" : "deny") << "\n"
                   << "target: " << shown << "\n"
-                  << "reason: " << policy::to_string(decision.reason) << "\n";
+                  << "reason: " << reason << "\n";
         if (decision.rule) {
             std::cout << "rule: " << decision.rule->text << "\n"
-                      << "source: " << describe(decision.rule->source) << "\n";
+                      << "source: " << policy::format_source(decision.rule->source) << "\n";
         } else {
             std::cout << "rule: (none)\n";
         }
+        if (guarded) {
+            for (const auto& [ip, refused] : guarded->addresses)
+                std::cout << "address: " << ip
+                          << (refused.empty() ? std::string(" (passes the address guard)")
+                                              : " (refused by the address guard: " + refused +
+                                                    "; allow it with --allow-address)")
+                          << "\n";
+        }
     }
-    return decision.allowed() ? 0 : 1;
+    return allowed ? 0 : 1;
 }
 
 }  // namespace cordon::cli

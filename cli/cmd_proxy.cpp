@@ -1,7 +1,6 @@
 // `cordon proxy --listen ADDR:PORT [flags]`: the standalone egress filter, HTTP proxy and SOCKS5 on one port.
 // SIGHUP re-reads every policy source and reopens the audit log; SIGTERM/SIGINT stop accepting, drain, flush
 // the audit log and exit 0.
-#include <sys/resource.h>
 #include <uv.h>
 
 #include <cstdio>
@@ -12,6 +11,7 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/proxy_flags.hpp"
+#include "proxy/fd_limit.hpp"
 #include "proxy/proxy.hpp"
 
 namespace cordon::cli {
@@ -46,25 +46,6 @@ struct State {
     bool stopping = false;
     uv_signal_t hup, term, intr;
 };
-
-void raise_fd_limit() {
-    // Each tunnel holds two sockets (and two pipes while moving data): ask for every descriptor we may have.
-    // As root the hard limit itself can go up to fs.nr_open.
-    rlimit lim{};
-    if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
-    rlim_t want = 1 << 20;
-    if (FILE* f = std::fopen("/proc/sys/fs/nr_open", "r")) {
-        unsigned long n = 0;
-        if (std::fscanf(f, "%lu", &n) == 1 && n > 0) want = n;
-        std::fclose(f);
-    }
-    rlimit raised{want, want};
-    if (lim.rlim_max < want && setrlimit(RLIMIT_NOFILE, &raised) == 0) return;
-    if (lim.rlim_cur < lim.rlim_max) {
-        lim.rlim_cur = lim.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &lim);
-    }
-}
 
 void on_hup(uv_signal_t* handle, int) {
     auto* state = static_cast<State*>(handle->data);
@@ -137,7 +118,7 @@ int cmd_proxy(int argc, char** argv) {
         std::cerr << "cordon proxy: no policy allows any host (no --allow-domain, no "
                      "sandbox.network.allowedDomains in the settings read): every request will be refused\n";
     }
-    raise_fd_limit();
+    proxy::raise_fd_limit();
 
     uv_loop_t* loop = uv_default_loop();
     try {

@@ -18,6 +18,8 @@ constexpr const char* kUsage =
     "                   run the egress filter alone: HTTP proxy and SOCKS5 on one port\n"
     "  check TARGET     print the policy decision for a URL, host, host:port, read:PATH or write:PATH\n"
     "  policy           print the effective merged policy as JSON\n"
+    "  connect HOST PORT\n"
+    "                   connect through the jail's SOCKS5 proxy and relay stdin/stdout (ssh ProxyCommand)\n"
     "\n"
     "  cordon COMMAND --help   describes the command's flags\n"
     "  cordon --version        prints the version\n";
@@ -28,9 +30,8 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"check", cordon::cli::cmd_check},
-    {"policy", cordon::cli::cmd_policy},
-    {"proxy", cordon::cli::cmd_proxy},
+    {"check", cordon::cli::cmd_check},   {"connect", cordon::cli::cmd_connect},
+    {"policy", cordon::cli::cmd_policy}, {"proxy", cordon::cli::cmd_proxy},
     {"run", cordon::cli::cmd_run},
 };
 

@@ -13,7 +13,9 @@ std::chrono::milliseconds parse_seconds(const std::string& flag, const std::stri
     if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(seconds) || seconds <= 0 ||
         seconds > 86400 * 7)
         throw UsageError(flag + " needs a number of seconds > 0, got '" + value + "'");
-    return std::chrono::milliseconds(static_cast<long long>(std::llround(seconds * 1000)));
+    // Rounded to the nearest millisecond (seconds > 0). Not std::llround: it is the one libm function the
+    // binary would use, and libm.so would then be loaded on every start.
+    return std::chrono::milliseconds(static_cast<long long>(seconds * 1000 + 0.5));
 }
 
 bool parse_proxy_flag(ArgCursor& args, proxy::Options& options) {

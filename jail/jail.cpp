@@ -23,6 +23,7 @@
 #include <ctime>
 #include <fstream>
 
+#include "jail/cgroup.hpp"
 #include "jail/detail/setup.hpp"
 
 namespace cordon::jail {
@@ -381,12 +382,15 @@ IdMaps id_maps(const JailConfig& config) {
     gid_t gid = ::getgid();
     m.uid_map = std::to_string(uid) + " " + std::to_string(uid) + " 1\n";
     m.gid_map = std::to_string(gid) + " " + std::to_string(gid) + " 1\n";
-    if (uid == 0 && config.run_as && config.run_as->first != 0) {
+    if (uid == 0 && config.run_as) {
         // Root stays root inside (the jail's init needs a mapped uid to create mount points) and the command
-        // switches to the requested user, mapped to itself. Two lines need the supervisor's CAP_SETUID.
+        // switches to the requested user, mapped to itself. Two lines need the supervisor's CAP_SETUID. The
+        // supervisor writes the maps even for `--user 0`: a map written by the child requires setgroups(2)
+        // denied in the namespace, and the command could then not drop root's supplementary groups.
         m.by_child = false;
-        m.uid_map +=
-            std::to_string(config.run_as->first) + " " + std::to_string(config.run_as->first) + " 1\n";
+        if (config.run_as->first != uid)
+            m.uid_map +=
+                std::to_string(config.run_as->first) + " " + std::to_string(config.run_as->first) + " 1\n";
         if (config.run_as->second != gid)
             m.gid_map +=
                 std::to_string(config.run_as->second) + " " + std::to_string(config.run_as->second) + " 1\n";
@@ -400,6 +404,7 @@ struct Prepared {
     IdMaps maps;
     cpu_set_t cpus{};  // our CPU affinity, which the child takes back once placed (see place_child)
     bool have_cpus = false;
+    std::optional<std::uint64_t> rlimit_as, rlimit_nproc;  // the limits no cgroup holds
 };
 
 // Why: a new child starts on its parent's CPU and waits there, behind the parent (busy loading the policy),
@@ -454,6 +459,8 @@ void place_child(pid_t child, const Prepared& prep) {
     // Read here rather than by the supervisor before the clone: the child waits for the plan anyway. Our
     // mount namespace is still an unchanged copy of the caller's.
     Context ctx{config, fd, {}, {}, -1, read_last_cap(), {}, {}, read_mount_points(), {}};
+    ctx.rlimit_as = prep.rlimit_as;
+    ctx.rlimit_nproc = prep.rlimit_nproc;
     // The first half runs while the supervisor loads the policy; the mount plan comes from it (nothing comes
     // when it could not load the policy: it kills us then).
     bool ok = run_steps(ctx, {{"hostname", set_hostname, true},
@@ -511,8 +518,10 @@ class JailImpl final : public Jail {
         // After a report, only the init is left, and it is exiting (tearing down the jail's mount and network
         // namespaces takes the kernel a millisecond or two): reaped if already gone, otherwise left to
         // whoever inherits it when the supervisor exits, which `cordon run` does right after (as bwrap's
-        // monitor does once its init reported).
-        if (pid_ > 0 && !reaped_) reap(WNOHANG);
+        // monitor does once its init reported). A cgroup can only be removed once the init has left it: then
+        // we wait for it.
+        if (pid_ > 0 && !reaped_) reap(limits_.cgroups().empty() ? WNOHANG : 0);
+        limits_.remove();
         for (auto& l : listeners_)
             if (l.fd >= 0) ::close(l.fd);
         if (sigfd_ >= 0) ::close(sigfd_);
@@ -600,6 +609,7 @@ class JailImpl final : public Jail {
         mode_t type;  // S_IFREG, S_IFIFO or S_IFDIR
     };
     std::vector<Made> created_;
+    JailLimits limits_;  // --memory, --pids: the cgroups, or the rlimits for the command
 };
 
 bool JailImpl::write_id_maps(const IdMaps& maps, std::string& error) {
@@ -718,6 +728,24 @@ bool JailImpl::start(const JailConfig& config, std::string& error) {
     long flags =
         CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | SIGCHLD;
     Prepared prep;
+    if (config.memory_bytes || config.max_pids) {
+        LimitRequest request;
+        request.memory_bytes = config.memory_bytes;
+        request.max_pids = config.max_pids;
+        request.command_is_host_root = ::getuid() == 0 && (!config.run_as || config.run_as->first == 0);
+        request.best_effort = config.best_effort;
+        std::string name = config.id.empty() ? "cordon-" + std::to_string(::getpid()) + "-jail" : config.id;
+        auto made = JailLimits::create(request, read_cgroup_dirs(), name);
+        if (auto* message = std::get_if<std::string>(&made)) {
+            error = *message;
+            ::close(pair[1]);
+            return false;
+        }
+        limits_ = std::move(std::get<JailLimits>(made));
+        if (!limits_.notice.empty()) say(limits_.notice);
+        prep.rlimit_as = limits_.rlimit_as;
+        prep.rlimit_nproc = limits_.rlimit_nproc;
+    }
     prep.maps = id_maps(config);
     const IdMaps& maps = prep.maps;
     prep.have_cpus = ::sched_getaffinity(0, sizeof prep.cpus, &prep.cpus) == 0;
@@ -737,6 +765,11 @@ bool JailImpl::start(const JailConfig& config, std::string& error) {
     pid_ = static_cast<pid_t>(child);
     place_child(pid_, prep);
     ::close(pair[1]);
+    // Before the init starts the command (it waits for the plan): every process of the jail is counted.
+    if (auto message = limits_.enter(pid_)) {
+        error = *message;
+        return false;
+    }
 
     if (!maps.by_child) {
         if (!write_id_maps(maps, error)) return false;

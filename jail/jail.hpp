@@ -34,14 +34,20 @@ struct JailConfig {
     // `run_as` names another uid/gid (then the jail maps both and the command runs as that user).
     std::optional<std::pair<uid_t, gid_t>> run_as;
 
+    // --memory and --pids hold for the whole jail where a cgroup can be made (jail/cgroup.hpp), otherwise
+    // they are rlimits; start() says which on stderr, and fails when neither can apply a limit.
     std::optional<std::uint64_t> memory_bytes;  // --memory
     std::optional<std::uint64_t> max_pids;      // --pids
-    bool network = true;                        // create the proxy listeners inside the jail
+    bool network = true;                        // create the listeners below inside the jail
+    // TCP ports to listen on inside the jail's network namespace (127.0.0.1 and ::1, up to 4), handed to the
+    // caller (take_listeners) to serve.
+    std::vector<std::uint16_t> listen_ports;
+    std::string id;  // `cordon-PID-RANDOM`: names the jail's cgroup
 };
 
 // The proxy's listening sockets created inside the jail's network namespace.
 struct Listener {
-    std::string address;  // "127.0.0.1:3128", "[::1]:3128", "127.0.0.1:1080", "[::1]:1080"
+    std::string address;  // "127.0.0.1:PORT", "[::1]:PORT"
     int fd = -1;
 };
 

@@ -1,6 +1,6 @@
-// --memory and --pids. cgroup v2 would count the whole jail; it is usable only when the unified hierarchy has
-// the controllers delegated to us. Otherwise rlimits: RLIMIT_AS per process for memory, RLIMIT_NPROC for
-// processes (counted per user; the kernel does not apply it to the host's root user).
+// --memory and --pids where no cgroup holds them (jail/cgroup.cpp decides): rlimits, set by the command on
+// itself. RLIMIT_AS per process for memory, RLIMIT_NPROC for processes (counted per user; the kernel does not
+// apply it to the host's root user, for whom the supervisor refuses this fallback).
 #include <sys/resource.h>
 
 #include "jail/detail/setup.hpp"
@@ -8,13 +8,12 @@
 namespace cordon::jail::detail {
 
 Result apply_limits(Context& ctx) {
-    const auto& c = ctx.config;
-    if (c.memory_bytes) {
-        rlimit rl{*c.memory_bytes, *c.memory_bytes};
+    if (ctx.rlimit_as) {
+        rlimit rl{*ctx.rlimit_as, *ctx.rlimit_as};
         if (::setrlimit(RLIMIT_AS, &rl) != 0) return fail("set RLIMIT_AS");
     }
-    if (c.max_pids) {
-        rlimit rl{*c.max_pids, *c.max_pids};
+    if (ctx.rlimit_nproc) {
+        rlimit rl{*ctx.rlimit_nproc, *ctx.rlimit_nproc};
         if (::setrlimit(RLIMIT_NPROC, &rl) != 0) return fail("set RLIMIT_NPROC");
     }
     return std::nullopt;

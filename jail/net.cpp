@@ -18,7 +18,8 @@ namespace cordon::jail::detail {
 
 namespace {
 
-constexpr std::size_t kMaxListeners = 4;
+constexpr std::size_t kMaxPorts = 4;
+constexpr std::size_t kMaxListeners = 2 * kMaxPorts;
 
 Result listen_on(int family, const char* ip, std::uint16_t port, std::vector<Listener>& out) {
     int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -70,12 +71,16 @@ Result bring_up_loopback(Context&) {
 }
 
 Result create_listeners(Context& ctx) {
-    // HTTP+SOCKS on 3128, SOCKS on 1080 (ALL_PROXY), on both loopback addresses. IPv6 may be disabled in the
-    // kernel: then the IPv4 listeners suffice (the environment names 127.0.0.1).
-    if (auto r = listen_on(AF_INET, "127.0.0.1", 3128, ctx.listeners)) return r;
-    if (auto r = listen_on(AF_INET, "127.0.0.1", 1080, ctx.listeners)) return r;
-    if (listen_on(AF_INET6, "::1", 3128, ctx.listeners) || listen_on(AF_INET6, "::1", 1080, ctx.listeners))
-        say("note: no IPv6 loopback in the jail; the proxy listens on 127.0.0.1 only");
+    // The caller's ports (the proxy's), on both loopback addresses. IPv6 may be disabled in the kernel: then
+    // the IPv4 listeners suffice (the caller's environment names 127.0.0.1).
+    const auto& ports = ctx.config.listen_ports;
+    if (ports.size() > kMaxPorts) return fail_msg("more than 4 listening ports asked for");
+    for (auto port : ports)
+        if (auto r = listen_on(AF_INET, "127.0.0.1", port, ctx.listeners)) return r;
+    bool v6 = true;
+    for (auto port : ports)
+        v6 = v6 && !listen_on(AF_INET6, "::1", port, ctx.listeners);
+    if (!v6) say("note: no IPv6 loopback in the jail; the proxy listens on 127.0.0.1 only");
     return std::nullopt;
 }
 

@@ -1,5 +1,7 @@
 #include "policy/host_name.hpp"
 
+#include "policy/syntax.hpp"
+
 #include <arpa/inet.h>
 #include <idn2.h>
 
@@ -30,26 +32,20 @@ bool to_punycode(std::string_view in, std::string& out) {
 }
 
 bool canonical_ipv6(std::string_view text, std::string& out) {
-    if (text.empty() || text.size() > 63) return false;
-    std::array<char, 64> buf{};
-    std::copy(text.begin(), text.end(), buf.begin());
-    in6_addr addr{};
-    if (inet_pton(AF_INET6, buf.data(), &addr) != 1) return false;
-    std::array<char, INET6_ADDRSTRLEN> str{};
-    if (inet_ntop(AF_INET6, &addr, str.data(), str.size()) == nullptr) return false;
-    out.assign(str.data());
+    if (text.find(':') == std::string_view::npos) return false;
+    auto canonical = canonical_ip(text);
+    if (!canonical) return false;
+    out = std::move(*canonical);
     return true;
 }
 
+// IPv4 in any inet_aton spelling (`0x7f.1`, `2130706433`), canonicalised to a dotted quad: every spelling of
+// an address matches the same rules (policy/syntax.hpp).
 bool canonical_ipv4(std::string_view text, std::string& out) {
-    if (text.empty() || text.size() > 15) return false;
-    std::array<char, 16> buf{};
-    std::copy(text.begin(), text.end(), buf.begin());
-    in_addr addr{};
-    if (inet_pton(AF_INET, buf.data(), &addr) != 1) return false;
-    std::array<char, INET_ADDRSTRLEN> str{};
-    if (inet_ntop(AF_INET, &addr, str.data(), str.size()) == nullptr) return false;
-    out.assign(str.data());
+    if (text.find(':') != std::string_view::npos) return false;
+    auto canonical = canonical_ip(text);
+    if (!canonical) return false;
+    out = std::move(*canonical);
     return true;
 }
 
@@ -104,24 +100,14 @@ bool check_labels(std::string& name, bool allow_star, std::string& why) {
     return true;
 }
 
+// True when the last label is spelled as a number (`1`, `0x7f`): the host is then an IPv4 literal or invalid,
+// never a name (as URL parsers decide), so `10.0.0.0x1` cannot pass as a name.
 bool last_label_numeric(std::string_view name) {
     auto dot = name.rfind('.');
-    std::string_view last = dot == std::string_view::npos ? name : name.substr(dot + 1);
-    return !last.empty() &&
-           std::all_of(last.begin(), last.end(), [](char c) { return c >= '0' && c <= '9'; });
+    return looks_numeric(dot == std::string_view::npos ? name : name.substr(dot + 1));
 }
 
 }  // namespace
-
-std::uint16_t parse_port(std::string_view text) {
-    if (text.empty() || text.size() > 5) return 0;
-    unsigned value = 0;
-    for (char c : text) {
-        if (c < '0' || c > '9') return 0;
-        value = value * 10 + static_cast<unsigned>(c - '0');
-    }
-    return value >= 1 && value <= 65535 ? static_cast<std::uint16_t>(value) : 0;
-}
 
 HostKind normalise_host(std::string_view host, std::string& out) {
     if (host.empty()) {
@@ -160,7 +146,7 @@ HostKind normalise_host(std::string_view host, std::string& out) {
     if (last_label_numeric(out)) {
         std::string address;
         if (!canonical_ipv4(out, address)) {
-            out = "neither a name nor a dotted-quad IPv4 address";
+            out = "neither a name nor an IPv4 address";
             return HostKind::Invalid;
         }
         out = std::move(address);
@@ -169,7 +155,39 @@ HostKind normalise_host(std::string_view host, std::string& out) {
     return HostKind::Name;
 }
 
-std::variant<DomainPattern, std::string> parse_domain_pattern(std::string_view text) {
+namespace {
+
+// srt's validation of an allowedDomains / deniedDomains entry (its isValidDomainPattern and IPv6 bracketing
+// rule), on the raw entry. Empty when srt would accept it; cordon's own checks follow.
+std::string srt_refusal(std::string_view text, std::string_view host, bool bracketed,
+                        PatternDialect dialect) {
+    if (!bracketed && std::count(text.begin(), text.end(), ':') >= 2)
+        return "an IPv6 address must be bracketed: [::1] or [::1]:443";
+    if (bracketed) return {};
+    if (host == "*") {
+        if (dialect == PatternDialect::SrtDenied) return {};
+        return "overly broad: `*` (every host) is not allowed in an allow list";
+    }
+    if (!host.empty() && host.back() == '.') return "a trailing dot is not allowed";
+    if (!host.empty() && host.front() == '.') return "a leading dot is not allowed";
+    if (host.size() >= 2 && host[0] == '*' && host[1] == '.') {
+        std::string_view rest = host.substr(2);
+        if (rest.find('*') != std::string_view::npos)
+            return "a wildcard is allowed only as a leading `*.` (e.g. *.example.com)";
+        if (rest.find('.') == std::string_view::npos)
+            return "overly broad: a wildcard may not stand directly over a top-level domain";
+        return {};
+    }
+    if (host.find('*') != std::string_view::npos)
+        return "a wildcard is allowed only as a leading `*.` (e.g. *.example.com)";
+    if (host != "localhost" && host.find('.') == std::string_view::npos)
+        return "a single-label name (only localhost may have one label)";
+    return {};
+}
+
+}  // namespace
+
+std::variant<DomainPattern, std::string> parse_domain_pattern(std::string_view text, PatternDialect dialect) {
     DomainPattern pattern;
     if (text.empty()) return std::string("empty pattern");
     if (text.find("://") != std::string_view::npos)
@@ -177,39 +195,27 @@ std::variant<DomainPattern, std::string> parse_domain_pattern(std::string_view t
     if (text.find('/') != std::string_view::npos) return std::string("a domain pattern holds no path");
     if (text.find('@') != std::string_view::npos) return std::string("invalid character '@'");
 
-    std::string_view host = text;
-    std::string_view port_text;
-    bool has_port = false;
-    if (text.front() == '[') {
-        auto close = text.find(']');
-        if (close == std::string_view::npos) return std::string("unterminated '[' in an IPv6 address");
-        host = text.substr(1, close - 1);
-        std::string_view rest = text.substr(close + 1);
-        if (!rest.empty()) {
-            if (rest.front() != ':') return std::string("unexpected text after ']'");
-            port_text = rest.substr(1);
-            has_port = true;
-        }
-        if (!canonical_ipv6(host, pattern.name)) return std::string("invalid IPv6 address");
-        pattern.kind = DomainPattern::Kind::IPv6;
-    } else if (std::count(text.begin(), text.end(), ':') >= 2) {
-        if (!canonical_ipv6(text, pattern.name))
-            return std::string("invalid IPv6 address (write IPv6 with a port as [addr]:port)");
-        pattern.kind = DomainPattern::Kind::IPv6;
-    } else {
-        auto colon = text.find(':');
-        if (colon != std::string_view::npos) {
-            host = text.substr(0, colon);
-            port_text = text.substr(colon + 1);
-            has_port = true;
-        }
+    auto split = split_host_port(text);
+    if (auto* why = std::get_if<std::string>(&split)) return *why;
+    const HostPortText& parts = std::get<HostPortText>(split);
+    std::string_view host = parts.host;
+    pattern.port = parts.port.value_or(0);
+    if (dialect != PatternDialect::ClaudeCode) {
+        if (std::string why = srt_refusal(text, host, parts.bracketed, dialect); !why.empty()) return why;
     }
-    if (has_port) {
-        pattern.port = parse_port(port_text);
-        if (pattern.port == 0) return std::string("port must be a number from 1 to 65535");
+    if (parts.bracketed || host.find(':') != std::string_view::npos) {
+        if (!canonical_ipv6(host, pattern.name))
+            return std::string(parts.bracketed
+                                   ? "invalid IPv6 address"
+                                   : "invalid IPv6 address (write IPv6 with a port as [addr]:port)");
+        pattern.kind = DomainPattern::Kind::IPv6;
+        return pattern;
     }
-    if (pattern.kind == DomainPattern::Kind::IPv6) return pattern;
 
+    // `*.` would become `*` (every name) once its trailing dot is dropped: an entry that means nothing
+    // precise never widens access.
+    if (host == "*." || host == "*..")
+        return std::string("overly broad: `*.` names no domain (write *.example.com, or * for every name)");
     if (!host.empty() && host.back() == '.') host.remove_suffix(1);
     if (host.empty()) return std::string("empty host");
     if (host == "*") {
@@ -229,62 +235,41 @@ std::variant<DomainPattern, std::string> parse_domain_pattern(std::string_view t
         pattern.subdomains = true;
         name.erase(0, 2);
     }
-    // The part right of the rightmost wildcard must be at least two labels: `*.com`, `api.*.com` and `api.*`
-    // would open whole top-level domains.
     bool has_wildcard = pattern.subdomains || name.find('*') != std::string::npos;
     if (has_wildcard) {
-        auto star = name.rfind('*');
-        std::string_view tail =
-            star == std::string::npos ? std::string_view(name) : std::string_view(name).substr(star + 1);
-        if (!tail.empty() && tail.front() == '.') tail.remove_prefix(1);
-        if (tail.empty()) return std::string("a wildcard may not stand for the top-level domain");
-        if (tail.find('.') == std::string_view::npos)
-            return std::string("a wildcard may not stand directly over a top-level domain");
+        // Claude Code: a `*` that is the last label stands for exactly one label (`example.*` matches
+        // example.org), when every other label is written out.
+        const bool trailing_star = name.size() >= 2 && name.compare(name.size() - 2, 2, ".*") == 0 &&
+                                   !pattern.subdomains && name.find('*') == name.size() - 1;
+        if (trailing_star) {
+            if (last_label_numeric(std::string_view(name).substr(0, name.size() - 2)))
+                return std::string("wildcards never match IP addresses");
+            if (dialect != PatternDialect::ClaudeCode)
+                return std::string("a wildcard is allowed only as a leading `*.` (e.g. *.example.com)");
+        } else {
+            // The part right of the rightmost wildcard must be at least two labels: `*.com`, `api.*.com`
+            // would open whole top-level domains.
+            auto star = name.rfind('*');
+            std::string_view tail =
+                star == std::string::npos ? std::string_view(name) : std::string_view(name).substr(star + 1);
+            if (!tail.empty() && tail.front() == '.') tail.remove_prefix(1);
+            if (tail.empty()) return std::string("overly broad: a wildcard may not stand for every domain");
+            if (tail.find('.') == std::string_view::npos)
+                return std::string("overly broad: a wildcard may not stand directly over a top-level domain");
+        }
     }
     if (last_label_numeric(name)) {
         if (has_wildcard) return std::string("wildcards never match IP addresses");
-        std::string address;
-        if (!canonical_ipv4(name, address))
-            return std::string("neither a name nor a dotted-quad IPv4 address");
+        // A pattern names an IPv4 address as a dotted quad (`1.2.3` is a typo more often than 1.2.0.3);
+        // targets are canonicalised from any spelling before they are matched.
+        auto address = canonical_ip(name, true);
+        if (!address) return std::string("neither a name nor a dotted-quad IPv4 address");
         pattern.kind = DomainPattern::Kind::IPv4;
-        pattern.name = std::move(address);
+        pattern.name = std::move(*address);
         return pattern;
     }
     pattern.name = std::move(name);
     return pattern;
-}
-
-}  // namespace cordon::policy::detail
-
-namespace cordon::policy::detail {
-
-std::string check_cidr(std::string_view text) {
-    if (text.empty()) return "empty address";
-    std::string_view address = text;
-    std::string_view prefix;
-    bool has_prefix = false;
-    if (auto slash = text.find('/'); slash != std::string_view::npos) {
-        address = text.substr(0, slash);
-        prefix = text.substr(slash + 1);
-        has_prefix = true;
-    }
-    std::string canonical;
-    int max_prefix = 0;
-    if (address.find(':') != std::string_view::npos) {
-        if (!canonical_ipv6(address, canonical)) return "invalid IPv6 address";
-        max_prefix = 128;
-    } else {
-        if (!canonical_ipv4(address, canonical)) return "invalid IPv4 address";
-        max_prefix = 32;
-    }
-    if (has_prefix) {
-        if (prefix.empty() || prefix.size() > 3 ||
-            !std::all_of(prefix.begin(), prefix.end(), [](char c) { return c >= '0' && c <= '9'; }))
-            return "invalid prefix length";
-        int value = std::atoi(std::string(prefix).c_str());
-        if (value > max_prefix) return "prefix length must be 0.." + std::to_string(max_prefix);
-    }
-    return {};
 }
 
 }  // namespace cordon::policy::detail
@@ -313,6 +298,8 @@ bool normalise_plain_name(std::string_view host, std::array<char, 256>& buffer, 
     }
     if (label_length == 0 || label_numeric) return false;  // empty last label, or maybe an IPv4 literal
     out = std::string_view(buffer.data(), host.size());
+    if (last_label_numeric(out)) return false;  // `0x7f`: a hexadecimal IPv4 part
+
     return true;
 }
 

@@ -36,20 +36,21 @@ struct DomainPattern {
     std::uint16_t port = 0;   // 0 = every port
 };
 
-// Parses a pattern as written in a settings file or a flag. Returns a reason on error ("a wildcard may not
-// stand directly over a top-level domain", ...).
-std::variant<DomainPattern, std::string> parse_domain_pattern(std::string_view text);
+// Which grammar a pattern is read with.
+enum class PatternDialect {
+    // WebFetch(domain:...) rules and flags (Claude Code's meaning): `*` is every name; a leading `*.` any
+    // depth of subdomain; any other `*` exactly one label (`example.*` matches `example.org`).
+    ClaudeCode,
+    // srt files and `sandbox.network.allowedDomains`: srt's validation. No `*` but a leading `*.`, at least
+    // two labels (but `localhost`), no trailing dot, IPv6 bracketed.
+    SrtAllowed,
+    SrtDenied,  // the same, and a bare `*` (deny every name) is accepted
+};
 
-// Parses a decimal port 1..65535. Returns 0 on error.
-std::uint16_t parse_port(std::string_view text);
-
-}  // namespace cordon::policy::detail
-
-namespace cordon::policy::detail {
-
-// Checks an address-guard entry: an IPv4 or IPv6 address with an optional `/prefix` (0..32, 0..128). Returns
-// an empty string when valid, else the reason.
-std::string check_cidr(std::string_view text);
+// Parses a pattern as written in a settings file or a flag. Returns a reason on error ("overly broad: ...",
+// "a wildcard may not stand directly over a top-level domain", ...).
+std::variant<DomainPattern, std::string> parse_domain_pattern(
+    std::string_view text, PatternDialect dialect = PatternDialect::ClaudeCode);
 
 }  // namespace cordon::policy::detail
 

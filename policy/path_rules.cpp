@@ -17,12 +17,14 @@ bool component_matches(const std::string& pattern, const std::string& name) {
 bool glob_components(const std::vector<std::string>& pattern, std::size_t pi,
                      const std::vector<std::string>& path, std::size_t si) {
     if (pi == pattern.size()) return true;
-    if (si == path.size()) return false;
+    // `**` also matches zero components: `~/.ssh/**` covers `~/.ssh` itself, as the jail (which hides
+    // what the glob matches, the directory included) enforces it.
     if (pattern[pi] == "**") {
         for (std::size_t k = si; k <= path.size(); ++k)
             if (glob_components(pattern, pi + 1, path, k)) return true;
         return false;
     }
+    if (si == path.size()) return false;
     return component_matches(pattern[pi], path[si]) && glob_components(pattern, pi + 1, path, si + 1);
 }
 

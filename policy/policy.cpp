@@ -13,6 +13,7 @@
 #include "policy/domain_matcher.hpp"
 #include "policy/path_rules.hpp"
 #include "policy/settings_loader.hpp"
+#include "policy/syntax.hpp"
 
 namespace cordon::policy {
 namespace fs = std::filesystem;
@@ -80,16 +81,6 @@ json path_rule_json(const PathRule& rule) {
                 {"source", source_json(rule.rule.source)}};
 }
 
-std::string describe_source(const Source& source) {
-    std::string out(to_string(source.layer));
-    if (!source.file.empty()) {
-        out += ", " + source.file;
-        if (source.line > 0) out += ":" + std::to_string(source.line);
-    }
-    if (!source.where.empty()) out += (source.file.empty() ? ", " : " at ") + source.where;
-    return out;
-}
-
 // True when `sequence` occurs as consecutive components of `path` (".git/hooks" in /w/p/sub/.git/hooks/x).
 bool contains_sequence(const std::vector<std::string>& path, const std::vector<std::string>& sequence) {
     if (sequence.empty() || sequence.size() > path.size()) return false;
@@ -140,6 +131,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         network_.allow_managed_domains_only = c.managed_only;
         network_.allow_all_unix_sockets = c.allow_all_unix_sockets.value_or(false);
         network_.allowed_addresses = std::move(c.addresses);
+        network_.allowed_ranges = std::move(c.ranges);
         network_.allow_unix_sockets = std::move(c.unix_sockets);
         network_.allowed_domains = std::move(c.allow.rules);
         network_.denied_domains = std::move(c.deny.rules);
@@ -195,7 +187,10 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
                 fs_.deny_write.push_back(settings_rules_.back());
             }
         }
+        fs_.allow_git_config = c.allow_git_config.value_or(false);
         for (const std::string& name : always_read_only_names()) {
+            // allowGitConfig (srt): git may write .git/config; .git/hooks stays protected.
+            if (fs_.allow_git_config && name == ".git/config") continue;
             fs_.always_read_only_names.push_back(name);
             Rule rule{name, Source{Layer::Default, "", "always read-only", 0}};
             name_rules_.push_back(rule);
@@ -333,7 +328,8 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
                {{"path", fs_.working_directory.path.string()},
                 {"writable", fs_.working_directory.writable},
                 {"refusal", fs_.working_directory.refusal.empty() ? json(nullptr)
-                                                                  : json(fs_.working_directory.refusal)}}}}},
+                                                                  : json(fs_.working_directory.refusal)}}},
+              {"allowGitConfig", fs_.allow_git_config}}},
             {"filesRead", files},
             {"warnings", warnings_},
         };
@@ -388,8 +384,12 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         if (rule.glob) return true;
         const std::string lexical = rule.path.string();
         auto skip = [&](const std::string& why) {
-            warnings_.push_back("allowWrite `" + rule.rule.text + "` (" + describe_source(rule.rule.source) +
-                                "): " + why + "; skipped");
+            // As the loader words its warnings: file:line: JSON path (or the flag): what.
+            const Source& src = rule.rule.source;
+            std::string where = src.file;
+            if (!where.empty() && src.line > 0) where += ":" + std::to_string(src.line);
+            where += (where.empty() ? "" : ": ") + src.where;
+            warnings_.push_back(where + ": allowWrite `" + rule.rule.text + "`: " + why + "; skipped");
             return false;
         };
         // The writable areas other than this entry, as the jail binds them (resolved).
@@ -525,7 +525,7 @@ std::string working_directory_refusal(const fs::path& cwd, const fs::path& home)
 
 std::string Decision::explain() const {
     std::string out = std::string(to_string(verdict)) + ": " + std::string(to_string(reason));
-    if (rule) out += " by `" + rule->text + "` (" + describe_source(rule->source) + ")";
+    if (rule) out += " by `" + rule->text + "` (" + format_source(rule->source) + ")";
     return out;
 }
 

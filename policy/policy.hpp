@@ -3,6 +3,7 @@
 // rule that made it. Pure: no sockets, no threads, no global state. A reload builds a new Policy.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -106,6 +107,20 @@ struct FilesystemPolicy {
         bool writable = true;
         std::string refusal;  // empty: a project directory
     } working_directory;
+
+    // srt's `filesystem.allowGitConfig`: `.git/config` is then not in always_read_only_names (git can write
+    // it: `git config`, `git remote add`); `.git/hooks` stays protected.
+    bool allow_git_config = false;
+};
+
+// A CIDR range of the address guard (see syntax.hpp parse_cidr): the network-order bytes of the address
+// (4 used for IPv4), and the prefix length.
+struct AddressRange {
+    int family = 0;  // AF_INET or AF_INET6
+    std::array<std::uint8_t, 16> bytes{};
+    int prefix = 0;
+    // True when the network-order bytes `address` of an address of `address_family` lie in the range.
+    bool contains(int address_family, const std::uint8_t* address) const;
 };
 
 // The always-read-only names (DESIGN.md "always read-only"): relative paths protected in every writable area,
@@ -121,8 +136,9 @@ std::string working_directory_refusal(const std::filesystem::path& cwd, const st
 struct NetworkPolicy {
     std::vector<Rule> allowed_domains;  // effective allow entries (after allowManagedDomainsOnly)
     std::vector<Rule> denied_domains;
-    std::vector<Rule> ignored_allows;     // allow entries dropped by allowManagedDomainsOnly
-    std::vector<Rule> allowed_addresses;  // CIDRs the proxy's address guard lets through
+    std::vector<Rule> ignored_allows;          // allow entries dropped by allowManagedDomainsOnly
+    std::vector<Rule> allowed_addresses;       // CIDRs the proxy's address guard lets through
+    std::vector<AddressRange> allowed_ranges;  // the same, parsed (one per allowed_addresses entry)
     std::vector<Rule> allow_unix_sockets;
     bool allow_all_unix_sockets = false;
     bool allow_managed_domains_only = false;

@@ -15,6 +15,7 @@
 #include "policy/huge_pages.hpp"
 #include "policy/json_positions.hpp"
 #include "policy/path_rules.hpp"
+#include "policy/syntax.hpp"
 
 namespace cordon::policy::detail {
 namespace fs = std::filesystem;
@@ -56,6 +57,103 @@ std::string type_name(const json& value) {
 
 enum class Shape { ClaudeCode, Srt };
 
+// What cordon makes of each key of the sections it reads: honoured, known (to srt or Claude Code) but not
+// honoured, or Claude Code's own business. Any other key is unknown: a warning each, so a typo
+// (`allowedDomain`) never vanishes silently.
+enum class KeyUse { Honoured, NotHonoured, ClaudeCodeOnly };
+struct KnownKey {
+    std::string_view name;
+    KeyUse use;
+    std::string_view why;  // for NotHonoured: what cordon does instead
+};
+
+constexpr KnownKey kTopLevelSrtKeys[] = {
+    {"network", KeyUse::Honoured, ""},
+    {"filesystem", KeyUse::Honoured, ""},
+    {"$schema", KeyUse::ClaudeCodeOnly, ""},
+    {"ignoreViolations", KeyUse::NotHonoured, "cordon reports every refusal"},
+    {"enableWeakerNestedSandbox", KeyUse::NotHonoured, "cordon's jail is never weakened"},
+    {"enableWeakerNetworkIsolation", KeyUse::NotHonoured, "cordon's jail is never weakened"},
+    {"ripgrep", KeyUse::NotHonoured, "cordon does not search with ripgrep"},
+    {"mandatoryDenySearchDepth", KeyUse::NotHonoured, "cordon protects names at any depth"},
+    {"allowPty", KeyUse::NotHonoured, "the jail shares the caller's terminal"},
+    {"seccomp", KeyUse::NotHonoured, "cordon brings its own seccomp filter"},
+};
+// Claude Code's `sandbox` section: the same keys as an srt file, plus Claude Code's own.
+constexpr KnownKey kSandboxKeys[] = {
+    {"enabled", KeyUse::ClaudeCodeOnly, ""},
+    {"autoAllowBashIfSandboxed", KeyUse::ClaudeCodeOnly, ""},
+    {"excludedCommands", KeyUse::ClaudeCodeOnly, ""},
+    {"allowUnsandboxedCommands", KeyUse::ClaudeCodeOnly, ""},
+};
+constexpr KnownKey kNetworkKeys[] = {
+    {"allowedDomains", KeyUse::Honoured, ""},
+    {"deniedDomains", KeyUse::Honoured, ""},
+    {"allowedAddresses", KeyUse::Honoured, ""},
+    {"allowUnixSockets", KeyUse::Honoured, ""},
+    {"allowAllUnixSockets", KeyUse::Honoured, ""},
+    {"allowManagedDomainsOnly", KeyUse::Honoured, ""},
+    {"allowLocalBinding", KeyUse::NotHonoured, "the jail's loopback is its own; binding there always works"},
+    {"httpProxyPort", KeyUse::NotHonoured, "cordon's proxy listens on its own port inside the jail"},
+    {"socksProxyPort", KeyUse::NotHonoured, "cordon's proxy listens on its own port inside the jail"},
+    {"mitmProxy", KeyUse::NotHonoured, "no upstream MITM proxy is used"},
+    {"parentProxy", KeyUse::NotHonoured, "cordon connects upstream directly"},
+};
+constexpr KnownKey kFilesystemKeys[] = {
+    {"allowWrite", KeyUse::Honoured, ""},     {"denyWrite", KeyUse::Honoured, ""},
+    {"denyRead", KeyUse::Honoured, ""},       {"allowRead", KeyUse::Honoured, ""},
+    {"allowGitConfig", KeyUse::Honoured, ""},
+};
+
+template <std::size_t N>
+const KnownKey* find_key(const KnownKey (&keys)[N], std::string_view name) {
+    for (const KnownKey& key : keys)
+        if (key.name == name) return &key;
+    return nullptr;
+}
+
+// Claude Code's tools whose rules cordon reads, and the other tool names (whose rules are Claude Code's
+// alone). A rule whose tool is neither but close to one cordon reads is most likely a typo.
+constexpr std::string_view kReadTools[] = {"WebFetch", "Read", "Edit"};
+constexpr std::string_view kOtherTools[] = {
+    "Bash",         "Glob",         "Grep",         "LS",        "MultiEdit", "NotebookEdit",
+    "NotebookRead", "Task",         "TodoWrite",    "WebSearch", "Write",     "Agent",
+    "Skill",        "SlashCommand", "ExitPlanMode", "KillShell", "BashOutput"};
+
+char lower(char c) {
+    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+// Case-insensitive edit distance, small strings only.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j)
+        row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t above = row[j];
+            row[j] = std::min(
+                {row[j] + 1, row[j - 1] + 1, diagonal + (lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1)});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+// The tool cordon reads that `tool` is probably a misspelling of, or empty.
+std::string_view misspelt_tool(std::string_view tool) {
+    if (tool.size() > 40) return {};
+    for (std::string_view other : kOtherTools)
+        if (other == tool) return {};
+    for (std::string_view known : kReadTools) {
+        const std::size_t limit = known.size() > 4 ? 2 : 1;
+        if (edit_distance(tool, known) <= limit) return known;
+    }
+    return {};
+}
+
 // One settings file being loaded: where it is, its layer, positions of its values, and the path conventions.
 class FileLoader {
   public:
@@ -72,6 +170,7 @@ class FileLoader {
         const bool srt = root.contains("network") || root.contains("filesystem");
         shape_ = (!claude && srt) ? Shape::Srt : Shape::ClaudeCode;
         if (shape_ == Shape::Srt) {
+            check_keys(root, "", kTopLevelSrtKeys);
             if (json* network = object_member(root, "network", "")) load_network(*network, "network");
             if (json* filesystem = object_member(root, "filesystem", ""))
                 load_filesystem(*filesystem, "filesystem");
@@ -79,6 +178,7 @@ class FileLoader {
         }
         if (json* permissions = object_member(root, "permissions", "")) load_permissions(*permissions);
         if (json* sandbox = object_member(root, "sandbox", "")) {
+            check_keys(*sandbox, "sandbox", kTopLevelSrtKeys, kSandboxKeys, std::size(kSandboxKeys));
             if (json* network = object_member(*sandbox, "network", "sandbox"))
                 load_network(*network, "sandbox.network");
             if (json* filesystem = object_member(*sandbox, "filesystem", "sandbox"))
@@ -97,6 +197,39 @@ class FileLoader {
 
     Source source(const std::string& where) const {
         return Source{layer_, file_, where, positions_.line_of(where)};
+    }
+
+    // A notice naming the file, line and JSON path; the load goes on.
+    void warn(const std::string& where, const std::string& what) const {
+        std::string message = file_;
+        if (int line = positions_.line_of(where); line > 0) message += ":" + std::to_string(line);
+        message += ": ";
+        if (!where.empty()) message += where + ": ";
+        out_.warnings.push_back(message + what);
+    }
+
+    // An entry cordon cannot interpret: a deny entry stops the load (it would otherwise be dropped, which
+    // widens access); an allow entry is skipped with a warning (skipping never widens access).
+    void refuse_entry(const std::string& where, const std::string& why, bool allow) const {
+        if (!allow) fail(where, why);
+        warn(where, "skipped: " + why);
+    }
+
+    // One warning per key of `section` that cordon does not honour or does not know.
+    template <std::size_t N>
+    void check_keys(const json& section, const std::string& base, const KnownKey (&keys)[N],
+                    const KnownKey* more = nullptr, std::size_t more_count = 0) const {
+        for (auto it = section.begin(); it != section.end(); ++it) {
+            const KnownKey* key = find_key(keys, it.key());
+            for (std::size_t i = 0; key == nullptr && i < more_count; ++i)
+                if (more[i].name == it.key()) key = &more[i];
+            const std::string where = append_key(base, it.key().c_str());
+            if (key == nullptr) {
+                warn(where, "unknown key; ignored (a typo?)");
+            } else if (key->use == KeyUse::NotHonoured) {
+                warn(where, "not honoured by cordon (" + std::string(key->why) + "); ignored");
+            }
+        }
     }
 
     json* object_member(json& parent, const char* key, const std::string& parent_path) const {
@@ -139,46 +272,74 @@ class FileLoader {
     }
 
     // Parses the pattern first: `pattern_text` may point into `rule_text`, which the rule then takes over.
-    void domain(std::string& rule_text, std::string_view pattern_text, const std::string& where, bool allow) {
-        auto parsed = parse_domain_pattern(pattern_text);
-        if (auto* why = std::get_if<std::string>(&parsed))
-            fail(where, "invalid domain pattern " + json_quoted(rule_text) + ": " + *why);
+    void domain(std::string& rule_text, std::string_view pattern_text, const std::string& where, bool allow,
+                PatternDialect dialect) {
+        auto parsed = parse_domain_pattern(pattern_text, dialect);
+        if (auto* why = std::get_if<std::string>(&parsed)) {
+            std::string message = "invalid domain pattern " + json_quoted(rule_text) + ": " + *why;
+            if (dialect != PatternDialect::ClaudeCode)
+                message +=
+                    " (as in srt: a domain like \"example.com\", a wildcard like \"*.example.com\" or a "
+                    "bracketed IPv6 literal like \"[::1]:443\", with an optional :port; overly broad "
+                    "patterns "
+                    "like \"*.com\" or \"*\" are not allowed)";
+            refuse_entry(where, message, allow);
+            return;
+        }
         out_.add_domain(std::get<DomainPattern>(parsed), Rule{std::move(rule_text), source(where)}, allow);
     }
 
     void path(std::vector<PathRule>& into, std::string& rule_text, std::string_view path_text,
-              const std::string& where) {
+              const std::string& where, bool allow) {
         auto resolved =
             resolve_path(path_text, shape_ == Shape::Srt ? PathStyle::Plain : PathStyle::ClaudeCode, ctx_);
-        if (auto* why = std::get_if<std::string>(&resolved))
-            fail(where, "invalid path " + json_quoted(rule_text) + ": " + *why);
+        if (auto* why = std::get_if<std::string>(&resolved)) {
+            refuse_entry(where, "invalid path " + json_quoted(rule_text) + ": " + *why, allow);
+            return;
+        }
         auto& r = std::get<ResolvedPath>(resolved);
         into.push_back(PathRule{std::move(r.path), r.glob, Rule{std::move(rule_text), source(where)}});
     }
 
     // `Tool(specifier)` rules. WebFetch(domain:...), Read(...) and Edit(...) become network and filesystem
-    // rules; every other tool's rules belong to Claude Code alone and are skipped.
+    // rules; every other tool's rules belong to Claude Code alone and are skipped. A tool name that looks
+    // like a misspelt WebFetch/Read/Edit gets a warning (Claude Code would ignore the rule too).
     void permission_rule(std::string& text, const std::string& where, bool allow) {
         auto open = text.find('(');
+        const std::string tool = text.substr(0, open);
+        if (tool != "WebFetch" && tool != "Read" && tool != "Edit") {
+            if (std::string_view known = misspelt_tool(tool); !known.empty())
+                warn(where, "rule " + json_quoted(text) + " names no tool cordon knows; did you mean " +
+                                std::string(known) + "? (tool names are case-sensitive); ignored");
+            return;
+        }
         if (open == std::string::npos)
             return;  // a bare tool name (`WebFetch`, `Read`) grants no sandbox access
-        const std::string tool = text.substr(0, open);
-        if (tool != "WebFetch" && tool != "Read" && tool != "Edit") return;
-        if (text.back() != ')') fail(where, "invalid rule " + json_quoted(text) + ": missing ')' at the end");
+        if (text.back() != ')') {
+            refuse_entry(where, "invalid rule " + json_quoted(text) + ": missing ')' at the end", allow);
+            return;
+        }
         std::string_view specifier = std::string_view(text).substr(open + 1, text.size() - open - 2);
         if (tool == "WebFetch") {
             constexpr std::string_view kPrefix = "domain:";
-            if (specifier.substr(0, kPrefix.size()) != kPrefix)
-                fail(where, "invalid rule " + json_quoted(text) + ": WebFetch rules take domain:PATTERN");
+            if (specifier.substr(0, kPrefix.size()) != kPrefix) {
+                refuse_entry(where,
+                             "invalid rule " + json_quoted(text) + ": WebFetch rules take domain:PATTERN",
+                             allow);
+                return;
+            }
             specifier.remove_prefix(kPrefix.size());
-            domain(text, specifier, where, allow);
+            domain(text, specifier, where, allow, PatternDialect::ClaudeCode);
             return;
         }
-        if (specifier.empty()) fail(where, "invalid rule " + json_quoted(text) + ": empty path");
+        if (specifier.empty()) {
+            refuse_entry(where, "invalid rule " + json_quoted(text) + ": empty path", allow);
+            return;
+        }
         if (tool == "Read") {
-            path(allow ? out_.allow_read : out_.deny_read, text, specifier, where);
+            path(allow ? out_.allow_read : out_.deny_read, text, specifier, where, allow);
         } else {
-            path(allow ? out_.allow_write : out_.deny_write, text, specifier, where);
+            path(allow ? out_.allow_write : out_.deny_write, text, specifier, where, allow);
         }
     }
 
@@ -190,13 +351,20 @@ class FileLoader {
     }
 
     void load_network(json& network, const std::string& base) {
-        strings(network, "allowedDomains", base,
-                [&](std::string& text, const std::string& where) { domain(text, text, where, true); });
-        strings(network, "deniedDomains", base,
-                [&](std::string& text, const std::string& where) { domain(text, text, where, false); });
+        check_keys(network, base, kNetworkKeys);
+        strings(network, "allowedDomains", base, [&](std::string& text, const std::string& where) {
+            domain(text, text, where, true, PatternDialect::SrtAllowed);
+        });
+        strings(network, "deniedDomains", base, [&](std::string& text, const std::string& where) {
+            domain(text, text, where, false, PatternDialect::SrtDenied);
+        });
         strings(network, "allowedAddresses", base, [&](std::string& text, const std::string& where) {
-            if (std::string why = check_cidr(text); !why.empty())
-                fail(where, "invalid address " + json_quoted(text) + ": " + why);
+            auto range = parse_cidr(text);
+            if (auto* why = std::get_if<std::string>(&range)) {
+                refuse_entry(where, "invalid address " + json_quoted(text) + ": " + *why, true);
+                return;
+            }
+            out_.ranges.push_back(std::get<AddressRange>(range));
             out_.addresses.push_back(Rule{std::move(text), source(where)});
         });
         strings(network, "allowUnixSockets", base, [&](std::string& text, const std::string& where) {
@@ -214,20 +382,30 @@ class FileLoader {
             if (layer_ == Layer::Managed) {
                 out_.managed_only = *value;
             } else if (*value) {
-                out_.warnings.push_back(file_ + ": " + append_key(base, "allowManagedDomainsOnly") +
-                                        " is honoured only in managed settings; ignored");
+                warn(append_key(base, "allowManagedDomainsOnly"),
+                     "honoured only in managed settings; ignored");
             }
         }
     }
 
     void load_filesystem(json& filesystem, const std::string& base) {
-        auto into = [&](std::vector<PathRule>& rules) {
-            return [&](std::string& text, const std::string& where) { path(rules, text, text, where); };
+        check_keys(filesystem, base, kFilesystemKeys);
+        auto into = [&](std::vector<PathRule>& rules, bool allow) {
+            return [&, allow](std::string& text, const std::string& where) {
+                path(rules, text, text, where, allow);
+            };
         };
-        strings(filesystem, "allowWrite", base, into(out_.allow_write));
-        strings(filesystem, "denyWrite", base, into(out_.deny_write));
-        strings(filesystem, "denyRead", base, into(out_.deny_read));
-        strings(filesystem, "allowRead", base, into(out_.allow_read));
+        strings(filesystem, "allowWrite", base, into(out_.allow_write, true));
+        strings(filesystem, "denyWrite", base, into(out_.deny_write, false));
+        strings(filesystem, "denyRead", base, into(out_.deny_read, false));
+        strings(filesystem, "allowRead", base, into(out_.allow_read, true));
+        if (auto value = boolean(filesystem, "allowGitConfig", base)) {
+            // A scalar: the highest layer wins; within a layer the later file.
+            if (!out_.allow_git_config || out_.allow_git_config_layer == layer_) {
+                out_.allow_git_config = *value;
+                out_.allow_git_config_layer = layer_;
+            }
+        }
     }
 
     std::string file_;
@@ -375,8 +553,10 @@ void load_flags(const LoadOptions& options, Collected& out) {
     paths(options.deny_read, "--deny-read", out.deny_read);
 
     for (const std::string& text : options.allow_addresses) {
-        if (std::string why = check_cidr(text); !why.empty())
-            throw Failure{"--allow-address " + json_quoted(text) + ": invalid address: " + why};
+        auto range = parse_cidr(text);
+        if (auto* why = std::get_if<std::string>(&range))
+            throw Failure{"--allow-address " + json_quoted(text) + ": invalid address: " + *why};
+        out.ranges.push_back(std::get<AddressRange>(range));
         out.addresses.push_back(Rule{text, flag_source("--allow-address")});
     }
 }

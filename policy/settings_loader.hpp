@@ -33,10 +33,13 @@ struct Collected {
     DomainRules allow, deny;
     std::vector<Rule> ignored_allows;
     std::vector<Rule> addresses, unix_sockets;
+    std::vector<AddressRange> ranges;  // addresses, parsed
     std::vector<PathRule> allow_write, deny_write, deny_read, allow_read;
     bool managed_only = false;
     std::optional<bool> allow_all_unix_sockets;
     Layer allow_all_unix_sockets_layer = Layer::Default;
+    std::optional<bool> allow_git_config;
+    Layer allow_git_config_layer = Layer::Default;
     std::vector<std::filesystem::path> files_read;
     std::vector<std::string> warnings;
 

@@ -3,6 +3,7 @@
 
 #include "policy/host_name.hpp"
 #include "policy/policy.hpp"
+#include "policy/syntax.hpp"
 
 namespace cordon::policy {
 
@@ -29,32 +30,15 @@ std::variant<HostPort, std::string> parse_target(std::string_view text, std::uin
         return "not a host, host:port or URL: '" + std::string(text) + "'";
     }
 
-    std::string_view host = authority;
-    std::string_view port_text;
-    bool has_port = false;
-    if (authority.front() == '[') {
-        auto close = authority.find(']');
-        if (close == std::string_view::npos) return std::string("unterminated '[' in an IPv6 address");
-        host = authority.substr(0, close + 1);
-        std::string_view rest = authority.substr(close + 1);
-        if (!rest.empty()) {
-            if (rest.front() != ':') return std::string("unexpected text after ']'");
-            port_text = rest.substr(1);
-            has_port = true;
-        }
-    } else if (std::count(authority.begin(), authority.end(), ':') == 1) {
-        auto colon = authority.find(':');
-        host = authority.substr(0, colon);
-        port_text = authority.substr(colon + 1);
-        has_port = true;
-    }
+    auto split = split_host_port(authority);
+    if (auto* why = std::get_if<std::string>(&split)) return *why;
+    const HostPortText& parts = std::get<HostPortText>(split);
     HostPort out;
-    out.port = default_port;
-    if (has_port) {
-        out.port = detail::parse_port(port_text);
-        if (out.port == 0) return "invalid port '" + std::string(port_text) + "' (must be 1..65535)";
-    }
+    out.port = parts.port.value_or(default_port);
+    const std::string_view host = parts.host;
     std::string normal;
+    if (parts.bracketed && host.find(':') == std::string_view::npos)
+        return "invalid host '[" + std::string(host) + "]': brackets hold an IPv6 address";
     if (detail::normalise_host(host, normal) == detail::HostKind::Invalid)
         return "invalid host '" + std::string(host) + "': " + normal;
     out.host = std::move(normal);

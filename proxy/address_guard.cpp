@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "policy/syntax.hpp"
+
 namespace cordon::proxy {
 
 namespace {
@@ -229,28 +231,16 @@ Address Address::unmapped() const {
 }
 
 std::optional<Cidr> Cidr::parse(std::string_view text) {
-    std::string_view ip = text;
-    int prefix = -1;
-    if (auto slash = text.find('/'); slash != std::string_view::npos) {
-        ip = text.substr(0, slash);
-        auto digits = text.substr(slash + 1);
-        if (digits.empty() || digits.size() > 3) return std::nullopt;
-        auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), prefix);
-        if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
-    }
-    if (ip.size() >= 2 && ip.front() == '[' && ip.back() == ']') ip = ip.substr(1, ip.size() - 2);
-    auto address = Address::parse(ip);
-    if (!address) return std::nullopt;
+    auto range = policy::parse_cidr(text);
+    if (std::holds_alternative<std::string>(range)) return std::nullopt;
+    return from(std::get<policy::AddressRange>(range));
+}
+
+Cidr Cidr::from(const policy::AddressRange& range) {
     Cidr c;
-    c.family = address->family();
-    int max = c.family == AF_INET ? 32 : 128;
-    if (prefix < 0) prefix = max;
-    if (prefix > max) return std::nullopt;
-    c.prefix = prefix;
-    if (c.family == AF_INET)
-        std::memcpy(c.bytes, &v4(*address)->sin_addr, 4);
-    else
-        std::memcpy(c.bytes, &v6(*address)->sin6_addr, 16);
+    c.family = range.family;
+    c.prefix = range.prefix;
+    std::memcpy(c.bytes, range.bytes.data(), sizeof c.bytes);
     return c;
 }
 

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "policy/policy.hpp"
+
 namespace cordon::proxy {
 
 // An IPv4 or IPv6 address with a port, small enough to copy around.
@@ -39,7 +41,8 @@ struct Cidr {
     std::uint8_t bytes[16]{};
     int prefix = 0;
 
-    static std::optional<Cidr> parse(std::string_view text);
+    static std::optional<Cidr> parse(std::string_view text);  // policy::parse_cidr's grammar
+    static Cidr from(const policy::AddressRange& range);
     bool contains(const Address& address) const;
 };
 

@@ -1,5 +1,6 @@
 #include "proxy/decision.hpp"
 
+#include "policy/syntax.hpp"
 #include "proxy/context.hpp"
 
 namespace cordon::proxy {
@@ -26,17 +27,7 @@ std::string rule_text(const policy::Decision& decision) {
 }
 
 std::string rule_source(const policy::Decision& decision) {
-    if (!decision.rule) return "";
-    const auto& s = decision.rule->source;
-    std::string out;
-    if (!s.file.empty()) {
-        out = s.file;
-        if (s.line > 0) out += ":" + std::to_string(s.line);
-        if (!s.where.empty()) out += " (" + s.where + ")";
-    } else {
-        out = s.where.empty() ? std::string(policy::to_string(s.layer)) : s.where;
-    }
-    return out;
+    return decision.rule ? policy::format_source(decision.rule->source) : "";
 }
 
 Outcome DecisionPoint::guard(Outcome outcome, const std::vector<Address>& addresses,

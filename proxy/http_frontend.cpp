@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "policy/syntax.hpp"
 #include "proxy/auth.hpp"
 #include "proxy/connection.hpp"
 #include "proxy/context.hpp"
@@ -51,28 +52,15 @@ bool starts_with_icase(std::string_view s, std::string_view prefix) {
     return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
 }
 
-// Splits "host:port" / "[v6]:port" (CONNECT's authority form). Port required.
+// Splits "host:port" / "[v6]:port" (CONNECT's authority form) with the one host:port grammar
+// (policy/syntax.hpp). Port required.
 bool split_authority(std::string_view text, std::string& host, std::uint16_t& port) {
-    std::string_view h, p;
-    if (!text.empty() && text.front() == '[') {
-        auto close = text.find(']');
-        if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':')
-            return false;
-        h = text.substr(1, close - 1);
-        p = text.substr(close + 2);
-    } else {
-        auto colon = text.rfind(':');
-        if (colon == std::string_view::npos) return false;
-        h = text.substr(0, colon);
-        p = text.substr(colon + 1);
-        if (h.find(':') != std::string_view::npos) return false;
-    }
-    if (h.empty() || p.empty() || p.size() > 5 || p.find_first_not_of("0123456789") != std::string_view::npos)
-        return false;
-    unsigned long n = std::stoul(std::string(p));
-    if (n == 0 || n > 65535) return false;
-    host = std::string(h);
-    port = static_cast<std::uint16_t>(n);
+    auto parts = policy::split_host_port(text, policy::PortSpec::Required);
+    if (std::holds_alternative<std::string>(parts)) return false;
+    const auto& hp = std::get<policy::HostPortText>(parts);
+    if (!hp.bracketed && hp.host.find(':') != std::string_view::npos) return false;
+    host = std::string(hp.host);
+    port = *hp.port;
     return true;
 }
 

@@ -6,33 +6,23 @@
 #include <set>
 #include <stdexcept>
 
+#include "policy/syntax.hpp"
 #include "proxy/address_guard.hpp"
 #include "proxy/audit_log.hpp"
 
 namespace cordon::proxy {
 
 bool split_host_port(const std::string& text, std::string& ip, std::uint16_t& port) {
-    std::string host, digits;
-    if (!text.empty() && text.front() == '[') {
-        auto close = text.find(']');
-        if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') return false;
-        host = text.substr(1, close - 1);
-        digits = text.substr(close + 2);
-    } else {
-        auto colon = text.rfind(':');
-        if (colon == std::string::npos) return false;
-        host = text.substr(0, colon);
-        digits = text.substr(colon + 1);
-        if (host.find(':') != std::string::npos) return false;  // IPv6 needs brackets
-    }
-    if (digits.empty() || digits.size() > 5 || digits.find_first_not_of("0123456789") != std::string::npos)
-        return false;
-    long n = std::stol(digits);
-    if (n > 65535) return false;
+    // The one host:port grammar (policy/syntax.hpp); a listen address also takes port 0.
+    auto parts = policy::split_host_port(text, policy::PortSpec::RequiredOrZero);
+    if (std::holds_alternative<std::string>(parts)) return false;
+    const auto& hp = std::get<policy::HostPortText>(parts);
+    std::string host(hp.host);
+    if (!hp.bracketed && host.find(':') != std::string::npos) return false;  // IPv6 needs brackets
     if (host == "localhost") host = "127.0.0.1";
     if (!Address::parse(host)) return false;
     ip = host;
-    port = static_cast<std::uint16_t>(n);
+    port = *hp.port;
     return true;
 }
 

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "policy/syntax.hpp"
+
 namespace cordon::proxy {
 
 const char* to_string(ResolveError error) {
@@ -27,33 +29,15 @@ const char* to_string(ResolveError error) {
 }
 
 std::string dns_server_to_csv(const std::string& server) {
-    if (server.empty()) return {};
-    std::string ip = server, port;
-    if (server.front() == '[') {
-        auto close = server.find(']');
-        if (close == std::string::npos) return {};
-        ip = server.substr(1, close - 1);
-        if (close + 1 < server.size()) {
-            if (server[close + 1] != ':') return {};
-            port = server.substr(close + 2);
-            if (port.empty()) return {};
-        }
-    } else if (std::count(server.begin(), server.end(), ':') == 1) {
-        auto colon = server.find(':');
-        ip = server.substr(0, colon);
-        port = server.substr(colon + 1);
-        if (port.empty()) return {};
-    }
-    auto address = Address::parse(ip);
+    // The one host:port grammar (policy/syntax.hpp): IP, IP:PORT, [v6]:PORT or a bare v6.
+    auto parts = policy::split_host_port(server);
+    if (std::holds_alternative<std::string>(parts)) return {};
+    const auto& hp = std::get<policy::HostPortText>(parts);
+    auto address = Address::parse(hp.host);
     if (!address) return {};
-    if (!port.empty()) {
-        if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return {};
-        long n = std::stol(port);
-        if (n < 1 || n > 65535) return {};
-    }
     std::string out = address->family() == AF_INET6 ? "[" + address->ip() + "]" : address->ip();
-    if (!port.empty())
-        out += ":" + port;
+    if (hp.port)
+        out += ":" + std::to_string(*hp.port);
     else if (address->family() == AF_INET6)
         out = address->ip();
     return out;

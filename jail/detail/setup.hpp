@@ -12,6 +12,7 @@
 
 #include <linux/filter.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,8 @@ struct Context {
     std::vector<char*> argv, envp;         // for execvpe, pointing into config
     std::vector<std::string> host_mounts;  // the host's mount points, read before anything is mounted
     MountPlan plan;                        // received from the supervisor (ops, writable roots)
+    // The limits no cgroup holds, which the command sets on itself (decided by the supervisor).
+    std::optional<std::uint64_t> rlimit_as{}, rlimit_nproc{};
 };
 
 // jail/mounts.cpp: the mount points of the caller's mount table (read by the jail child before it mounts;

@@ -278,10 +278,10 @@ TEST_CASE("cordon policy with no settings is the embedded default", "[cli]") {
 
 TEST_CASE("cordon policy errors and help", "[cli][usage]") {
     TempTree tree;
-    tree.project_settings("{\"sandbox\": {\"network\": {\"allowedDomains\": [\"*.com\"]}}}");
+    tree.project_settings("{\"sandbox\": {\"network\": {\"deniedDomains\": [\"*.com\"]}}}");
     auto r = cordon(tree, {"policy", "--managed-dir", tree.managed().string()});
     CHECK(r.status == 2);
-    CHECK_THAT(r.err, Catch::Contains("sandbox.network.allowedDomains[0]"));
+    CHECK_THAT(r.err, Catch::Contains("sandbox.network.deniedDomains[0]"));
     CHECK(cordon(tree, {"policy", "extra"}).status == 2);
     auto help = cordon(tree, {"policy", "--help"});
     CHECK(help.status == 0);
@@ -323,6 +323,130 @@ TEST_CASE("cordon check expands ~/ in read: and write: paths", "[cli]") {
     auto r = check(tree, {"--deny-read", "~/.ssh", "--json", "read:~/.ssh/id_ed25519"});
     CHECK(r.status == 1);
     CHECK(json::parse(r.out)["target"] == "read:" + (tree.home() / ".ssh/id_ed25519").string());
+}
+
+// ---- issue 9: never fail open, srt and Claude Code parity, through the real binary
+// ----------------------------
+
+TEST_CASE("cordon check --allow-domain '*.' is a usage error, not allow-everything", "[cli][parity]") {
+    TempTree tree;
+    auto r = check(tree, {"--allow-domain", "*.", "x.example.com"});
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains("--allow-domain \"*.\"") && Catch::Contains("overly broad"));
+    CHECK(r.out.empty());
+}
+
+TEST_CASE("cordon check: an uninterpretable allow entry is skipped with a warning, the file still works",
+          "[cli][parity]") {
+    TempTree tree;
+    auto file = tree.project_settings(
+        "{\"permissions\": {\"allow\": [\n \"WebFetch(domain:example.*)\",\n \"WebFetch(domain:*.)\",\n"
+        " \"WebFetch(domain:ok.example.com)\"]}}");
+    auto r = check(tree, {"example.org"});
+    CHECK(r.status == 0);
+    CHECK_THAT(r.out, Catch::Contains("rule: WebFetch(domain:example.*)"));
+    CHECK_THAT(r.err,
+               Catch::Contains("cordon: warning: " + file.string() + ":3: permissions.allow[1]: skipped"));
+    CHECK(check(tree, {"example.evil.com"}).status == 1);
+    CHECK(check(tree, {"x.example.com"}).status == 1);  // `*.` was not read as every host
+    CHECK(check(tree, {"ok.example.com"}).status == 0);
+}
+
+TEST_CASE("cordon check: an invalid deny entry exits 2 naming file:line", "[cli][parity]") {
+    TempTree tree;
+    auto file = tree.project_settings("{\"permissions\": {\"deny\": [\n\"WebFetch(domain:*.)\"]}}");
+    auto r = check(tree, {"example.org"});
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::StartsWith("cordon: " + file.string() + ":2: permissions.deny[0]: "));
+}
+
+TEST_CASE("cordon check canonicalises IPv4 spellings", "[cli][parity]") {
+    TempTree tree;
+    for (const char* spelling :
+         {"0x0a.203.0.2", "10.203.2", "181075970", "012.203.0.2", "http://0xa.203.0.2:80/"}) {
+        auto r = check(tree, {"--allow-domain", "10.203.0.2", "--json", spelling});
+        INFO(spelling << ": " << r.err);
+        CHECK(r.status == 0);
+        CHECK_THAT(r.out, Catch::Contains("\"target\": \"10.203.0.2:"));
+    }
+}
+
+TEST_CASE("cordon policy lists unknown and unhonoured keys under warnings", "[cli][parity]") {
+    TempTree tree;
+    auto file = tree.write("srt.json",
+                           "{\"network\": {\"allowedDomains\": [\"a.example.com\"],\n"
+                           " \"httpProxyPort\": 1}, \"filesystem\": {\"allowGitConfig\": true},\n"
+                           " \"enableWeakerNestedSandbox\": true, \"netwrok\": {}}");
+    auto r = cordon(tree, {"policy", "--managed-dir", tree.managed().string(), "--settings", file.string()});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    auto j = json::parse(r.out);
+    REQUIRE(j["warnings"].size() == 3);
+    std::string warnings;
+    for (const auto& w : j["warnings"])
+        warnings += w.get<std::string>() + "\n";
+    CHECK_THAT(warnings, Catch::Contains(file.string() + ":2: network.httpProxyPort: not honoured by cordon "
+                                                         "(cordon's proxy listens on its own port inside the "
+                                                         "jail); ignored\n"));
+    CHECK_THAT(warnings, Catch::Contains(":3: enableWeakerNestedSandbox: not honoured"));
+    CHECK_THAT(warnings, Catch::Contains(":3: netwrok: unknown key"));
+    CHECK(j["filesystem"]["allowGitConfig"] == true);
+    for (const auto& name : j["filesystem"]["alwaysReadOnlyNames"])
+        CHECK(name != ".git/config");
+    CHECK_THAT(r.err, Catch::Contains("cordon: warning: " + file.string() + ":2: network.httpProxyPort"));
+}
+
+TEST_CASE("cordon check read:~/.ssh agrees with the jail for Read(~/.ssh/**)", "[cli][parity]") {
+    TempTree tree;
+    tree.project_settings("{\"permissions\": {\"deny\": [\"Read(~/.ssh/**)\"]}}");
+    auto r = check(tree, {"read:~/.ssh"});
+    CHECK(r.status == 1);
+    CHECK_THAT(r.out, Catch::Contains("rule: Read(~/.ssh/**)"));
+    CHECK(check(tree, {"read:~/.ssh/id_ed25519"}).status == 1);
+    CHECK(check(tree, {"read:~/.sshrc"}).status == 0);
+}
+
+TEST_CASE("a flag that takes a value never takes -- or another flag", "[cli][args]") {
+    TempTree tree;
+    auto r = check(tree, {"--settings", "--json", "x.example.com"});
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains("--settings needs a value, not '--json'"));
+    r = check(tree, {"--allow-domain", "--", "x.example.com"});
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains("--allow-domain needs a value, not '--'"));
+    // `--audit-log -- curl` must not write a file named `--`.
+    r = cordon(tree, {"run", "--no-discover", "--audit-log", "--", "/bin/true"});
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains("--audit-log needs a value, not '--'"));
+    CHECK_FALSE(fs::exists(tree.cwd() / "--"));
+    r = cordon(tree, {"proxy", "--listen", "127.0.0.1:0", "--audit-log", "--dns-server", "127.0.0.1"});
+    CHECK(r.status == 2);
+    CHECK_FALSE(fs::exists(tree.cwd() / "--dns-server"));
+    // `-` alone is a value (stdout), and `--flag=-x` passes a value that starts with `-`.
+    r = check(tree, {"--allow-domain=-bad.example", "--json", "x.example.com"});
+    CHECK(r.status == 1);
+    CHECK(r.err.empty());
+}
+
+TEST_CASE("cordon check --resolve applies the address guard to IP literals", "[cli][resolve]") {
+    TempTree tree;
+    auto r = check(tree, {"--resolve", "--allow-domain", "127.0.0.1", "127.0.0.1:8080"});
+    CHECK(r.status == 1);
+    CHECK_THAT(r.out, Catch::Contains("reason: blocked-by-address-guard") &&
+                          Catch::Contains("address: 127.0.0.1 (refused by the address guard: loopback"));
+    r = check(tree, {"--resolve", "--allow-domain", "127.0.0.1", "--allow-address", "127.0.0.0/8", "--json",
+                     "0x7f.1:8080"});
+    CHECK(r.status == 0);
+    auto j = json::parse(r.out);
+    CHECK(j["decision"] == "allow");
+    CHECK(j["addresses"][0]["address"] == "127.0.0.1");
+    CHECK(j["addresses"][0]["guard"].is_null());
+    // A target the policy refuses is refused before any DNS.
+    r = check(tree, {"--resolve", "--dns-server", "127.0.0.1:9", "not-allowed.example"});
+    CHECK(r.status == 1);
+    CHECK_THAT(r.out, Catch::Contains("blocked-by-allowlist"));
+    CHECK(check(tree, {"--resolve", "read:/etc"}).status == 2);
+    CHECK(check(tree, {"--dns-server", "nonsense", "--resolve", "x.example"}).status == 2);
 }
 
 }  // namespace cordon::policy::test

@@ -45,7 +45,7 @@ class RunSummaryTest(TempDirTest):
         self.assertTrue(r.stdout.startswith("200 403 403 403 502 502 "), r.stdout)
         # The 403 body: srt's phrase, and the rule with its source.
         self.assertIn("Connection blocked by network allowlist", r.stdout)
-        self.assertIn("`bad.ok.test` from --deny-domain", r.stdout)
+        self.assertIn("`bad.ok.test` from flags --deny-domain", r.stdout)
 
         err = r.stderr
         sections = {}
@@ -62,7 +62,7 @@ class RunSummaryTest(TempDirTest):
         self.assertIn("--allow-domain", allow)
         self.assertIn("sandbox.network.allowedDomains", allow)
         deny = sections["denied by a deny rule"]
-        self.assertIn("bad.ok.test:80  x2  by `bad.ok.test` from --deny-domain", deny)
+        self.assertIn("bad.ok.test:80  x2  by `bad.ok.test` from flags --deny-domain", deny)
         self.assertNotIn("--allow-domain", deny)
         guard = sections["refused by the address guard"]
         self.assertIn("inside.test:80  x1  resolves to 10.20.30.40 (", guard)

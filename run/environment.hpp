@@ -1,0 +1,28 @@
+// The jail's network as the programs inside see it: the ports where cordon's proxy listens inside the jail
+// (127.0.0.1 and ::1) and the environment variables that point there. The one place that knows both.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cordon::run {
+
+constexpr std::uint16_t kHttpProxyPort = 3128;   // HTTP proxy and SOCKS5 on one port
+constexpr std::uint16_t kSocksProxyPort = 1080;  // SOCKS5 (ALL_PROXY)
+
+// The ports the jail creates listeners on, for the proxy to serve.
+std::vector<std::uint16_t> proxy_ports();
+
+// The variables that point programs at the proxy, in order, NAME and value.
+std::vector<std::pair<std::string, std::string>> proxy_variables();
+
+// The caller's environment `caller_env` (NULL-terminated) without any of proxy_variables() and
+// SANDBOX_RUNTIME, then proxy_variables() (only with network) and SANDBOX_RUNTIME=1.
+std::vector<std::string> jail_environment(char** caller_env, bool network);
+
+// For `cordon run --help`: what the variables are set to.
+std::string environment_help();
+
+}  // namespace cordon::run

@@ -1,0 +1,43 @@
+// `cordon run`'s supervisor: wires the jail (jail/) and the egress proxy (proxy/) for one jailed command. It
+// starts the jail's namespaces while the policy loads, hands the mount plan to the jail, serves the proxy
+// listeners created inside the jail on a libuv loop in the host's network namespace, relays signals, enforces
+// --timeout, prints the refusals and ends with the command's status.
+//
+// Errors: set-up failures are printed on stderr ("cordon: ...") and become the exit status 125 (2 when the
+// policy does not load, as for every command).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "policy/policy.hpp"
+#include "proxy/proxy.hpp"
+
+namespace cordon::run {
+
+struct Options {
+    std::vector<std::string> command;
+    bool strict = false, best_effort = false, allow_ptrace = false, quiet = false, network = true;
+    std::optional<std::uint64_t> memory, pids;
+    std::optional<double> timeout;
+    std::optional<std::pair<uid_t, gid_t>> user;
+    proxy::Options proxy;
+    // Loads the policy for the working directory `cwd` (called while the jail sets up), reporting errors and
+    // warnings on stderr itself; nullptr when it could not.
+    std::function<policy::PolicyPtr(const std::filesystem::path& cwd)> load_policy;
+};
+
+// Runs the command jailed. When the command has run, exits the process with its status (the command's, 128+N
+// when killed by signal N, 124 after the timeout) once everything with an effect outside the process is done,
+// without running destructors that only free memory. Returns only when the jail could not be set up: the
+// exit status (125, or 2 when the policy did not load).
+int run(const Options& options);
+
+}  // namespace cordon::run

@@ -1,0 +1,198 @@
+// The supervisor of `cordon run` (see run.hpp).
+#include <unistd.h>
+#include <uv.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+
+#include "jail/jail.hpp"
+#include "proxy/fd_limit.hpp"
+#include "run/environment.hpp"
+#include "run/run.hpp"
+
+extern char** environ;
+
+namespace cordon::run {
+
+namespace {
+
+std::string make_jail_id() {
+    std::random_device rd;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "cordon-%d-%08x", static_cast<int>(::getpid()), rd());
+    return buf;
+}
+
+// The supervisor's loop: signals (relayed, SIGCHLD), the timeout, and (once started) the proxy.
+struct Supervisor {
+    jail::Jail* jail = nullptr;
+    proxy::Proxy* proxy = nullptr;
+    uv_loop_t loop{};
+    uv_poll_t signals{};
+    uv_poll_t report{};
+    uv_timer_t timer{};
+    std::optional<int> status;
+    bool timed_out = false;
+
+    void finish(int s) {
+        if (status) return;
+        status = s;
+        uv_poll_stop(&signals);
+        uv_poll_stop(&report);
+        uv_timer_stop(&timer);
+        uv_close(reinterpret_cast<uv_handle_t*>(&signals), nullptr);
+        uv_close(reinterpret_cast<uv_handle_t*>(&report), nullptr);
+        uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr);
+        // The jail is gone, and with it every client socket: let the proxy finish what is left (upstream
+        // sides, the audit log) and stop.
+        if (proxy) proxy->shutdown(std::chrono::milliseconds(1000), [this] { uv_stop(&loop); });
+    }
+};
+
+void print_refusals(const proxy::RefusalSummary& summary) {
+    std::cerr << proxy::format_refusals(summary);
+}
+
+}  // namespace
+
+int run(const Options& options) {
+    std::error_code ec;
+    std::filesystem::path cwd = std::filesystem::current_path(ec);
+    if (ec) {
+        std::cerr << "cordon: cannot read the working directory: " << ec.message() << "\n";
+        return 125;
+    }
+
+    // The jail's namespaces are created first, while the policy loads (the plan follows in configure()).
+    jail::JailConfig config;
+    config.argv = options.command;
+    config.env = jail_environment(environ, options.network);
+    config.cwd = cwd;
+    config.allow_ptrace = options.allow_ptrace;
+    config.strict = options.strict;
+    config.best_effort = options.best_effort;
+    config.run_as = options.user;
+    config.memory_bytes = options.memory;
+    config.max_pids = options.pids;
+    config.network = options.network;
+    config.listen_ports = proxy_ports();
+    config.id = make_jail_id();
+    auto started = jail::Jail::start(config);
+    if (auto* error = std::get_if<std::string>(&started)) {
+        std::cerr << "cordon: " << *error << "\n";
+        return 125;
+    }
+    auto jail = std::get<std::unique_ptr<jail::Jail>>(std::move(started));
+
+    policy::PolicyPtr policy = options.load_policy(cwd);
+    if (!policy) return 2;  // the jail is killed on the way out
+    // The audit log is read-only inside the jail wherever it lies: created now so the plan can protect it,
+    // and opened by the proxy under its resolved name.
+    proxy::Options proxy_options = options.proxy;
+    std::vector<std::filesystem::path> supervisor_files;
+    if (options.network && !proxy_options.audit_log.empty() && proxy_options.audit_log != "-") {
+        auto audit = jail::prepare_audit_log(proxy_options.audit_log);
+        if (auto* error = std::get_if<std::string>(&audit)) {
+            std::cerr << "cordon: " << *error << "\n";
+            return 125;
+        }
+        proxy_options.audit_log = std::get<std::filesystem::path>(audit).string();
+        supervisor_files.push_back(std::get<std::filesystem::path>(audit));
+    }
+    jail::MountPlan plan = jail::make_mount_plan(*policy, cwd, policy->filesystem().home, supervisor_files);
+    for (const auto& notice : plan.notices)
+        std::cerr << "cordon: note: " << notice << "\n";
+    for (const auto& error : plan.errors)
+        std::cerr << "cordon: " << error << "\n";
+    if (!plan.errors.empty()) return 125;
+    const auto& net = policy->network();
+    if (!net.allow_unix_sockets.empty() && !net.allow_all_unix_sockets)
+        std::cerr
+            << "cordon: note: allowUnixSockets paths cannot be enforced one by one on Linux; Unix sockets "
+               "stay refused (allowAllUnixSockets allows them all)\n";
+    if (auto error = jail->configure(std::move(plan), net.allow_all_unix_sockets)) {
+        std::cerr << "cordon: " << *error << "\n";
+        return 125;
+    }
+
+    Supervisor sup;
+    uv_loop_init(&sup.loop);
+    sup.loop.data = &sup;
+    sup.jail = jail.get();
+    std::unique_ptr<proxy::Proxy> proxy;
+    if (options.network) {
+        proxy_options.sandbox_id = config.id;
+        try {
+            proxy = proxy::Proxy::create(&sup.loop, policy, std::move(proxy_options));
+        } catch (const std::exception& e) {
+            std::cerr << "cordon: " << e.what() << "\n";
+            uv_loop_close(&sup.loop);
+            return 2;
+        }
+        sup.proxy = proxy.get();
+    }
+    // After the jail started: it must not inherit an ignored SIGPIPE (`yes | head` relies on it).
+    ::signal(SIGPIPE, SIG_IGN);
+    proxy::raise_fd_limit();
+    for (auto& listener : jail->take_listeners()) {
+        if (proxy)
+            proxy->listen_fd(listener.fd);
+        else
+            ::close(listener.fd);
+    }
+
+    uv_poll_init(&sup.loop, &sup.signals, jail->signal_fd());
+    sup.signals.data = &sup;
+    uv_poll_start(&sup.signals, UV_READABLE, [](uv_poll_t* handle, int, int) {
+        auto* s = static_cast<Supervisor*>(handle->data);
+        if (auto st = s->jail->handle_signals()) s->finish(s->timed_out ? 124 : *st);
+    });
+    // The init's report of the command's end comes before its own exit: cleaning up overlaps that exit.
+    uv_poll_init(&sup.loop, &sup.report, jail->report_fd());
+    sup.report.data = &sup;
+    uv_poll_start(&sup.report, UV_READABLE, [](uv_poll_t* handle, int, int) {
+        auto* s = static_cast<Supervisor*>(handle->data);
+        bool closed = false;
+        if (auto st = s->jail->read_report(closed)) s->finish(s->timed_out ? 124 : *st);
+        if (closed && !s->status) uv_poll_stop(handle);
+    });
+    uv_timer_init(&sup.loop, &sup.timer);
+    sup.timer.data = &sup;
+    if (options.timeout) {
+        auto ms = static_cast<std::uint64_t>(std::ceil(*options.timeout * 1000));
+        uv_timer_start(
+            &sup.timer,
+            [](uv_timer_t* handle) {
+                auto* s = static_cast<Supervisor*>(handle->data);
+                std::cerr << "cordon: timeout: killing the jail\n";
+                s->timed_out = true;
+                s->jail->kill();
+            },
+            ms, 0);
+    }
+    // The jail may have exited before the poll started.
+    if (auto st = jail->handle_signals()) sup.finish(*st);
+    uv_run(&sup.loop, UV_RUN_DEFAULT);
+    int status = sup.status.value_or(125);
+    jail.reset();  // placeholders removed
+    if (proxy) {
+        if (!options.quiet) print_refusals(proxy->refusals());
+        proxy.reset();
+        uv_run(&sup.loop, UV_RUN_NOWAIT);  // close callbacks
+    }
+    uv_loop_close(&sup.loop);
+    // Everything with an effect outside this process is done (jail reaped, placeholders removed, audit log
+    // closed): leave without running the destructors of the policy, the plan and the runtime, which only
+    // touch memory about to be dropped anyway.
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    ::_exit(status);
+}
+
+}  // namespace cordon::run

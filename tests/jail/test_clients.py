@@ -1,0 +1,325 @@
+#!/usr/bin/python3
+"""Real clients inside `cordon run` (issue 9): the environment srt sets for each client family, and a request
+per client kind installed here (curl, python3, git over http, git over ssh through `cordon connect` to a test
+sshd, java), all through the jail's proxy to an upstream on the host's loopback. Also the jail's side of the
+policy: allowGitConfig lets `git config` write .git/config, and `Read(~/.ssh/**)` hides ~/.ssh as
+`cordon check read:~/.ssh` says. Needs root. Hermetic: 127.0.0.1 only, port 0 everywhere.
+
+    python3 tests/jail/test_clients.py --cordon build/cordon
+"""
+import argparse
+import http.server
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+CORDON = None
+NAME = "repo.cordon.example"
+
+
+class Dns:
+    """Answers A queries for NAME with 127.0.0.1, NXDOMAIN for anything else."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                data, peer = self.sock.recvfrom(512)
+            except OSError:
+                return
+            try:
+                pos, labels = 12, []
+                while data[pos]:
+                    labels.append(data[pos + 1:pos + 1 + data[pos]].decode())
+                    pos += 1 + data[pos]
+                qtype, = struct.unpack("!H", data[pos + 1:pos + 3])
+                question = data[12:pos + 5]
+                qid, = struct.unpack("!H", data[:2])
+                if ".".join(labels).lower() != NAME:
+                    self.sock.sendto(struct.pack("!HHHHHH", qid, 0x8183, 1, 0, 0, 0) + question, peer)
+                    continue
+                answer = b""
+                if qtype == 1:
+                    answer = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + bytes([127, 0, 0, 1])
+                self.sock.sendto(struct.pack("!HHHHHH", qid, 0x8180, 1, 1 if answer else 0, 0, 0) + question +
+                                 answer, peer)
+            except (IndexError, struct.error, UnicodeDecodeError):
+                continue
+
+    def close(self):
+        self.sock.close()
+
+
+class Fixture:
+    """One upstream for every client: an HTTP server (a page, and a bare git repository served by git's dumb
+    HTTP protocol), an sshd whose only key is ours, and the DNS server."""
+
+    base = dns = http = sshd = None
+
+    @classmethod
+    def setup(cls):
+        cls.base = tempfile.mkdtemp(prefix="cordon-clients-", dir="/var/tmp")
+        cls.dns = Dns()
+        # A bare repository with one commit.
+        work = os.path.join(cls.base, "work")
+        cls.repo = os.path.join(cls.base, "srv", "repo.git")
+        git_env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+                       GIT_COMMITTER_EMAIL="t@t", HOME=cls.base, GIT_CONFIG_NOSYSTEM="1")
+        subprocess.run(["git", "init", "-q", work], check=True, env=git_env)
+        with open(os.path.join(work, "hello.txt"), "w") as f:
+            f.write("hello from the repository\n")
+        subprocess.run(["git", "-C", work, "add", "hello.txt"], check=True, env=git_env)
+        subprocess.run(["git", "-C", work, "commit", "-qm", "one"], check=True, env=git_env)
+        subprocess.run(["git", "clone", "-q", "--bare", work, cls.repo], check=True, env=git_env)
+        subprocess.run(["git", "-C", cls.repo, "update-server-info"], check=True, env=git_env)
+
+        srv = os.path.join(cls.base, "srv")
+        with open(os.path.join(srv, "index.html"), "w") as f:
+            f.write("hello from upstream\n")
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *a, **kw):
+                super().__init__(*a, directory=srv, **kw)
+
+            def log_message(self, *args):
+                pass
+
+        cls.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        cls.http_port = cls.http.server_address[1]
+        threading.Thread(target=cls.http.serve_forever, daemon=True).start()
+
+        cls.sshd_port = None
+        if shutil.which("sshd") or os.path.exists("/usr/sbin/sshd"):
+            cls._start_sshd()
+
+    @classmethod
+    def _start_sshd(cls):
+        d = os.path.join(cls.base, "ssh")
+        os.mkdir(d, 0o700)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(d, "host")], check=True)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(d, "client")],
+                       check=True)
+        shutil.copy(os.path.join(d, "client.pub"), os.path.join(d, "authorized_keys"))
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        cls.sshd_port = s.getsockname()[1]
+        s.close()
+        config = os.path.join(d, "sshd_config")
+        with open(config, "w") as f:
+            f.write(f"ListenAddress 127.0.0.1:{cls.sshd_port}\nHostKey {d}/host\nAuthorizedKeysFile {d}/authorized_keys\n"
+                    "StrictModes no\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+                    "PermitRootLogin prohibit-password\nPidFile none\n")
+        os.makedirs("/run/sshd", exist_ok=True)
+        cls.sshd = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", config], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+        cls.ssh_key = os.path.join(d, "client")
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", cls.sshd_port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("sshd did not come up")
+
+    @classmethod
+    def teardown(cls):
+        if cls.sshd:
+            cls.sshd.kill()
+            cls.sshd.wait()
+        if cls.http:
+            cls.http.shutdown()
+            cls.http.server_close()
+        if cls.dns:
+            cls.dns.close()
+        if cls.base:
+            shutil.rmtree(cls.base, ignore_errors=True)
+
+
+class JailTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="case-", dir=Fixture.base)
+        self.cwd = os.path.join(self.dir, "project")
+        self.home = os.path.join(self.dir, "home")
+        os.makedirs(self.cwd)
+        os.makedirs(self.home)
+        self.addCleanup(shutil.rmtree, self.dir, True)
+
+    def run_jail(self, shell, *flags, env=None, timeout=60):
+        e = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.home, "LANG": "C.UTF-8"}
+        e.update(env or {})
+        return subprocess.run([CORDON, "run", "--no-discover", "--quiet", *flags, "-c", shell], cwd=self.cwd,
+                              env=e, capture_output=True, text=True, timeout=timeout)
+
+    def net(self):
+        return ["--allow-domain", NAME, "--dns-server", f"127.0.0.1:{Fixture.dns.port}", "--allow-address",
+                "127.0.0.0/8"]
+
+
+class Environment(JailTest):
+    def test_every_client_family_finds_the_proxy(self):
+        r = self.run_jail("env", env={"JAVA_TOOL_OPTIONS": "-Xmx64m", "GIT_SSH_COMMAND": "ssh -i /k"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        env = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+        http = "http://127.0.0.1:3128"
+        for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "GRPC_PROXY", "FTP_PROXY",
+                     "ftp_proxy", "DOCKER_HTTP_PROXY", "DOCKER_HTTPS_PROXY"]:
+            self.assertEqual(env.get(name), http, name)
+        self.assertEqual(env["ALL_PROXY"], "socks5h://127.0.0.1:1080")
+        self.assertEqual(env["RSYNC_PROXY"], "127.0.0.1:3128")
+        self.assertEqual((env["CLOUDSDK_PROXY_TYPE"], env["CLOUDSDK_PROXY_ADDRESS"], env["CLOUDSDK_PROXY_PORT"]),
+                         ("http", "127.0.0.1", "3128"))
+        java = env["JAVA_TOOL_OPTIONS"].split()
+        self.assertEqual(java[0], "-Xmx64m")  # the caller's options are kept
+        for opt in ["-Dhttp.proxyHost=127.0.0.1", "-Dhttp.proxyPort=3128", "-Dhttps.proxyHost=127.0.0.1",
+                    "-Dhttps.proxyPort=3128", "-DsocksProxyHost=127.0.0.1", "-DsocksProxyPort=1080"]:
+            self.assertIn(opt, java)
+        self.assertTrue(any(o.startswith("-Dhttp.nonProxyHosts=localhost|127.0.0.1") for o in java))
+        self.assertTrue(env["GIT_SSH_COMMAND"].startswith("ssh -i /k -o ProxyCommand="), env["GIT_SSH_COMMAND"])
+        self.assertIn("connect %h %p", env["GIT_SSH_COMMAND"])
+        self.assertEqual(env["SANDBOX_RUNTIME"], "1")
+
+    def test_no_network_sets_no_proxy_variables(self):
+        r = self.run_jail("env", "--no-network", env={"FTP_PROXY": "http://elsewhere:1"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("FTP_PROXY=", r.stdout)
+        self.assertNotIn("GIT_SSH_COMMAND=", r.stdout)
+
+
+class Clients(JailTest):
+    def url(self, path="/"):
+        return f"http://{NAME}:{Fixture.http_port}{path}"
+
+    def test_curl(self):
+        r = self.run_jail(f"curl -sS --max-time 10 {self.url()}", *self.net())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "hello from upstream\n")
+        # The same request is refused when the name is not allowed: the proxy, not luck, let it through.
+        r = self.run_jail(f"curl -sS --max-time 10 -o /dev/null -w '%{{http_code}}' {self.url()}",
+                          "--dns-server", f"127.0.0.1:{Fixture.dns.port}", "--allow-address", "127.0.0.0/8")
+        self.assertEqual(r.stdout, "403")
+
+    def test_python3(self):
+        code = f"import urllib.request; print(urllib.request.urlopen('{self.url()}', timeout=10).read().decode(), end='')"
+        r = self.run_jail(f"/usr/bin/python3 -c \"{code}\"", *self.net())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "hello from upstream\n")
+
+    def test_git_over_http(self):
+        r = self.run_jail(f"git clone -q {self.url('/repo.git')} clone && cat clone/hello.txt", *self.net())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "hello from the repository\n")
+
+    def test_git_over_ssh_through_cordon_connect(self):
+        if not Fixture.sshd_port:
+            self.skipTest("sshd is not installed (scripts/setup installs openssh-server)")
+        ssh = f"ssh -i {Fixture.ssh_key} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes"
+        r = self.run_jail(f"git clone -q ssh://root@{NAME}:{Fixture.sshd_port}{Fixture.repo} clone && "
+                          "cat clone/hello.txt", *self.net(), env={"GIT_SSH_COMMAND": ssh})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "hello from the repository\n")
+        # Not allowed: `cordon connect` reports the proxy's refusal and git fails.
+        r = self.run_jail(f"git clone -q ssh://root@{NAME}:{Fixture.sshd_port}{Fixture.repo} refused",
+                          "--dns-server", f"127.0.0.1:{Fixture.dns.port}", "--allow-address", "127.0.0.0/8",
+                          env={"GIT_SSH_COMMAND": ssh})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("cordon connect: the proxy refused " + NAME, r.stderr)
+
+    def test_java(self):
+        if not shutil.which("java"):
+            self.skipTest("java is not installed")
+        src = os.path.join(self.cwd, "Fetch.java")
+        with open(src, "w") as f:
+            f.write("""
+import java.io.*; import java.net.*;
+public class Fetch {
+  public static void main(String[] a) throws Exception {
+    // HttpURLConnection reads no *_PROXY variable: only JAVA_TOOL_OPTIONS gets it to the proxy.
+    HttpURLConnection c = (HttpURLConnection) new URL(a[0]).openConnection();
+    try (InputStream in = c.getInputStream()) { System.out.print(new String(in.readAllBytes())); }
+    System.out.println("socks=" + System.getProperty("socksProxyHost") + ":" + System.getProperty("socksProxyPort"));
+  }
+}
+""")
+        r = self.run_jail(f"java Fetch.java {self.url()}", *self.net(), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "hello from upstream\nsocks=127.0.0.1:1080\n")
+
+
+class PolicyInTheJail(JailTest):
+    def git(self, *args):
+        subprocess.run(["git", *args], cwd=self.cwd, check=True, capture_output=True,
+                       env={"PATH": "/usr/bin:/bin", "HOME": self.home, "GIT_CONFIG_NOSYSTEM": "1"})
+
+    def test_allow_git_config_lets_git_config_write(self):
+        self.git("init", "-q")
+        settings = os.path.join(self.dir, "srt.json")
+        with open(settings, "w") as f:
+            json.dump({"filesystem": {"allowGitConfig": True}}, f)
+        cmd = "git config cordon.test yes && git config cordon.test"
+        r = self.run_jail(cmd, "--settings", settings)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "yes\n")
+        with open(os.path.join(self.cwd, ".git", "config")) as f:
+            self.assertIn("[cordon]", f.read())
+        # Hooks stay protected.
+        r = self.run_jail("echo x > .git/hooks/pre-commit", "--settings", settings)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, ".git", "hooks", "pre-commit")))
+
+    def test_without_allow_git_config_git_config_fails(self):
+        self.git("init", "-q")
+        r = self.run_jail("git config cordon.test yes")
+        self.assertNotEqual(r.returncode, 0)
+        with open(os.path.join(self.cwd, ".git", "config")) as f:
+            self.assertNotIn("[cordon]", f.read())
+
+    def test_read_ssh_glob_hides_ssh_as_check_says(self):
+        ssh = os.path.join(self.home, ".ssh")
+        os.makedirs(ssh)
+        with open(os.path.join(ssh, "id_test"), "w") as f:
+            f.write("secret\n")
+        settings = os.path.join(self.dir, "cc.json")
+        with open(settings, "w") as f:
+            json.dump({"permissions": {"deny": ["Read(~/.ssh/**)"]}}, f)
+        r = subprocess.run([CORDON, "check", "--no-discover", "--settings", settings, "read:~/.ssh"],
+                           cwd=self.cwd, env={"HOME": self.home, "PATH": "/usr/bin:/bin"}, capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        r = self.run_jail("ls ~/.ssh; cat ~/.ssh/id_test", "--settings", settings)
+        self.assertNotIn("id_test", r.stdout)
+        self.assertNotIn("secret", r.stdout)
+
+
+def main():
+    global CORDON
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cordon", required=True)
+    args, rest = parser.parse_known_args()
+    CORDON = os.path.abspath(args.cordon)
+    if os.geteuid() != 0:
+        print("test_clients.py needs root", file=sys.stderr)
+        return 77
+    Fixture.setup()
+    try:
+        prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False)
+        return 0 if prog.result.wasSuccessful() else 1
+    finally:
+        Fixture.teardown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
