@@ -24,6 +24,8 @@ constexpr const char* kRunHelp =
     "Runs CMD in a jail: a read-only view of / with the working directory, a private /tmp and allowWrite\n"
     "writable; denyWrite and the always-read-only files kept read-only; denyRead hidden; no network but\n"
     "cordon's proxy (HTTP_PROXY & co point at it); no capabilities, no_new_privs, seccomp, Landlock.\n"
+    "The working directory is writable only when it is a project: run from /, a system directory or the\n"
+    "home directory, cordon stops (125) unless --allow-write . insists.\n"
     "Exits with CMD's status, 128+N when CMD was killed by signal N, 124 on --timeout, 125 when the jail\n"
     "(its limits, the proxy, the audit log) could not be set up, 126/127 when CMD could not be run, 2 for\n"
     "usage errors and settings that do not load.\n"

@@ -55,6 +55,67 @@ namespace {
 // do.
 constexpr int kSetupFailed = 125;
 
+// Closes every descriptor in [first, last] (or marks it close-on-exec): with close_range(2) where the kernel
+// has it (5.9, CLOSE_RANGE_CLOEXEC 5.11), else by walking /proc/self/fd. False when neither works: then an
+// inherited descriptor would reach the command, whatever the mounts say, and the jail must not start. Makes
+// no allocation (runs in the command process too).
+bool close_descriptors(unsigned first, unsigned last, bool cloexec) {
+    if (first > last) return true;
+    if (::syscall(SYS_close_range, first, last, cloexec ? 4U /* CLOSE_RANGE_CLOEXEC */ : 0U) == 0)
+        return true;
+    struct LinuxDirent64 {
+        std::uint64_t ino;
+        std::int64_t off;
+        unsigned short reclen;
+        unsigned char type;
+        char name[1];
+    };
+    // Closing while listing: repeat until a pass finds nothing left to close.
+    for (bool again = true; again;) {
+        again = false;
+        int dir = ::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0) return false;
+        alignas(8) char buf[4096];
+        for (;;) {
+            long n = ::syscall(SYS_getdents64, dir, buf, sizeof buf);
+            if (n < 0) {
+                ::close(dir);
+                return false;
+            }
+            if (n == 0) break;
+            for (long pos = 0; pos < n;) {
+                const auto* entry = reinterpret_cast<const LinuxDirent64*>(buf + pos);
+                pos += entry->reclen;
+                unsigned fd = 0;
+                bool number = entry->name[0] != '\0';
+                for (const char* c = entry->name; *c && number; ++c) {
+                    number = *c >= '0' && *c <= '9';
+                    fd = fd * 10 + static_cast<unsigned>(*c - '0');
+                }
+                if (!number || fd < first || fd > last || static_cast<int>(fd) == dir) continue;
+                if (cloexec) {
+                    if (::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC) != 0) {
+                        ::close(dir);
+                        return false;
+                    }
+                } else {
+                    ::close(static_cast<int>(fd));
+                    again = true;
+                }
+            }
+        }
+        ::close(dir);
+    }
+    return true;
+}
+
+[[noreturn]] void cannot_close_descriptors() {
+    say("cannot set up the jail: close the inherited descriptors: close_range failed and /proc/self/fd "
+        "cannot "
+        "be read");
+    ::_exit(kSetupFailed);
+}
+
 struct Step {
     const char* name;
     Result (*run)(Context&);
@@ -110,7 +171,7 @@ int exec_command(void* arg) {
     if (!ok) ::_exit(kSetupFailed);
     // A file descriptor inherited from the caller reaches whatever it points to, whatever the mounts say:
     // only 0-2 survive exec.
-    ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
+    if (!close_descriptors(3U, ~0U, true)) cannot_close_descriptors();
     // The command's PATH is the caller's (only proxy variables differ), which execvpe searches.
     ::execvpe(ctx.argv[0], ctx.argv.data(), ctx.envp.data());
     int err = errno;
@@ -274,7 +335,7 @@ bool receive_plan(int fd, MountPlan& plan) {
     for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i) {
         std::uint32_t kind = in.u32();
         std::string path = in.string(), why = in.string(), source = in.string();
-        if (kind > static_cast<std::uint32_t>(MountKind::ReadOnlyLink)) in.ok = false;
+        if (kind > static_cast<std::uint32_t>(MountKind::Symlink)) in.ok = false;
         if (in.ok) plan.ops.push_back({static_cast<MountKind>(kind), path, why, source});
     }
     for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i)
@@ -377,9 +438,10 @@ void place_child(pid_t child, const Prepared& prep) {
     }
     const unsigned keep_low = static_cast<unsigned>(fd);
     const unsigned keep_high = static_cast<unsigned>(std::max(fd, supervisor_pidfd));
-    ::syscall(SYS_close_range, 3U, keep_low - 1, 0U);
-    if (keep_high > keep_low + 1) ::syscall(SYS_close_range, keep_low + 1, keep_high - 1, 0U);
-    ::syscall(SYS_close_range, keep_high + 1, ~0U, 0U);
+    if (!close_descriptors(3U, keep_low - 1, false) ||
+        !close_descriptors(keep_low + 1, keep_high - 1, false) ||
+        !close_descriptors(keep_high + 1, ~0U, false))
+        cannot_close_descriptors();
     pollfd dead{supervisor_pidfd, POLLIN, 0};
     if (supervisor_pidfd >= 0 && ::poll(&dead, 1, 0) != 0) ::_exit(kSetupFailed);
     if (supervisor_pidfd >= 0) ::close(supervisor_pidfd);
@@ -424,8 +486,11 @@ void place_child(pid_t child, const Prepared& prep) {
         ::_exit(kSetupFailed);
     }
     // The socketpair stays, for the report at the end.
-    ::syscall(SYS_close_range, 3U, static_cast<unsigned>(fd) - 1, 0U);
-    ::syscall(SYS_close_range, static_cast<unsigned>(fd) + 1, ~0U, 0U);
+    if (!close_descriptors(3U, static_cast<unsigned>(fd) - 1, false) ||
+        !close_descriptors(static_cast<unsigned>(fd) + 1, ~0U, false)) {
+        ::kill(command, SIGKILL);
+        cannot_close_descriptors();
+    }
     // The init keeps only what it needs (CAP_KILL, to kill a command running under another uid) and is not
     // dumpable: nothing in the jail can read or write its memory or make it do anything with privileges.
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -613,8 +678,34 @@ void JailImpl::remove_placeholders() {
     created_.clear();
 }
 
+// Why: a descriptor reaches what it points to, whatever the mounts say, and /proc/self/fd/N reopens it. A
+// directory (or O_PATH) descriptor on 0-2 would hand the command everything below it, denyRead included
+// (`cordon run -c 'cat /proc/self/fd/0/.ssh/id_rsa' < ~`). It is replaced by /dev/null, here in the
+// supervisor before the clone (which the jail inherits), with a notice.
+bool replace_directory_descriptors(std::string& error) {
+    for (int fd = 0; fd <= 2; ++fd) {
+        int flags = ::fcntl(fd, F_GETFL);
+        if (flags < 0) continue;  // closed
+        struct stat st {};
+        if (!(flags & O_PATH) && (::fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode))) continue;
+        int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null < 0 || ::dup2(null, fd) < 0) {
+            error = "cannot replace the directory on descriptor " + std::to_string(fd) +
+                    " by /dev/null: " + std::strerror(errno);
+            if (null >= 0) ::close(null);
+            return false;
+        }
+        ::close(null);
+        say("note: descriptor " + std::to_string(fd) +
+            " is a directory (or an O_PATH descriptor), which would reach everything below it; the command "
+            "gets /dev/null instead");
+    }
+    return true;
+}
+
 bool JailImpl::start(const JailConfig& config, std::string& error) {
     config_ = config;
+    if (!replace_directory_descriptors(error)) return false;
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
         error = std::string("socketpair: ") + std::strerror(errno);

@@ -115,9 +115,18 @@ Result prepare_landlock(Context& ctx) {
     // POSIX shared memory (shm_open, multiprocessing) lives in the jail's own /dev/shm tmpfs.
     if (!result) result = allow("/dev/shm", dir_rights, false);
     if (!result) result = allow("/proc", file_rights, true);
-    // The files behind fds 0-2 (a host pty, a log file), reopened through /dev/stdout & co.
-    for (int fd = 0; fd <= 2 && !result; ++fd)
+    // The files behind fds 0-2 (a host pty, a log file), reopened through /dev/stdout & co. Why only those
+    // open for writing, and never a directory: /proc/self/fd/N reopens the caller's file through the host's
+    // mount, so a rule for a file given only for reading (`< file`) would let `echo X > /proc/self/fd/0`
+    // overwrite it. (A directory or O_PATH descriptor never gets here: Jail::start replaces it.)
+    for (int fd = 0; fd <= 2 && !result; ++fd) {
+        int flags = ::fcntl(fd, F_GETFL);
+        struct stat st {};
+        if (flags < 0 || (flags & O_PATH) || (flags & O_ACCMODE) == O_RDONLY || ::fstat(fd, &st) != 0 ||
+            S_ISDIR(st.st_mode))
+            continue;
         allow("/proc/self/fd/" + std::to_string(fd), file_rights, false);
+    }
     if (result) {
         ::close(ruleset);
         return result;

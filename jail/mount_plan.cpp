@@ -1,12 +1,16 @@
 #include "jail/mount_plan.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <system_error>
 
@@ -34,6 +38,8 @@ std::string_view to_string(MountKind kind) {
             return "dev";
         case MountKind::ReadOnlyLink:
             return "read-only-link";
+        case MountKind::Symlink:
+            return "symlink";
     }
     return "?";
 }
@@ -42,12 +48,6 @@ namespace {
 
 // The `why` of a directory bound over itself because it holds a protected path (see pin_ancestors).
 constexpr std::string_view kPinnedWhy = "pinned: holds ";
-
-// Always-read-only names that are files when they exist; the others (.git/hooks, .vscode, .idea) are
-// directories. Decides the type of a placeholder.
-const std::set<std::string> kFileNames = {
-    ".bashrc",     ".bash_profile", ".zshrc",     ".zprofile", ".profile",      ".gitconfig",
-    ".gitmodules", ".mcp.json",     ".ripgreprc", "config",    "settings.json", "settings.local.json"};
 
 // What lstat(2) or stat(2) said of a path: 0 and the mode, or the errno.
 struct Stat {
@@ -161,6 +161,7 @@ int rank(MountKind kind) {
             return 2;
         case MountKind::ReadOnly:
         case MountKind::ReadOnlyLink:
+        case MountKind::Symlink:
             return 3;
         case MountKind::MaskDir:
         case MountKind::MaskFile:
@@ -216,6 +217,7 @@ class Planner {
         add_writable_roots();
         add_masks();
         add_reexposed();
+        add_links_in_masks();
         add_protections();
         std::stable_sort(plan_.ops.begin(), plan_.ops.end(), [](const MountOp& a, const MountOp& b) {
             int ra = rank(a.kind), rb = rank(b.kind);
@@ -259,6 +261,38 @@ class Planner {
         return best;
     }
 
+    // As the policy does (policy.cpp, follow_allow_write), checked again where the bind is made: an
+    // allowWrite path reached through a symlink the command could have planted (the path itself, or a link
+    // inside a writable area: `ua/src -> /etc`, also matched by a glob `ua/*`) is followed only into a plain
+    // writable area and never to an ancestor of the path. Returns why not, or nothing when it may be bound.
+    std::optional<std::string> planted_link(const fs::path& raw, const std::vector<fs::path>& plain) {
+        const fs::path p = raw.lexically_normal();
+        auto in_plain = [&](const fs::path& x) {
+            return std::any_of(plain.begin(), plain.end(),
+                               [&](const fs::path& root) { return within(x, root); });
+        };
+        bool suspect = false;
+        fs::path at = "/";
+        const fs::path relative = p.relative_path();
+        std::vector<fs::path> parts(relative.begin(), relative.end());
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            fs::path next = at / parts[i];
+            if (!exists_nofollow(next)) break;
+            if (!is_link(next)) {
+                at = next;
+                continue;
+            }
+            if (i + 1 == parts.size() || in_plain(at)) suspect = true;
+            at = resolve(next);
+        }
+        if (!suspect) return std::nullopt;
+        fs::path r = resolve(p);
+        if (is_link(r)) return std::nullopt;  // dangling or a loop: add_root says so
+        if (within(p, r)) return "leads through a symlink to " + r.string() + ", above it";
+        if (!in_plain(r)) return "leads through a symlink to " + r.string() + ", outside the writable areas";
+        return std::nullopt;
+    }
+
     void add_writable_roots() {
         auto add_root = [&](const fs::path& raw, const std::string& why) {
             fs::path p = resolve(raw);
@@ -267,20 +301,47 @@ class Planner {
                 plan_.notices.push_back("allowWrite " + raw.string() + " does not exist; not made writable");
                 return;
             }
+            // Still a symlink after resolution: dangling, or a loop. A bind would follow it and fail.
+            if (is_link(p)) {
+                plan_.notices.push_back("allowWrite " + raw.string() +
+                                        " is a dangling symlink (or a loop); not made writable");
+                return;
+            }
             add({MountKind::Writable, p, why});
         };
-        if (!in_.cwd.empty()) add_root(in_.cwd, "working directory");
+        if (!in_.cwd.empty() && in_.cwd_writable) add_root(in_.cwd, "working directory");
+        // The writable areas no symlink leads to: the working directory and the plain allowWrite entries.
+        std::vector<fs::path> plain;
+        if (!in_.cwd.empty() && in_.cwd_writable) plain.push_back(resolve(in_.cwd));
         for (const auto& rule : in_.filesystem.allow_write)
-            for (const auto& p : expand(rule, "allowWrite"))
+            if (!rule.glob && resolve(rule.path) == rule.path.lexically_normal()) plain.push_back(rule.path);
+        for (const auto& rule : in_.filesystem.allow_write) {
+            for (const auto& p : expand(rule, "allowWrite")) {
+                if (auto why = planted_link(p, plain)) {
+                    plan_.notices.push_back("allowWrite `" + rule.rule.text + "`: " + p.string() + " " +
+                                            *why + "; not followed");
+                    continue;
+                }
                 add_root(p, rule.rule.text);
+            }
+        }
         plan_.writable_roots.push_back("/tmp");
         for (const auto& op : plan_.ops)
             if (op.kind == MountKind::Writable) plan_.writable_roots.push_back(op.path);
     }
 
+    // A deny rule that cannot be resolved cannot be enforced: the run stops (never drop a deny silently).
+    bool unresolvable(const fs::path& raw, const policy::PathRule& rule, std::string_view what) {
+        if (stat_of(raw, true).err != ELOOP) return false;
+        plan_.errors.push_back(std::string(what) + " `" + rule.rule.text + "`: " + raw.string() +
+                               " cannot be resolved (a symlink loop), so it cannot be enforced");
+        return true;
+    }
+
     void add_masks() {
         for (const auto& rule : in_.filesystem.deny_read) {
             for (const auto& raw : expand(rule, "denyRead")) {
+                if (unresolvable(raw, rule, "denyRead")) continue;
                 fs::path p = resolve(raw);
                 if (!exists_nofollow(p)) continue;  // nothing to hide
                 add({is_dir(p) ? MountKind::MaskDir : MountKind::MaskFile, p, rule.rule.text});
@@ -297,6 +358,33 @@ class Planner {
                 if (cover && (cover->kind == MountKind::MaskDir || cover->kind == MountKind::MaskFile) &&
                     cover->path != p)
                     add({MountKind::ReadOnly, p, rule.rule.text});
+            }
+        }
+    }
+
+    // A mask hides symlinks with everything else. Those directly inside a masked directory that lead to what
+    // the jail shows (a re-exposed allowRead path, a writable root) are recreated in the mask: merged-/usr
+    // systems reach /usr/bin through /bin and the dynamic loader through /lib64.
+    void add_links_in_masks() {
+        std::vector<fs::path> masks;
+        for (const auto& op : plan_.ops)
+            if (op.kind == MountKind::MaskDir) masks.push_back(op.path);
+        for (const auto& mask : masks) {
+            DIR* listing = ::opendir(mask.c_str());
+            if (!listing) continue;
+            std::vector<fs::path> links;
+            while (const dirent* entry = ::readdir(listing))
+                if (entry->d_type == DT_LNK || (entry->d_type == DT_UNKNOWN && is_link(mask / entry->d_name)))
+                    links.push_back(mask / entry->d_name);
+            ::closedir(listing);
+            for (const auto& link : links) {
+                const MountOp* cover = covering(link_target(link));
+                if (!cover || (cover->kind != MountKind::ReadOnly && cover->kind != MountKind::Writable &&
+                               cover->kind != MountKind::PrivateTmp))
+                    continue;
+                std::error_code ec;
+                fs::path text = fs::read_symlink(link, ec);
+                if (!ec) add({MountKind::Symlink, link, "symlink into a shown path", text});
             }
         }
     }
@@ -336,7 +424,7 @@ class Planner {
         }
     }
 
-    void protect(const fs::path& raw, const std::string& why, bool final_is_dir) {
+    void protect(const fs::path& raw, const std::string& why) {
         fs::path p = resolve(raw);
         if (exists_nofollow(p)) {
             protect_existing(p, why);
@@ -351,7 +439,6 @@ class Planner {
         if (!is_dir(parent) || !writable_here(first)) return;  // cannot be created anyway
         // A file blocks creating a file or a directory of that name just as well, and removing it afterwards
         // is much cheaper than removing a directory. Only `.git` is a FIFO (see Placeholder).
-        (void)final_is_dir;
         bool fifo = first.filename() == ".git";
         for (const auto& ph : plan_.placeholders)
             if (ph.path == first) return;
@@ -368,7 +455,7 @@ class Planner {
         if (!links_seen_.insert(link).second) return;  // a loop of links
         fs::path target = link_target(link);
         // A dangling link: what it points to must not appear either (written through the link or directly).
-        if (target != link && !exists_nofollow(target)) protect(target, why, false);
+        if (target != link && !exists_nofollow(target)) protect(target, why);
         if (resolve(link.parent_path()) != link.parent_path() || is_dir(target) || !writable_here(link)) {
             plan_.notices.push_back(link.string() +
                                     " is a symlink; its target is protected, the link is not");
@@ -395,13 +482,15 @@ class Planner {
         for (const auto& rule : in_.filesystem.deny_write) {
             if (rule.glob) {
                 for (const auto& p : expand(rule, "denyWrite"))
-                    protect_existing(p, rule.rule.text);
-            } else {
-                protect(rule.path, rule.rule.text, !kFileNames.count(rule.path.filename().string()));
+                    if (!unresolvable(p, rule, "denyWrite")) protect_existing(p, rule.rule.text);
+            } else if (!unresolvable(rule.path, rule, "denyWrite")) {
+                protect(rule.path, rule.rule.text);
             }
         }
         for (const auto& f : in_.files_read)
             protect_existing(f, "settings file read by cordon");
+        for (const auto& f : in_.supervisor_files)
+            protect_existing(f, "audit log written by cordon");
 
         // The writable roots the user asked for. Directories pinned over themselves (a `.git` that holds
         // protected hooks) are writable ops too, but not roots: protected names directly inside them
@@ -411,14 +500,53 @@ class Planner {
             if (op.kind == MountKind::Writable && op.why.rfind(kPinnedWhy, 0) != 0 && is_dir(op.path))
                 roots.push_back(op.path);
         for (const auto& root : roots) {
-            for (const auto& name : in_.filesystem.always_read_only_names) {
-                bool dir = !kFileNames.count(fs::path(name).filename().string());
-                fs::path p = root / name;
-                if (is_link(p)) protect_link(p, "always read-only: " + name);
-                protect(p, "always read-only: " + name, dir);
-            }
+            for (const auto& name : in_.filesystem.always_read_only_names)
+                protect_name(root, name);
             scan_nested(root);
         }
+        // Home directories inside a writable area (`cd ~ && cordon run --allow-write .`, a writable /home or
+        // /): their own names (.ssh, .local/bin, .config/systemd, bin, .claude, ...) and the common ones.
+        for (const auto& home : homes_in(roots)) {
+            for (const auto& name : in_.filesystem.home_read_only_names)
+                protect_name(home, name);
+            for (const auto& name : in_.filesystem.always_read_only_names)
+                protect_name(home, name);
+        }
+    }
+
+    void protect_name(const fs::path& dir, const std::string& name) {
+        fs::path p = dir / name;
+        if (is_link(p)) protect_link(p, "always read-only: " + name);
+        protect(p, "always read-only: " + name);
+    }
+
+    // The caller's home, /root and /home/*, where a writable root holds them.
+    std::vector<fs::path> homes_in(const std::vector<fs::path>& roots) {
+        auto writable = [&](const fs::path& p) {
+            return std::any_of(roots.begin(), roots.end(), [&](const fs::path& r) { return within(p, r); });
+        };
+        std::vector<fs::path> homes;
+        auto consider = [&](const fs::path& raw) {
+            fs::path p = resolve(raw);
+            if (is_dir_nofollow(p) && writable(p) && std::find(homes.begin(), homes.end(), p) == homes.end())
+                homes.push_back(p);
+        };
+        if (!in_.home.empty() && in_.home != "/") consider(in_.home);
+        consider("/root");
+        // A writable /home or /, or a writable root that is someone's home (root started in /home/bob).
+        const bool any = writable("/home") || std::any_of(roots.begin(), roots.end(), [](const fs::path& r) {
+                             return within(r, "/home") && r != "/home";
+                         });
+        if (any) {
+            if (DIR* listing = ::opendir("/home")) {
+                while (const dirent* entry = ::readdir(listing)) {
+                    std::string name = entry->d_name;
+                    if (name != "." && name != "..") consider(fs::path("/home") / name);
+                }
+                ::closedir(listing);
+            }
+        }
+        return homes;
     }
 
     // Existing always-read-only names below a writable root (a nested repository's .git/hooks, a
@@ -457,8 +585,7 @@ class Planner {
                         if (rel.begin()->string() != name) continue;
                         bool nested = std::next(rel.begin()) != rel.end();
                         if (nested && directory)
-                            protect(dir / rel, "always read-only: " + protected_name,
-                                    !kFileNames.count(rel.filename().string()));
+                            protect(dir / rel, "always read-only: " + protected_name);
                         else if (exists_nofollow(dir / rel))
                             protect_existing(dir / rel, "always read-only: " + protected_name);
                     }
@@ -511,9 +638,34 @@ MountPlan make_mount_plan(const PlanInput& input) {
     return Planner(input).build();
 }
 
-MountPlan make_mount_plan(const policy::Policy& policy, const fs::path& cwd, const fs::path& home) {
-    PlanInput input{policy.filesystem(), policy.files_read(), cwd, home};
-    return make_mount_plan(input);
+MountPlan make_mount_plan(const policy::Policy& policy, const fs::path& cwd, const fs::path& home,
+                          const std::vector<fs::path>& supervisor_files) {
+    const auto& wd = policy.filesystem().working_directory;
+    PlanInput input;
+    input.filesystem = policy.filesystem();
+    input.files_read = policy.files_read();
+    input.cwd = cwd;
+    input.home = home;
+    input.cwd_writable = wd.refusal.empty() || wd.writable;
+    input.supervisor_files = supervisor_files;
+    MountPlan plan = make_mount_plan(input);
+    if (!input.cwd_writable)
+        plan.errors.insert(
+            plan.errors.begin(),
+            "the working directory is not made writable: " + wd.refusal +
+                ". Run from a project directory, or insist with --allow-write . (the protected "
+                "paths stay read-only)");
+    return plan;
+}
+
+std::variant<fs::path, std::string> prepare_audit_log(const fs::path& path) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (fd < 0) return "cannot open the audit log " + path.string() + ": " + std::strerror(errno);
+    ::close(fd);
+    std::error_code ec;
+    fs::path resolved = fs::canonical(path, ec);
+    if (ec) return "cannot resolve the audit log " + path.string() + ": " + ec.message();
+    return resolved;
 }
 
 }  // namespace cordon::jail

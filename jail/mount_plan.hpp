@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "policy/policy.hpp"
@@ -26,6 +27,10 @@ enum class MountKind {
     // so the name cannot be removed or replaced. Shows `source` (the link's target) read-only, or an empty
     // file when the target is missing or hidden. `path` is the link, not resolved.
     ReadOnlyLink,
+    // A symlink recreated inside a denyRead mask (`source`: its text), where it leads into a re-exposed
+    // allowRead path: with `denyRead: ["/"]` and `allowRead: ["/usr"]`, the merged-/usr links /bin and /lib64
+    // must still lead to /usr/bin and /usr/lib64, or nothing runs.
+    Symlink,
 };
 std::string_view to_string(MountKind kind);
 
@@ -65,8 +70,11 @@ struct MountPlan {
     // The roots where the command may write (for Landlock): the working directory, /tmp, allowWrite.
     std::vector<std::filesystem::path> writable_roots;
     // Things the user should know: a glob enforced only on what exists, an allowWrite path that does not
-    // exist.
+    // exist or is a dangling symlink.
     std::vector<std::string> notices;
+    // Why the plan cannot be applied as the policy asks (a deny rule that cannot be resolved, a working
+    // directory that is not writable by default): `cordon run` prints them and stops (125). One line each.
+    std::vector<std::string> errors;
 };
 
 struct PlanInput {
@@ -74,14 +82,27 @@ struct PlanInput {
     std::vector<std::filesystem::path> files_read;
     std::filesystem::path cwd;
     std::filesystem::path home;
+    // The working directory is a writable root (see policy::FilesystemPolicy::WorkingDirectory).
+    bool cwd_writable = true;
+    // Files cordon itself writes from outside the jail (the audit log): read-only inside wherever they lie,
+    // like the settings files; the supervisor writes through its own descriptor.
+    std::vector<std::filesystem::path> supervisor_files;
     // How deep to look for existing always-read-only names (.git/hooks, .bashrc, ...) below each writable
     // root.
     int scan_depth = 3;
 };
 
 MountPlan make_mount_plan(const PlanInput& input);
+// The plan for `policy`. A working directory the policy does not make writable by default (`/`, a system
+// directory, the home directory) is an error of the plan unless an allowWrite covers it.
 MountPlan make_mount_plan(const policy::Policy& policy, const std::filesystem::path& cwd,
-                          const std::filesystem::path& home);
+                          const std::filesystem::path& home,
+                          const std::vector<std::filesystem::path>& supervisor_files = {});
+
+// Creates the audit log `path` (as the proxy would: append, mode 0640) when it does not exist yet, so that
+// the plan can protect it before the command starts, and returns it resolved through symlinks (the name the
+// supervisor then opens: a link the command replaces later leads nowhere). An error message on failure.
+std::variant<std::filesystem::path, std::string> prepare_audit_log(const std::filesystem::path& path);
 
 // Expands a gitignore-style glob (`*`, `?`, `[...]` within a component, `**` across components) against what
 // exists now. Exposed for tests.

@@ -293,6 +293,13 @@ Result apply_op(const MountOp& op, std::vector<std::string>& masks, bool best_ef
             return mount_dev();
         case MountKind::ReadOnlyLink:
             return mount_on_link(op, best_effort);
+        case MountKind::Symlink: {
+            // Inside a mask's tmpfs, still writable here (made read-only with the mask at the end).
+            std::string target = in_new(op.path);
+            if (::symlink(op.source.c_str(), target.c_str()) != 0 && errno != EEXIST)
+                return fail("symlink " + target + " -> " + op.source.string());
+            return std::nullopt;
+        }
     }
     return fail_msg("unknown mount kind");
 }

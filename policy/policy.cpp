@@ -2,7 +2,12 @@
 // DomainMatchers (deny, allow); filesystem decisions walk the (short) path rule lists.
 #include "policy/policy.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "policy/domain_matcher.hpp"
@@ -76,25 +81,6 @@ json path_rule_json(const PathRule& rule) {
                 {"source", source_json(rule.rule.source)}};
 }
 
-// The relative names that stay read-only wherever they appear (DESIGN.md "always read-only").
-constexpr std::array<std::string_view, 15> kAlwaysReadOnly = {
-    ".claude/settings.json",
-    ".claude/settings.local.json",
-    ".bashrc",
-    ".bash_profile",
-    ".zshrc",
-    ".zprofile",
-    ".profile",
-    ".gitconfig",
-    ".gitmodules",
-    ".mcp.json",
-    ".ripgreprc",
-    ".git/hooks",
-    ".git/config",
-    ".vscode",
-    ".idea",
-};
-
 // True when `sequence` occurs as consecutive components of `path` (".git/hooks" in /w/p/sub/.git/hooks/x).
 bool contains_sequence(const std::vector<std::string>& path, const std::vector<std::string>& sequence) {
     if (sequence.empty() || sequence.size() > path.size()) return false;
@@ -105,6 +91,27 @@ bool contains_sequence(const std::vector<std::string>& path, const std::vector<s
         if (all) return true;
     }
     return false;
+}
+
+// The home directory of `uid` in /etc/passwd (read directly: a statically linked glibc loads the host's NSS
+// modules for getpwuid), or empty when it is not listed there.
+std::string passwd_home(uid_t uid) {
+    std::ifstream in("/etc/passwd");
+    std::string line;
+    const std::string id = std::to_string(uid);
+    while (std::getline(in, line)) {
+        // name:password:uid:gid:gecos:home:shell
+        std::vector<std::string> fields;
+        std::size_t start = 0;
+        for (std::size_t i = 0; i <= line.size(); ++i)
+            if (i == line.size() || line[i] == ':') {
+                fields.push_back(line.substr(start, i - start));
+                start = i + 1;
+            }
+        if (fields.size() >= 6 && fields[2] == id && !fields[5].empty() && fields[5][0] == '/')
+            return detail::normal_path(fields[5]);
+    }
+    return {};
 }
 
 class PolicyImpl final : public Policy, public std::enable_shared_from_this<PolicyImpl> {
@@ -132,14 +139,42 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         allow_ = std::move(c.allow.matcher);
         deny_ = std::move(c.deny.matcher);
 
-        // Defaults: the working directory and the private temp dir are writable; protected names and every
-        // settings file read are not.
-        fs_.allow_write.push_back(
-            PathRule{c.cwd, false, Rule{c.cwd.string(), Source{Layer::Default, "", "working directory", 0}}});
+        // Defaults: the working directory (when it is a project, see WorkingDirectory) and the private temp
+        // dir are writable; protected names and every settings file read are not.
+        fs_.home = c.home;
+        auto& wd = fs_.working_directory;
+        wd.path = c.cwd;
+        wd.refusal = working_directory_refusal(c.cwd, c.home);
+        // $HOME may name another directory than the caller's own (a script sets it): that one counts too.
+        if (wd.refusal.empty())
+            if (std::string own = passwd_home(::getuid()); !own.empty() && own != c.home.string())
+                wd.refusal = working_directory_refusal(c.cwd, own);
+        if (wd.refusal.empty())
+            fs_.allow_write.push_back(PathRule{
+                c.cwd, false, Rule{c.cwd.string(), Source{Layer::Default, "", "working directory", 0}}});
         fs_.allow_write.push_back(
             PathRule{"/tmp", false, Rule{"/tmp", Source{Layer::Default, "", "private temp directory", 0}}});
-        for (auto& rule : c.allow_write)
-            fs_.allow_write.push_back(std::move(rule));
+        std::vector<bool> follow;
+        for (const auto& rule : c.allow_write)
+            follow.push_back(follow_allow_write(rule, c.allow_write));
+        for (std::size_t i = 0; i < c.allow_write.size(); ++i)
+            if (follow[i]) fs_.allow_write.push_back(std::move(c.allow_write[i]));
+        if (!wd.refusal.empty()) {
+            // `--allow-write .` (any allowWrite covering it) insists; otherwise writes below it are refused
+            // with the reason, which `cordon check` shows and `cordon run` stops on.
+            wd.writable =
+                std::any_of(fs_.allow_write.begin(), fs_.allow_write.end(), [&](const PathRule& rule) {
+                    return rule.rule.source.layer != Layer::Default &&
+                           detail::path_covers(rule.path.string(), rule.glob, c.cwd.string());
+                });
+            cwd_refusal_rule_ =
+                Rule{c.cwd.string(), Source{Layer::Default, "",
+                                            "working directory not writable by default: " + wd.refusal +
+                                                " (--allow-write . insists)",
+                                            0}};
+        }
+        for (const PathRule& rule : fs_.allow_write)
+            allow_resolved_.push_back(resolved_rule_path(rule));
         for (const fs::path& file : files_read_) {
             Rule rule{file.string(), Source{Layer::Default, file.string(), "settings file read", 0}};
             settings_rules_.push_back(PathRule{fs::path(detail::normal_path(file)), false, rule});
@@ -153,17 +188,30 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             }
         }
         fs_.allow_git_config = c.allow_git_config.value_or(false);
-        for (std::string_view name : kAlwaysReadOnly) {
+        for (const std::string& name : always_read_only_names()) {
             // allowGitConfig (srt): git may write .git/config; .git/hooks stays protected.
             if (fs_.allow_git_config && name == ".git/config") continue;
-            fs_.always_read_only_names.emplace_back(name);
-            Rule rule{std::string(name), Source{Layer::Default, "", "always read-only", 0}};
+            fs_.always_read_only_names.push_back(name);
+            Rule rule{name, Source{Layer::Default, "", "always read-only", 0}};
             name_rules_.push_back(rule);
             name_components_.push_back(detail::split_components(name));
-            fs_.deny_write.push_back(PathRule{c.cwd / std::string(name), false, rule});
+            fs_.deny_write.push_back(PathRule{c.cwd / name, false, rule});
         }
+        for (const std::string& name : home_read_only_names()) {
+            fs_.home_read_only_names.push_back(name);
+            home_rules_.push_back(
+                Rule{"~/" + name, Source{Layer::Default, "", "always read-only in a home", 0}});
+            home_components_.push_back(detail::split_components(name));
+            // No home (HOME=/): the names hold in /root and /home/* only (decide_write), not at the top of /.
+            if (c.home != "/") fs_.deny_write.push_back(PathRule{c.home / name, false, home_rules_.back()});
+        }
+        home_components_of_home_ = detail::split_components(c.home.string());
         for (auto& rule : c.deny_write)
             fs_.deny_write.push_back(std::move(rule));
+        // The defaults are matched by name (decide_write); resolving them would only cost start-up time.
+        for (const PathRule& rule : fs_.deny_write)
+            deny_resolved_.push_back(rule.rule.source.layer == Layer::Default ? std::string()
+                                                                              : resolved_rule_path(rule));
         fs_.deny_read = std::move(c.deny_read);
         fs_.allow_read = std::move(c.allow_read);
     }
@@ -198,21 +246,44 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         return make(Verdict::Deny, Reason::BlockedByDenylist, &deny->rule);
     }
 
+    // A write goes where the path leads through symlinks: decided on the resolved path (`ua/src/x` with
+    // `ua/src -> /etc` is a write to /etc/x), and a deny rule also holds at the path as written. Rules are
+    // compared as written and resolved, as the jail binds them.
     Decision decide_write(const fs::path& path) const override {
-        const std::string p = normal(path);
-        for (const PathRule& rule : settings_rules_)
-            if (rule.path.string() == p) return make(Verdict::Deny, Reason::AlwaysReadOnly, &rule.rule);
-        const std::vector<std::string> components = detail::split_components(p);
-        for (std::size_t i = 0; i < name_components_.size(); ++i)
-            if (contains_sequence(components, name_components_[i]))
-                return make(Verdict::Deny, Reason::AlwaysReadOnly, &name_rules_[i]);
-        for (const PathRule& rule : fs_.deny_write) {
-            if (rule.rule.source.layer == Layer::Default) continue;  // checked above
-            if (detail::path_covers(rule.path.string(), rule.glob, p))
-                return make(Verdict::Deny, Reason::BlockedByDenylist, &rule.rule);
+        const std::string lexical = normal(path);
+        const std::string resolved = resolve_existing(lexical);
+        for (const std::string* p : {&lexical, &resolved}) {
+            for (const PathRule& rule : settings_rules_)
+                if (rule.path.string() == *p) return make(Verdict::Deny, Reason::AlwaysReadOnly, &rule.rule);
+            const std::vector<std::string> components = detail::split_components(*p);
+            for (std::size_t i = 0; i < name_components_.size(); ++i)
+                if (contains_sequence(components, name_components_[i]))
+                    return make(Verdict::Deny, Reason::AlwaysReadOnly, &name_rules_[i]);
+            for (std::size_t i = 0; i < home_components_.size(); ++i)
+                if (in_a_home(components, home_components_[i]))
+                    return make(Verdict::Deny, Reason::AlwaysReadOnly, &home_rules_[i]);
+            for (std::size_t i = 0; i < fs_.deny_write.size(); ++i) {
+                const PathRule& rule = fs_.deny_write[i];
+                if (rule.rule.source.layer == Layer::Default) continue;  // checked above
+                if (detail::path_covers(rule.path.string(), rule.glob, *p) ||
+                    detail::path_covers(deny_resolved_[i], rule.glob, *p))
+                    return make(Verdict::Deny, Reason::BlockedByDenylist, &rule.rule);
+            }
         }
-        if (const PathRule* allow = longest(fs_.allow_write, p))
-            return make(Verdict::Allow, Reason::AllowedByRule, &allow->rule);
+        const PathRule* best = nullptr;
+        std::size_t best_size = 0;
+        for (std::size_t i = 0; i < fs_.allow_write.size(); ++i) {
+            const PathRule& rule = fs_.allow_write[i];
+            for (const std::string* r : {&rule.path.native(), &allow_resolved_[i]})
+                if (detail::path_covers(*r, rule.glob, resolved) && (!best || r->size() > best_size)) {
+                    best = &rule;
+                    best_size = r->size();
+                }
+        }
+        if (best) return make(Verdict::Allow, Reason::AllowedByRule, &best->rule);
+        if (!fs_.working_directory.writable && (detail::path_covers(cwd_.string(), false, lexical) ||
+                                                detail::path_covers(cwd_.string(), false, resolved)))
+            return make(Verdict::Deny, Reason::DefaultDeny, &cwd_refusal_rule_);
         return make(Verdict::Deny, Reason::DefaultDeny, nullptr);
     }
 
@@ -252,6 +323,12 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
               {"denyRead", paths(fs_.deny_read)},
               {"allowRead", paths(fs_.allow_read)},
               {"alwaysReadOnlyNames", fs_.always_read_only_names},
+              {"homeReadOnlyNames", fs_.home_read_only_names},
+              {"workingDirectory",
+               {{"path", fs_.working_directory.path.string()},
+                {"writable", fs_.working_directory.writable},
+                {"refusal", fs_.working_directory.refusal.empty() ? json(nullptr)
+                                                                  : json(fs_.working_directory.refusal)}}},
               {"allowGitConfig", fs_.allow_git_config}}},
             {"filesRead", files},
             {"warnings", warnings_},
@@ -273,6 +350,96 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         return best;
     }
 
+    // Resolves symlinks in the existing prefix of an absolute, normal path (what a write would follow).
+    static std::string resolve_existing(const std::string& path) {
+        std::error_code ec;
+        fs::path r = fs::weakly_canonical(path, ec);
+        return ec ? path : detail::normal_path(r);
+    }
+
+    static std::string resolved_rule_path(const PathRule& rule) {
+        return rule.glob ? rule.path.string() : resolve_existing(rule.path.string());
+    }
+
+    // True when `path` is `name` (components) inside a home: the caller's, /root or /home/*.
+    bool in_a_home(const std::vector<std::string>& path, const std::vector<std::string>& name) const {
+        auto at = [&](std::size_t start) {
+            if (path.size() < start + name.size()) return false;
+            return std::equal(name.begin(), name.end(), path.begin() + static_cast<std::ptrdiff_t>(start));
+        };
+        const auto& home = home_components_of_home_;
+        if (!home.empty() && path.size() >= home.size() &&
+            std::equal(home.begin(), home.end(), path.begin()) && at(home.size()))
+            return true;
+        if (!path.empty() && path[0] == "root" && at(1)) return true;
+        return path.size() > 1 && path[0] == "home" && at(2);
+    }
+
+    // §4 of the jail issue: an allowWrite entry reached through a symlink that a command could have planted
+    // (the entry itself, or a link inside a writable area) is followed only to a place that is already
+    // inside another writable area, and never to an ancestor of the entry; otherwise `ln -s /etc ua/src`
+    // with `allowWrite: [ua/src]` would make /etc writable. A dangling link or a loop is skipped too. Each
+    // skip is a warning.
+    bool follow_allow_write(const PathRule& rule, const std::vector<PathRule>& all) {
+        if (rule.glob) return true;
+        const std::string lexical = rule.path.string();
+        auto skip = [&](const std::string& why) {
+            // As the loader words its warnings: file:line: JSON path (or the flag): what.
+            const Source& src = rule.rule.source;
+            std::string where = src.file;
+            if (!where.empty() && src.line > 0) where += ":" + std::to_string(src.line);
+            where += (where.empty() ? "" : ": ") + src.where;
+            warnings_.push_back(where + ": allowWrite `" + rule.rule.text + "`: " + why + "; skipped");
+            return false;
+        };
+        // The writable areas other than this entry, as the jail binds them (resolved).
+        std::vector<std::string> areas;
+        if (fs_.working_directory.refusal.empty()) areas.push_back(resolve_existing(cwd_.string()));
+        // Entries reached through a symlink are no areas here: one such entry would vouch for another.
+        for (const PathRule& other : all)
+            if (&other != &rule && !other.glob &&
+                resolve_existing(other.path.string()) == other.path.string())
+                areas.push_back(other.path.string());
+        // (Not /tmp: the jail's is its own, the command plants no link in the host's.)
+        auto inside_area = [&](const std::string& p) {
+            for (const std::string& area : areas)
+                if (detail::path_covers(area, false, p)) return true;
+            return false;
+        };
+        // Walk the entry's components; a symlink is suspect when it is the entry itself or lies in a writable
+        // area (a system link such as /var/run -> /run is followed as it is).
+        bool suspect = false;
+        fs::path at = "/";
+        const std::vector<std::string> parts = detail::split_components(lexical);
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            fs::path next = at / parts[i];
+            struct stat st {};
+            if (::lstat(next.c_str(), &st) != 0) break;  // the rest does not exist: nothing to follow
+            if (!S_ISLNK(st.st_mode)) {
+                at = next;
+                continue;
+            }
+            if (i + 1 == parts.size() || inside_area(at.string())) suspect = true;
+            std::error_code ec;
+            fs::path target = fs::canonical(next, ec);
+            if (ec) {
+                if (ec == std::errc::too_many_symbolic_link_levels)
+                    return skip(next.string() + " is a symlink loop");
+                return skip(next.string() + " is a dangling symlink");
+            }
+            at = target;
+        }
+        if (!suspect) return true;
+        const std::string resolved = resolve_existing(lexical);
+        if (detail::path_covers(resolved, false, lexical))
+            return skip(lexical + " leads through a symlink to " + resolved +
+                        ", above the entry; not followed");
+        if (!inside_area(resolved))
+            return skip(lexical + " leads through a symlink to " + resolved +
+                        ", outside every writable area; not followed");
+        return true;
+    }
+
     fs::path cwd_;
     NetworkPolicy network_;
     FilesystemPolicy fs_;
@@ -282,9 +449,79 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
     std::vector<PathRule> settings_rules_;
     std::vector<Rule> name_rules_;
     std::vector<std::vector<std::string>> name_components_;
+    std::vector<Rule> home_rules_;
+    std::vector<std::vector<std::string>> home_components_;
+    std::vector<std::string> home_components_of_home_;
+    std::vector<std::string> deny_resolved_, allow_resolved_;  // per rule of deny_write / allow_write
+    Rule cwd_refusal_rule_;
 };
 
 }  // namespace
+
+const std::vector<std::string>& always_read_only_names() {
+    static const std::vector<std::string> names = {
+        ".claude/settings.json",
+        ".claude/settings.local.json",
+        // Claude Code's documented protected paths: they steer the agent or run later.
+        ".claude/commands",
+        ".claude/agents",
+        ".claude/skills",
+        ".claude/hooks",
+        ".claude/workflows",
+        ".claude/scheduled_tasks.json",
+        ".credentials.json",
+        ".bashrc",
+        ".bash_profile",
+        ".zshrc",
+        ".zprofile",
+        ".profile",
+        ".gitconfig",
+        ".gitmodules",
+        ".mcp.json",
+        ".ripgreprc",
+        ".git/hooks",
+        ".git/config",
+        ".vscode",
+        ".idea",
+    };
+    return names;
+}
+
+const std::vector<std::string>& home_read_only_names() {
+    // Each a way to run code on the host later: ssh keys and authorized_keys, login and logout scripts, git's
+    // own config directory, systemd user units, autostart entries, the directories on most users' PATH, and
+    // Claude Code's settings, credentials and hooks.
+    static const std::vector<std::string> names = {
+        ".ssh",         ".zshenv",     ".zlogin",         ".bash_login",
+        ".bash_logout", ".config/git", ".config/systemd", ".config/autostart",
+        ".local/bin",   "bin",         ".claude",         ".claude.json",
+    };
+    return names;
+}
+
+std::string working_directory_refusal(const fs::path& cwd, const fs::path& home) {
+    const std::string c = detail::normal_path(cwd);
+    if (c == "/") return "/ is the root directory";
+    const std::vector<std::string> parts = detail::split_components(c);
+    const std::string& top = parts.front();
+    // /lib, /lib32, /lib64, /libx32 (not /library).
+    const bool lib =
+        top.rfind("lib", 0) == 0 &&
+        (top.size() == 3 || top == "libx32" || top.find_first_not_of("0123456789", 3) == std::string::npos);
+    // Directories that hold nothing but the system: refused with everything below them. The others (/var
+    // /opt /srv /root /home /run) only themselves: /var/tmp/x or /srv/project may well be a project.
+    static const std::array<std::string_view, 8> kTrees = {"etc",  "usr",  "bin", "sbin",
+                                                           "boot", "proc", "sys", "dev"};
+    static const std::array<std::string_view, 6> kOnly = {"var", "opt", "srv", "root", "home", "run"};
+    const bool tree = lib || std::find(kTrees.begin(), kTrees.end(), top) != kTrees.end();
+    if (parts.size() == 1 && (tree || std::find(kOnly.begin(), kOnly.end(), top) != kOnly.end()))
+        return c + " is a system directory";
+    if (tree) return c + " is inside the system directory /" + top;
+    const std::string h = home.empty() ? std::string() : detail::normal_path(home);
+    if (!h.empty() && c == h) return c + " is the home directory";
+    if (!h.empty() && detail::path_covers(c, false, h)) return c + " holds the home directory " + h;
+    return {};
+}
 
 std::string Decision::explain() const {
     std::string out = std::string(to_string(verdict)) + ": " + std::string(to_string(reason));

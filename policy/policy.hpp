@@ -88,10 +88,26 @@ struct FilesystemPolicy {
         deny_write;  // includes every always-read-only path (Default) and settings files read
     std::vector<PathRule> deny_read;
     std::vector<PathRule> allow_read;  // re-exposes paths inside deny_read
-    // Base names protected wherever they appear under a writable area (.bashrc, .git/hooks,
-    // .claude/settings.json,
-    // ...), for the jail to bind read-only (or make uncreatable) inside each writable root.
+    // Relative names protected wherever they appear under a writable area (.bashrc, .git/hooks,
+    // .claude/settings.json, ...), for the jail to bind read-only (or make uncreatable) inside each writable
+    // root. always_read_only_names() lists them.
     std::vector<std::string> always_read_only_names;
+    // Relative names protected in home directories (.ssh, .local/bin, .config/systemd, bin, .claude, ...): in
+    // `home` and, where a writable area holds them, /root and /home/*. home_read_only_names() lists them.
+    std::vector<std::string> home_read_only_names;
+    std::filesystem::path home;  // the caller's home directory (absolute, normal)
+
+    // The working directory is writable by default only when it is a project: not `/`, a system directory
+    // (/etc /usr /bin /sbin /lib* /boot /var /opt /srv /root /home /proc /sys /dev /run, or anything below
+    // /etc /usr /bin /sbin /lib* /boot /proc /sys /dev), the home directory or an ancestor of it. For such a
+    // directory `refusal` says why ("/ is the root directory") and `writable` is false, unless an allowWrite
+    // rule covers it (`--allow-write .`: the user insists; the protected paths stay protected).
+    struct WorkingDirectory {
+        std::filesystem::path path;
+        bool writable = true;
+        std::string refusal;  // empty: a project directory
+    } working_directory;
+
     // srt's `filesystem.allowGitConfig`: `.git/config` is then not in always_read_only_names (git can write
     // it: `git config`, `git remote add`); `.git/hooks` stays protected.
     bool allow_git_config = false;
@@ -106,6 +122,16 @@ struct AddressRange {
     // True when the network-order bytes `address` of an address of `address_family` lie in the range.
     bool contains(int address_family, const std::uint8_t* address) const;
 };
+
+// The always-read-only names (DESIGN.md "always read-only"): relative paths protected in every writable area,
+// and those protected in home directories. One list, used by Policy::decide_write and by the jail's mount
+// plan.
+const std::vector<std::string>& always_read_only_names();
+const std::vector<std::string>& home_read_only_names();
+
+// Why `cwd` must not be writable by default (see FilesystemPolicy::WorkingDirectory), or empty. Both paths
+// absolute and normal.
+std::string working_directory_refusal(const std::filesystem::path& cwd, const std::filesystem::path& home);
 
 struct NetworkPolicy {
     std::vector<Rule> allowed_domains;  // effective allow entries (after allowManagedDomainsOnly)

@@ -90,10 +90,25 @@ int run(const Options& options) {
 
     policy::PolicyPtr policy = options.load_policy(cwd);
     if (!policy) return 2;  // the jail is killed on the way out
-    const char* home = std::getenv("HOME");
-    jail::MountPlan plan = jail::make_mount_plan(*policy, cwd, home ? home : "");
+    // The audit log is read-only inside the jail wherever it lies: created now so the plan can protect it,
+    // and opened by the proxy under its resolved name.
+    proxy::Options proxy_options = options.proxy;
+    std::vector<std::filesystem::path> supervisor_files;
+    if (options.network && !proxy_options.audit_log.empty() && proxy_options.audit_log != "-") {
+        auto audit = jail::prepare_audit_log(proxy_options.audit_log);
+        if (auto* error = std::get_if<std::string>(&audit)) {
+            std::cerr << "cordon: " << *error << "\n";
+            return 125;
+        }
+        proxy_options.audit_log = std::get<std::filesystem::path>(audit).string();
+        supervisor_files.push_back(std::get<std::filesystem::path>(audit));
+    }
+    jail::MountPlan plan = jail::make_mount_plan(*policy, cwd, policy->filesystem().home, supervisor_files);
     for (const auto& notice : plan.notices)
         std::cerr << "cordon: note: " << notice << "\n";
+    for (const auto& error : plan.errors)
+        std::cerr << "cordon: " << error << "\n";
+    if (!plan.errors.empty()) return 125;
     const auto& net = policy->network();
     if (!net.allow_unix_sockets.empty() && !net.allow_all_unix_sockets)
         std::cerr
@@ -110,7 +125,6 @@ int run(const Options& options) {
     sup.jail = jail.get();
     std::unique_ptr<proxy::Proxy> proxy;
     if (options.network) {
-        proxy::Options proxy_options = options.proxy;
         proxy_options.sandbox_id = config.id;
         try {
             proxy = proxy::Proxy::create(&sup.loop, policy, std::move(proxy_options));

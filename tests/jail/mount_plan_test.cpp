@@ -344,3 +344,175 @@ TEST_CASE("directories holding a protected path are pinned (bound over themselve
     CHECK(find(plan, MountKind::Writable, p / "sub/deep/.claude") >= 0);
     CHECK(find(plan, MountKind::ReadOnly, p / "sub/deep/.claude/settings.json") >= 0);
 }
+
+// The jail issue, §1: a home directory inside a writable area keeps its own protected names.
+TEST_CASE(
+    "a writable home directory: .ssh, .local/bin, bin, .claude ... protected, placeholders for the missing") {
+    Scratch s;
+    const fs::path home = s.dir("project/home");
+    s.dir("project/home/.ssh");
+    s.file("project/home/.ssh/authorized_keys");
+    s.dir("project/home/.config");
+    auto in = s.input();
+    in.home = home;
+    in.filesystem.home_read_only_names = cordon::policy::home_read_only_names();
+    auto plan = make_mount_plan(in);
+    CHECK(find(plan, MountKind::ReadOnly, home / ".ssh") >= 0);
+    CHECK(has_placeholder(plan, home / ".config/systemd", false));
+    CHECK(has_placeholder(plan, home / ".config/autostart", false));
+    CHECK(has_placeholder(plan, home / ".config/git", false));
+    CHECK(has_placeholder(plan, home / ".local", false));
+    CHECK(has_placeholder(plan, home / "bin", false));
+    CHECK(has_placeholder(plan, home / ".claude", false));
+    CHECK(has_placeholder(plan, home / ".claude.json", false));
+    CHECK(has_placeholder(plan, home / ".zshenv", false));
+    CHECK(has_placeholder(plan, home / ".bashrc", false));  // the common names too
+    // Not in the project (a writable root that is no home): no `bin` placeholder there.
+    CHECK_FALSE(has_placeholder(plan, s.root / "project/bin", false));
+    CHECK_FALSE(has_placeholder(plan, s.root / "project/.ssh", false));
+}
+
+TEST_CASE("a working directory the policy does not make writable is no writable root") {
+    Scratch s;
+    auto in = s.input();
+    in.cwd_writable = false;
+    auto plan = make_mount_plan(in);
+    CHECK(find(plan, MountKind::Writable, s.root / "project") == -1);
+    CHECK(plan.placeholders.empty());
+}
+
+TEST_CASE("from / or the home directory the plan is an error naming the reason and --allow-write .") {
+    Scratch s;
+    cordon::policy::LoadOptions o;
+    o.cwd = s.root;
+    o.home = s.root / "project";  // the working directory holds the home directory
+    o.discover = false;
+    o.managed_dir = s.root / "no-managed";
+    auto loaded = cordon::policy::load_policy(o);
+    REQUIRE(std::holds_alternative<cordon::policy::PolicyPtr>(loaded));
+    auto policy = std::get<cordon::policy::PolicyPtr>(loaded);
+    auto plan = make_mount_plan(*policy, s.root, o.home);
+    REQUIRE(plan.errors.size() == 1);
+    CHECK(plan.errors[0].find("holds the home directory") != std::string::npos);
+    CHECK(plan.errors[0].find("--allow-write .") != std::string::npos);
+    CHECK(find(plan, MountKind::Writable, s.root) == -1);
+
+    o.allow_write = {"."};
+    policy = std::get<cordon::policy::PolicyPtr>(cordon::policy::load_policy(o));
+    plan = make_mount_plan(*policy, s.root, o.home);
+    CHECK(plan.errors.empty());
+    CHECK(find(plan, MountKind::Writable, s.root) >= 0);
+    CHECK(has_placeholder(plan, s.root / "project/.ssh", false));  // the home inside keeps its names
+}
+
+// The jail issue, §2.
+TEST_CASE("the audit log is read-only inside a writable area, its directories pinned") {
+    Scratch s;
+    const fs::path log = s.file("project/logs/audit.jsonl");
+    auto in = s.input();
+    in.supervisor_files = {log};
+    auto plan = make_mount_plan(in);
+    CHECK(find(plan, MountKind::ReadOnly, log) >= 0);
+    CHECK(find(plan, MountKind::Writable, s.root / "project/logs") >= 0);  // pinned: cannot be renamed
+}
+
+TEST_CASE("prepare_audit_log creates the file and returns it resolved") {
+    Scratch s;
+    s.dir("real");
+    fs::create_directory_symlink(s.root / "real", s.root / "link");
+    auto r = cordon::jail::prepare_audit_log(s.root / "link/audit.jsonl");
+    REQUIRE(std::holds_alternative<fs::path>(r));
+    CHECK(std::get<fs::path>(r) == s.root / "real/audit.jsonl");
+    CHECK(fs::exists(s.root / "real/audit.jsonl"));
+    CHECK(
+        std::holds_alternative<std::string>(cordon::jail::prepare_audit_log(s.root / "missing/dir/a.jsonl")));
+}
+
+// The jail issue, §4.
+TEST_CASE("a dangling allowWrite symlink is a notice, not a mount that fails") {
+    Scratch s;
+    fs::create_symlink(s.root / "missing", s.root / "dangling");
+    auto in = s.input();
+    in.filesystem.allow_write.push_back(rule(s.root / "dangling"));
+    auto plan = make_mount_plan(in);
+    CHECK(find(plan, MountKind::Writable, s.root / "dangling") == -1);
+    CHECK(std::any_of(plan.notices.begin(), plan.notices.end(),
+                      [](const std::string& n) { return n.find("dangling symlink") != std::string::npos; }));
+    CHECK(plan.errors.empty());
+}
+
+TEST_CASE("a denyRead or denyWrite path in a symlink loop is an error naming it") {
+    Scratch s;
+    fs::create_symlink(s.root / "project/loop", s.root / "project/loop");
+    for (bool read : {true, false}) {
+        auto in = s.input();
+        (read ? in.filesystem.deny_read : in.filesystem.deny_write)
+            .push_back(rule(s.root / "project/loop/x"));
+        auto plan = make_mount_plan(in);
+        REQUIRE(plan.errors.size() == 1);
+        CHECK(plan.errors[0].find(read ? "denyRead" : "denyWrite") != std::string::npos);
+        CHECK(plan.errors[0].find((s.root / "project/loop/x").string()) != std::string::npos);
+        CHECK(plan.errors[0].find("symlink loop") != std::string::npos);
+    }
+}
+
+TEST_CASE("symlinks in a mask that lead to a re-exposed path are recreated (merged /usr)") {
+    Scratch s;
+    s.file("sys/usr/bin/tool");
+    s.file("sys/usr/lib64/ld.so");
+    s.file("sys/hidden/x");
+    fs::create_directory_symlink("usr/bin", s.root / "sys/bin");
+    fs::create_directory_symlink("usr/lib64", s.root / "sys/lib64");
+    fs::create_directory_symlink("hidden", s.root / "sys/hidden-link");
+    auto in = s.input();
+    in.filesystem.deny_read.push_back(rule(s.root / "sys"));
+    in.filesystem.allow_read.push_back(rule(s.root / "sys/usr"));
+    auto plan = make_mount_plan(in);
+    int mask = find(plan, MountKind::MaskDir, s.root / "sys");
+    int bin = find(plan, MountKind::Symlink, s.root / "sys/bin");
+    REQUIRE(bin >= 0);
+    CHECK(bin > mask);
+    CHECK(plan.ops[static_cast<std::size_t>(bin)].source == "usr/bin");
+    CHECK(find(plan, MountKind::Symlink, s.root / "sys/lib64") >= 0);
+    CHECK(find(plan, MountKind::Symlink, s.root / "sys/hidden-link") == -1);  // leads into the mask
+}
+
+TEST_CASE("an allowWrite glob matching a symlink out of the writable areas does not follow it") {
+    Scratch s;
+    s.dir("ua/real");
+    s.dir("outside");
+    fs::create_directory_symlink(s.root / "outside", s.root / "ua/src");
+    fs::create_directory_symlink(s.root / "project", s.root / "ua/into-project");
+    auto in = s.input();
+    in.filesystem.allow_write.push_back(rule(s.root / "ua/*", true));
+    auto plan = make_mount_plan(in);
+    CHECK(find(plan, MountKind::Writable, s.root / "outside") == -1);
+    CHECK(find(plan, MountKind::Writable, s.root / "ua/real") >= 0);
+    CHECK(std::any_of(plan.notices.begin(), plan.notices.end(), [](const std::string& n) {
+        return n.find("ua/src leads through a symlink to") != std::string::npos;
+    }));
+}
+
+TEST_CASE(
+    "a plain allowWrite symlink out of the writable areas is not bound, also without the policy's check") {
+    Scratch s;
+    s.dir("outside");
+    s.dir("project/real");
+    fs::create_directory_symlink(s.root / "outside", s.root / "project/src");
+    fs::create_directory_symlink(s.root / "project/real", s.root / "project/in");
+    fs::create_directory_symlink(s.root / "project", s.root / "project/up");
+    auto in = s.input();
+    for (const char* p : {"project/src", "project/src/deeper", "project/in", "project/up"})
+        in.filesystem.allow_write.push_back(rule(s.root / p));
+    s.dir("outside/deeper");
+    auto plan = make_mount_plan(in);
+    CHECK(find(plan, MountKind::Writable, s.root / "outside") == -1);
+    CHECK(find(plan, MountKind::Writable, s.root / "outside/deeper") == -1);
+    CHECK(find(plan, MountKind::Writable, s.root / "project/real") >= 0);
+    auto noticed = [&](const std::string& text) {
+        return std::any_of(plan.notices.begin(), plan.notices.end(),
+                           [&](const std::string& n) { return n.find(text) != std::string::npos; });
+    };
+    CHECK(noticed("outside the writable areas; not followed"));
+    CHECK(noticed("above it; not followed"));
+}

@@ -61,24 +61,33 @@ class Env:
             shutil.rmtree(cls.base, ignore_errors=True)
 
 
-def without_new_mount_api():
-    """preexec_fn: the process and everything it starts get ENOSYS from open_tree, move_mount and mount_setattr,
-    as on a kernel before 5.2 (x86_64 numbers)."""
-    libc = ctypes.CDLL(None, use_errno=True)
+def without_syscalls(*numbers):
+    """A preexec_fn: the process and everything it starts get ENOSYS from the given system calls (x86_64
+    numbers), as on a kernel that lacks them."""
+    def apply():
+        libc = ctypes.CDLL(None, use_errno=True)
 
-    class SockFilter(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+        class SockFilter(ctypes.Structure):
+            _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
+                        ("k", ctypes.c_uint)]
 
-    class SockFprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+        class SockFprog(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
 
-    ld_nr, jeq, ret = 0x20, 0x15, 0x06
-    insns = [(ld_nr, 0, 0, 0), (jeq, 3, 0, 428), (jeq, 2, 0, 429), (jeq, 1, 0, 442), (ret, 0, 0, 0x7FFF0000),
-             (ret, 0, 0, 0x00050000 | 38)]
-    program = (SockFilter * len(insns))(*[SockFilter(*i) for i in insns])
-    fprog = SockFprog(len(insns), program)
-    if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:  # NO_NEW_PRIVS, SECCOMP
-        os._exit(99)
+        ld_nr, jeq, ret = 0x20, 0x15, 0x06
+        n = len(numbers)
+        insns = [(ld_nr, 0, 0, 0)] + [(jeq, n - i, 0, nr) for i, nr in enumerate(numbers)]
+        insns += [(ret, 0, 0, 0x7FFF0000), (ret, 0, 0, 0x00050000 | 38)]
+        program = (SockFilter * len(insns))(*[SockFilter(*i) for i in insns])
+        fprog = SockFprog(len(insns), program)
+        if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:
+            os._exit(99)
+    return apply
+
+
+# open_tree, move_mount and mount_setattr: a kernel before 5.2.
+without_new_mount_api = without_syscalls(428, 429, 442)
+SYS_CLOSE_RANGE, SYS_GETDENTS64 = 436, 217
 
 
 class JailCase:
@@ -371,7 +380,9 @@ class JailCase:
     PROTECTED_FILES = [".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile", ".gitconfig", ".gitmodules",
                        ".mcp.json", ".ripgreprc", ".git/config", ".claude/settings.json",
                        ".claude/settings.local.json", ".git/hooks/pre-commit", ".vscode/settings.json",
-                       ".idea/workspace.xml"]
+                       ".idea/workspace.xml", ".claude/commands/deploy.md", ".claude/agents/a.md",
+                       ".claude/skills/s/SKILL.md", ".claude/hooks/h.sh", ".claude/workflows/w.md",
+                       ".claude/scheduled_tasks.json", ".credentials.json"]
 
     def test_always_read_only_existing(self):
         for rel in self.PROTECTED_FILES:
@@ -554,6 +565,225 @@ class JailCase:
         self.assertIn("[]", out)
         self.assertNotIn("TOKEN", out)
         self.assertNotIn("W\n", out)
+
+    # --- the jail issue: attacks that must fail -----------------------------------------------------------------
+
+    def check(self, target, *flags, cwd=None):
+        r = subprocess.run([Env.cordon, "check", "--no-discover", *flags, target], cwd=cwd or self.cwd,
+                           env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           **self._identity())
+        return r.returncode, r.stdout + r.stderr
+
+    def test_running_from_root_or_a_system_directory_stops(self):
+        name = "cordon-x-" + secrets.token_hex(4)
+        self.addCleanup(lambda: os.path.exists(f"/etc/{name}") and os.unlink(f"/etc/{name}"))
+        for cwd, why in (("/", "/ is the root directory"), ("/etc", "/etc is a system directory"),
+                         ("/usr/share", "/usr/share is inside the system directory /usr"),
+                         ("/var", "/var is a system directory")):
+            rc, out, err = self.run_jail(["-c", f"touch /etc/{name}; touch {name}"], cwd=cwd)
+            self.assertEqual(rc, 125, err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertIn(why, err)
+            self.assertIn("--allow-write .", err)
+            self.assertFalse(os.path.exists(f"/etc/{name}"))
+        rc, out = self.check("write:/etc/passwd", cwd="/")
+        self.assertEqual(rc, 1, out)
+        self.assertTrue(out.startswith("deny"), out)
+        self.assertIn("/ is the root directory", out)
+
+    def test_running_from_the_home_directory(self):
+        self.write(os.path.join(self.home, ".ssh/authorized_keys"), "ssh-ed25519 AAAA original\n")
+        self.write(os.path.join(self.home, ".config/systemd/user/keep.service"))
+        self.mkdir("home/.local")
+        before = sorted(os.listdir(self.home))
+        for cwd, why in ((self.home, "is the home directory"), (self.dir, "holds the home directory")):
+            rc, _, err = self.run_jail(["-c", "touch x"], cwd=cwd)
+            self.assertEqual(rc, 125, err)
+            self.assertIn(why, err)
+            self.assertIn("--allow-write .", err)
+        rc, out = self.check("write:.ssh/authorized_keys", cwd=self.home)
+        self.assertEqual(rc, 1, out)
+        # Insisting makes the home writable, with every way to run code there later still closed.
+        attempts = {
+            "authorized_keys": "echo evil >> .ssh/authorized_keys",
+            "ssh-new": "echo evil > .ssh/rc",
+            "local-bin": "mkdir -p .local/bin && echo evil > .local/bin/ls",
+            "systemd": "mkdir -p .config/systemd/user && echo evil > .config/systemd/user/evil.service",
+            "autostart": "mkdir -p .config/autostart && echo evil > .config/autostart/evil.desktop",
+            "git": "mkdir -p .config/git && echo evil > .config/git/config",
+            "bin": "mkdir -p bin && echo evil > bin/ls",
+            "zshenv": "echo evil > .zshenv",
+            "zlogin": "echo evil > .zlogin",
+            "bash_login": "echo evil > .bash_login",
+            "bash_logout": "echo evil > .bash_logout",
+            "claude": "mkdir -p .claude && echo '{}' > .claude/settings.json",
+            "claude-json": "echo '{}' > .claude.json",
+            "bashrc": "echo evil > .bashrc",
+        }
+        script = "; ".join(f"({cmd}) 2>/dev/null && echo MADE-{key}" for key, cmd in attempts.items())
+        out, err = self.sh(script + "; echo ok > notes.txt && echo NOTES", "--allow-write", ".", cwd=self.home)
+        for key in attempts:
+            self.assertNotIn(f"MADE-{key}", out, err)
+        self.assertIn("NOTES", out)
+        self.assertEqual(self.read(os.path.join(self.home, ".ssh/authorized_keys")), "ssh-ed25519 AAAA original\n")
+        # Nothing left behind but what the command was allowed to write.
+        self.assertEqual(sorted(os.listdir(self.home)), sorted(before + ["notes.txt"]))
+
+    def test_claude_code_protected_paths_missing(self):
+        self.mkdir("project/.claude")
+        attempts = {name: f"mkdir -p .claude/{name} && echo x > .claude/{name}/x"
+                    for name in ("commands", "agents", "skills", "hooks", "workflows")}
+        attempts["scheduled"] = "echo '[]' > .claude/scheduled_tasks.json"
+        attempts["credentials"] = "echo '{}' > .credentials.json"
+        script = "; ".join(f"({cmd}) 2>/dev/null && echo MADE-{key}" for key, cmd in attempts.items())
+        out, err = self.sh(script + "; echo x > .claude/notes.md && echo NOTES")
+        for key in attempts:
+            self.assertNotIn(f"MADE-{key}", out, err)
+        self.assertIn("NOTES", out)
+        self.assertEqual(sorted(os.listdir(os.path.join(self.cwd, ".claude"))), ["notes.md"])
+
+    def test_audit_log_cannot_be_erased_or_forged(self):
+        for rel in ("audit.jsonl", "logs/audit.jsonl"):
+            self.mkdir("project/logs")
+            audit = os.path.join(self.cwd, rel)
+            d = os.path.dirname(rel) or "."
+            script = (f"curl -sS --max-time 10 {Upstream.url()} >/dev/null; (: > {rel}) && echo TRUNCATED; "
+                      f"(echo forged >> {rel}) && echo APPENDED; rm -f {rel} && echo REMOVED; "
+                      f"mv {rel} moved 2>/dev/null && echo MOVED; "
+                      f"[ {d} != . ] && mv {d} d2 2>/dev/null && mkdir {d} && echo forged > {rel} && echo DIRMOVED; "
+                      f"true")
+            out, err = self.sh(script, *Upstream.flags(), "--allow-domain", Upstream.NAME, "--audit-log", rel)
+            for word in ("TRUNCATED", "APPENDED", "REMOVED", "MOVED", "DIRMOVED"):
+                self.assertNotIn(word, out, f"{rel}: {err}")
+            with open(audit) as f:
+                lines = [json.loads(line) for line in f]
+            self.assertTrue(lines, rel)
+            self.assertTrue(any(line.get("host") == Upstream.NAME for line in lines), lines)
+            self.assertNotIn("forged", self.read(audit))
+            shutil.rmtree(os.path.join(self.cwd, "logs"))
+            os.unlink(audit) if os.path.exists(audit) else None
+
+    def test_stdin_opened_for_reading_cannot_be_written(self):
+        target = self.write(os.path.join(self.outside, "input"), "original\n")
+        out_file = self.write(os.path.join(self.outside, "output"), "")
+        with open(target) as stdin, open(out_file, "w") as stdout:
+            if self.AS_USER:
+                os.chown(out_file, Env.uid, Env.gid)
+            r = subprocess.run([Env.cordon, "run", "--no-discover", "-c",
+                                "cat; echo X > /proc/self/fd/0 || echo DENIED >&2; echo X >> /dev/stdin 2>/dev/null; "
+                                "echo Y > /proc/self/fd/1"],
+                               cwd=self.cwd, env=self.env(), stdin=stdin, stdout=stdout, stderr=subprocess.PIPE,
+                               text=True, **self._identity())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("DENIED", r.stderr)
+        self.assertEqual(self.read(target), "original\n")
+        self.assertEqual(self.read(out_file), "Y\n")  # open for writing: reopening it for writing still works
+
+    def test_directory_on_stdin_is_replaced(self):
+        self.write(os.path.join(self.home, ".ssh/id_rsa"), "PRIVATE-KEY\n")
+        for flags in (os.O_RDONLY | os.O_DIRECTORY, os.O_PATH):
+            fd = os.open(self.home, flags)
+            try:
+                rc, out, err = self.run_jail(["--deny-read", os.path.join(self.home, ".ssh"), "-c",
+                                              "cat /proc/self/fd/0/.ssh/id_rsa; exec 5<&0; "
+                                              "cat /proc/self/fd/5/.ssh/id_rsa; cat; ls -l /proc/self/fd/0; "
+                                              f"cat {self.home}/.ssh/id_rsa; true"], stdin=fd)
+            finally:
+                os.close(fd)
+            self.assertEqual(rc, 0, err)
+            self.assertNotIn("PRIVATE-KEY", out)
+            self.assertIn("/dev/null", out)
+            self.assertIn("descriptor 0 is a directory", err)
+            self.assertEqual(len([l for l in err.splitlines() if "descriptor 0" in l]), 1, err)
+
+    @unittest.skipUnless(platform.machine() == "x86_64", "system call numbers of x86_64")
+    def test_without_close_range(self):
+        # A kernel without close_range: inherited descriptors are closed by walking /proc/self/fd; when that
+        # cannot be read either, the jail does not start.
+        fd = os.open(self.outside, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.set_inheritable(fd, True)
+            rc, out, err = self.run_jail(["--", "/bin/ls", "/proc/self/fd"], pass_fds=(fd,),
+                                         preexec_fn=without_syscalls(SYS_CLOSE_RANGE))
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(sorted(int(x) for x in out.split()), [0, 1, 2, 3])
+            rc, out, err = self.run_jail(["--", "/bin/echo", "RAN"], pass_fds=(fd,),
+                                         preexec_fn=without_syscalls(SYS_CLOSE_RANGE, SYS_GETDENTS64))
+        finally:
+            os.close(fd)
+        self.assertEqual(rc, 125, err)
+        self.assertNotIn("RAN", out)
+        self.assertIn("close the inherited descriptors", err)
+
+    def test_allow_write_symlink_out_of_the_writable_areas(self):
+        ua = self.mkdir("project/ua")
+        os.symlink(self.outside, os.path.join(ua, "src"))
+        os.symlink("/etc", os.path.join(ua, "etc"))
+        for link in ("src", "etc"):
+            os.lchown(os.path.join(ua, link), Env.uid if self.AS_USER else 0, Env.gid if self.AS_USER else 0)
+        name = "cordon-x-" + secrets.token_hex(4)
+        self.addCleanup(lambda: os.path.exists(f"/etc/{name}") and os.unlink(f"/etc/{name}"))
+        # allowWrite: [ua]: what lies behind a link inside it stays as it was.
+        out, err = self.sh(f"touch ua/src/x && echo W1; touch ua/etc/{name} && echo W2; touch ua/ok && echo OK",
+                           "--allow-write", "ua")
+        self.assertNotIn("W1", out, err)
+        self.assertNotIn("W2", out, err)
+        self.assertIn("OK", out)
+        for target in ("write:ua/src/x", f"write:ua/etc/{name}"):
+            rc, text = self.check(target, "--allow-write", "ua")
+            self.assertEqual(rc, 1, text)
+            self.assertTrue(text.startswith("deny"), text)
+        # allowWrite: [ua/src] (the link itself): skipped with a notice, not followed.
+        out, err = self.sh(f"touch ua/src/x && echo W1; touch ua/etc/{name} && echo W2; true",
+                           "--allow-write", "ua/src", "--allow-write", "ua/etc")
+        self.assertNotIn("W1", out, err)
+        self.assertNotIn("W2", out, err)
+        self.assertIn("outside every writable area", err)
+        self.assertFalse(os.path.exists(os.path.join(self.outside, "x")))
+        self.assertFalse(os.path.exists(f"/etc/{name}"))
+        rc, text = self.check("write:ua/src/x", "--allow-write", "ua/src")
+        self.assertEqual(rc, 1, text)
+        # A glob matching the link: the same.
+        out, err = self.sh(f"touch ua/src/x && echo W1; touch ua/etc/{name} && echo W2; true", "--allow-write", "ua/*")
+        self.assertNotIn("W1", out, err)
+        self.assertNotIn("W2", out, err)
+        self.assertIn("not followed", err)
+        self.assertFalse(os.path.exists(os.path.join(self.outside, "x")))
+        rc, text = self.check("write:ua/src/x", "--allow-write", "ua/*")
+        self.assertEqual(rc, 1, text)
+
+    def test_dangling_allow_write_symlink_is_skipped(self):
+        os.symlink(os.path.join(self.outside, "missing"), os.path.join(self.cwd, "dangling"))
+        out, err = self.sh("echo ran", "--allow-write", "dangling")
+        self.assertIn("ran", out)
+        self.assertIn("dangling symlink", err)
+        self.assertFalse(os.path.exists(os.path.join(self.outside, "missing")))
+
+    def test_deny_rule_in_a_symlink_loop_stops(self):
+        os.symlink("loop", os.path.join(self.cwd, "loop"))
+        for flag in ("--deny-read", "--deny-write"):
+            rc, out, err = self.run_jail([flag, "loop/secret", "--", "/bin/echo", "RAN"])
+            self.assertEqual(rc, 125, err)
+            self.assertNotIn("RAN", out)
+            self.assertIn(os.path.join(self.cwd, "loop/secret"), err)
+            self.assertIn("symlink loop", err)
+
+    def test_deny_read_root_with_allow_read_carve_outs(self):
+        self.write(os.path.join(self.outside, "secret"), "SECRET\n")
+        rc, out, err = self.run_jail(["--deny-read", "/", "--allow-read", "/usr", "--allow-read", "/etc", "--",
+                                      "ls", "/"])
+        self.assertEqual(rc, 0, err)
+        names = out.split()
+        for name in ("bin", "usr", "etc"):
+            self.assertIn(name, names)
+        out, err = self.sh(f"/bin/ls /usr >/dev/null && echo BIN; cat /etc/hostname >/dev/null && echo ETC; "
+                           f"ls {self.outside} 2>/dev/null | grep -q . && echo LEAK; ls /root 2>/dev/null | grep -q . "
+                           f"&& echo ROOT; echo x > here && echo CWD; true",
+                           "--deny-read", "/", "--allow-read", "/usr", "--allow-read", "/etc")
+        for word in ("BIN", "ETC", "CWD"):
+            self.assertIn(word, out, err)
+        self.assertNotIn("LEAK", out)
+        self.assertNotIn("ROOT", out)
 
     # --- process restrictions ---------------------------------------------------------------------------------
 
@@ -837,6 +1067,20 @@ class AsRoot(JailCase, unittest.TestCase):
         self.assertIn("0000000000000000", out)
 
 
+    def test_root_in_another_users_home(self):
+        # Started by root in /home/bob: bob's home is the working directory (not root's home, so writable), and
+        # what would run code as bob later stays closed.
+        bob = tempfile.mkdtemp(prefix="cordontest-", dir="/home")
+        self.addCleanup(shutil.rmtree, bob, True)
+        out, err = self.sh("mkdir -p .ssh && echo k > .ssh/authorized_keys && echo SSH; mkdir -p .local/bin && "
+                           "echo x > .local/bin/ls && echo BIN; echo x > .zshenv && echo ZSHENV; "
+                           "echo ok > notes && echo NOTES", cwd=bob, expect=None)
+        self.assertIn("NOTES", out, err)
+        for word in ("SSH", "BIN", "ZSHENV"):
+            self.assertNotIn(word, out, err)
+        self.assertEqual(os.listdir(bob), ["notes"])
+
+
 class AsUser(JailCase, unittest.TestCase):
     AS_USER = True
 
@@ -844,6 +1088,16 @@ class AsUser(JailCase, unittest.TestCase):
         rc, _, err = self.run_jail(["--user", "0", "--", "/bin/true"])
         self.assertEqual(rc, 2)
         self.assertIn("--user needs root", err)
+
+    def test_own_home_refused_when_HOME_names_another(self):
+        # $HOME points elsewhere (a script set it): the home directory of the password database counts too.
+        real = self.mkdir("realhome")
+        subprocess.run(["usermod", "--home", real, Env.user], check=True)
+        self.addCleanup(subprocess.run, ["usermod", "--home", "/nonexistent", Env.user], check=False)
+        rc, _, err = self.run_jail(["-c", "touch x"], cwd=real)
+        self.assertEqual(rc, 125, err)
+        self.assertIn(f"{real} is the home directory", err)
+        self.assertEqual(os.listdir(real), [])
 
     def test_read_only_working_directory(self):
         # A directory the user cannot write: no placeholders needed (or possible); the command runs.

@@ -143,16 +143,21 @@ class LimitsCase:
 
     def setUp(self):
         self.cwd = tempfile.mkdtemp(prefix="case-", dir=Env.base)
-        os.chmod(self.cwd, 0o755)
-        if self.AS_USER:
-            os.chown(self.cwd, Env.uid, Env.gid)
+        # The home directory beside the working directory: cordon does not make a home directory writable by
+        # default.
+        self.home = tempfile.mkdtemp(prefix="home-", dir=Env.base)
+        for d in (self.cwd, self.home):
+            os.chmod(d, 0o755)
+            if self.AS_USER:
+                os.chown(d, Env.uid, Env.gid)
 
     def tearDown(self):
         shutil.rmtree(self.cwd, ignore_errors=True)
+        shutil.rmtree(self.home, ignore_errors=True)
 
     def popen(self, args, prefix=()):
         identity = {"user": Env.uid, "group": Env.gid, "extra_groups": []} if self.AS_USER else {}
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.cwd, "LANG": "C.UTF-8"}
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.home, "LANG": "C.UTF-8"}
         return subprocess.Popen([*prefix, Env.cordon, "run", "--no-discover", *args], cwd=self.cwd, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **identity)
 

@@ -1,5 +1,7 @@
 // Filesystem rules: the four path conventions of Claude Code files, plain paths of srt files and flags,
 // normalisation, globs, the defaults, always-read-only names and settings files, decide_read / decide_write.
+#include <nlohmann/json.hpp>
+
 #include "tests/policy/test_support.hpp"
 
 namespace cordon::policy::test {
@@ -250,11 +252,38 @@ TEST_CASE("always-read-only names are listed for the jail", "[paths][read-only]"
     TempTree tree;
     auto p = load_ok(tree.options());
     const auto& names = p->filesystem().always_read_only_names;
-    for (const char* name : {".claude/settings.json", ".claude/settings.local.json", ".bashrc",
-                             ".bash_profile", ".zshrc", ".zprofile", ".profile", ".gitconfig", ".gitmodules",
-                             ".mcp.json", ".ripgreprc", ".git/hooks", ".git/config", ".vscode", ".idea"})
+    for (const char* name : {".claude/settings.json",
+                             ".claude/settings.local.json",
+                             ".bashrc",
+                             ".bash_profile",
+                             ".zshrc",
+                             ".zprofile",
+                             ".profile",
+                             ".gitconfig",
+                             ".gitmodules",
+                             ".mcp.json",
+                             ".ripgreprc",
+                             ".git/hooks",
+                             ".git/config",
+                             ".vscode",
+                             ".idea",
+                             ".claude/commands",
+                             ".claude/agents",
+                             ".claude/skills",
+                             ".claude/hooks",
+                             ".claude/workflows",
+                             ".claude/scheduled_tasks.json",
+                             ".credentials.json"})
         CHECK(std::find(names.begin(), names.end(), name) != names.end());
-    CHECK(names.size() == 15);
+    CHECK(names.size() == 22);
+    const auto& home = p->filesystem().home_read_only_names;
+    for (const char* name :
+         {".ssh", ".zshenv", ".zlogin", ".bash_login", ".bash_logout", ".config/git", ".config/systemd",
+          ".config/autostart", ".local/bin", "bin", ".claude", ".claude.json"})
+        CHECK(std::find(home.begin(), home.end(), name) != home.end());
+    CHECK(home.size() == 12);
+    CHECK(names == always_read_only_names());
+    CHECK(home == home_read_only_names());
 }
 
 TEST_CASE("always-read-only names in the working directory cannot be written", "[paths][read-only]") {
@@ -279,7 +308,10 @@ TEST_CASE("always-read-only directories protect everything inside", "[paths][rea
     CHECK(p->decide_write(tree.cwd() / ".vscode/settings.json").reason == Reason::AlwaysReadOnly);
     CHECK(p->decide_write(tree.cwd() / ".idea/workspace.xml").reason == Reason::AlwaysReadOnly);
     CHECK(p->decide_write(tree.cwd() / ".git/objects/ab/cdef").allowed());
-    CHECK(p->decide_write(tree.cwd() / ".claude/commands/x.md").allowed());
+    CHECK(p->decide_write(tree.cwd() / ".claude/commands/x.md").reason == Reason::AlwaysReadOnly);
+    CHECK(p->decide_write(tree.cwd() / ".claude/agents/a.md").reason == Reason::AlwaysReadOnly);
+    CHECK(p->decide_write(tree.cwd() / ".claude/scheduled_tasks.json").reason == Reason::AlwaysReadOnly);
+    CHECK(p->decide_write(tree.cwd() / ".claude/notes.md").allowed());
 }
 
 TEST_CASE("always-read-only names are protected at any depth", "[paths][read-only]") {
@@ -438,6 +470,147 @@ TEST_CASE("managed settings files are read-only", "[paths][read-only]") {
     CHECK(p->decide_write(tree.managed() / "new.json").allowed());
     CHECK(p->decide_write(file).reason == Reason::AlwaysReadOnly);
     CHECK(p->decide_write(drop_in).reason == Reason::AlwaysReadOnly);
+}
+
+}  // namespace cordon::policy::test
+
+namespace cordon::policy::test {
+
+// The jail issue, §1: running from /, a system directory or the home directory.
+TEST_CASE("the working directory is writable by default only when it is a project", "[paths][cwd]") {
+    const fs::path home = "/home/alice";
+    CHECK(working_directory_refusal("/", home) == "/ is the root directory");
+    for (const char* dir : {"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/boot", "/var", "/opt",
+                            "/srv", "/root", "/home", "/proc", "/sys", "/dev", "/run"})
+        CHECK(working_directory_refusal(dir, home) == std::string(dir) + " is a system directory");
+    CHECK(working_directory_refusal("/usr/local/bin", home) ==
+          "/usr/local/bin is inside the system directory /usr");
+    CHECK(working_directory_refusal("/etc/ssh", home) == "/etc/ssh is inside the system directory /etc");
+    CHECK(working_directory_refusal("/lib32", home) == "/lib32 is a system directory");
+    CHECK(working_directory_refusal("/libx32/x", home) == "/libx32/x is inside the system directory /libx32");
+    CHECK(working_directory_refusal("/library/project", home).empty());
+    CHECK(working_directory_refusal("/home/alice", home) == "/home/alice is the home directory");
+    CHECK(working_directory_refusal("/data", "/data/users/alice") ==
+          "/data holds the home directory /data/users/alice");
+    for (const char* dir : {"/home/alice/project", "/var/tmp/build", "/srv/app", "/opt/tool",
+                            "/run/user/1000/x", "/home/bob", "/tmp", "/data/src"})
+        CHECK(working_directory_refusal(dir, home).empty());
+}
+
+TEST_CASE("from /, every write is refused with the reason; --allow-write . insists", "[paths][cwd]") {
+    TempTree tree;
+    LoadOptions o = tree.options();
+    o.cwd = "/";
+    auto p = load_ok(o);
+    const auto& wd = p->filesystem().working_directory;
+    CHECK_FALSE(wd.writable);
+    CHECK(wd.refusal == "/ is the root directory");
+    auto d = p->decide_write("/etc/passwd");
+    CHECK_FALSE(d.allowed());
+    CHECK(d.reason == Reason::DefaultDeny);
+    REQUIRE(d.rule);
+    CHECK(d.rule->source.where.find("/ is the root directory") != std::string::npos);
+    CHECK(d.explain().find("--allow-write .") != std::string::npos);
+    CHECK(p->decide_write("/tmp/x").allowed());
+    for (const auto& rule : p->filesystem().allow_write)
+        CHECK(rule.path != "/");
+
+    o.allow_write = {"."};
+    p = load_ok(o);
+    CHECK(p->filesystem().working_directory.writable);
+    CHECK(p->decide_write("/srv/x").allowed());
+    CHECK(p->decide_write("/.bashrc").reason == Reason::AlwaysReadOnly);
+    CHECK(p->decide_write("/root/.ssh/authorized_keys").reason == Reason::AlwaysReadOnly);
+    CHECK(p->decide_write("/home/bob/.local/bin/ls").reason == Reason::AlwaysReadOnly);
+}
+
+TEST_CASE("from the home directory: refused by default; insisted, its protected names stay read-only",
+          "[paths][cwd][read-only]") {
+    TempTree tree;
+    LoadOptions o = tree.options();
+    o.cwd = tree.home();
+    auto p = load_ok(o);
+    CHECK_FALSE(p->filesystem().working_directory.writable);
+    for (const auto& rule : p->filesystem().allow_write)
+        CHECK(rule.path != tree.home());
+    o.cwd = tree.root();  // an ancestor of the home directory
+    CHECK_FALSE(load_ok(o)->filesystem().working_directory.writable);
+
+    o.cwd = tree.home();
+    o.allow_write = {"."};
+    p = load_ok(o);
+    CHECK(p->filesystem().working_directory.writable);
+    CHECK(p->decide_write(tree.home() / "notes.txt").allowed());
+    for (const char* rel : {".ssh/authorized_keys", ".local/bin/ls", ".config/systemd/user/x.service",
+                            ".config/autostart/x.desktop", ".config/git/config", "bin/ls", ".zshenv",
+                            ".zlogin", ".bash_login", ".bash_logout", ".claude/settings.json",
+                            ".claude/CLAUDE.md", ".claude.json", ".claude/.credentials.json", ".bashrc"}) {
+        INFO(rel);
+        auto d = p->decide_write(tree.home() / rel);
+        CHECK_FALSE(d.allowed());
+        CHECK(d.reason == Reason::AlwaysReadOnly);
+    }
+    CHECK(p->decide_write(tree.home() / ".config/other/x").allowed());
+    CHECK(p->decide_write(tree.home() / "project/bin/x").allowed());  // `bin` only at the top of a home
+}
+
+TEST_CASE("a project directory stays writable by default", "[paths][cwd]") {
+    TempTree tree;
+    auto p = load_ok(tree.options());
+    CHECK(p->filesystem().working_directory.writable);
+    CHECK(p->filesystem().working_directory.refusal.empty());
+    CHECK(p->decide_write(tree.cwd() / "src/a.c").allowed());
+    CHECK(p->to_json().dump().find("\"workingDirectory\":{\"path\"") != std::string::npos);
+}
+
+// The jail issue, §4: symlinks in allowWrite.
+TEST_CASE("a write through a symlink is decided where it leads", "[paths][symlink]") {
+    TempTree tree;
+    fs::create_directories(tree.cwd() / "ua");
+    fs::create_directory_symlink("/etc", tree.cwd() / "ua/src");  // the tree is in /tmp: writable
+    LoadOptions o = tree.options();
+    o.allow_write = {"ua"};
+    auto p = load_ok(o);
+    auto d = p->decide_write(tree.cwd() / "ua/src/x");
+    CHECK_FALSE(d.allowed());
+    CHECK(d.reason == Reason::DefaultDeny);
+    CHECK(p->decide_write(tree.cwd() / "ua/other").allowed());
+}
+
+TEST_CASE("an allowWrite symlink outside every writable area is skipped, not followed", "[paths][symlink]") {
+    TempTree tree;
+    fs::create_directories(tree.cwd() / "ua");
+    fs::create_directory_symlink("/etc", tree.cwd() / "ua/src");            // the tree is in /tmp: writable
+    fs::create_directory_symlink(tree.cwd() / "ua", tree.cwd() / "ua/up");  // above the entry
+    fs::create_directories(tree.cwd() / "real");
+    fs::create_directory_symlink(tree.cwd() / "real", tree.cwd() / "inside");
+    fs::create_symlink(tree.root() / "missing", tree.cwd() / "dangling");
+    fs::create_symlink(tree.cwd() / "loop", tree.cwd() / "loop");
+    LoadOptions o = tree.options();
+    o.allow_write = {"ua/src", "ua/src/deeper", "inside", "dangling", "loop"};
+    auto p = load_ok(o);
+    const auto& warnings = p->warnings();
+    auto warned = [&](const std::string& text) {
+        return std::any_of(warnings.begin(), warnings.end(),
+                           [&](const std::string& w) { return w.find(text) != std::string::npos; });
+    };
+    CHECK(warned("--allow-write: allowWrite `ua/src`: "));
+    CHECK(warned("outside every writable area; not followed; skipped"));
+    CHECK(warned("allowWrite `ua/src/deeper`"));
+    CHECK(warned("allowWrite `dangling`"));
+    CHECK(warned("is a dangling symlink; skipped"));
+    CHECK(warned("is a symlink loop; skipped"));
+    CHECK_FALSE(warned("allowWrite `inside`"));  // leads into the working directory: followed
+    CHECK_FALSE(p->decide_write("/etc/x").allowed());
+    CHECK_FALSE(p->decide_write("/etc/deeper/x").allowed());
+    CHECK(p->decide_write(tree.cwd() / "inside/x").allowed());
+    for (const auto& rule : p->filesystem().allow_write)
+        CHECK(rule.rule.text != "ua/src");
+
+    o.allow_write = {"ua/up"};
+    p = load_ok(o);
+    CHECK(std::any_of(p->warnings().begin(), p->warnings().end(),
+                      [](const std::string& w) { return w.find("above the entry") != std::string::npos; }));
 }
 
 }  // namespace cordon::policy::test

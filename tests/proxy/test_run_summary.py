@@ -16,8 +16,13 @@ from proxytest import CORDON, TempDirTest  # noqa: E402
 @unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
 class RunSummaryTest(TempDirTest):
     def run_jail(self, script, *flags):
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.dir}
-        return subprocess.run([CORDON, "run", "--no-discover", *flags, "--", "sh", "-c", script], cwd=self.dir,
+        # The working directory is a project beside the home directory: cordon refuses to make a home directory
+        # (or one holding it) writable by default.
+        work, home = os.path.join(self.dir, "work"), os.path.join(self.dir, "home")
+        os.makedirs(work, exist_ok=True)
+        os.makedirs(home, exist_ok=True)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
+        return subprocess.run([CORDON, "run", "--no-discover", *flags, "--", "sh", "-c", script], cwd=work,
                               env=env, capture_output=True, text=True, timeout=60)
 
     def test_summary_tells_reasons_apart(self):
