@@ -480,6 +480,12 @@ void place_child(pid_t child, const Prepared& prep) {
         ctx.envp.push_back(const_cast<char*>(e.c_str()));
     ctx.envp.push_back(nullptr);
 
+    // Not dumpable before the command exists: from its first instruction after exec, nothing in the jail can
+    // read or write the init's memory, environment or descriptors through /proc/1 (the command's own exec
+    // makes it dumpable again, as any exec does). The capabilities can only go after the command is started
+    // (it inherits them to drop its own bounding set and change uid); a non-dumpable init with them for a few
+    // microseconds more offers nothing to reach.
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     pid_t command = start_command(ctx);
     if (command < 0) {
         say("cannot set up the jail: start the command: " + std::string(std::strerror(errno)));
@@ -491,9 +497,8 @@ void place_child(pid_t child, const Prepared& prep) {
         ::kill(command, SIGKILL);
         cannot_close_descriptors();
     }
-    // The init keeps only what it needs (CAP_KILL, to kill a command running under another uid) and is not
-    // dumpable: nothing in the jail can read or write its memory or make it do anything with privileges.
-    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    // The init keeps only what it needs (CAP_KILL, to kill a command running under another uid): nothing in
+    // the jail can make it do anything with privileges.
     __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
     caps[0].permitted = caps[0].effective = 1U << CAP_KILL;

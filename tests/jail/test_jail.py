@@ -210,9 +210,11 @@ class JailCase:
         self.assertLessEqual(len(pids), 5, pids)
         out, _ = self.sh("cat /proc/1/cmdline | tr '\\0' ' '")
         self.assertIn("cordon", out)
-        # The jail's init (which set the jail up) is out of reach: not dumpable, only CAP_KILL left.
+        # The jail's init (which set the jail up) is out of reach: not dumpable from the start, and only CAP_KILL
+        # left once it has dropped the rest (right after the command starts: polled, not raced).
         out, err = self.sh("cat /proc/1/environ >/dev/null && echo ENV; dd if=/proc/1/mem bs=1 count=1 "
-                           "2>/dev/null && echo MEM; grep CapEff /proc/1/status", expect=None)
+                           "2>/dev/null && echo MEM; for i in $(seq 100); do grep -q 'CapEff:.*0000000000000020' /proc/1/status "
+                           "&& break; sleep 0.02; done; grep CapEff /proc/1/status", expect=None)
         self.assertNotIn("ENV", out)
         self.assertNotIn("MEM", out)
         self.assertIn("0000000000000020", out)
