@@ -247,7 +247,12 @@ void Connection::conclude(Verdict v) {
 
 void Connection::start_tunnel() {
     phase_ = Phase::Tunnel;
-    front_->on_tunnel();  // the client's bytes are the tunnel's now
+    // The client's bytes are the tunnel's now: the front-end has nothing left to do, and an idle tunnel keeps
+    // only its two sockets (start_tunnel runs again once queued answers have drained).
+    if (front_) {
+        front_->on_tunnel();
+        front_.reset();
+    }
     if (!in_.empty()) {
         // Bytes the client sent right behind its CONNECT / SOCKS request belong to the tunnel.
         bytes_up_ += in_.size();
