@@ -219,6 +219,7 @@ class Planner {
         add_reexposed();
         add_links_in_masks();
         add_protections();
+        add_self();
         std::stable_sort(plan_.ops.begin(), plan_.ops.end(), [](const MountOp& a, const MountOp& b) {
             int ra = rank(a.kind), rb = rank(b.kind);
             if ((ra == 5) != (rb == 5)) return rb == 5;  // /proc and /dev last
@@ -393,6 +394,21 @@ class Planner {
     bool writable_here(const fs::path& p) const {
         const MountOp* cover = covering(p);
         return cover && cover->kind == MountKind::Writable;
+    }
+
+    // Why: a command that could rewrite cordon's binary (`./build/cordon run` from a checkout) would run its
+    // code on the host with the next `cordon run`; and `cordon connect` (ssh's ProxyCommand inside) must be
+    // found at the path the environment names, also when that lies below the private /tmp.
+    void add_self() {
+        if (in_.self_exe.empty()) return;
+        fs::path p = resolve(in_.self_exe);
+        if (!exists_nofollow(p) || is_link(p)) return;
+        const MountOp* cover = covering(p);
+        if (!cover) return;
+        if (cover->kind == MountKind::Writable)
+            protect_existing(p, "cordon's own binary");
+        else if (cover->kind == MountKind::PrivateTmp)
+            add({MountKind::ReadOnly, p, "cordon's own binary (cordon connect)"});
     }
 
     void protect_existing(const fs::path& raw, const std::string& why) {
@@ -639,7 +655,7 @@ MountPlan make_mount_plan(const PlanInput& input) {
 }
 
 MountPlan make_mount_plan(const policy::Policy& policy, const fs::path& cwd, const fs::path& home,
-                          const std::vector<fs::path>& supervisor_files) {
+                          const std::vector<fs::path>& supervisor_files, const fs::path& self_exe) {
     const auto& wd = policy.filesystem().working_directory;
     PlanInput input;
     input.filesystem = policy.filesystem();
@@ -648,6 +664,7 @@ MountPlan make_mount_plan(const policy::Policy& policy, const fs::path& cwd, con
     input.home = home;
     input.cwd_writable = wd.refusal.empty() || wd.writable;
     input.supervisor_files = supervisor_files;
+    input.self_exe = self_exe;
     MountPlan plan = make_mount_plan(input);
     if (!input.cwd_writable)
         plan.errors.insert(

@@ -87,6 +87,9 @@ struct PlanInput {
     // Files cordon itself writes from outside the jail (the audit log): read-only inside wherever they lie,
     // like the settings files; the supervisor writes through its own descriptor.
     std::vector<std::filesystem::path> supervisor_files;
+    // cordon's own binary, which the command runs as `cordon connect` (the jail's GIT_SSH_COMMAND): shown at
+    // the same path where the private /tmp would hide it, and read-only where it lies in a writable area.
+    std::filesystem::path self_exe;
     // How deep to look for existing always-read-only names (.git/hooks, .bashrc, ...) below each writable
     // root.
     int scan_depth = 3;
@@ -97,7 +100,8 @@ MountPlan make_mount_plan(const PlanInput& input);
 // directory, the home directory) is an error of the plan unless an allowWrite covers it.
 MountPlan make_mount_plan(const policy::Policy& policy, const std::filesystem::path& cwd,
                           const std::filesystem::path& home,
-                          const std::vector<std::filesystem::path>& supervisor_files = {});
+                          const std::vector<std::filesystem::path>& supervisor_files = {},
+                          const std::filesystem::path& self_exe = {});
 
 // Creates the audit log `path` (as the proxy would: append, mode 0640) when it does not exist yet, so that
 // the plan can protect it before the command starts, and returns it resolved through symlinks (the name the

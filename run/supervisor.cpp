@@ -103,7 +103,10 @@ int run(const Options& options) {
         proxy_options.audit_log = std::get<std::filesystem::path>(audit).string();
         supervisor_files.push_back(std::get<std::filesystem::path>(audit));
     }
-    jail::MountPlan plan = jail::make_mount_plan(*policy, cwd, policy->filesystem().home, supervisor_files);
+    std::error_code exe_error;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", exe_error);
+    jail::MountPlan plan =
+        jail::make_mount_plan(*policy, cwd, policy->filesystem().home, supervisor_files, self);
     for (const auto& notice : plan.notices)
         std::cerr << "cordon: note: " << notice << "\n";
     for (const auto& error : plan.errors)

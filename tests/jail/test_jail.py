@@ -644,6 +644,41 @@ class JailCase:
         self.assertIn("NOTES", out)
         self.assertEqual(sorted(os.listdir(os.path.join(self.cwd, ".claude"))), ["notes.md"])
 
+    def test_cordon_binary_read_only_and_visible(self):
+        # Run from a checkout (`./build/cordon run`): the command must not replace the binary the user runs next
+        # on the host (the old jail let `rm cordon && cp evil cordon` through). Below /tmp, which the jail
+        # replaces with its own, the binary stays visible: GIT_SSH_COMMAND runs it as `cordon connect`.
+        local = os.path.join(self.cwd, "cordon")
+        tmpdir = tempfile.mkdtemp(prefix="cordon-bin-", dir="/tmp")
+        try:
+            os.chmod(tmpdir, 0o755)
+            in_tmp = os.path.join(tmpdir, "cordon")
+            for path in (local, in_tmp):
+                shutil.copy2(Env.cordon, path)
+                os.chmod(path, 0o755)
+                if self.AS_USER:
+                    os.chown(path, Env.uid, Env.gid)
+            r = subprocess.run([local, "run", "--no-discover", "-c",
+                                "(echo x >> cordon) 2>/dev/null && echo WROTE; rm -f cordon 2>/dev/null && echo REMOVED; "
+                                "mv cordon c2 2>/dev/null && echo MOVED; ./cordon --version"],
+                               cwd=self.cwd, env=self.env(), capture_output=True, text=True, **self._identity())
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for word in ("WROTE", "REMOVED", "MOVED"):
+                self.assertNotIn(word, r.stdout)
+            self.assertIn("cordon ", r.stdout)
+            with open(local, "rb") as a, open(Env.cordon, "rb") as b:
+                self.assertEqual(a.read(), b.read())
+            r = subprocess.run([in_tmp, "run", "--no-discover", "-c",
+                                f"{in_tmp} --version && echo \"$GIT_SSH_COMMAND\"; ls /tmp"],
+                               cwd=self.cwd, env=self.env(), capture_output=True, text=True, **self._identity())
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("cordon ", r.stdout)
+            self.assertIn(in_tmp, r.stdout)
+        finally:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+            if os.path.exists(local):
+                os.unlink(local)
+
     def test_audit_log_cannot_be_erased_or_forged(self):
         for rel in ("audit.jsonl", "logs/audit.jsonl"):
             self.mkdir("project/logs")
