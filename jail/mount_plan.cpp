@@ -63,12 +63,41 @@ struct StatCache {
 };
 thread_local StatCache* stat_cache = nullptr;
 
+Stat stat_of(const fs::path& p, bool follow);
+
+// What the cache already implies of `p`, without a system call. A path whose parent (a plain absolute path
+// with a real last component) does not exist, or is neither a directory nor a symlink, cannot exist either:
+// the kernel stops at the parent with the same error (ENOENT, ENOTDIR), or ENOTDIR for a file. And stat(2)
+// and lstat(2) walk the same ancestors and differ only when the last component is a symlink: stat is lstat
+// unless lstat found a link. Protected names are asked for in missing directories (`.claude/*` in a project
+// without one, a home that does not exist), and each name is asked for with and without following. Only
+// while a plan is computed (with the cache).
+std::optional<Stat> implied(const fs::path& p, bool follow) {
+    if (follow) {
+        Stat l = stat_of(p, false);
+        if (l.err != 0 || !S_ISLNK(l.mode)) return l;
+        return std::nullopt;
+    }
+    const fs::path name = p.filename();
+    if (!p.is_absolute() || name.empty() || name == "." || name == ".." || p == p.root_path())
+        return std::nullopt;
+    // The parent is looked at first: resolve() looks at every ancestor of a path anyway.
+    const Stat parent = stat_of(p.parent_path(), false);
+    if (parent.err == ENOENT || parent.err == ENOTDIR) return Stat{parent.err, 0};
+    if (parent.err == 0 && !S_ISDIR(parent.mode) && !S_ISLNK(parent.mode)) return Stat{ENOTDIR, 0};
+    return std::nullopt;
+}
+
 Stat stat_of(const fs::path& p, bool follow) {
     std::map<std::string, Stat>* cache =
         stat_cache ? (follow ? &stat_cache->stat : &stat_cache->lstat) : nullptr;
     if (cache) {
         auto it = cache->find(p.native());
         if (it != cache->end()) return it->second;
+        if (std::optional<Stat> known = implied(p, follow)) {
+            cache->emplace(p.native(), *known);
+            return *known;
+        }
     }
     struct stat st {};
     Stat r;
