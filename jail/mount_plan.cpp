@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <system_error>
+#include <unordered_map>
 
 namespace cordon::jail {
 
@@ -59,9 +60,24 @@ struct Stat {
 // again and again (each protected name in each writable root, its parents, the settings files), and on a VM
 // each system call costs microseconds. The plan only looks at the file system.
 struct StatCache {
-    std::map<std::string, Stat> lstat, stat;
+    std::unordered_map<std::string, Stat> lstat, stat;
 };
 thread_local StatCache* stat_cache = nullptr;
+
+// An absolute path other than `/` with no "." or ".." component and no repeated or trailing separator: what
+// lexically_normal() leaves as it is, told by one pass over the string.
+bool plain_absolute(const std::string& s) {
+    if (s.size() < 2 || s[0] != '/' || s.back() == '/') return false;
+    std::size_t start = 1;
+    while (start <= s.size()) {
+        std::size_t end = s.find('/', start);
+        if (end == std::string::npos) end = s.size();
+        std::string_view part(s.data() + start, end - start);
+        if (part.empty() || part == "." || part == "..") return false;
+        start = end + 1;
+    }
+    return true;
+}
 
 Stat stat_of(const fs::path& p, bool follow);
 
@@ -78,9 +94,7 @@ std::optional<Stat> implied(const fs::path& p, bool follow) {
         if (l.err != 0 || !S_ISLNK(l.mode)) return l;
         return std::nullopt;
     }
-    const fs::path name = p.filename();
-    if (!p.is_absolute() || name.empty() || name == "." || name == ".." || p == p.root_path())
-        return std::nullopt;
+    if (!plain_absolute(p.native())) return std::nullopt;
     // The parent is looked at first: resolve() looks at every ancestor of a path anyway.
     const Stat parent = stat_of(p.parent_path(), false);
     if (parent.err == ENOENT || parent.err == ENOTDIR) return Stat{parent.err, 0};
@@ -89,7 +103,7 @@ std::optional<Stat> implied(const fs::path& p, bool follow) {
 }
 
 Stat stat_of(const fs::path& p, bool follow) {
-    std::map<std::string, Stat>* cache =
+    std::unordered_map<std::string, Stat>* cache =
         stat_cache ? (follow ? &stat_cache->stat : &stat_cache->lstat) : nullptr;
     if (cache) {
         auto it = cache->find(p.native());
@@ -142,16 +156,14 @@ fs::path resolve_uncached(const fs::path& p) {
 // One plan resolves the same directories again and again (the working directory for each protected name,
 // weakly_canonical stats every prefix and reads every component as a link): while a plan is computed,
 // results are memoised, and a path's parent is resolved once. The plan only looks at the file system.
-thread_local std::map<std::string, fs::path>* resolve_cache = nullptr;
+thread_local std::unordered_map<std::string, fs::path>* resolve_cache = nullptr;
 
 fs::path resolve(const fs::path& p);
 
 fs::path resolve_step(const fs::path& p) {
     // Only plain absolute paths take the short way: no "." or "..", no repeated or trailing separator.
+    if (!plain_absolute(p.native())) return resolve_uncached(p);
     fs::path name = p.filename();
-    if (!p.is_absolute() || p == p.root_path() || name.empty() || name == "." || name == ".." ||
-        p.native() != p.lexically_normal().native())
-        return resolve_uncached(p);
     fs::path candidate = resolve(p.parent_path()) / name;
     Stat st = stat_of(candidate, false);
     if (st.err == 0) return S_ISLNK(st.mode) ? resolve_uncached(candidate) : candidate;
@@ -176,7 +188,7 @@ bool within(const fs::path& p, const fs::path& root) {
 }
 
 int depth(const fs::path& p) {
-    if (p == "/") return 0;
+    if (p.native() == "/") return 0;
     return static_cast<int>(std::count(p.native().begin(), p.native().end(), '/'));
 }
 
@@ -650,10 +662,10 @@ std::vector<fs::path> expand_glob(const fs::path& pattern) {
 }
 
 MountPlan make_mount_plan(const PlanInput& input) {
-    std::map<std::string, fs::path> cache;
+    std::unordered_map<std::string, fs::path> cache;
     StatCache stats;
     struct Guard {
-        Guard(std::map<std::string, fs::path>* c, StatCache* s) {
+        Guard(std::unordered_map<std::string, fs::path>* c, StatCache* s) {
             resolve_cache = c;
             stat_cache = s;
         }
