@@ -14,6 +14,7 @@
 #include <set>
 #include <system_error>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace cordon::jail {
 
@@ -272,9 +273,10 @@ class Planner {
     }
 
   private:
+    // Paths in ops are normal (resolved): equal as strings when equal as paths.
     void add(MountOp op) {
         for (const auto& o : plan_.ops)
-            if (o.kind == op.kind && o.path == op.path) return;
+            if (o.kind == op.kind && o.path.native() == op.path.native()) return;
         plan_.ops.push_back(std::move(op));
     }
 
@@ -293,11 +295,14 @@ class Planner {
     // higher rank.
     const MountOp* covering(const fs::path& p) const {
         const MountOp* best = nullptr;
+        int best_depth = -1;
         for (const auto& op : plan_.ops) {
             if (!within(p, op.path)) continue;
-            if (!best || depth(op.path) > depth(best->path) ||
-                (depth(op.path) == depth(best->path) && rank(op.kind) > rank(best->kind)))
+            const int d = depth(op.path);
+            if (!best || d > best_depth || (d == best_depth && rank(op.kind) > rank(best->kind))) {
                 best = &op;
+                best_depth = d;
+            }
         }
         return best;
     }
@@ -466,6 +471,11 @@ class Planner {
     }
 
     void protect(const fs::path& raw, const std::string& why) {
+        // A second call for the same path changes nothing (its read-only op or placeholder is there, or it
+        // could not be protected and still cannot: the ops added since only pin directories that were
+        // writable already), and every always-read-only name in the working directory comes twice: as a
+        // deny rule of the policy and as a name of a writable root.
+        if (!protected_.insert(raw.native()).second) return;
         fs::path p = resolve(raw);
         if (exists_nofollow(p)) {
             protect_existing(p, why);
@@ -473,16 +483,17 @@ class Planner {
         }
         // Find the first missing component: its parent exists.
         fs::path first = p;
-        while (first.has_parent_path() && first.parent_path() != first &&
-               !exists_nofollow(first.parent_path()))
-            first = first.parent_path();
         fs::path parent = first.parent_path();
+        while (first.has_parent_path() && parent.native() != first.native() && !exists_nofollow(parent)) {
+            first = std::move(parent);
+            parent = first.parent_path();
+        }
         if (!is_dir(parent) || !writable_here(first)) return;  // cannot be created anyway
         // A file blocks creating a file or a directory of that name just as well, and removing it afterwards
         // is much cheaper than removing a directory. Only `.git` is a FIFO (see Placeholder).
         bool fifo = first.filename() == ".git";
         for (const auto& ph : plan_.placeholders)
-            if (ph.path == first) return;
+            if (ph.path.native() == first.native()) return;
         pin_ancestors(first, why);
         plan_.placeholders.push_back({first, fifo, why});
         add({MountKind::ReadOnly, first, why + " (not existing: placeholder)"});
@@ -645,6 +656,7 @@ class Planner {
     const PlanInput& in_;
     MountPlan plan_;
     std::set<fs::path> links_seen_;
+    std::unordered_set<std::string> protected_;  // the paths protect() was given
 };
 
 }  // namespace
