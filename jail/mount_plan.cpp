@@ -13,6 +13,8 @@
 #include <optional>
 #include <set>
 #include <system_error>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace cordon::jail {
 
@@ -59,16 +61,58 @@ struct Stat {
 // again and again (each protected name in each writable root, its parents, the settings files), and on a VM
 // each system call costs microseconds. The plan only looks at the file system.
 struct StatCache {
-    std::map<std::string, Stat> lstat, stat;
+    std::unordered_map<std::string, Stat> lstat, stat;
 };
 thread_local StatCache* stat_cache = nullptr;
 
+// An absolute path other than `/` with no "." or ".." component and no repeated or trailing separator: what
+// lexically_normal() leaves as it is, told by one pass over the string.
+bool plain_absolute(const std::string& s) {
+    if (s.size() < 2 || s[0] != '/' || s.back() == '/') return false;
+    std::size_t start = 1;
+    while (start <= s.size()) {
+        std::size_t end = s.find('/', start);
+        if (end == std::string::npos) end = s.size();
+        std::string_view part(s.data() + start, end - start);
+        if (part.empty() || part == "." || part == "..") return false;
+        start = end + 1;
+    }
+    return true;
+}
+
+Stat stat_of(const fs::path& p, bool follow);
+
+// What the cache already implies of `p`, without a system call. A path whose parent (a plain absolute path
+// with a real last component) does not exist, or is neither a directory nor a symlink, cannot exist either:
+// the kernel stops at the parent with the same error (ENOENT, ENOTDIR), or ENOTDIR for a file. And stat(2)
+// and lstat(2) walk the same ancestors and differ only when the last component is a symlink: stat is lstat
+// unless lstat found a link. Protected names are asked for in missing directories (`.claude/*` in a project
+// without one, a home that does not exist), and each name is asked for with and without following. Only
+// while a plan is computed (with the cache).
+std::optional<Stat> implied(const fs::path& p, bool follow) {
+    if (follow) {
+        Stat l = stat_of(p, false);
+        if (l.err != 0 || !S_ISLNK(l.mode)) return l;
+        return std::nullopt;
+    }
+    if (!plain_absolute(p.native())) return std::nullopt;
+    // The parent is looked at first: resolve() looks at every ancestor of a path anyway.
+    const Stat parent = stat_of(p.parent_path(), false);
+    if (parent.err == ENOENT || parent.err == ENOTDIR) return Stat{parent.err, 0};
+    if (parent.err == 0 && !S_ISDIR(parent.mode) && !S_ISLNK(parent.mode)) return Stat{ENOTDIR, 0};
+    return std::nullopt;
+}
+
 Stat stat_of(const fs::path& p, bool follow) {
-    std::map<std::string, Stat>* cache =
+    std::unordered_map<std::string, Stat>* cache =
         stat_cache ? (follow ? &stat_cache->stat : &stat_cache->lstat) : nullptr;
     if (cache) {
         auto it = cache->find(p.native());
         if (it != cache->end()) return it->second;
+        if (std::optional<Stat> known = implied(p, follow)) {
+            cache->emplace(p.native(), *known);
+            return *known;
+        }
     }
     struct stat st {};
     Stat r;
@@ -113,16 +157,14 @@ fs::path resolve_uncached(const fs::path& p) {
 // One plan resolves the same directories again and again (the working directory for each protected name,
 // weakly_canonical stats every prefix and reads every component as a link): while a plan is computed,
 // results are memoised, and a path's parent is resolved once. The plan only looks at the file system.
-thread_local std::map<std::string, fs::path>* resolve_cache = nullptr;
+thread_local std::unordered_map<std::string, fs::path>* resolve_cache = nullptr;
 
 fs::path resolve(const fs::path& p);
 
 fs::path resolve_step(const fs::path& p) {
     // Only plain absolute paths take the short way: no "." or "..", no repeated or trailing separator.
+    if (!plain_absolute(p.native())) return resolve_uncached(p);
     fs::path name = p.filename();
-    if (!p.is_absolute() || p == p.root_path() || name.empty() || name == "." || name == ".." ||
-        p.native() != p.lexically_normal().native())
-        return resolve_uncached(p);
     fs::path candidate = resolve(p.parent_path()) / name;
     Stat st = stat_of(candidate, false);
     if (st.err == 0) return S_ISLNK(st.mode) ? resolve_uncached(candidate) : candidate;
@@ -147,7 +189,7 @@ bool within(const fs::path& p, const fs::path& root) {
 }
 
 int depth(const fs::path& p) {
-    if (p == "/") return 0;
+    if (p.native() == "/") return 0;
     return static_cast<int>(std::count(p.native().begin(), p.native().end(), '/'));
 }
 
@@ -232,9 +274,10 @@ class Planner {
     }
 
   private:
+    // Paths in ops are normal (resolved): equal as strings when equal as paths.
     void add(MountOp op) {
         for (const auto& o : plan_.ops)
-            if (o.kind == op.kind && o.path == op.path) return;
+            if (o.kind == op.kind && o.path.native() == op.path.native()) return;
         plan_.ops.push_back(std::move(op));
     }
 
@@ -253,11 +296,14 @@ class Planner {
     // higher rank.
     const MountOp* covering(const fs::path& p) const {
         const MountOp* best = nullptr;
+        int best_depth = -1;
         for (const auto& op : plan_.ops) {
             if (!within(p, op.path)) continue;
-            if (!best || depth(op.path) > depth(best->path) ||
-                (depth(op.path) == depth(best->path) && rank(op.kind) > rank(best->kind)))
+            const int d = depth(op.path);
+            if (!best || d > best_depth || (d == best_depth && rank(op.kind) > rank(best->kind))) {
                 best = &op;
+                best_depth = d;
+            }
         }
         return best;
     }
@@ -441,6 +487,11 @@ class Planner {
     }
 
     void protect(const fs::path& raw, const std::string& why) {
+        // A second call for the same path changes nothing (its read-only op or placeholder is there, or it
+        // could not be protected and still cannot: the ops added since only pin directories that were
+        // writable already), and every always-read-only name in the working directory comes twice: as a
+        // deny rule of the policy and as a name of a writable root.
+        if (!protected_.insert(raw.native()).second) return;
         fs::path p = resolve(raw);
         if (exists_nofollow(p)) {
             protect_existing(p, why);
@@ -448,16 +499,17 @@ class Planner {
         }
         // Find the first missing component: its parent exists.
         fs::path first = p;
-        while (first.has_parent_path() && first.parent_path() != first &&
-               !exists_nofollow(first.parent_path()))
-            first = first.parent_path();
         fs::path parent = first.parent_path();
+        while (first.has_parent_path() && parent.native() != first.native() && !exists_nofollow(parent)) {
+            first = std::move(parent);
+            parent = first.parent_path();
+        }
         if (!is_dir(parent) || !writable_here(first)) return;  // cannot be created anyway
         // A file blocks creating a file or a directory of that name just as well, and removing it afterwards
         // is much cheaper than removing a directory. Only `.git` is a FIFO (see Placeholder).
         bool fifo = first.filename() == ".git";
         for (const auto& ph : plan_.placeholders)
-            if (ph.path == first) return;
+            if (ph.path.native() == first.native()) return;
         pin_ancestors(first, why);
         plan_.placeholders.push_back({first, fifo, why});
         add({MountKind::ReadOnly, first, why + " (not existing: placeholder)"});
@@ -620,6 +672,7 @@ class Planner {
     const PlanInput& in_;
     MountPlan plan_;
     std::set<fs::path> links_seen_;
+    std::unordered_set<std::string> protected_;  // the paths protect() was given
 };
 
 }  // namespace
@@ -637,10 +690,10 @@ std::vector<fs::path> expand_glob(const fs::path& pattern) {
 }
 
 MountPlan make_mount_plan(const PlanInput& input) {
-    std::map<std::string, fs::path> cache;
+    std::unordered_map<std::string, fs::path> cache;
     StatCache stats;
     struct Guard {
-        Guard(std::map<std::string, fs::path>* c, StatCache* s) {
+        Guard(std::unordered_map<std::string, fs::path>* c, StatCache* s) {
             resolve_cache = c;
             stat_cache = s;
         }

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <array>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "policy/domain_matcher.hpp"
 #include "policy/path_rules.hpp"
@@ -173,8 +175,6 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
                                                 " (--allow-write . insists)",
                                             0}};
         }
-        for (const PathRule& rule : fs_.allow_write)
-            allow_resolved_.push_back(resolved_rule_path(rule));
         for (const fs::path& file : files_read_) {
             Rule rule{file.string(), Source{Layer::Default, file.string(), "settings file read", 0}};
             settings_rules_.push_back(PathRule{fs::path(detail::normal_path(file)), false, rule});
@@ -208,10 +208,6 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         home_components_of_home_ = detail::split_components(c.home.string());
         for (auto& rule : c.deny_write)
             fs_.deny_write.push_back(std::move(rule));
-        // The defaults are matched by name (decide_write); resolving them would only cost start-up time.
-        for (const PathRule& rule : fs_.deny_write)
-            deny_resolved_.push_back(rule.rule.source.layer == Layer::Default ? std::string()
-                                                                              : resolved_rule_path(rule));
         fs_.deny_read = std::move(c.deny_read);
         fs_.allow_read = std::move(c.allow_read);
     }
@@ -250,6 +246,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
     // `ua/src -> /etc` is a write to /etc/x), and a deny rule also holds at the path as written. Rules are
     // compared as written and resolved, as the jail binds them.
     Decision decide_write(const fs::path& path) const override {
+        resolve_write_rules();
         const std::string lexical = normal(path);
         const std::string resolved = resolve_existing(lexical);
         for (const std::string* p : {&lexical, &resolved}) {
@@ -274,7 +271,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         std::size_t best_size = 0;
         for (std::size_t i = 0; i < fs_.allow_write.size(); ++i) {
             const PathRule& rule = fs_.allow_write[i];
-            for (const std::string* r : {&rule.path.native(), &allow_resolved_[i]})
+            for (const std::string* r : {&rule.path.native(), &std::as_const(allow_resolved_)[i]})
                 if (detail::path_covers(*r, rule.glob, resolved) && (!best || r->size() > best_size)) {
                     best = &rule;
                     best_size = r->size();
@@ -359,6 +356,19 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
 
     static std::string resolved_rule_path(const PathRule& rule) {
         return rule.glob ? rule.path.string() : resolve_existing(rule.path.string());
+    }
+
+    // The write rules' paths resolved through symlinks, for decide_write only (`cordon check`): `cordon run`
+    // never asks, and resolving them (a stat and a readlink per component) would lengthen its start-up.
+    // The defaults are matched by name; resolving them would only cost time.
+    void resolve_write_rules() const {
+        std::call_once(write_rules_resolved_, [this] {
+            for (const PathRule& rule : fs_.allow_write)
+                allow_resolved_.push_back(resolved_rule_path(rule));
+            for (const PathRule& rule : fs_.deny_write)
+                deny_resolved_.push_back(rule.rule.source.layer == Layer::Default ? std::string()
+                                                                                  : resolved_rule_path(rule));
+        });
     }
 
     // True when `path` is `name` (components) inside a home: the caller's, /root or /home/*.
@@ -452,7 +462,8 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
     std::vector<Rule> home_rules_;
     std::vector<std::vector<std::string>> home_components_;
     std::vector<std::string> home_components_of_home_;
-    std::vector<std::string> deny_resolved_, allow_resolved_;  // per rule of deny_write / allow_write
+    mutable std::once_flag write_rules_resolved_;
+    mutable std::vector<std::string> deny_resolved_, allow_resolved_;  // per rule of deny_write / allow_write
     Rule cwd_refusal_rule_;
 };
 
