@@ -524,7 +524,9 @@ std::string working_directory_refusal(const fs::path& cwd, const fs::path& home)
     static const std::array<std::string_view, 8> kTrees = {"etc",  "usr",  "bin", "sbin",
                                                            "boot", "proc", "sys", "dev"};
     static const std::array<std::string_view, 6> kOnly = {"var", "opt", "srv", "root", "home", "run"};
-    const bool tree = lib || std::find(kTrees.begin(), kTrees.end(), top) != kTrees.end();
+    // /dev/shm is a scratch tmpfs like /tmp, not the system's: a project may live below it.
+    const bool scratch = top == "dev" && parts.size() >= 2 && parts[1] == "shm";
+    const bool tree = !scratch && (lib || std::find(kTrees.begin(), kTrees.end(), top) != kTrees.end());
     if (parts.size() == 1 && (tree || std::find(kOnly.begin(), kOnly.end(), top) != kOnly.end()))
         return c + " is a system directory";
     if (tree) return c + " is inside the system directory /" + top;

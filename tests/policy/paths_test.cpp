@@ -486,6 +486,7 @@ TEST_CASE("the working directory is writable by default only when it is a projec
     CHECK(working_directory_refusal("/usr/local/bin", home) ==
           "/usr/local/bin is inside the system directory /usr");
     CHECK(working_directory_refusal("/etc/ssh", home) == "/etc/ssh is inside the system directory /etc");
+    CHECK(working_directory_refusal("/dev/pts", home) == "/dev/pts is inside the system directory /dev");
     CHECK(working_directory_refusal("/lib32", home) == "/lib32 is a system directory");
     CHECK(working_directory_refusal("/libx32/x", home) == "/libx32/x is inside the system directory /libx32");
     CHECK(working_directory_refusal("/library/project", home).empty());
@@ -493,7 +494,7 @@ TEST_CASE("the working directory is writable by default only when it is a projec
     CHECK(working_directory_refusal("/data", "/data/users/alice") ==
           "/data holds the home directory /data/users/alice");
     for (const char* dir : {"/home/alice/project", "/var/tmp/build", "/srv/app", "/opt/tool",
-                            "/run/user/1000/x", "/home/bob", "/tmp", "/data/src"})
+                            "/run/user/1000/x", "/home/bob", "/tmp", "/data/src", "/dev/shm/project"})
         CHECK(working_directory_refusal(dir, home).empty());
 }
 
