@@ -138,8 +138,8 @@ void Connection::process_client_input() {
 
 void Connection::decide(const std::string& host, std::uint16_t port) {
     phase_ = Phase::Deciding;
-    // Bytes that come meanwhile wait in in_ (HTTP keeps reading, bounded; SOCKS5 clients wait for the reply).
-    if (proto_ == Proto::Socks5) client_->want_read(false);
+    // Bytes that come meanwhile wait in in_ (bounded: reading stops at kMaxBuffered; for a tunnel they are
+    // its first bytes). Reading on is also how a client that closes while its request is decided is noticed.
     request_.host = host;
     request_.port = port;
     request_.upstream_ip.clear();

@@ -116,7 +116,8 @@ int Socks5FrontEnd::status_for(const Verdict& v) const {
 }
 
 bool Socks5FrontEnd::needs_client() const {
-    return c_.phase_ == Phase::Reading;  // mid-handshake
+    // Mid-handshake, or waiting for the reply: a client gone then can use no tunnel.
+    return c_.phase_ == Phase::Reading || c_.phase_ == Phase::Deciding || c_.phase_ == Phase::Dialing;
 }
 
 void Socks5FrontEnd::answer(const Verdict& v) {

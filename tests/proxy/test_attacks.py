@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -331,6 +332,30 @@ class AttackTest(TempDirTest):
         for c in sink.clients:  # any upstream connection made meanwhile is gone too
             c.settimeout(2)
             self.assertEqual(c.recv(10), b"")
+
+    def test_socks5_client_closing_while_decided_is_noticed(self):
+        self.start()
+        sink = self.tcp("silent")
+        s = self.p.connect()
+        s.sendall(b"\x05\x01\x00")
+        self.assertEqual(s.recv(2), b"\x05\x00")
+        name = b"slow.test"
+        s.sendall(b"\x05\x01\x00\x03" + bytes([len(name)]) + name + struct.pack(">H", sink.port))
+        time.sleep(0.2)
+        s.close()  # while the name is being resolved: no reply can reach it, no tunnel is worth making
+        lines = self.p.wait_audit(lambda l: any(e["event"] == "close" for e in l), timeout=4)
+        closes = [e for e in lines if e["event"] == "close"]
+        self.assertTrue(closes, lines)
+        self.assertIn("client closed", closes[0]["error"])
+        ds = [e for e in lines if e["event"] == "decision"]
+        self.assertEqual(len(ds), 1, lines)
+        self.assertEqual((ds[0]["proto"], ds[0]["decision"]), ("socks5", "allow"))
+        self.assertTrue(ds[0]["error"].startswith("aborted"), ds[0])
+        time.sleep(1.2)
+        for c in sink.clients:
+            c.settimeout(2)
+            self.assertEqual(c.recv(10), b"")
+        self.assert_alive()
 
     def test_no_hold_after_400_and_407(self):
         self.start("--auth-token", "s3cret")
