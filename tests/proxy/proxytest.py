@@ -20,6 +20,19 @@ import unittest
 
 CORDON = os.environ.get("CORDON_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "cordon")
 
+# The test upstreams and DNS answers live on 127.0.0.0/8, which the address guard refuses unless allowed.
+LOOPBACK = ["--allow-address", "127.0.0.0/8"]
+
+
+def wait_for(predicate, timeout=10):
+    """Polls `predicate` until it is true (True) or `timeout` seconds pass (False)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
 
 # ---------------------------------------------------------------------------------------------------- DNS server
 

@@ -15,18 +15,7 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from proxytest import CORDON, TempDirTest, read_http_response, read_http_response_file, recv_until  # noqa: E402
-
-LOOPBACK = ["--allow-address", "127.0.0.0/8"]
-
-
-def wait_for(predicate, timeout=5):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
+from proxytest import LOOPBACK, wait_for, CORDON, TempDirTest, read_http_response, read_http_response_file, recv_until  # noqa: E402
 
 
 class RawUpstream:

@@ -16,23 +16,12 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from proxytest import CORDON, TempDirTest, read_http_response_file  # noqa: E402
-
-LOOPBACK = ["--allow-address", "127.0.0.0/8"]
+from proxytest import LOOPBACK, wait_for, CORDON, TempDirTest, read_http_response_file  # noqa: E402
 
 
 def read(path, mode="r"):
     with open(path, mode) as f:
         return f.read()
-
-
-def wait_for(predicate, timeout=10):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 class StoppedReaderTest(TempDirTest):

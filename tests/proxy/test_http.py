@@ -13,9 +13,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from proxytest import TempDirTest, make_cert, read_http_response, read_http_response_file, recv_until  # noqa: E402
-
-LOOPBACK = ["--allow-address", "127.0.0.0/8"]
+from proxytest import LOOPBACK, TempDirTest, make_cert, read_http_response, read_http_response_file, recv_until  # noqa: E402
 
 
 class HttpProxyTest(TempDirTest):

@@ -15,9 +15,7 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from proxytest import CORDON, TempDirTest, read_http_response, recv_until  # noqa: E402
-
-LOOPBACK = ["--allow-address", "127.0.0.0/8"]
+from proxytest import LOOPBACK, wait_for, CORDON, TempDirTest, read_http_response, recv_until  # noqa: E402
 
 
 def open_tunnel(case, drain_timeout):
@@ -29,15 +27,6 @@ def open_tunnel(case, drain_timeout):
     s.sendall(b"CONNECT t.l.test:%d HTTP/1.1\r\n\r\n" % echo.port)
     case.assertIn(b" 200 ", recv_until(s))
     return p, s
-
-
-def wait_for(predicate, timeout=5):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 class ReloadTest(TempDirTest):

@@ -11,9 +11,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from proxytest import TempDirTest, recv_all, recv_until  # noqa: E402
-
-LOOPBACK = ["--allow-address", "127.0.0.0/8"]
+from proxytest import LOOPBACK, TempDirTest, recv_all, recv_until  # noqa: E402
 
 
 def socks_request(host, port, cmd=1):
