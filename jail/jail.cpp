@@ -150,6 +150,7 @@ Result setup_network(Context& ctx) {
     if (::unshare(CLONE_NEWNET) != 0) return fail("create the network namespace");
     if (!ctx.config.network) return std::nullopt;
     if (auto r = bring_up_loopback(ctx)) return r;
+    if (auto r = redirect_to_proxy(ctx)) return r;
     return create_listeners(ctx);
 }
 

@@ -42,13 +42,19 @@ struct JailConfig {
     // TCP ports to listen on inside the jail's network namespace (127.0.0.1 and ::1, up to 4), handed to the
     // caller (take_listeners) to serve.
     std::vector<std::uint16_t> listen_ports;
+    // Transparent proxying (jail/net_filter.cpp): when not 0, every outbound TCP connection is redirected to
+    // a listener on this port (127.0.0.1 and ::1), and a DNS stub's sockets (UDP and TCP on 127.0.0.1:53)
+    // are created too, all handed over with the proxy's; /etc/resolv.conf is bound over to name the stub.
+    std::uint16_t transparent_port = 0;
     std::string id;  // `cordon-PID-RANDOM`: names the jail's cgroup
 };
 
 // The proxy's listening sockets created inside the jail's network namespace.
 struct Listener {
+    enum class Kind { Proxy, Transparent, DnsUdp, DnsTcp };
     std::string address;  // "127.0.0.1:PORT", "[::1]:PORT"
     int fd = -1;
+    Kind kind = Kind::Proxy;
 };
 
 class Jail {
