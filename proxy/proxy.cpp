@@ -9,6 +9,7 @@
 
 #include "proxy/connection.hpp"
 #include "proxy/context.hpp"
+#include "proxy/dns_stub.hpp"
 #include "proxy/listener.hpp"
 
 namespace cordon::proxy {
@@ -55,6 +56,7 @@ class ProxyImpl final : public Proxy {
             conn->close("proxy destroyed");
         graveyard_.clear();
         listeners_.clear();
+        dns_.reset();
         if (metrics_server_) metrics_server_->close();
         context_.resolver->close();
         reaper_->data = nullptr;
@@ -78,6 +80,18 @@ class ProxyImpl final : public Proxy {
         listeners_.push_back(std::move(listener));
     }
 
+    void listen_transparent_fd(int fd) override {
+        auto listener =
+            std::make_unique<Listener>(context_.loop, fd, [this](int client) { accept(client, true); });
+        context_.guard.add_own_listener(listener->local_address());
+        listeners_.push_back(std::move(listener));
+    }
+
+    void serve_dns_fd(int fd) override {
+        if (!dns_) dns_ = std::make_unique<DnsStub>(context_);
+        dns_->serve(fd);
+    }
+
     void set_policy(policy::PolicyPtr policy) override {
         if (!policy) return;
         context_.guard.set_allowed(allowed_ranges(*policy));
@@ -89,6 +103,7 @@ class ProxyImpl final : public Proxy {
         context_.draining = true;
         shutdown_done_ = std::move(done);
         listeners_.clear();
+        if (dns_) dns_->close();
         std::vector<Connection*> all;
         for (auto& [ptr, conn] : connections_)
             all.push_back(ptr);
@@ -132,14 +147,14 @@ class ProxyImpl final : public Proxy {
     std::optional<std::string> reopen_audit_log() override { return context_.audit->reopen(); }
 
   private:
-    void accept(int fd) {
+    void accept(int fd, bool transparent = false) {
         if (context_.draining || connections_.size() >= context_.options.max_connections + kOverLimitSlack) {
             ++context_.metrics.connections_rejected;
             ::close(fd);
             return;
         }
         bool over = connections_.size() >= context_.options.max_connections;
-        auto conn = std::make_unique<Connection>(context_, fd, over);
+        auto conn = std::make_unique<Connection>(context_, fd, over, transparent);
         Connection* ptr = conn.get();
         connections_.emplace(ptr, std::move(conn));
         ++context_.metrics.connections_total;
@@ -179,6 +194,7 @@ class ProxyImpl final : public Proxy {
     std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;
     std::vector<std::unique_ptr<Connection>> graveyard_;
     std::unique_ptr<MetricsServer> metrics_server_;
+    std::unique_ptr<DnsStub> dns_;
     uv_check_t* reaper_;
     uv_timer_t* grace_timer_;
     std::function<void()> shutdown_done_;

@@ -34,6 +34,9 @@ struct Options {
     std::chrono::milliseconds header_timeout{30'000};
     std::chrono::milliseconds idle_timeout{300'000};
     std::size_t max_connections = 10'000;
+    // Transparent connections whose TLS ClientHello names another host than the one connected to are
+    // refused (--strict-sni); otherwise the mismatch is only logged.
+    bool strict_sni = false;
 };
 
 // What the proxy refused (and what failed upstream) during its life, for the jail's end-of-run summary.
@@ -73,6 +76,11 @@ class Proxy {
     // Serves an already-listening TCP socket, e.g. one created inside a jail's network namespace and handed
     // over with SCM_RIGHTS. The proxy takes ownership of `fd`.
     virtual void listen_fd(int fd) = 0;
+    // Serves a jail's transparent listener (connections redirected by its nftables rules; the target is their
+    // original destination). Takes ownership of `fd`.
+    virtual void listen_transparent_fd(int fd) = 0;
+    // Serves a jail's DNS stub socket (UDP, or listening TCP) on 127.0.0.1:53. Takes ownership of `fd`.
+    virtual void serve_dns_fd(int fd) = 0;
 
     // Swaps the policy: new requests use it, open tunnels continue.
     virtual void set_policy(policy::PolicyPtr policy) = 0;
