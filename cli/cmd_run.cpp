@@ -50,6 +50,11 @@ constexpr const char* kRunHelp =
     "                         capability dropped and /proc/sys read-only; files owned by root in writable\n"
     "                         areas stay writable to it. Give --user to run it unprivileged.\n"
     "  --no-network           do not create the proxy listeners: the jail has no network at all\n"
+    "  --no-transparent       no transparent proxying: only programs that honour the proxy variables reach\n"
+    "                         the network (by default every TCP connection goes through the proxy and names\n"
+    "                         through cordon's DNS stub, see below)\n"
+    "  --strict-sni           refuse a transparent TLS connection whose server name (SNI) is not the name\n"
+    "                         it connected to (by default the mismatch is only logged)\n"
     "  --quiet                no end-of-run summary of refused connections\n"
     "  --help                 this text\n"
     "\n"
@@ -60,6 +65,11 @@ constexpr const char* kRunHelpEnd =
     "The proxy runs in cordon itself (host side) and serves sockets created inside the jail; the audit log\n"
     "names the jail in `sandbox`. At the end, refused connections are summarised on stderr (not with "
     "--quiet).\n"
+    "Transparent proxying (unless --no-transparent): programs that ignore the variables still go through\n"
+    "the policy. /etc/resolv.conf names cordon's DNS stub (127.0.0.1:53), which answers a name the policy\n"
+    "could allow with a fake address (198.18.0.0/15, fd63:6f72:646f:6e00::/64) and a denied one with\n"
+    "NXDOMAIN, and forwards nothing; every TCP connection is redirected to the proxy (audit `proto`\n"
+    "\"transparent\"), which decides on the name; UDP and everything else fail at once.\n"
     "\n";
 
 std::uint64_t parse_size(const std::string& text, const char* flag) {
@@ -138,6 +148,10 @@ int cmd_run(int argc, char** argv) {
             run.quiet = true;
         } else if (args.flag("--no-network")) {
             run.network = false;
+        } else if (args.flag("--no-transparent")) {
+            run.transparent = false;
+        } else if (args.flag("--strict-sni")) {
+            run.proxy.strict_sni = true;
         } else if (args.flag("--memory")) {
             run.memory = parse_size(args.value(), "--memory");
         } else if (args.flag("--pids")) {

@@ -25,6 +25,9 @@ namespace cordon::run {
 struct Options {
     std::vector<std::string> command;
     bool strict = false, best_effort = false, allow_ptrace = false, quiet = false, network = true;
+    // Transparent proxying (--no-transparent turns it off): every TCP connection goes through the proxy,
+    // names through the DNS stub.
+    bool transparent = true;
     std::optional<std::uint64_t> memory, pids;
     std::optional<double> timeout;
     std::optional<std::pair<uid_t, gid_t>> user;

@@ -80,6 +80,7 @@ int run(const Options& options) {
     config.max_pids = options.pids;
     config.network = options.network;
     config.listen_ports = proxy_ports();
+    if (options.network && options.transparent) config.transparent_port = kTransparentPort;
     config.id = make_jail_id();
     auto started = jail::Jail::start(config);
     if (auto* error = std::get_if<std::string>(&started)) {
@@ -144,10 +145,15 @@ int run(const Options& options) {
     ::signal(SIGPIPE, SIG_IGN);
     proxy::raise_fd_limit();
     for (auto& listener : jail->take_listeners()) {
-        if (proxy)
-            proxy->listen_fd(listener.fd);
-        else
+        using Kind = jail::Listener::Kind;
+        if (!proxy)
             ::close(listener.fd);
+        else if (listener.kind == Kind::Transparent)
+            proxy->listen_transparent_fd(listener.fd);
+        else if (listener.kind == Kind::DnsUdp || listener.kind == Kind::DnsTcp)
+            proxy->serve_dns_fd(listener.fd);
+        else
+            proxy->listen_fd(listener.fd);
     }
 
     uv_poll_init(&sup.loop, &sup.signals, jail->signal_fd());
