@@ -941,9 +941,21 @@ class JailCase:
         out, err = self.sh(f"curl -sS --max-time 5 {url}", "--allow-domain", TestHost.addr, "--allow-address",
                            "10.202.0.0/16")
         self.assertEqual(out, "test-host\n", err)
+        # Without transparent proxying, a program that ignores the proxy variables reaches nothing.
         out, err = self.sh(f"curl -sS --noproxy '*' --max-time 3 {url} && echo REACHED; true", "--allow-domain",
-                           TestHost.addr, "--allow-address", "10.202.0.0/16")
+                           TestHost.addr, "--allow-address", "10.202.0.0/16", "--no-transparent")
         self.assertNotIn("REACHED", out)
+        # With it (the default), the same connection is redirected to the proxy, which decides it: allowed
+        # by the rule naming the address, it goes through the proxy (proto "transparent" in the audit log).
+        audit = os.path.join(self.dir, "audit-transparent.log")
+        self.own(self.dir)
+        out, err = self.sh(f"curl -sS --noproxy '*' --max-time 3 {url} && echo REACHED; true", "--allow-domain",
+                           TestHost.addr, "--allow-address", "10.202.0.0/16", "--audit-log", audit)
+        self.assertIn("REACHED", out, err)
+        with open(audit) as f:
+            decisions = [json.loads(line) for line in f if '"decision"' in line]
+        self.assertEqual([(d["proto"], d["decision"], d["host"]) for d in decisions if d["event"] == "decision"],
+                         [("transparent", "allow", TestHost.addr)])
 
     def test_no_network_flag(self):
         out, err = self.sh("curl -sS --max-time 3 http://example.com/ && echo REACHED; echo ${HTTP_PROXY:-none}",
