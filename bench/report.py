@@ -212,6 +212,21 @@ if "jdl_srt" in R:
     r = ratio(c, num("jdl_best_srt"))
     target("5 jailed download", "cordon ≥ 3× srt", fmt(r, "{:.1f}×"), None if r is None else r >= 3)
 
+# 6. transparent vs CONNECT inside cordon run
+if "tsetup_transparent" in R:
+    out.append(f"## 6. Transparent proxying vs CONNECT inside `cordon run` (bench/transparent.py, {R.get('runs', '?')} interleaved rounds)")
+    out.append("")
+    out.append("| path | connection set-up, median ms | bulk 1 GiB, median MB/s | best MB/s |")
+    out.append("|---|---:|---:|---:|")
+    for t, label in (("transparent", "transparent (fake address, nftables redirect)"), ("connect", "CONNECT via HTTPS_PROXY")):
+        st, bm, bb = num(f"tsetup_{t}"), num(f"tbulk_{t}"), num(f"tbulk_best_{t}")
+        out.append(f"| {label} | {fmt(st, '{:.3f}')} | {fmt(bm and bm / 1e6, '{:.0f}')} | {fmt(bb and bb / 1e6, '{:.0f}')} |")
+    out.append("")
+    r = ratio(num("tsetup_transparent"), num("tsetup_connect"))
+    target("6 transparent", "set-up ≤ 1.2× CONNECT's", fmt(r, "{:.2f}×"), None if r is None else r <= 1.2)
+    b = ratio(num("tbulk_transparent"), num("tbulk_connect"))
+    target("6 transparent", "bulk throughput equal to CONNECT's (≥ 0.95×)", fmt(b, "{:.2f}×"), None if b is None else b >= 0.95)
+
 out.append("## Targets")
 out.append("")
 out.append("| benchmark | target | measured | |")
