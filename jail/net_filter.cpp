@@ -350,9 +350,13 @@ Result bind_resolv_conf(Context& ctx) {
 
 Result redirect_to_proxy(Context& ctx) {
     if (ctx.config.transparent_port == 0) return std::nullopt;
+    // Not an optional restriction but the jail's way out: without it the run stops (the user can choose
+    // --no-transparent, where only programs that honour the proxy variables reach anything).
     bool v6 = false;
-    if (auto r = add_routes(v6)) return r;
-    return add_rules(ctx.config.transparent_port, v6);
+    Result r = add_routes(v6);
+    if (!r) r = add_rules(ctx.config.transparent_port, v6);
+    if (r) r->what += " (transparent proxying; `cordon run --no-transparent` runs without it)";
+    return r;
 }
 
 }  // namespace cordon::jail::detail
