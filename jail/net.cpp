@@ -19,8 +19,9 @@ namespace cordon::jail::detail {
 namespace {
 
 constexpr std::size_t kMaxPorts = 4;
-// The proxy's ports on both loopback addresses, the transparent listener on both, the DNS stub's two.
-constexpr std::size_t kMaxListeners = 2 * kMaxPorts + 4;
+// The proxy's ports on both loopback addresses, the transparent listener on both, the DNS stub's UDP and TCP
+// sockets on both.
+constexpr std::size_t kMaxListeners = 2 * kMaxPorts + 6;
 
 // On the wire to the supervisor, each address is prefixed by its kind's letter.
 constexpr char kKindLetters[] = {'p', 't', 'u', 'd'};
@@ -97,6 +98,10 @@ Result create_listeners(Context& ctx) {
             say("note: no IPv6 transparent listener in the jail");
         if (auto r = listen_on(AF_INET, "127.0.0.1", 53, ctx.listeners, Kind::DnsUdp)) return r;
         if (auto r = listen_on(AF_INET, "127.0.0.1", 53, ctx.listeners, Kind::DnsTcp)) return r;
+        // For DNS sent to an IPv6 server, which the nftables rules redirect to ::1:53.
+        if (v6 && (listen_on(AF_INET6, "::1", 53, ctx.listeners, Kind::DnsUdp) ||
+                   listen_on(AF_INET6, "::1", 53, ctx.listeners, Kind::DnsTcp)))
+            say("note: no IPv6 DNS stub in the jail");
     }
     return std::nullopt;
 }

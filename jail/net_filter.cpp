@@ -4,6 +4,7 @@
 //   table inet cordon
 //     chain redirect { type nat hook output priority -100
 //       ip daddr 127.0.0.0/8 return; ip6 daddr ::1 return
+//       udp dport 53 redirect to :53; tcp dport 53 redirect to :53      (the DNS stub)
 //       meta l4proto tcp redirect to :TRANSPARENT_PORT }
 //     chain refuse { type filter hook output priority 0
 //       ip daddr 127.0.0.0/8 accept; ip6 daddr ::1 accept
@@ -201,12 +202,21 @@ nftnl_rule* loopback_v6(const char* chain, int verdict) {
     return r;
 }
 
-// `meta l4proto tcp redirect to :PORT`
-nftnl_rule* redirect_tcp(const char* chain, std::uint16_t port) {
+// `meta l4proto PROTO [th dport DPORT] redirect to :PORT`
+nftnl_rule* redirect(const char* chain, std::uint8_t proto, std::uint16_t dport, std::uint16_t port) {
     nftnl_rule* r = new_rule(chain);
-    std::uint8_t tcp = IPPROTO_TCP;
     add_meta(r, NFT_META_L4PROTO);
-    add_cmp_eq(r, &tcp, 1);
+    add_cmp_eq(r, &proto, 1);
+    if (dport != 0) {
+        nftnl_expr* e = expr("payload");
+        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_DREG, NFT_REG_1);
+        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_BASE, NFT_PAYLOAD_TRANSPORT_HEADER);
+        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_OFFSET, 2);
+        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_LEN, 2);
+        nftnl_rule_add_expr(r, e);
+        std::uint16_t d = htons(dport);
+        add_cmp_eq(r, &d, sizeof d);
+    }
     nftnl_expr* imm = expr("immediate");
     std::uint16_t p = htons(port);
     nftnl_expr_set_u32(imm, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
@@ -269,7 +279,10 @@ Result add_rules(std::uint16_t transparent_port, bool v6) {
     }
     std::vector<nftnl_rule*> rules = {loopback_v4(kRedirect, NFT_RETURN)};
     if (v6) rules.push_back(loopback_v6(kRedirect, NFT_RETURN));
-    rules.push_back(redirect_tcp(kRedirect, transparent_port));
+    // DNS to any server (a program that ignores /etc/resolv.conf) is answered by the stub too.
+    rules.push_back(redirect(kRedirect, IPPROTO_UDP, 53, 53));
+    rules.push_back(redirect(kRedirect, IPPROTO_TCP, 53, 53));
+    rules.push_back(redirect(kRedirect, IPPROTO_TCP, 0, transparent_port));
     rules.push_back(loopback_v4(kRefuse, NF_ACCEPT));
     if (v6) rules.push_back(loopback_v6(kRefuse, NF_ACCEPT));
     rules.push_back(reject_all(kRefuse));

@@ -337,6 +337,15 @@ t = socket.create_connection(("127.0.0.1", 53), timeout=3)
 m = q("{WEB}", 1); t.sendall(struct.pack("!H", len(m)) + m)
 n = struct.unpack("!H", t.recv(2))[0]; r = t.recv(n)
 print("tcp", r[3] & 15, socket.inet_ntoa(r[-4:]))
+# DNS sent to another server (the test host, which runs none) is answered by the stub too: never forwarded.
+for family, server in ((socket.AF_INET, "{Host.v4}"), (socket.AF_INET6, "{Host.v6}")):
+    u = socket.socket(family, socket.SOCK_DGRAM); u.settimeout(2)
+    u.sendto(q("{WEB}", 1), (server, 53)); r = u.recv(512)
+    print("elsewhere", r[3] & 15, socket.inet_ntoa(r[-4:]))
+t = socket.create_connection(("{Host.v4}", 53), timeout=3)
+m = q("{WEB}", 1); t.sendall(struct.pack("!H", len(m)) + m)
+n = struct.unpack("!H", t.recv(2))[0]; r = t.recv(n)
+print("elsewhere-tcp", r[3] & 15, socket.inet_ntoa(r[-4:]))
 """
         path = os.path.join(self.dir, "q.py")
         with open(path, "w") as f:
@@ -347,6 +356,9 @@ print("tcp", r[3] & 15, socket.inet_ntoa(r[-4:]))
         self.assertEqual(lines[0], "dropped")
         self.assertEqual(lines[1], "mx 0 0")  # other types: an empty answer
         self.assertRegex(lines[2], r"^tcp 0 198\.1[89]\.")
+        for line in lines[3:6]:
+            self.assertRegex(line, r"^elsewhere(-tcp)? 0 198\.1[89]\.")
+        self.assertEqual(len(lines), 6, out)
 
     def test_udp_and_other_protocols_fail_at_once(self):
         script = f"""
