@@ -1,6 +1,7 @@
 // One client connection, from accept to close. Each request takes one path:
 //
-//   front-end (front_end.hpp: Socks5FrontEnd | HttpFrontEnd, picked by the first byte) reads a request:
+//   front-end (front_end.hpp: Socks5FrontEnd | HttpFrontEnd, picked by the first byte; TransparentFrontEnd
+//   for connections from a jail's transparent listener) reads a request:
 //     a target -> decide (policy, on the name, before DNS) -> resolve -> guard (DecisionPoint, decision.hpp)
 //              -> dial (exactly the guarded addresses)
 //     or its own refusal (malformed, unauthenticated, unsupported)

@@ -5,7 +5,8 @@
 //
 // This header is the seam the jail uses; the internals (one concern per file: listener, socket, http_parser
 // and http_frontend, socks5 and socks5_frontend, decision, resolver and dns_cache, address_guard, dialer,
-// relay, audit_log, metrics, auth) stay behind it. Connections flow through connection.hpp top to bottom.
+// relay, audit_log, metrics, auth; for a jail: transparent_frontend with client_hello, dns_stub with
+// dns_message and fake_addresses) stay behind it. Connections flow through connection.hpp top to bottom.
 #pragma once
 
 #include <chrono>
