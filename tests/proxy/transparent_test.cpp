@@ -8,6 +8,7 @@
 #include "proxy/dns_message.hpp"
 #include "proxy/dns_stub.hpp"
 #include "proxy/fake_addresses.hpp"
+#include "proxy/proxy.hpp"
 
 using namespace cordon::proxy;
 using Bytes = std::vector<std::uint8_t>;
@@ -258,4 +259,15 @@ TEST_CASE("DNS stub: a name allowed only on one port is still answered", "[unit]
     auto denied = decide_name(policy, "bad.open.test");
     CHECK_FALSE(denied.allowed());
     CHECK(denied.reason == cordon::policy::Reason::BlockedByDenylist);
+}
+
+TEST_CASE("The end-of-run summary counts names the DNS stub refused apart from connections", "[unit]") {
+    RefusalSummary summary;
+    summary.hosts["evil.test (DNS)"].count = 2;
+    summary.hosts["1.2.3.4:80"].count = 1;
+    std::string text = format_refusals(summary);
+    CHECK(text.find("refused 1 connection(s) and 2 DNS lookup(s):") != std::string::npos);
+    CHECK(text.find("evil.test (DNS)  x2") != std::string::npos);
+    summary.hosts.erase("1.2.3.4:80");
+    CHECK(format_refusals(summary).find("refused 2 DNS lookup(s):") != std::string::npos);
 }
