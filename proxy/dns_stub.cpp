@@ -151,11 +151,11 @@ struct DnsStub::Udp {
 struct DnsStub::TcpListener {
     DnsStub* stub;
     uv_tcp_t handle;
-    std::size_t clients = 0;
 };
 
+// Registered with the stub while open: the stub closes every client when it closes, so none outlives it.
 struct DnsStub::TcpClient {
-    TcpListener* listener;
+    DnsStub* stub;
     uv_tcp_t handle;
     uv_timer_t timer;
     std::string in;
@@ -167,7 +167,7 @@ struct DnsStub::TcpClient {
     void close() {
         if (closing) return;
         closing = true;
-        --listener->clients;
+        stub->tcp_clients_.erase(this);
         auto done = [](uv_handle_t* h) {
             auto* self = static_cast<TcpClient*>(h->data);
             if (--self->open_handles == 0) delete self;
@@ -180,7 +180,7 @@ struct DnsStub::TcpClient {
         while (in.size() >= 2) {
             std::size_t length = static_cast<unsigned char>(in[0]) << 8 | static_cast<unsigned char>(in[1]);
             if (in.size() < 2 + length) return;
-            auto out = listener->stub->answer(
+            auto out = stub->answer(
                 std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(in.data()) + 2, length),
                 "tcp");
             in.erase(0, 2 + length);
@@ -212,6 +212,8 @@ DnsStub::~DnsStub() {
 }
 
 void DnsStub::close() {
+    for (TcpClient* c : std::vector<TcpClient*>(tcp_clients_.begin(), tcp_clients_.end()))
+        c->close();
     for (Udp* u : udp_)
         uv_close(reinterpret_cast<uv_handle_t*>(&u->handle),
                  [](uv_handle_t* h) { delete static_cast<Udp*>(h->data); });
@@ -261,21 +263,22 @@ void DnsStub::serve(int fd) {
             });
         return;
     }
-    auto* t = new TcpListener{this, {}, 0};
+    auto* t = new TcpListener{this, {}};
     uv_tcp_init(context_.loop, &t->handle);
     t->handle.data = t;
     if (uv_tcp_open(&t->handle, fd) != 0 ||
         uv_listen(reinterpret_cast<uv_stream_t*>(&t->handle), 128, [](uv_stream_t* server, int status) {
             auto* listener = static_cast<TcpListener*>(server->data);
             if (status < 0) return;
-            auto* c = new TcpClient{listener, {}, {}, {}, 2, false};
+            DnsStub* stub = listener->stub;
+            auto* c = new TcpClient{stub, {}, {}, {}, 2, false};
             uv_tcp_init(server->loop, &c->handle);
             uv_timer_init(server->loop, &c->timer);
             c->handle.data = c;
             c->timer.data = c;
-            ++listener->clients;
+            stub->tcp_clients_.insert(c);
             if (uv_accept(server, reinterpret_cast<uv_stream_t*>(&c->handle)) != 0 ||
-                listener->clients > kMaxTcpClients) {
+                stub->tcp_clients_.size() > kMaxTcpClients) {
                 c->close();
                 return;
             }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <unordered_set>
 #include <vector>
 
 #include "policy/policy.hpp"
@@ -48,6 +49,7 @@ class DnsStub {
     Context& context_;
     std::vector<Udp*> udp_;
     std::vector<TcpListener*> tcp_;
+    std::unordered_set<TcpClient*> tcp_clients_;
 };
 
 }  // namespace cordon::proxy
