@@ -2,7 +2,15 @@
 // SNI, the fake-address table, and which names the stub answers.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <cerrno>
 #include <random>
+#include <thread>
 
 #include "proxy/client_hello.hpp"
 #include "proxy/dns_message.hpp"
@@ -270,4 +278,121 @@ TEST_CASE("The end-of-run summary counts names the DNS stub refused apart from c
     CHECK(text.find("evil.test (DNS)  x2") != std::string::npos);
     summary.hosts.erase("1.2.3.4:80");
     CHECK(format_refusals(summary).find("refused 2 DNS lookup(s):") != std::string::npos);
+}
+
+namespace {
+
+int bound_loopback(int type, std::uint16_t& port) {
+    int fd = ::socket(AF_INET, type | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    if (type == SOCK_STREAM) REQUIRE(::listen(fd, 16) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+    return fd;
+}
+
+int client_socket(int type, std::uint16_t port) {
+    int fd = ::socket(AF_INET, type | SOCK_CLOEXEC, 0);
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    return fd;
+}
+
+Bytes exchange_udp(int fd, const Bytes& q, int timeout_ms = 5000) {
+    ::send(fd, q.data(), q.size(), 0);
+    timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    Bytes r(512);
+    ssize_t n = ::recv(fd, r.data(), r.size(), 0);
+    r.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("The DNS stub through the proxy: UDP and TCP, denied names, malformed packets, shutdown",
+          "[unit]") {
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    cordon::policy::LoadOptions o;
+    o.discover = false;
+    o.managed_dir = "/nonexistent-cordon-test";
+    o.allow_domains = {"*.allowed.test"};
+    auto loaded = cordon::policy::load_policy(o);
+    REQUIRE(std::holds_alternative<cordon::policy::PolicyPtr>(loaded));
+    auto proxy = Proxy::create(&loop, std::get<cordon::policy::PolicyPtr>(loaded), Options{});
+    std::uint16_t udp_port = 0, tcp_port = 0, transparent_port = 0;
+    proxy->serve_dns_fd(bound_loopback(SOCK_DGRAM, udp_port));
+    proxy->serve_dns_fd(bound_loopback(SOCK_STREAM, tcp_port));
+    proxy->listen_transparent_fd(bound_loopback(SOCK_STREAM, transparent_port));
+
+    Bytes allowed, again, aaaa, denied, malformed, over_tcp;
+    bool reset = false;
+    uv_async_t done;
+    done.data = proxy.get();
+    uv_async_init(&loop, &done, [](uv_async_t* a) {
+        static_cast<Proxy*>(a->data)->shutdown(std::chrono::milliseconds(500),
+                                               [a] { uv_close(reinterpret_cast<uv_handle_t*>(a), nullptr); });
+    });
+    std::thread client([&] {
+        int u = client_socket(SOCK_DGRAM, udp_port);
+        malformed = exchange_udp(u, Bytes{0, 1, 2, 3}, 300);
+        allowed = exchange_udp(u, query("a.allowed.test", dns::kTypeA));
+        again = exchange_udp(u, query("A.Allowed.Test", dns::kTypeA));
+        aaaa = exchange_udp(u, query("a.allowed.test", dns::kTypeAAAA));
+        denied = exchange_udp(u, query("x.denied.test", dns::kTypeA));
+        ::close(u);
+        int t = client_socket(SOCK_STREAM, tcp_port);
+        Bytes m = query("b.allowed.test", dns::kTypeA);
+        Bytes framed = {static_cast<std::uint8_t>(m.size() >> 8), static_cast<std::uint8_t>(m.size())};
+        framed.insert(framed.end(), m.begin(), m.end());
+        ::send(t, framed.data(), framed.size(), MSG_NOSIGNAL);
+        Bytes r(514);
+        std::size_t got = 0;
+        while (got < 2 || got < 2u + (r[0] << 8 | r[1])) {
+            ssize_t n = ::recv(t, r.data() + got, r.size() - got, 0);
+            if (n <= 0) break;
+            got += static_cast<std::size_t>(n);
+        }
+        over_tcp.assign(r.begin() + 2, r.begin() + static_cast<std::ptrdiff_t>(got));
+        // Not a redirected connection: no original destination to decide; the proxy resets it.
+        int direct = client_socket(SOCK_STREAM, transparent_port);
+        char byte;
+        ssize_t n = ::recv(direct, &byte, 1, 0);
+        reset = n < 0 ? errno == ECONNRESET : n == 0;
+        ::close(direct);
+        uv_async_send(&done);
+        ::close(t);
+    });
+    uv_run(&loop, UV_RUN_DEFAULT);
+    client.join();
+    auto summary = proxy->refusals();
+    proxy.reset();
+    uv_run(&loop, UV_RUN_NOWAIT);
+    CHECK(uv_loop_close(&loop) == 0);
+
+    CHECK(malformed.empty());
+    REQUIRE(allowed.size() >= 16);
+    CHECK((allowed[3] & 0x0f) == dns::kNoError);
+    CHECK(Bytes(allowed.end() - 4, allowed.end()) == Bytes{198, 18, 0, 1});
+    REQUIRE(again.size() >= 4);
+    CHECK(Bytes(again.end() - 4, again.end()) == Bytes{198, 18, 0, 1});  // stable, case-insensitive
+    REQUIRE(aaaa.size() >= 16);
+    CHECK(Bytes(aaaa.end() - 16, aaaa.end() - 1) ==
+          Bytes{0xfd, 0x63, 0x6f, 0x72, 0x64, 0x6f, 0x6e, 0, 0, 0, 0, 0, 0, 0, 0});
+    REQUIRE(denied.size() >= 4);
+    CHECK((denied[3] & 0x0f) == dns::kNxDomain);
+    REQUIRE(over_tcp.size() >= 4);
+    CHECK(Bytes(over_tcp.end() - 4, over_tcp.end()) == Bytes{198, 18, 0, 2});
+    CHECK(reset);
+    CHECK(summary.hosts.count("x.denied.test (DNS)") == 1);
 }
