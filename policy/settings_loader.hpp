@@ -40,6 +40,9 @@ struct Collected {
     Layer allow_all_unix_sockets_layer = Layer::Default;
     std::optional<bool> allow_git_config;
     Layer allow_git_config_layer = Layer::Default;
+    // The first (highest-precedence) entry that asked for readScope "project"; a restriction, so no other
+    // layer lowers it (see policy.hpp ReadScope).
+    std::optional<Rule> read_scope_project;
     std::vector<std::filesystem::path> files_read;
     std::vector<std::string> warnings;
 
