@@ -1,0 +1,76 @@
+#include "jail/read_scope.hpp"
+
+#include <algorithm>
+
+namespace cordon::jail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool within(const fs::path& p, const fs::path& root) {
+    const std::string& ps = p.native();
+    const std::string& rs = root.native();
+    if (rs == "/") return true;
+    return ps == rs || (ps.size() > rs.size() && ps.compare(0, rs.size(), rs) == 0 && ps[rs.size()] == '/');
+}
+
+}  // namespace
+
+PlanInput with_read_scope(const PlanInput& input) {
+    PlanInput out = input;
+    auto& fs = out.filesystem;
+    const auto& scope = input.filesystem.read_scope;
+    if (scope.scope != policy::ReadScope::Project) return out;
+
+    std::vector<policy::PathRule> deny;
+    // Why "/" as a mask and not a list of masks beside the scope: a list would have to name every top-level
+    // directory and every sibling of the path down to the working directory (a home of thousands of
+    // entries); one tmpfs hides them all, also what appears later. The planner recreates the symlinks of "/"
+    // that lead into the scope (/bin -> usr/bin, /lib64 -> usr/lib64 on merged-/usr systems).
+    deny.push_back(policy::PathRule{"/", false, scope.rule});
+    std::vector<fs::path> hidden;
+    for (const auto& rule : scope.hidden) {
+        std::vector<fs::path> found = rule.glob ? expand_glob(rule.path) : std::vector<fs::path>{rule.path};
+        for (auto& p : found) {
+            deny.push_back(policy::PathRule{p, false, rule.rule});
+            hidden.push_back(std::move(p));
+        }
+    }
+    for (const auto& rule : fs.deny_read)
+        deny.push_back(rule);
+    fs.deny_read = std::move(deny);
+
+    std::vector<policy::PathRule> allow;
+    for (const auto& rule : scope.include) {
+        const std::string& p = rule.path.native();
+        if (p == "/proc" || p == "/dev" || p == "/tmp") continue;  // the jail's own
+        if (!rule.glob && std::any_of(hidden.begin(), hidden.end(),
+                                      [&](const fs::path& h) { return within(rule.path, h); }))
+            continue;  // a secret stays hidden, whatever allowRead says (as Policy::decide_read)
+        allow.push_back(rule);
+    }
+    fs.allow_read = std::move(allow);
+    return out;
+}
+
+std::vector<fs::path> shown_roots(const MountPlan& plan) {
+    std::vector<fs::path> roots;
+    for (const auto& op : plan.ops) {
+        switch (op.kind) {
+            case MountKind::PrivateTmp:
+            case MountKind::Writable:
+            case MountKind::ReadOnly:
+            case MountKind::ReadOnlyLink:
+            case MountKind::Proc:
+            case MountKind::Dev:
+                if (std::find(roots.begin(), roots.end(), op.path) == roots.end()) roots.push_back(op.path);
+                break;
+            default:
+                break;
+        }
+    }
+    return roots;
+}
+
+}  // namespace cordon::jail
