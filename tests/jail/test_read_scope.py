@@ -168,6 +168,19 @@ class ScopeCase:
         self.assertNotIn("SIBLING", out)
         self.assertIn("--read-scope all", err)
 
+    def test_example_settings(self):
+        # examples/read-scope.json: the home paths users commonly need, as a documented example.
+        example = os.path.join(os.path.dirname(os.path.dirname(test_jail.HERE)), "examples", "read-scope.json")
+        settings = self.write(os.path.join(self.dir, "example.json"), open(example).read())
+        rc, out, err = self.cordon(["policy", "--no-discover", "--settings", settings])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["warnings"], [])
+        rc, out, err = self.cordon(["run", "--no-discover", "--settings", settings, "-c",
+                                    "git config --global -l; cat ~/secret.txt 2>/dev/null; true"])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("user.name=Scope Tester", out)
+        self.assertNotIn("HOME", out)
+
     def test_bad_read_scope_stops(self):
         settings = self.write(os.path.join(self.dir, "bad.json"),
                               '{"sandbox": {"filesystem": {\n"readScope": "everything"}}}')
