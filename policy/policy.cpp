@@ -445,10 +445,15 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             if (rule.rule.source.layer != Layer::Default) in.rule = rule.rule;
             scope.include.push_back(std::move(in));
         }
+        // Below the host's /tmp the jail shows only writable roots and cordon's binary (its /tmp is its own).
+        auto below_tmp = [](const fs::path& p) {
+            return p != "/tmp" && detail::path_covers("/tmp", false, p.string());
+        };
         for (const PathRule& rule : settings_rules_)
-            add(rule.path, false, rule.path.string(), "read scope: settings file read");
+            if (!below_tmp(rule.path))
+                add(rule.path, false, rule.path.string(), "read scope: settings file read");
         for (const PathRule& rule : fs_.allow_read)
-            scope.include.push_back(rule);
+            if (!below_tmp(rule.path)) scope.include.push_back(rule);
         for (const std::string& hidden : read_scope_hidden_paths())
             scope.hidden.push_back(
                 PathRule{hidden, detail::has_glob(hidden),

@@ -2,6 +2,8 @@
 // `sandbox.filesystem.readScope`, how the layers combine (a restriction is never lowered), and bad values.
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/policy/test_support.hpp"
@@ -10,6 +12,28 @@ using namespace cordon::policy;
 using namespace cordon::policy::test;
 
 namespace {
+
+// A TempTree below /var/tmp: the host's /tmp is not the jail's, so a tree there shows only its project.
+struct InVarTmp {
+    std::string saved;
+    bool had = false;
+    InVarTmp() {
+        if (const char* old = std::getenv("TMPDIR")) {
+            saved = old;
+            had = true;
+        }
+        ::setenv("TMPDIR", "/var/tmp", 1);
+    }
+    void restore() const {
+        if (had)
+            ::setenv("TMPDIR", saved.c_str(), 1);
+        else
+            ::unsetenv("TMPDIR");
+    }
+};
+struct VarTmpTree : InVarTmp, TempTree {
+    VarTmpTree() { restore(); }
+};
 
 Decision read(const PolicyPtr& p, const fs::path& path) {
     return p->decide_read(path);
@@ -35,7 +59,7 @@ TEST_CASE("the default read scope is all: everything but denyRead", "[read-scope
 
 TEST_CASE("the project scope: the project, system paths and allowRead; not siblings or home",
           "[read-scope]") {
-    TempTree tree;
+    VarTmpTree tree;
     tree.write("project/src/main.c", "x");
     tree.write("sibling/f", "x");
     tree.write("home/.gitconfig", "x");
@@ -115,6 +139,11 @@ TEST_CASE("the host's /tmp is not the jail's: only the project below it is shown
     CHECK_FALSE(d.allowed());
     CHECK(d.reason == Reason::OutsideReadScope);
     CHECK(read(p, "/tmp/made-by-the-command-" + std::to_string(::getpid())).allowed());
+    // allowRead below the host's /tmp shows nothing there either (as in the jail).
+    tree.write("home/.gitconfig", "x");
+    LoadOptions o = scoped(tree);
+    o.allow_read = {"~/.gitconfig"};
+    CHECK_FALSE(read(load_ok(o), tree.home() / ".gitconfig").allowed());
 }
 
 TEST_CASE("readScope in settings: project, all, bad values with file:line", "[read-scope]") {
@@ -178,7 +207,7 @@ TEST_CASE("readScope project is never lowered by another layer", "[read-scope]")
 }
 
 TEST_CASE("cordon policy's JSON shows the scope, its source and what it includes", "[read-scope]") {
-    TempTree tree;
+    VarTmpTree tree;
     fs::path settings = tree.project_settings(R"({"sandbox": {"filesystem": {"readScope": "project",
         "allowRead": ["~/.npmrc"]}}})");
     auto j = load_ok(tree.options())->to_json()["filesystem"]["readScope"];
