@@ -28,7 +28,10 @@ PlanInput with_read_scope(const PlanInput& input) {
     // directory and every sibling of the path down to the working directory (a home of thousands of
     // entries); one tmpfs hides them all, also what appears later. The planner recreates the symlinks of "/"
     // that lead into the scope (/bin -> usr/bin, /lib64 -> usr/lib64 on merged-/usr systems).
-    deny.push_back(policy::PathRule{"/", false, scope.rule});
+    // `allowRead: ["/"]` (or a writable /) puts everything in the scope but the secrets: nothing to mask.
+    const bool everything = std::any_of(scope.include.begin(), scope.include.end(),
+                                        [](const auto& rule) { return !rule.glob && rule.path == "/"; });
+    if (!everything) deny.push_back(policy::PathRule{"/", false, scope.rule});
     std::vector<fs::path> hidden;
     for (const auto& rule : scope.hidden) {
         std::vector<fs::path> found = rule.glob ? expand_glob(rule.path) : std::vector<fs::path>{rule.path};
@@ -56,8 +59,14 @@ PlanInput with_read_scope(const PlanInput& input) {
 
 std::vector<fs::path> shown_roots(const MountPlan& plan) {
     std::vector<fs::path> roots;
+    const bool masked = std::any_of(plan.ops.begin(), plan.ops.end(), [](const MountOp& op) {
+        return op.kind == MountKind::MaskDir && op.path == "/";
+    });
     for (const auto& op : plan.ops) {
         switch (op.kind) {
+            case MountKind::RootReadOnly:
+                if (!masked) roots.push_back(op.path);
+                break;
             case MountKind::PrivateTmp:
             case MountKind::Writable:
             case MountKind::ReadOnly:

@@ -18,7 +18,7 @@ namespace cordon::jail {
 PlanInput with_read_scope(const PlanInput& input);
 
 // The paths the plan shows (for Landlock's read rules): every writable or read-only bind, the private /tmp,
-// /proc and /dev.
+// /proc and /dev; "/" itself when it is not masked (`allowRead: ["/"]`).
 std::vector<std::filesystem::path> shown_roots(const MountPlan& plan);
 
 }  // namespace cordon::jail

@@ -123,3 +123,15 @@ TEST_CASE("read scope project: allowRead cannot re-expose a hidden secret") {
     CHECK(find(plan, MountKind::MaskFile, "/etc/shadow") >= 0);
     CHECK(find(plan, MountKind::ReadOnly, "/etc/shadow") == -1);
 }
+
+TEST_CASE("read scope project with allowRead /: nothing masked but the secrets, / readable") {
+    Tree t;
+    auto plan = t.plan(t.policy("project", {"/"}));
+    CHECK(plan.read_scope);
+    CHECK(find(plan, MountKind::MaskDir, "/") == -1);
+    CHECK(contains(plan.readable_roots, "/"));
+    if (fs::exists("/etc/shadow")) CHECK(find(plan, MountKind::MaskFile, "/etc/shadow") >= 0);
+    auto policy = t.policy("project", {"/"});
+    CHECK(policy->decide_read(t.root / "home/.gitconfig").allowed());
+    CHECK_FALSE(policy->decide_read("/etc/shadow").allowed());
+}
