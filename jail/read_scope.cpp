@@ -62,10 +62,16 @@ std::vector<fs::path> shown_roots(const MountPlan& plan) {
     const bool masked = std::any_of(plan.ops.begin(), plan.ops.end(), [](const MountOp& op) {
         return op.kind == MountKind::MaskDir && op.path == "/";
     });
+    // Ops come shallow to deep: one below a root already listed adds nothing (Landlock rules hold for
+    // everything beneath, mounts included).
+    auto add = [&](const fs::path& p) {
+        if (std::none_of(roots.begin(), roots.end(), [&](const fs::path& r) { return within(p, r); }))
+            roots.push_back(p);
+    };
     for (const auto& op : plan.ops) {
         switch (op.kind) {
             case MountKind::RootReadOnly:
-                if (!masked) roots.push_back(op.path);
+                if (!masked) add(op.path);
                 break;
             case MountKind::PrivateTmp:
             case MountKind::Writable:
@@ -73,7 +79,7 @@ std::vector<fs::path> shown_roots(const MountPlan& plan) {
             case MountKind::ReadOnlyLink:
             case MountKind::Proc:
             case MountKind::Dev:
-                if (std::find(roots.begin(), roots.end(), op.path) == roots.end()) roots.push_back(op.path);
+                add(op.path);
                 break;
             default:
                 break;

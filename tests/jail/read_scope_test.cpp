@@ -109,6 +109,10 @@ TEST_CASE("read scope project: / masked, the scope bound back, secrets masked in
         CHECK(contains(plan.readable_roots, p));
     }
     CHECK_FALSE(contains(plan.readable_roots, "/"));
+    // No root below another (a rule covers everything beneath).
+    for (const auto& a : plan.readable_roots)
+        for (const auto& b : plan.readable_roots)
+            if (a != b) CHECK(a.native().rfind(b.native() + "/", 0) != 0);
     CHECK_FALSE(contains(plan.readable_roots, t.root / "home"));
 }
 
