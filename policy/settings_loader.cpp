@@ -419,7 +419,9 @@ class FileLoader {
         const std::string& value = it->get_ref<const std::string&>();
         if (value == "project") {
             if (!out_.read_scope_project) out_.read_scope_project = Rule{"readScope: project", source(where)};
-        } else if (value != "all") {
+        } else if (value == "all") {
+            out_.read_scope_all.push_back(Rule{"readScope: all", source(where)});
+        } else {
             fail(where, "invalid read scope " + json_quoted(value) + ": expected \"all\" or \"project\"");
         }
     }
@@ -570,13 +572,25 @@ void load_flags(const LoadOptions& options, Collected& out) {
 
     if (options.read_scope == "project" && !out.read_scope_project) {
         out.read_scope_project = Rule{"--read-scope project", flag_source("--read-scope")};
-    } else if (options.read_scope == "all" && out.read_scope_project) {
-        out.warnings.push_back("--read-scope all: " + format_source(out.read_scope_project->source) +
-                               " asks for the project read scope, a restriction no flag lowers; it holds");
+    } else if (options.read_scope == "all") {
+        out.read_scope_all.push_back(Rule{"--read-scope all", flag_source("--read-scope")});
     } else if (!options.read_scope.empty() && options.read_scope != "all" &&
                options.read_scope != "project") {
         throw Failure{"--read-scope " + json_quoted(options.read_scope) + ": expected all or project"};
     }
+
+    if (out.read_scope_project)
+        for (const Rule& all : out.read_scope_all) {
+            // As the loader words its warnings: file:line: JSON path (or the flag).
+            std::string where = "--read-scope all";
+            if (!all.source.file.empty())
+                where = all.source.file +
+                        (all.source.line > 0 ? ":" + std::to_string(all.source.line) : std::string()) + ": " +
+                        all.source.where;
+            out.warnings.push_back(where + ": read scope \"all\" does not lower \"project\" (" +
+                                   format_source(out.read_scope_project->source) +
+                                   "): a restriction from any source holds");
+        }
 
     for (const std::string& text : options.allow_addresses) {
         auto range = parse_cidr(text);

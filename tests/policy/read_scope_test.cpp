@@ -187,6 +187,10 @@ TEST_CASE("readScope project is never lowered by another layer", "[read-scope]")
         auto p = load_ok(tree.options());
         CHECK(p->filesystem().read_scope.scope == ReadScope::Project);
         CHECK(p->filesystem().read_scope.rule.source.layer == Layer::User);
+        REQUIRE(p->warnings().size() == 1);
+        CHECK_THAT(p->warnings()[0], Catch::Contains((tree.cwd() / ".claude/settings.json").string() +
+                                                     ":1: sandbox.filesystem.readScope"));
+        CHECK_THAT(p->warnings()[0], Catch::Contains("does not lower"));
     }
     SECTION("managed asks for project, the flag says all: a warning, project holds") {
         tree.managed_settings(R"({"sandbox": {"filesystem": {"readScope": "project"}}})");
