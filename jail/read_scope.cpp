@@ -1,6 +1,11 @@
 #include "jail/read_scope.hpp"
 
+#include <dirent.h>
+#include <fnmatch.h>
+
 #include <algorithm>
+#include <map>
+#include <string_view>
 
 namespace cordon::jail {
 
@@ -33,8 +38,28 @@ PlanInput with_read_scope(const PlanInput& input) {
                                         [](const auto& rule) { return !rule.glob && rule.path == "/"; });
     if (!everything) deny.push_back(policy::PathRule{"/", false, scope.rule});
     std::vector<fs::path> hidden;
+    // The secrets' globs name files of a few directories (/etc three times): each is listed once.
+    std::map<std::string, std::vector<std::string>> listings;
+    auto matches = [&](const fs::path& pattern) {
+        const fs::path dir = pattern.parent_path();
+        if (pattern.filename().string().find_first_of("*?[") == std::string::npos ||
+            dir.string().find_first_of("*?[") != std::string::npos)
+            return expand_glob(pattern);
+        auto [it, fresh] = listings.try_emplace(dir.string());
+        if (fresh)
+            if (DIR* listing = ::opendir(dir.c_str())) {
+                while (const dirent* entry = ::readdir(listing))
+                    if (std::string_view(entry->d_name) != "." && std::string_view(entry->d_name) != "..")
+                        it->second.emplace_back(entry->d_name);
+                ::closedir(listing);
+            }
+        std::vector<fs::path> found;
+        for (const std::string& name : it->second)
+            if (::fnmatch(pattern.filename().c_str(), name.c_str(), 0) == 0) found.push_back(dir / name);
+        return found;
+    };
     for (const auto& rule : scope.hidden) {
-        std::vector<fs::path> found = rule.glob ? expand_glob(rule.path) : std::vector<fs::path>{rule.path};
+        std::vector<fs::path> found = rule.glob ? matches(rule.path) : std::vector<fs::path>{rule.path};
         for (auto& p : found) {
             deny.push_back(policy::PathRule{p, false, rule.rule});
             hidden.push_back(std::move(p));
