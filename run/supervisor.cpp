@@ -63,10 +63,11 @@ void print_refusals(const proxy::RefusalSummary& summary) {
 void note_read_scope(const policy::Policy& policy, const std::filesystem::path& cwd) {
     const auto& scope = policy.filesystem().read_scope;
     if (scope.scope != policy::ReadScope::Project) return;
-    std::cerr << "cordon: note: the read scope is project (" << policy::format_source(scope.rule.source)
-              << "): outside " << cwd.string()
-              << ", the writable and system paths and allowRead, files do not exist in the jail; "
-                 "`cordon check --read-scope project read:PATH` says whether PATH is in the scope\n";
+    std::cerr
+        << "cordon: note: the read scope is project (" << policy::format_source(scope.rule.source)
+        << "): outside " << cwd.string()
+        << ", the writable and system paths and allowRead, files do not exist in the jail; `cordon check` "
+           "with the same flags and read:PATH says whether PATH is in the scope\n";
 }
 
 }  // namespace
