@@ -30,8 +30,15 @@ namespace {
 // Whether the jail built from `jail` lets its command create or replace `file`: the file itself writable, or
 // its directory (a new file, a rename-over).
 std::optional<std::string> jail_writable(const policy::Policy& jail, const fs::path& file) {
-    if (jail.decide_write(file).allowed()) return file.string() + " can be written from inside the jail";
-    if (jail.decide_write(file.parent_path() / ".cordon-watch-probe").allowed())
+    auto writable = [&jail](const fs::path& path) {
+        auto decision = jail.decide_write(path);
+        // The jail's /tmp is its own empty tmpfs: the host's /tmp is out of its reach.
+        return decision.allowed() &&
+               !(decision.rule && decision.rule->source.layer == policy::Layer::Default &&
+                 decision.rule->text == "/tmp");
+    };
+    if (writable(file)) return file.string() + " can be written from inside the jail";
+    if (writable(file.parent_path() / ".cordon-watch-probe"))
         return file.string() + " lies in " + file.parent_path().string() +
                ", where the jailed command can create and rename files";
     return std::nullopt;

@@ -6,6 +6,7 @@ and --health) and /readyz flipping to 503 while draining. Real traffic through a
 
 import os
 import signal
+import subprocess
 import sys
 import time
 import unittest
@@ -13,7 +14,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from proxytest import LOOPBACK, wait_for, TempDirTest, recv_until  # noqa: E402
+from proxytest import CORDON, LOOPBACK, wait_for, TempDirTest, recv_until  # noqa: E402
 
 
 def allow(*hosts):
@@ -166,6 +167,55 @@ class HealthTest(TempDirTest):
         self.assertEqual(s.recv(100), b"ping")
         s.close()
         self.assertEqual(p.proc.wait(15), 0)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+class RunWatchTest(TempDirTest):
+    def jail(self, flags, script, managed):
+        work, home = os.path.join(self.dir, "work"), os.path.join(self.dir, "home")
+        os.makedirs(work, exist_ok=True)
+        os.makedirs(home, exist_ok=True)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
+        cmd = [CORDON, "run", "--no-discover", "--managed-dir", managed, *flags, "--", "sh", "-c", script]
+        return subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def test_new_managed_file_reloads_the_jails_network_policy(self):
+        up = self.upstream()
+        dns = self.dns({"a.r.test": ["127.0.0.1"]})
+        managed = os.path.join(self.dir, "managed")  # outside the jail's reach (the jail has its own /tmp)
+        os.makedirs(os.path.join(managed, "managed-settings.d"))
+        curl = "curl -s -o /dev/null -w '%%{http_code}' --max-time 5 http://a.r.test:%d/" % up.port
+        script = ("%s; echo; touch ready; while [ ! -e go ]; do sleep 0.05; done; "
+                  "for i in $(seq 200); do c=$(%s); [ \"$c\" = 200 ] && break; sleep 0.05; done; echo $c"
+                  % (curl, curl))
+        p = self.jail(["--watch", "--dns-server", dns.address, *LOOPBACK], script, managed)
+        try:
+            self.assertTrue(wait_for(lambda: os.path.exists(os.path.join(self.dir, "work", "ready")), 30))
+            with open(os.path.join(managed, "managed-settings.d", "10-a.json"), "w") as f:
+                f.write(allow("a.r.test"))
+            open(os.path.join(self.dir, "work", "go"), "w").close()
+            out, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(out.split(), ["403", "200"], err)
+        self.assertIn("--watch: network policy reloaded", err)
+
+    def test_source_the_jail_could_write_is_refused(self):
+        # A managed directory inside the working directory: the jailed command could add a file that allows
+        # whatever it likes. --watch refuses to start; without --watch the policy is read once, as always.
+        managed = os.path.join(self.dir, "work", "managed")
+        os.makedirs(os.path.join(managed, "managed-settings.d"))
+        p = self.jail(["--watch"], "echo ran", managed)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 2, err)
+        self.assertNotIn("ran", out)
+        self.assertIn("could change its own network policy", err)
+        p = self.jail([], "echo ran", managed)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual((p.returncode, out), (0, "ran\n"), err)
 
 
 if __name__ == "__main__":
