@@ -64,17 +64,20 @@ class InotifyPolicyWatch final : public PolicyWatch {
     }
 
     void arm(const policy::LoadOptions& options, const policy::Policy& current) override {
-        for (const auto& [wd, dir] : watches_)
-            inotify_rm_watch(fd_, wd);
-        watches_.clear();
+        // Adding a watch that exists returns its descriptor again; only those no longer wanted are removed
+        // (the IN_IGNORED event that removal causes is not a change).
+        std::map<int, fs::path> wanted;
         for (fs::path dir : policy_source_directories(options, current)) {
             // A directory that does not exist yet: its nearest existing parent sees it appear.
             std::error_code ec;
             while (!fs::is_directory(dir, ec) && dir.has_relative_path())
                 dir = dir.parent_path();
             int wd = inotify_add_watch(fd_, dir.c_str(), kMask);
-            if (wd >= 0) watches_[wd] = dir;
+            if (wd >= 0) wanted[wd] = dir;
         }
+        for (const auto& [wd, dir] : watches_)
+            if (!wanted.count(wd)) inotify_rm_watch(fd_, wd);
+        watches_ = std::move(wanted);
     }
 
     std::vector<fs::path> directories() const override {
@@ -93,7 +96,12 @@ class InotifyPolicyWatch final : public PolicyWatch {
         for (;;) {
             ssize_t n = ::read(fd_, buffer, sizeof buffer);
             if (n <= 0) break;
-            any = true;
+            for (ssize_t at = 0; at + static_cast<ssize_t>(sizeof(inotify_event)) <= n;) {
+                inotify_event event;
+                std::memcpy(&event, buffer + at, sizeof event);
+                if (!(event.mask & IN_IGNORED)) any = true;  // IN_Q_OVERFLOW counts: something changed
+                at += static_cast<ssize_t>(sizeof(inotify_event) + event.len);
+            }
         }
         if (!any) return;
         // Each event restarts the wait: a tool writing several files (or a file in several steps) causes one

@@ -4,8 +4,11 @@
 managed-settings.d; a broken change is refused and the proxy keeps serving; /healthz and /readyz (on --metrics
 and --health) and /readyz flipping to 503 while draining. Real traffic through a real proxy on 127.0.0.1."""
 
+import ctypes
 import os
+import select
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -28,6 +31,30 @@ def http_get(port, path):
             return r.status, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
+
+
+def count_opens(path, seconds):
+    """How many times `path` is opened during `seconds` (inotify IN_OPEN, through libc)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(os.O_NONBLOCK)
+    assert fd >= 0
+    try:
+        assert libc.inotify_add_watch(fd, path.encode(), 0x20) >= 0  # IN_OPEN
+        opens, deadline = 0, time.time() + seconds
+        while time.time() < deadline:
+            select.select([fd], [], [], max(0, deadline - time.time()))
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            at = 0
+            while at + 16 <= len(data):
+                wd, mask, cookie, length = struct.unpack_from("iIII", data, at)
+                opens += 1 if mask & 0x20 else 0
+                at += 16 + length
+        return opens
+    finally:
+        os.close(fd)
 
 
 class WatchTest(TempDirTest):
@@ -64,6 +91,8 @@ class WatchTest(TempDirTest):
         self.wait_status("b.w.test", "200")
         self.assertEqual(self.status("a.w.test"), "403")
         self.assertEqual(self.reloads(), 1)
+        # Once the change is applied the proxy is quiet: no reload loop (re-arming the watches is no change).
+        self.assertEqual(count_opens(settings, 1.5), 0)
 
         # A new file renamed over the old one (what editors and configuration tools do).
         tmp = settings + ".tmp"
