@@ -2,6 +2,7 @@
 
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 namespace cordon::cli {
 
@@ -20,9 +21,13 @@ void PolicyReloader::reload_now(const char* why) {
 void PolicyReloader::watch(uv_loop_s* loop) {
     watch_ = proxy::PolicyWatch::create(loop, [this] {
         reload("--watch", true);
-        watch_->arm(load_, *current_);  // new files and directories may have appeared
+        // New files and directories may have appeared.
+        for (const auto& error : watch_->arm(load_, *current_))
+            std::cerr << who_ << ": warning: --watch: " << error << "; changes there are not seen\n";
     });
-    watch_->arm(load_, *current_);
+    // At start, a source that cannot be watched stops the command: --watch would silently not apply.
+    auto errors = watch_->arm(load_, *current_);
+    if (!errors.empty()) throw std::runtime_error("--watch: " + errors.front());
 }
 
 namespace {

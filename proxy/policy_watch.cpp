@@ -63,7 +63,8 @@ class InotifyPolicyWatch final : public PolicyWatch {
         ::close(fd_);
     }
 
-    void arm(const policy::LoadOptions& options, const policy::Policy& current) override {
+    std::vector<std::string> arm(const policy::LoadOptions& options, const policy::Policy& current) override {
+        std::vector<std::string> errors;
         // Adding a watch that exists returns its descriptor again; only those no longer wanted are removed
         // (the IN_IGNORED event that removal causes is not a change).
         std::map<int, fs::path> wanted;
@@ -73,11 +74,15 @@ class InotifyPolicyWatch final : public PolicyWatch {
             while (!fs::is_directory(dir, ec) && dir.has_relative_path())
                 dir = dir.parent_path();
             int wd = inotify_add_watch(fd_, dir.c_str(), kMask);
-            if (wd >= 0) wanted[wd] = dir;
+            if (wd >= 0)
+                wanted[wd] = dir;
+            else if (errno != ENOENT)  // ENOENT: removed just now; the parent's watch has seen it
+                errors.push_back("cannot watch " + dir.string() + ": " + std::strerror(errno));
         }
         for (const auto& [wd, dir] : watches_)
             if (!wanted.count(wd)) inotify_rm_watch(fd_, wd);
         watches_ = std::move(wanted);
+        return errors;
     }
 
     std::vector<fs::path> directories() const override {

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "policy/policy.hpp"
@@ -27,8 +28,10 @@ class PolicyWatch {
         uv_loop_s* loop, std::function<void()> changed,
         std::chrono::milliseconds debounce = std::chrono::milliseconds(300));
     // Watches the directories of every source `options` names and of every file `current` was read from
-    // (replacing the previous set).
-    virtual void arm(const policy::LoadOptions& options, const policy::Policy& current) = 0;
+    // (replacing the previous set). Returns one message per directory that could not be watched (e.g. the
+    // user's inotify watch limit), empty when all are.
+    virtual std::vector<std::string> arm(const policy::LoadOptions& options,
+                                         const policy::Policy& current) = 0;
     // The directories watched now (tests, messages).
     virtual std::vector<std::filesystem::path> directories() const = 0;
     virtual ~PolicyWatch() = default;
