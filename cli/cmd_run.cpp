@@ -170,6 +170,8 @@ int cmd_run(int argc, char** argv) {
     }
     if (run.command.empty())
         throw UsageError("no command given (cordon run [flags] -- CMD ARGS... or -c STRING)");
+    if (watch && !run.network)
+        throw UsageError("--watch reloads the network policy; with --no-network there is none");
     const bool run_network = run.network;
     if (run.strict && run.best_effort) throw UsageError("--strict and --best-effort contradict each other");
 

@@ -168,6 +168,17 @@ class WatchTest(TempDirTest):
         self.assertEqual(self.status("a.w.test"), "200")  # the drop-in still applies
 
 
+class WatchFlagTest(unittest.TestCase):
+    def test_usage_errors(self):
+        r = subprocess.run([CORDON, "run", "--watch", "--no-network", "--", "true"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--no-network", r.stderr)
+        r = subprocess.run([CORDON, "proxy", "--listen", "127.0.0.1:0", "--health", "nowhere"], capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("bad --health address 'nowhere'", r.stderr)
+
+
 class HealthTest(TempDirTest):
     def test_healthz_readyz_and_drain(self):
         echo = self.tcp("echo")
