@@ -172,15 +172,13 @@ int cmd_run(int argc, char** argv) {
         throw UsageError("no command given (cordon run [flags] -- CMD ARGS... or -c STRING)");
     if (watch && !run.network)
         throw UsageError("--watch reloads the network policy; with --no-network there is none");
-    const bool run_network = run.network;
     if (run.strict && run.best_effort) throw UsageError("--strict and --best-effort contradict each other");
 
     auto shared_load = std::make_shared<policy::LoadOptions>(load);
-    run.load_policy = [shared_load, watch,
-                       run_network](const std::filesystem::path& cwd) -> policy::PolicyPtr {
+    run.load_policy = [shared_load, watch](const std::filesystem::path& cwd) -> policy::PolicyPtr {
         shared_load->cwd = cwd;
         auto policy = load_policy_or_report(*shared_load);
-        if (policy && watch && run_network) {
+        if (policy && watch) {
             // The jailed command must not be able to change its own network policy through --watch.
             PolicyReloader check("cordon", *shared_load, nullptr, policy, true);
             if (auto why = check.writable_source()) {
@@ -193,7 +191,7 @@ int cmd_run(int argc, char** argv) {
         }
         return policy;
     };
-    if (watch && run.network) {
+    if (watch) {
         run.watch = [shared_load](uv_loop_s* loop, proxy::Proxy& proxy,
                                   policy::PolicyPtr policy) -> std::shared_ptr<void> {
             auto reloader = std::make_shared<PolicyReloader>("cordon", *shared_load, &proxy, policy, true);
