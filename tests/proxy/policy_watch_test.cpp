@@ -85,7 +85,7 @@ TEST_CASE("PolicyWatch calls once per burst, sees rename-over and new directorie
     int calls = 0;
     {
         auto watch = proxy::PolicyWatch::create(
-            &loop, [&calls] { ++calls; }, std::chrono::milliseconds(50));
+            &loop, [&calls] { ++calls; }, std::chrono::milliseconds(200));
         CHECK(watch->arm(options, *policy).empty());
 
         run_for(&loop, calls, 1, 200);
