@@ -10,10 +10,8 @@ configure_file(${CORDON_PACKAGING_SOURCE}/cordon-proxy.service.in ${CORDON_PACKA
                @ONLY)
 file(INSTALL ${CORDON_PACKAGING_BINARY}/cordon-proxy.service
      DESTINATION "${CMAKE_INSTALL_PREFIX}/lib/systemd/system")
-list(APPEND CMAKE_INSTALL_MANIFEST_FILES "${CMAKE_INSTALL_PREFIX}/lib/systemd/system/cordon-proxy.service")
 # The administrator's policy: installed when there is none, never overwritten (the package makes it a
 # conffile, so dpkg asks before replacing an edited one).
 if(NOT EXISTS "$ENV{DESTDIR}${CORDON_ETC}/cordon/egress.json")
   file(INSTALL ${CORDON_PACKAGING_SOURCE}/egress.json DESTINATION "${CORDON_ETC}/cordon")
-  list(APPEND CMAKE_INSTALL_MANIFEST_FILES "${CORDON_ETC}/cordon/egress.json")
 endif()
