@@ -32,6 +32,7 @@ std::string make_jail_id() {
 struct Supervisor {
     jail::Jail* jail = nullptr;
     proxy::Proxy* proxy = nullptr;
+    std::shared_ptr<void> watch;  // --watch
     uv_loop_t loop{};
     uv_poll_t signals{};
     uv_poll_t report{};
@@ -48,6 +49,7 @@ struct Supervisor {
         uv_close(reinterpret_cast<uv_handle_t*>(&signals), nullptr);
         uv_close(reinterpret_cast<uv_handle_t*>(&report), nullptr);
         uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr);
+        watch.reset();
         // The jail is gone, and with it every client socket: let the proxy finish what is left (upstream
         // sides, the audit log) and stop.
         if (proxy) proxy->shutdown(std::chrono::milliseconds(1000), [this] { uv_stop(&loop); });
@@ -152,6 +154,17 @@ int run(const Options& options) {
             return 125;
         }
         sup.proxy = proxy.get();
+        if (options.watch) {
+            try {
+                sup.watch = options.watch(&sup.loop, *proxy, policy);
+            } catch (const std::exception& e) {
+                std::cerr << "cordon: " << e.what() << "\n";
+                proxy.reset();
+                uv_run(&sup.loop, UV_RUN_NOWAIT);
+                uv_loop_close(&sup.loop);
+                return 125;
+            }
+        }
     }
     // After the jail started: it must not inherit an ignored SIGPIPE (`yes | head` relies on it).
     ::signal(SIGPIPE, SIG_IGN);
