@@ -153,11 +153,36 @@ Result setup_network(Context& ctx) {
     return create_listeners(ctx);
 }
 
+// The message that carries the seccomp listener to the supervisor: this number (never an exit status, which
+// the report carries) and the descriptor. No allocation (runs in the command process).
+constexpr int kNotifyFdMessage = 0x4e4f5449;
+
+bool send_notify_fd(int sock, int fd) {
+    int tag = kNotifyFdMessage;
+    iovec iov{&tag, sizeof tag};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    for (;;) {
+        ssize_t n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+        if (n == static_cast<ssize_t>(sizeof tag)) return true;
+        if (n < 0 && errno == EINTR) continue;
+        return false;
+    }
+}
+
 // The command process: restrictions in dependency order, then exec. Runs with vfork semantics (see
 // setup.hpp): system calls on prepared data only. Never returns.
 int exec_command(void* arg) {
     Context& ctx = *static_cast<Context*>(arg);
-    ::close(ctx.supervisor_fd);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -169,6 +194,17 @@ int exec_command(void* arg) {
                               {"Landlock", enforce_landlock, true},
                               {"seccomp filter", enforce_seccomp, true}});
     if (!ok) ::_exit(kSetupFailed);
+    // The seccomp listener goes to the supervisor (before the init's report, on the same socket) and is
+    // closed here: whoever holds it answers the jail's calls.
+    if (ctx.notify_fd >= 0) {
+        if (!send_notify_fd(ctx.supervisor_fd, ctx.notify_fd)) {
+            say("cannot set up the jail: hand over the seccomp listener: " +
+                std::string(std::strerror(errno)));
+            ::_exit(kSetupFailed);
+        }
+        ::close(ctx.notify_fd);
+    }
+    ::close(ctx.supervisor_fd);
     // A file descriptor inherited from the caller reaches whatever it points to, whatever the mounts say:
     // only 0-2 survive exec.
     if (!close_descriptors(3U, ~0U, true)) cannot_close_descriptors();
@@ -541,10 +577,36 @@ class JailImpl final : public Jail {
 
     std::optional<std::string> configure(MountPlan plan, bool allow_all_unix_sockets) override;
 
+    int take_notify_fd() override {
+        int fd = notify_fd_;
+        notify_fd_ = -1;
+        return fd;
+    }
+
     std::optional<int> read_report(bool& closed) override {
         int code = 0;
-        ssize_t n = ::recv(sock_, &code, sizeof code, MSG_DONTWAIT);
+        iovec iov{&code, sizeof code};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        ssize_t n = ::recvmsg(sock_, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) return std::nullopt;
+        int passed = -1;
+        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+                c->cmsg_len == CMSG_LEN(sizeof(int)))
+                std::memcpy(&passed, CMSG_DATA(c), sizeof passed);
+        if (passed >= 0) {
+            // The command's seccomp listener, before any report.
+            if (n == static_cast<ssize_t>(sizeof code) && code == kNotifyFdMessage && notify_fd_ < 0) {
+                notify_fd_ = passed;
+                return std::nullopt;
+            }
+            ::close(passed);
+        }
         closed = true;  // a report comes once; anything else is the end of the socket
         if (n != static_cast<ssize_t>(sizeof code)) return std::nullopt;
         reported_ = true;
@@ -609,6 +671,7 @@ class JailImpl final : public Jail {
     bool reaped_ = false;
     bool reported_ = false;
     std::vector<Listener> listeners_;
+    int notify_fd_ = -1;
     struct Made {
         std::filesystem::path path;
         mode_t type;  // S_IFREG, S_IFIFO or S_IFDIR

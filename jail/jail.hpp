@@ -43,6 +43,10 @@ struct JailConfig {
     // caller (take_listeners) to serve.
     std::vector<std::uint16_t> listen_ports;
     std::string id;  // `cordon-PID-RANDOM`: names the jail's cgroup
+    // The seccomp filter sends the calls that create, replace, remove or open a name for writing to the
+    // supervisor (jail/notify.hpp); the command hands over the listener (take_notify_fd). False: the
+    // old-kernel fallback (placeholders).
+    bool user_notify = false;
 };
 
 // The proxy's listening sockets created inside the jail's network namespace.
@@ -77,6 +81,9 @@ class Jail {
     // Returns nullopt otherwise; `closed` tells that no report will come (stop polling report_fd()).
     virtual int report_fd() const = 0;
     virtual std::optional<int> read_report(bool& closed) = 0;
+    // The seccomp listener (JailConfig::user_notify) once the command handed it over (it comes on
+    // report_fd() before the report: read_report() takes it), else -1. Ownership passes to the caller.
+    virtual int take_notify_fd() = 0;
     // Kills everything in the jail (SIGKILL to its init).
     virtual void kill() = 0;
     // Waits for the jail to exit (after kill()) and returns its status.

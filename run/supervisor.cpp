@@ -10,6 +10,7 @@
 #include <random>
 
 #include "jail/jail.hpp"
+#include "jail/notify.hpp"
 #include "proxy/fd_limit.hpp"
 #include "run/environment.hpp"
 #include "run/run.hpp"
@@ -31,6 +32,9 @@ std::string make_jail_id() {
 struct Supervisor {
     jail::Jail* jail = nullptr;
     proxy::Proxy* proxy = nullptr;
+    policy::PolicyPtr policy;
+    timespec run_start{};
+    std::unique_ptr<jail::Notifier> notifier;  // the protected names (jail/notify.hpp)
     uv_loop_t loop{};
     uv_poll_t signals{};
     uv_poll_t report{};
@@ -67,8 +71,12 @@ int run(const Options& options) {
         return 125;
     }
 
+    // Before anything of the run exists: git directories born later were created by the run.
+    timespec run_start{};
+    ::clock_gettime(CLOCK_REALTIME, &run_start);
     // The jail's namespaces are created first, while the policy loads (the plan follows in configure()).
     jail::JailConfig config;
+    config.user_notify = jail::user_notification_supported();
     config.argv = options.command;
     config.env = jail_environment(environ, options.network);
     config.cwd = cwd;
@@ -105,8 +113,11 @@ int run(const Options& options) {
     }
     std::error_code exe_error;
     const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", exe_error);
-    jail::MountPlan plan =
-        jail::make_mount_plan(*policy, cwd, policy->filesystem().home, supervisor_files, self);
+    jail::MountPlan plan = jail::make_mount_plan(*policy, cwd, policy->filesystem().home, supervisor_files,
+                                                 self, !config.user_notify);
+    if (!config.user_notify && !options.quiet)
+        std::cerr << "cordon: note: this kernel has no seccomp user notification with ADDFD (Linux 5.14); "
+                     "missing protected names are kept by placeholder files during the run\n";
     for (const auto& notice : plan.notices)
         std::cerr << "cordon: note: " << notice << "\n";
     for (const auto& error : plan.errors)
@@ -126,6 +137,8 @@ int run(const Options& options) {
     uv_loop_init(&sup.loop);
     sup.loop.data = &sup;
     sup.jail = jail.get();
+    sup.policy = policy;
+    sup.run_start = run_start;
     std::unique_ptr<proxy::Proxy> proxy;
     if (options.network) {
         proxy_options.sandbox_id = config.id;
@@ -162,7 +175,10 @@ int run(const Options& options) {
     uv_poll_start(&sup.report, UV_READABLE, [](uv_poll_t* handle, int, int) {
         auto* s = static_cast<Supervisor*>(handle->data);
         bool closed = false;
-        if (auto st = s->jail->read_report(closed)) s->finish(s->timed_out ? 124 : *st);
+        auto st = s->jail->read_report(closed);
+        if (int fd = s->jail->take_notify_fd(); fd >= 0 && !s->notifier)
+            s->notifier = jail::Notifier::start(fd, s->policy, s->run_start);
+        if (st) s->finish(s->timed_out ? 124 : *st);
         if (closed && !s->status) uv_poll_stop(handle);
     });
     uv_timer_init(&sup.loop, &sup.timer);
@@ -184,6 +200,12 @@ int run(const Options& options) {
     uv_run(&sup.loop, UV_RUN_DEFAULT);
     int status = sup.status.value_or(125);
     jail.reset();  // placeholders removed
+    if (sup.notifier && !options.quiet) {
+        auto repos = sup.notifier->new_repositories();
+        for (const auto& repo : repos)
+            std::cerr << "cordon: note: a git repository was created during the run: " << repo
+                      << " (its hooks and config were not protected)\n";
+    }
     if (proxy) {
         if (!options.quiet) print_refusals(proxy->refusals());
         proxy.reset();
