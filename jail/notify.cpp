@@ -24,6 +24,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 namespace cordon::jail {
@@ -229,8 +230,11 @@ struct Target {
 
 class NotifierImpl final : public Notifier {
   public:
-    NotifierImpl(int fd, policy::PolicyPtr policy, timespec run_start)
-        : listener_(fd), policy_(std::move(policy)), run_start_(run_start) {
+    NotifierImpl(int fd, policy::PolicyPtr policy, timespec run_start, std::vector<std::string> mount_points)
+        : listener_(fd),
+          policy_(std::move(policy)),
+          run_start_(run_start),
+          mount_points_(mount_points.begin(), mount_points.end()) {
         stop_ = Fd(::eventfd(0, EFD_CLOEXEC));
         privileged_ = ::geteuid() == 0;
         thread_ = std::thread([this] { serve(); });
@@ -683,6 +687,7 @@ class NotifierImpl final : public Notifier {
                 if ((err = target(at ? arg_int(0) : AT_FDCWD, at ? 1 : 0, false, t1, p1))) return err;
                 if (!valid(req.id)) return -1;
                 if (t1.name == ".") return flags ? EINVAL : EISDIR;
+                if (mount_points_.count(t1.path())) return EBUSY;
                 if ((err = decide(t1.path(), false))) return err;
                 if ((err = decide_directory_move(t1.path(), t1.dir.fd, t1.name))) return err;
                 if (!become(c)) return EPERM;
@@ -712,6 +717,7 @@ class NotifierImpl final : public Notifier {
                 if ((err = target(newdir, newarg, false, t2, p2))) return err;
                 if (!valid(req.id)) return -1;
                 if (t1.name == "." || t2.name == ".") return EBUSY;
+                if (mount_points_.count(t1.path()) || mount_points_.count(t2.path())) return EBUSY;
                 if ((err = decide(t1.path(), false)) || (err = decide(t2.path(), true))) return err;
                 if ((err = decide_directory_move(t1.path(), t1.dir.fd, t1.name)) ||
                     (err = decide_directory_move(t2.path(), t1.dir.fd, t1.name)) ||
@@ -821,6 +827,7 @@ class NotifierImpl final : public Notifier {
     timespec run_start_;
     bool privileged_ = false;
     std::map<std::string, bool> git_dirs_;
+    std::unordered_set<std::string> mount_points_;
     mutable std::mutex mutex_;
     std::set<std::string> new_repos_;
     std::thread thread_;
@@ -830,8 +837,9 @@ thread_local NotifierImpl::ThreadState NotifierImpl::state_;
 
 }  // namespace
 
-std::unique_ptr<Notifier> Notifier::start(int fd, policy::PolicyPtr policy, timespec run_start) {
-    return std::make_unique<NotifierImpl>(fd, std::move(policy), run_start);
+std::unique_ptr<Notifier> Notifier::start(int fd, policy::PolicyPtr policy, timespec run_start,
+                                          std::vector<std::string> mount_points) {
+    return std::make_unique<NotifierImpl>(fd, std::move(policy), run_start, std::move(mount_points));
 }
 
 }  // namespace cordon::jail

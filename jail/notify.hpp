@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "policy/policy.hpp"
 
@@ -27,7 +28,11 @@ class Notifier {
     // Serves the listener `fd` (ownership passes) on its own thread until the jail is gone. `run_start`
     // (CLOCK_REALTIME_COARSE, the clock of the file systems' timestamps) tells git directories that existed
     // before the run from those the run created.
-    static std::unique_ptr<Notifier> start(int fd, policy::PolicyPtr policy, timespec run_start);
+    // `mount_points`: the paths the mount plan mounts on (jail view). The supervisor works from the host's
+    // mount namespace, where they are no mount points: it refuses to remove or rename them (EBUSY) as the
+    // jail's namespace would.
+    static std::unique_ptr<Notifier> start(int fd, policy::PolicyPtr policy, timespec run_start,
+                                           std::vector<std::string> mount_points);
     // The git directories (`.../.git`, jail view) the run created and wrote into, for the end-of-run summary.
     virtual std::set<std::string> new_repositories() const = 0;
     virtual ~Notifier() = default;

@@ -185,6 +185,11 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             name_components_.push_back(detail::split_components(name));
             fs_.deny_write.push_back(PathRule{c.cwd / name, false, rule});
         }
+        for (const std::string& name : git_dir_names()) {
+            name_rules_.push_back(
+                Rule{name, Source{Layer::Default, "", "always read-only in a git directory", 0}});
+            name_components_.push_back(detail::split_components(name));
+        }
         for (const std::string& name : home_read_only_names()) {
             fs_.home_read_only_names.push_back(name);
             home_rules_.push_back(
@@ -250,7 +255,8 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         auto tail_is_prefix = [&](const std::vector<std::string>& name) {
             for (std::size_t n = 1; n < name.size() && n <= components.size(); ++n)
                 if (std::equal(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(n),
-                               components.end() - static_cast<std::ptrdiff_t>(n)))
+                               components.end() - static_cast<std::ptrdiff_t>(n),
+                               [](const std::string& x, const std::string& p) { return x == "*" || x == p; }))
                     return true;
             return false;
         };
@@ -342,6 +348,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
               {"allowRead", paths(fs_.allow_read)},
               {"alwaysReadOnlyNames", fs_.always_read_only_names},
               {"homeReadOnlyNames", fs_.home_read_only_names},
+              {"gitDirectoryNames", git_dir_names()},
               {"workingDirectory",
                {{"path", fs_.working_directory.path.string()},
                 {"writable", fs_.working_directory.writable},
@@ -398,7 +405,8 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
                              const std::function<bool(const std::string&)>* git_dir_existed) {
         if (name.empty() || name.size() > path.size()) return false;
         for (std::size_t i = 0; i + name.size() <= path.size(); ++i) {
-            if (!std::equal(name.begin(), name.end(), path.begin() + static_cast<std::ptrdiff_t>(i)))
+            if (!std::equal(name.begin(), name.end(), path.begin() + static_cast<std::ptrdiff_t>(i),
+                            [](const std::string& n, const std::string& p) { return n == "*" || n == p; }))
                 continue;
             if (!git_dir_existed || !*git_dir_existed || name[0] != ".git" || name.size() < 2) return true;
             std::string dir;
@@ -532,6 +540,18 @@ const std::vector<std::string>& always_read_only_names() {
         ".git/config",
         ".vscode",
         ".idea",
+    };
+    return names;
+}
+
+const std::vector<std::string>& git_dir_names() {
+    static const std::vector<std::string> names = {
+        ".git/commondir",
+        ".git/config.worktree",
+        ".git/modules",
+        ".git/worktrees/*/commondir",
+        ".git/worktrees/*/gitdir",
+        ".git/worktrees/*/config.worktree",
     };
     return names;
 }

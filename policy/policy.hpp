@@ -129,6 +129,11 @@ struct AddressRange {
 // plan.
 const std::vector<std::string>& always_read_only_names();
 const std::vector<std::string>& home_read_only_names();
+// Inside a git directory that existed when the run started (besides `.git/hooks` and `.git/config` above):
+// `commondir`, `config.worktree`, `modules` (each submodule's git directory), `worktrees/*/{commondir,gitdir,
+// config.worktree}` (`*`: one component). Enforced only at the system-call boundary (jail/notify.cpp): no
+// mount, no placeholder (an empty `commondir` would break git).
+const std::vector<std::string>& git_dir_names();
 
 // Why `cwd` must not be writable by default (see FilesystemPolicy::WorkingDirectory), or empty. Both paths
 // absolute and normal.

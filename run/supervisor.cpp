@@ -35,6 +35,7 @@ struct Supervisor {
     policy::PolicyPtr policy;
     timespec run_start{};
     std::unique_ptr<jail::Notifier> notifier;  // the protected names (jail/notify.hpp)
+    std::vector<std::string> mount_points;     // of the plan, for the notifier
     uv_loop_t loop{};
     uv_poll_t signals{};
     uv_poll_t report{};
@@ -128,6 +129,10 @@ int run(const Options& options) {
         std::cerr
             << "cordon: note: allowUnixSockets paths cannot be enforced one by one on Linux; Unix sockets "
                "stay refused (allowAllUnixSockets allows them all)\n";
+    std::vector<std::string> mount_points;
+    if (config.user_notify)
+        for (const auto& op : plan.ops)
+            if (op.path != "/") mount_points.push_back(op.path.string());
     if (auto error = jail->configure(std::move(plan), net.allow_all_unix_sockets)) {
         std::cerr << "cordon: " << *error << "\n";
         return 125;
@@ -139,6 +144,7 @@ int run(const Options& options) {
     sup.jail = jail.get();
     sup.policy = policy;
     sup.run_start = run_start;
+    sup.mount_points = std::move(mount_points);
     std::unique_ptr<proxy::Proxy> proxy;
     if (options.network) {
         proxy_options.sandbox_id = config.id;
@@ -177,7 +183,7 @@ int run(const Options& options) {
         bool closed = false;
         auto st = s->jail->read_report(closed);
         if (int fd = s->jail->take_notify_fd(); fd >= 0 && !s->notifier)
-            s->notifier = jail::Notifier::start(fd, s->policy, s->run_start);
+            s->notifier = jail::Notifier::start(fd, s->policy, s->run_start, std::move(s->mount_points));
         if (st) s->finish(s->timed_out ? 124 : *st);
         if (closed && !s->status) uv_poll_stop(handle);
     });
