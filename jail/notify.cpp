@@ -235,6 +235,8 @@ class NotifierImpl final : public Notifier {
           policy_(std::move(policy)),
           run_start_(run_start),
           mount_points_(mount_points.begin(), mount_points.end()) {
+        for (const auto& rule : policy_->filesystem().allow_write)
+            if (!rule.glob) writable_roots_.insert(rule.path.string());
         stop_ = Fd(::eventfd(0, EFD_CLOEXEC));
         privileged_ = ::geteuid() == 0;
         thread_ = std::thread([this] { serve(); });
@@ -484,6 +486,24 @@ class NotifierImpl final : public Notifier {
     }
 
     // A directory being moved or removed that holds protected names, or a pre-existing git directory.
+    // decide() for a target, with what only the file system tells: an existing gitfile (`.git` as a file,
+    // pointing to the git directory) is neither written, replaced nor removed; and the bare-repository trick:
+    // `HEAD` next to `objects` or `refs` at the top of a writable root that is no git directory (git would
+    // read a `config` there as a repository's) is not created, nor the reverse.
+    int decide_at(const Target& t, bool creates) {
+        if (int err = decide(t.path(), creates)) return err;
+        struct stat st {};
+        if (t.name == ".git" && ::fstatat(t.dir.fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode))
+            return EACCES;
+        if (creates && (t.name == "HEAD" || t.name == "objects" || t.name == "refs") &&
+            writable_roots_.count(t.dir_path)) {
+            auto has = [&](const char* n) { return ::fstatat(t.dir.fd, n, &st, AT_SYMLINK_NOFOLLOW) == 0; };
+            if (t.name == "HEAD" ? (has("objects") || has("refs")) : has("HEAD")) return EACCES;
+        }
+        return 0;
+    }
+
     // A `.git` counts only when it existed before the run (a repository the run created may go).
     int decide_directory_move(const std::string& path, int dirfd, const std::string& name) {
         struct stat st {};
@@ -554,9 +574,11 @@ class NotifierImpl final : public Notifier {
         const bool exists = ::fstatat(t.dir.fd, t.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
         if (!exists && !(flags & O_CREAT)) return errno;
         if (writes || (flags & O_CREAT)) {
-            std::string check = tmpfile ? t.dir_path + "/" : t.path();
-            if (tmpfile) check = t.dir_path == "/" ? "/x" : t.dir_path + "/x";
-            if (int err = decide(check, !exists)) return err;
+            if (tmpfile) {
+                if (int err = decide(t.dir_path == "/" ? "/x" : t.dir_path + "/x", true)) return err;
+            } else if (int err = decide_at(t, !exists)) {
+                return err;
+            }
         }
         if (!become(c)) return EPERM;
         const int open_flags = (flags & ~O_CLOEXEC) | O_CLOEXEC | O_NOCTTY | (tmpfile ? 0 : O_NOFOLLOW);
@@ -655,7 +677,7 @@ class NotifierImpl final : public Notifier {
                 if ((err = target(at ? arg_int(0) : AT_FDCWD, at ? 1 : 0, false, t1, p1))) return err;
                 if (!valid(req.id)) return -1;
                 if (t1.name == ".") return EEXIST;
-                if ((err = decide(t1.path(), true))) return err;
+                if ((err = decide_at(t1, true))) return err;
                 if (!become(c)) return EPERM;
                 const mode_t mode = static_cast<mode_t>(a[at ? 2 : 1]) & 07777;
                 return ::mkdirat(t1.dir.fd, t1.name.c_str(), mode) == 0 ? 0 : errno;
@@ -668,7 +690,7 @@ class NotifierImpl final : public Notifier {
                 if ((err = target(at ? arg_int(0) : AT_FDCWD, at ? 1 : 0, false, t1, p1))) return err;
                 if (!valid(req.id)) return -1;
                 if (t1.name == ".") return EEXIST;
-                if ((err = decide(t1.path(), true))) return err;
+                if ((err = decide_at(t1, true))) return err;
                 if (!become(c)) return EPERM;
                 const mode_t mode = static_cast<mode_t>(a[at ? 2 : 1]);
                 const dev_t dev = static_cast<dev_t>(a[at ? 3 : 2]);
@@ -688,7 +710,7 @@ class NotifierImpl final : public Notifier {
                 if (!valid(req.id)) return -1;
                 if (t1.name == ".") return flags ? EINVAL : EISDIR;
                 if (mount_points_.count(t1.path())) return EBUSY;
-                if ((err = decide(t1.path(), false))) return err;
+                if ((err = decide_at(t1, false))) return err;
                 if ((err = decide_directory_move(t1.path(), t1.dir.fd, t1.name))) return err;
                 if (!become(c)) return EPERM;
                 return ::unlinkat(t1.dir.fd, t1.name.c_str(), flags) == 0 ? 0 : errno;
@@ -718,7 +740,7 @@ class NotifierImpl final : public Notifier {
                 if (!valid(req.id)) return -1;
                 if (t1.name == "." || t2.name == ".") return EBUSY;
                 if (mount_points_.count(t1.path()) || mount_points_.count(t2.path())) return EBUSY;
-                if ((err = decide(t1.path(), false)) || (err = decide(t2.path(), true))) return err;
+                if ((err = decide_at(t1, false)) || (err = decide_at(t2, true))) return err;
                 if ((err = decide_directory_move(t1.path(), t1.dir.fd, t1.name)) ||
                     (err = decide_directory_move(t2.path(), t1.dir.fd, t1.name)) ||
                     (err = decide_directory_move(t2.path(), t2.dir.fd, t2.name)))
@@ -749,7 +771,7 @@ class NotifierImpl final : public Notifier {
                 if ((err = target(newdir, newarg, false, t2, p2))) return err;
                 if (!valid(req.id)) return -1;
                 if (t2.name == ".") return EEXIST;
-                if ((err = decide(t2.path(), true))) return err;
+                if ((err = decide_at(t2, true))) return err;
                 if (t1.magic >= 0) {
                     // An O_TMPFILE file given a name (linkat of /proc/self/fd/N): a file that has a name
                     // already is decided where it lies (a link would give a protected file a writable name).
@@ -775,7 +797,7 @@ class NotifierImpl final : public Notifier {
                 }
                 if (t1.name == ".") return EPERM;
                 // The source gets a second name: it must be writable where it is.
-                if ((err = decide(t1.path(), false))) return err;
+                if ((err = decide_at(t1, false))) return err;
                 if (!become(c)) return EPERM;
                 return ::linkat(t1.dir.fd, t1.name.c_str(), t2.dir.fd, t2.name.c_str(), 0) == 0 ? 0 : errno;
             }
@@ -788,7 +810,7 @@ class NotifierImpl final : public Notifier {
                 if ((err = target(at ? arg_int(1) : AT_FDCWD, at ? 2 : 1, false, t2, p2))) return err;
                 if (!valid(req.id)) return -1;
                 if (t2.name == ".") return EEXIST;
-                if ((err = decide(t2.path(), true))) return err;
+                if ((err = decide_at(t2, true))) return err;
                 if (!become(c)) return EPERM;
                 return ::symlinkat(p1.c_str(), t2.dir.fd, t2.name.c_str()) == 0 ? 0 : errno;
             }
@@ -807,7 +829,7 @@ class NotifierImpl final : public Notifier {
                 }
                 struct stat st {};
                 if (::fstatat(t1.dir.fd, t1.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return errno;
-                if ((err = decide(t1.path(), false))) return err;
+                if ((err = decide_at(t1, false))) return err;
                 if (!become(c)) return EPERM;
                 Fd fd(::openat(t1.dir.fd, t1.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
                 if (fd.fd < 0) return errno;
@@ -828,6 +850,7 @@ class NotifierImpl final : public Notifier {
     bool privileged_ = false;
     std::map<std::string, bool> git_dirs_;
     std::unordered_set<std::string> mount_points_;
+    std::unordered_set<std::string> writable_roots_;  // allowWrite entries, the working directory, /tmp
     mutable std::mutex mutex_;
     std::set<std::string> new_repos_;
     std::thread thread_;

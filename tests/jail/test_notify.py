@@ -84,6 +84,22 @@ class NotifyCase:
         self.assertEqual(self.read(os.path.join(self.cwd, ".git/modules/sub/config")), "[core]\n")
         self.assertNotIn("fsmonitor", self.read(os.path.join(self.cwd, ".git/config")))
 
+    def test_gitfile_and_bare_repository_trick(self):
+        self.write(os.path.join(self.cwd, "wt/.git"), "gitdir: /elsewhere/.git/worktrees/wt\n")
+        attempts = {
+            "gitfile-rewrite": "echo 'gitdir: /tmp/evil' > wt/.git",
+            "gitfile-remove": "rm -f wt/.git",
+            "gitfile-rename": "mv wt/.git wt/g",
+            "bare-head": "mkdir objects refs && echo 'ref: refs/heads/main' > HEAD",
+        }
+        script = "; ".join(f"({cmd}) 2>/dev/null && echo MADE-{key}" for key, cmd in attempts.items())
+        out, err = self.sh(script + "; rmdir objects refs; echo x > HEAD && echo HEAD-ALONE; "
+                           "(mkdir refs) 2>/dev/null && echo MADE-bare-refs; true")
+        for key in list(attempts) + ["bare-refs"]:
+            self.assertNotIn(f"MADE-{key}", out, err)
+        self.assertIn("HEAD-ALONE", out)
+        self.assertEqual(self.read(os.path.join(self.cwd, "wt/.git")), "gitdir: /elsewhere/.git/worktrees/wt\n")
+
     def test_new_repository_works_and_is_named(self):
         out, err = self.sh("git init -q fresh && cd fresh && git config user.name x && echo x > f && git add f && "
                            "git -c user.email=t@t commit -qm one && echo COMMITTED && cd .. && rm -rf fresh && "
