@@ -24,6 +24,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -67,7 +68,8 @@ struct Fd {
 // What the kernel's /proc/PID/status says of the caller: its credentials for file system access, its umask,
 // its ids in the jail's PID namespace (for /proc/self).
 struct Caller {
-    pid_t pid = 0;  // the thread, in our PID namespace
+    pid_t pid = 0;   // the thread, in our PID namespace
+    long tgid = -1;  // the process, in our PID namespace
     long ns_tgid = -1, ns_pid = -1;
     uid_t fsuid = 0;
     gid_t fsgid = 0;
@@ -121,6 +123,8 @@ bool read_caller(pid_t pid, Caller& c) {
                 c.groups.push_back(static_cast<gid_t>(g));
                 p = end;
             }
+        } else if (std::strncmp(line, "Tgid:", 5) == 0) {
+            c.tgid = std::strtol(line + 5, nullptr, 10);
         } else if (std::strncmp(line, "NStgid:", 7) == 0) {
             c.ns_tgid = last_number(line + 7);
         } else if (std::strncmp(line, "NSpid:", 6) == 0) {
@@ -601,9 +605,50 @@ class NotifierImpl final : public Notifier {
         return result.fd < 0 ? errno : 0;
     }
 
+    // The caller's status, read once per thread: the jail's credentials never change (no capability, no
+    // setuid binary under no_new_privs) and its umask only through umask(2), which is notified too (see
+    // note_umask). A thread's pidfd tells when the id is gone (and may be reused by another process).
+    const Caller* caller(pid_t tid) {
+        auto it = callers_.find(tid);
+        if (it != callers_.end()) {
+            pollfd p{it->second.pidfd.fd, POLLIN, 0};
+            if (::poll(&p, 1, 0) == 0) return &it->second.caller;
+            callers_.erase(it);
+        }
+        if (callers_.size() > 4096) callers_.clear();
+        // The pidfd first: the status read next is then that thread's (or the read fails).
+        constexpr unsigned kPidfdThread = O_EXCL;  // PIDFD_THREAD (Linux 6.9)
+        Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, tid, kPidfdThread)));
+        Cached entry;
+        if (!read_caller(tid, entry.caller)) return nullptr;
+        if (pidfd.fd < 0) {
+            uncached_ = entry.caller;
+            return &uncached_;
+        }
+        entry.pidfd = std::move(pidfd);
+        return &callers_.emplace(tid, std::move(entry)).first->second.caller;
+    }
+
+    // umask(2): the new mask is noted for every known thread of the process (they share it), and the kernel
+    // performs the call (nothing in it depends on memory).
+    void note_umask(const seccomp_notif& req) {
+        if (const Caller* c = caller(static_cast<pid_t>(req.pid))) {
+            const long tgid = c->tgid;
+            for (auto& [tid, entry] : callers_)
+                if (entry.caller.tgid == tgid)
+                    entry.caller.umask = static_cast<mode_t>(req.data.args[0] & 0777);
+        }
+        seccomp_notif_resp resp{};
+        resp.id = req.id;
+        resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+        ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    }
+
     void handle(const seccomp_notif& req) {
-        Caller c;
-        if (!read_caller(static_cast<pid_t>(req.pid), c)) return reply(req.id, EPERM);
+        if (req.data.nr == SYS_umask) return note_umask(req);
+        const Caller* known = caller(static_cast<pid_t>(req.pid));
+        if (!known) return reply(req.id, EPERM);
+        const Caller& c = *known;
         const auto& a = req.data.args;
         auto arg_fd = [&](int i) { return static_cast<int>(static_cast<std::uint32_t>(a[i])); };
         auto arg_int = [&](int i) { return static_cast<int>(static_cast<std::uint32_t>(a[i])); };
@@ -849,6 +894,12 @@ class NotifierImpl final : public Notifier {
     timespec run_start_;
     bool privileged_ = false;
     std::map<std::string, bool> git_dirs_;
+    struct Cached {
+        Caller caller;
+        Fd pidfd;
+    };
+    std::unordered_map<pid_t, Cached> callers_;
+    Caller uncached_;
     std::unordered_set<std::string> mount_points_;
     std::unordered_set<std::string> writable_roots_;  // allowWrite entries, the working directory, /tmp
     mutable std::mutex mutex_;

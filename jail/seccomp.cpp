@@ -43,7 +43,7 @@ Result refuse(scmp_filter_ctx ctx, const char* name, int err, unsigned count = 0
 
 // The calls the supervisor decides and performs (jail/notify.cpp): every call that creates, replaces or
 // removes a name, and the opens that can create or write (the flags are in a register, checkable here; an
-// open for reading only costs nothing).
+// open for reading only costs nothing). And umask, which the supervisor notes: it creates with the caller's.
 Result add_notify_rules(scmp_filter_ctx ctx) {
     auto notify = [&](const char* name, unsigned count = 0, const scmp_arg_cmp* args = nullptr) -> Result {
         int nr = seccomp_syscall_resolve_name(name);
@@ -65,7 +65,7 @@ Result add_notify_rules(scmp_filter_ctx ctx) {
     }
     for (const char* name :
          {"creat", "openat2", "truncate", "mkdir", "mkdirat", "mknod", "mknodat", "link", "linkat", "symlink",
-          "symlinkat", "rename", "renameat", "renameat2", "unlink", "unlinkat", "rmdir"}) {
+          "symlinkat", "rename", "renameat", "renameat2", "unlink", "unlinkat", "rmdir", "umask"}) {
         if (r) break;
         r = notify(name);
     }
