@@ -508,6 +508,18 @@ class NotifierImpl final : public Notifier {
         return 0;
     }
 
+    // Whether two targets' directories lie on one mount (a rename or link between mounts is EXDEV, which the
+    // kernel says before anything else: `mv` then copies).
+    static bool same_mount(const Target& a, const Target& b) {
+        struct statx x {
+        }, y{};
+        if (::statx(a.dir.fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &x) != 0 ||
+            ::statx(b.dir.fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &y) != 0 || !(x.stx_mask & STATX_MNT_ID) ||
+            !(y.stx_mask & STATX_MNT_ID))
+            return true;  // unknown: the call decides
+        return x.stx_mnt_id == y.stx_mnt_id;
+    }
+
     // A `.git` counts only when it existed before the run (a repository the run created may go).
     int decide_directory_move(const std::string& path, int dirfd, const std::string& name) {
         struct stat st {};
@@ -784,6 +796,7 @@ class NotifierImpl final : public Notifier {
                 if ((err = target(newdir, newarg, false, t2, p2))) return err;
                 if (!valid(req.id)) return -1;
                 if (t1.name == "." || t2.name == ".") return EBUSY;
+                if (!same_mount(t1, t2)) return EXDEV;  // as the kernel says first
                 if (mount_points_.count(t1.path()) || mount_points_.count(t2.path())) return EBUSY;
                 if ((err = decide_at(t1, false)) || (err = decide_at(t2, true))) return err;
                 if ((err = decide_directory_move(t1.path(), t1.dir.fd, t1.name)) ||
@@ -841,6 +854,7 @@ class NotifierImpl final : public Notifier {
                                : errno;
                 }
                 if (t1.name == ".") return EPERM;
+                if (!same_mount(t1, t2)) return EXDEV;  // as the kernel says first
                 // The source gets a second name: it must be writable where it is.
                 if ((err = decide_at(t1, false))) return err;
                 if (!become(c)) return EPERM;
