@@ -81,8 +81,10 @@ class Jail {
     // Returns nullopt otherwise; `closed` tells that no report will come (stop polling report_fd()).
     virtual int report_fd() const = 0;
     virtual std::optional<int> read_report(bool& closed) = 0;
-    // The seccomp listener (JailConfig::user_notify) once the command handed it over (it comes on
-    // report_fd() before the report: read_report() takes it), else -1. Ownership passes to the caller.
+    // Readable when the command hands over its seccomp listener (JailConfig::user_notify); -1 without.
+    virtual int notify_socket() const = 0;
+    // The listener, once notify_socket() was readable, else -1 (then no listener will come: the command
+    // did not start). Ownership passes to the caller; call once.
     virtual int take_notify_fd() = 0;
     // Kills everything in the jail (SIGKILL to its init).
     virtual void kill() = 0;

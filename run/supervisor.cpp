@@ -39,9 +39,18 @@ struct Supervisor {
     uv_loop_t loop{};
     uv_poll_t signals{};
     uv_poll_t report{};
+    uv_poll_t notify{};  // the command's seccomp listener arrives (closed once it did)
     uv_timer_t timer{};
     std::optional<int> status;
     bool timed_out = false;
+
+    bool notify_open = false;
+    void close_notify() {
+        if (!notify_open) return;
+        notify_open = false;
+        uv_poll_stop(&notify);
+        uv_close(reinterpret_cast<uv_handle_t*>(&notify), nullptr);
+    }
 
     void finish(int s) {
         if (status) return;
@@ -52,6 +61,7 @@ struct Supervisor {
         uv_close(reinterpret_cast<uv_handle_t*>(&signals), nullptr);
         uv_close(reinterpret_cast<uv_handle_t*>(&report), nullptr);
         uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr);
+        close_notify();
         // The jail is gone, and with it every client socket: let the proxy finish what is left (upstream
         // sides, the audit log) and stop.
         if (proxy) proxy->shutdown(std::chrono::milliseconds(1000), [this] { uv_stop(&loop); });
@@ -181,12 +191,21 @@ int run(const Options& options) {
     uv_poll_start(&sup.report, UV_READABLE, [](uv_poll_t* handle, int, int) {
         auto* s = static_cast<Supervisor*>(handle->data);
         bool closed = false;
-        auto st = s->jail->read_report(closed);
-        if (int fd = s->jail->take_notify_fd(); fd >= 0 && !s->notifier)
-            s->notifier = jail::Notifier::start(fd, s->policy, s->run_start, std::move(s->mount_points));
-        if (st) s->finish(s->timed_out ? 124 : *st);
+        if (auto st = s->jail->read_report(closed)) s->finish(s->timed_out ? 124 : *st);
         if (closed && !s->status) uv_poll_stop(handle);
     });
+    // The command's seccomp listener: the protected names are decided by a thread of ours (jail/notify.hpp).
+    if (jail->notify_socket() >= 0) {
+        uv_poll_init(&sup.loop, &sup.notify, jail->notify_socket());
+        sup.notify.data = &sup;
+        sup.notify_open = true;
+        uv_poll_start(&sup.notify, UV_READABLE, [](uv_poll_t* handle, int, int) {
+            auto* s = static_cast<Supervisor*>(handle->data);
+            s->close_notify();
+            if (int fd = s->jail->take_notify_fd(); fd >= 0)
+                s->notifier = jail::Notifier::start(fd, s->policy, s->run_start, std::move(s->mount_points));
+        });
+    }
     uv_timer_init(&sup.loop, &sup.timer);
     sup.timer.data = &sup;
     if (options.timeout) {
