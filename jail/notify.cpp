@@ -229,7 +229,10 @@ struct Target {
     std::string dir_path;
     std::string name;
     long magic = -1;  // a caller's descriptor reached through a magic link (see magic_descriptor)
-    std::string path() const { return dir_path == "/" ? "/" + name : dir_path + "/" + name; }
+    std::string path() const {
+        if (name == ".") return dir_path;
+        return dir_path == "/" ? "/" + name : dir_path + "/" + name;
+    }
 };
 
 class NotifierImpl final : public Notifier {
@@ -425,14 +428,26 @@ class NotifierImpl final : public Notifier {
             }
             open_how how{};
             how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-            how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-            Fd dir(static_cast<int>(::syscall(SYS_openat2, rootfd, parent.c_str(), &how, sizeof how)));
-            if (dir.fd < 0) return errno;
-            char self[64];
-            std::snprintf(self, sizeof self, "/proc/self/fd/%d", dir.fd);
-            int err = 0;
-            t.dir_path = readlink_str(self, err);
-            if (err) return err;
+            // Without a symlink or ".." on the way, the directory's path is the one asked for: the kernel
+            // need not be asked for it (most calls).
+            how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS;
+            Fd dir;
+            if (!has_dotdot) {
+                dir = Fd(static_cast<int>(::syscall(SYS_openat2, rootfd, parent.c_str(), &how, sizeof how)));
+                if (dir.fd < 0 && errno != ELOOP) return errno;
+            }
+            if (dir.fd >= 0) {
+                t.dir_path = parent;
+            } else {
+                how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+                dir = Fd(static_cast<int>(::syscall(SYS_openat2, rootfd, parent.c_str(), &how, sizeof how)));
+                if (dir.fd < 0) return errno;
+                char self[64];
+                std::snprintf(self, sizeof self, "/proc/self/fd/%d", dir.fd);
+                int err = 0;
+                t.dir_path = readlink_str(self, err);
+                if (err) return err;
+            }
             if (t.dir_path.empty() || t.dir_path[0] != '/') return EACCES;
             t.dir = std::move(dir);
             if (!follow || t.name == ".") return 0;

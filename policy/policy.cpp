@@ -246,7 +246,12 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
     Decision decide_write_resolved(
         const std::string& path,
         const std::function<bool(const std::string&)>& git_dir_existed) const override {
-        const std::string p = detail::normal_path(path);
+        // The jail's supervisor passes normal paths (a directory's path from the kernel and a name).
+        const bool plain = path.size() > 1 && path[0] == '/' && path.back() != '/' &&
+                           path.find("//") == std::string::npos && path.find("/./") == std::string::npos &&
+                           path.find("/../") == std::string::npos && !path.ends_with("/.") &&
+                           !path.ends_with("/..");
+        const std::string p = plain ? path : detail::normal_path(path);
         return decide(p, p, &git_dir_existed);
     }
 
@@ -278,7 +283,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         resolve_write_rules();
         for (const std::string* p : {&lexical, &resolved}) {
             for (const PathRule& rule : settings_rules_)
-                if (rule.path.string() == *p) return make(Verdict::Deny, Reason::AlwaysReadOnly, &rule.rule);
+                if (rule.path.native() == *p) return make(Verdict::Deny, Reason::AlwaysReadOnly, &rule.rule);
             const std::vector<std::string> components = detail::split_components(*p);
             for (std::size_t i = 0; i < name_components_.size(); ++i)
                 if (matches_name(components, name_components_[i], git_dir_existed))
@@ -289,7 +294,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             for (std::size_t i = 0; i < fs_.deny_write.size(); ++i) {
                 const PathRule& rule = fs_.deny_write[i];
                 if (rule.rule.source.layer == Layer::Default) continue;  // checked above
-                if (detail::path_covers(rule.path.string(), rule.glob, *p) ||
+                if (detail::path_covers(rule.path.native(), rule.glob, *p) ||
                     detail::path_covers(deny_resolved_[i], rule.glob, *p))
                     return make(Verdict::Deny, Reason::BlockedByDenylist, &rule.rule);
             }
