@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -590,10 +591,17 @@ class NotifierImpl final : public Notifier {
         if (int err = absolute(c, dirfd, path, abs)) return err;
         if ((flags & O_PATH)) flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
         const bool tmpfile = (flags & O_TMPFILE) == O_TMPFILE;
-        const bool follow = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL)) && !tmpfile;
+        const bool follow = tmpfile || (!(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL)));
         Target t;
-        if (tmpfile) abs += "/.";
         if (int err = resolve(c, abs, follow, t)) return err;
+        if (tmpfile && t.magic < 0 && t.name != ".") {
+            // O_TMPFILE names the directory the unnamed file goes to.
+            Fd d(::openat(t.dir.fd, t.name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+            if (d.fd < 0) return errno;
+            t.dir_path = t.path();
+            t.dir = std::move(d);
+            t.name = ".";
+        }
         if (!valid(req.id)) return -1;
         const bool writes =
             !(flags & O_PATH) && ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) || tmpfile);
@@ -817,6 +825,9 @@ class NotifierImpl final : public Notifier {
                 if ((err = decide_directory_move(t1.path(), t1.dir.fd, t1.name)) ||
                     (err = decide_directory_move(t2.path(), t1.dir.fd, t1.name)) ||
                     (err = decide_directory_move(t2.path(), t2.dir.fd, t2.name)))
+                    return err;
+                // RENAME_EXCHANGE moves the target to the source's name too.
+                if ((flags & RENAME_EXCHANGE) && (err = decide_directory_move(t1.path(), t2.dir.fd, t2.name)))
                     return err;
                 if (!become(c)) return EPERM;
                 return ::syscall(SYS_renameat2, t1.dir.fd, t1.name.c_str(), t2.dir.fd, t2.name.c_str(),

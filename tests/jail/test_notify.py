@@ -216,6 +216,25 @@ class NotifyCase:
         self.assertIn("cloexec True", out)
         self.assertIn("plain False", out)
 
+    def test_symlinks_tmpfile_and_moves(self):
+        # A symlink as the last component is followed where the call follows it, and decided where it leads;
+        # O_TMPFILE and linkat through /proc/self/fd work; a move from /tmp (another mount) copies.
+        out, err = self.sh(
+            "ln -s .bashrc rc && (echo x > rc) 2>/dev/null && echo THROUGH-LINK; "
+            "ln -s /etc/cordon-notify-test out && (echo x > out) 2>/dev/null && echo OUTSIDE; "
+            "ln -s real ok && echo fine > ok && cat real; "
+            "echo t > /tmp/t && mv /tmp/t moved && cat moved; "
+            f"{test_jail.PY} -c \"import os; fd = os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o644); os.write(fd, b'anon'); "
+            "os.link(f'/proc/self/fd/{fd}', 'named', follow_symlinks=True); print(open('named').read())\"; "
+            "mkdir d1 d2 && touch d1/a && mv -T d1 d2 2>/dev/null; ls d2", expect=None)
+        self.assertNotIn("THROUGH-LINK", out, err)
+        self.assertNotIn("OUTSIDE", out, err)
+        self.assertIn("fine", out, err)
+        self.assertIn("t\n", out, err)
+        self.assertIn("anon", out, err)
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, ".bashrc")))
+        self.assertFalse(os.path.exists("/etc/cordon-notify-test"))
+
     def test_racing_threads_cannot_escape(self):
         # One thread flips a path buffer between a harmless name and `.bashrc` while another creates files
         # through it: the supervisor decides on the string it read and performs the call on that string.
