@@ -11,6 +11,7 @@
 
 #include "jail/jail.hpp"
 #include "jail/notify.hpp"
+#include "policy/syntax.hpp"
 #include "proxy/fd_limit.hpp"
 #include "run/environment.hpp"
 #include "run/run.hpp"
@@ -36,6 +37,7 @@ struct Supervisor {
     timespec run_start{};
     std::unique_ptr<jail::Notifier> notifier;  // the protected names (jail/notify.hpp)
     std::vector<std::string> mount_points;     // of the plan, for the notifier
+    std::shared_ptr<void> watch;               // --watch
     uv_loop_t loop{};
     uv_poll_t signals{};
     uv_poll_t report{};
@@ -62,6 +64,7 @@ struct Supervisor {
         uv_close(reinterpret_cast<uv_handle_t*>(&report), nullptr);
         uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr);
         close_notify();
+        watch.reset();
         // The jail is gone, and with it every client socket: let the proxy finish what is left (upstream
         // sides, the audit log) and stop.
         if (proxy) proxy->shutdown(std::chrono::milliseconds(1000), [this] { uv_stop(&loop); });
@@ -70,6 +73,18 @@ struct Supervisor {
 
 void print_refusals(const proxy::RefusalSummary& summary) {
     std::cerr << proxy::format_refusals(summary);
+}
+
+// Why a note and not a count: a path outside the read scope does not exist inside the jail, so its refusal
+// is an ENOENT that nothing sees (no system call reaches cordon). A failed command may have looked for one.
+void note_read_scope(const policy::Policy& policy, const std::filesystem::path& cwd) {
+    const auto& scope = policy.filesystem().read_scope;
+    if (scope.scope != policy::ReadScope::Project) return;
+    std::cerr
+        << "cordon: note: the read scope is project (" << policy::format_source(scope.rule.source)
+        << "): outside " << cwd.string()
+        << ", the writable and system paths and allowRead, files do not exist in the jail; `cordon check` "
+           "with the same flags and read:PATH says whether PATH is in the scope\n";
 }
 
 }  // namespace
@@ -168,6 +183,17 @@ int run(const Options& options) {
             return 125;
         }
         sup.proxy = proxy.get();
+        if (options.watch) {
+            try {
+                sup.watch = options.watch(&sup.loop, *proxy, policy);
+            } catch (const std::exception& e) {
+                std::cerr << "cordon: " << e.what() << "\n";
+                proxy.reset();
+                uv_run(&sup.loop, UV_RUN_NOWAIT);
+                uv_loop_close(&sup.loop);
+                return 125;
+            }
+        }
     }
     // After the jail started: it must not inherit an ignored SIGPIPE (`yes | head` relies on it).
     ::signal(SIGPIPE, SIG_IGN);
@@ -237,6 +263,7 @@ int run(const Options& options) {
         uv_run(&sup.loop, UV_RUN_NOWAIT);  // close callbacks
     }
     uv_loop_close(&sup.loop);
+    if (!options.quiet && status != 0) note_read_scope(*policy, cwd);
     // Everything with an effect outside this process is done (jail reaped, placeholders removed, audit log
     // closed): leave without running the destructors of the policy, the plan and the runtime, which only
     // touch memory about to be dropped anyway.
