@@ -229,6 +229,22 @@ if "tsetup_transparent" in R:
     b = ratio(num("tbulk_transparent"), num("tbulk_connect"))
     target("6 transparent", "bulk throughput equal to CONNECT's (≥ 0.95×)", fmt(b, "{:.2f}×"), None if b is None else b >= 0.95)
 
+if "files_extract_bwrap" in R:
+    out.append(f"## 7. 20,000 files created inside the sandbox, on tmpfs (median of {R.get('runs', '?')} interleaved rounds)")
+    out.append("")
+    out.append("| sandbox | tar x of 20,000 files | git clone --local | all runs (tar x; clone), s |")
+    out.append("|---|---:|---:|---|")
+    for t in ["cordon", "bwrap"]:
+        if f"files_extract_{t}" not in R:
+            continue
+        out.append(f"| {'cordon run' if t == 'cordon' else 'bwrap'} | {fmt(num(f'files_extract_{t}'), '{:.2f} s')} | "
+                   f"{fmt(num(f'files_clone_{t}'), '{:.2f} s')} | {R.get(f'files_extract_all_{t}', '')}; "
+                   f"{R.get(f'files_clone_all_{t}', '')} |")
+    out.append("")
+    for task, name in (("extract", "tar x"), ("clone", "git clone --local")):
+        r = ratio(num(f"files_{task}_cordon"), num(f"files_{task}_bwrap"))
+        target(f"7 {name}", "cordon ≤ 1.3× bwrap", fmt(r, "{:.2f}×"), None if r is None else r <= 1.3)
+
 out.append("## Targets")
 out.append("")
 out.append("| benchmark | target | measured | |")

@@ -92,18 +92,6 @@ json path_rule_json(const PathRule& rule) {
                 {"source", source_json(rule.rule.source)}};
 }
 
-// True when `sequence` occurs as consecutive components of `path` (".git/hooks" in /w/p/sub/.git/hooks/x).
-bool contains_sequence(const std::vector<std::string>& path, const std::vector<std::string>& sequence) {
-    if (sequence.empty() || sequence.size() > path.size()) return false;
-    for (std::size_t i = 0; i + sequence.size() <= path.size(); ++i) {
-        bool all = true;
-        for (std::size_t k = 0; k < sequence.size() && all; ++k)
-            all = path[i + k] == sequence[k];
-        if (all) return true;
-    }
-    return false;
-}
-
 // The home directory of `uid` in /etc/passwd (read directly: a statically linked glibc loads the host's NSS
 // modules for getpwuid), or empty when it is not listed there.
 std::string passwd_home(uid_t uid) {
@@ -206,6 +194,11 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             name_components_.push_back(detail::split_components(name));
             fs_.deny_write.push_back(PathRule{c.cwd / name, false, rule});
         }
+        for (const std::string& name : git_dir_names()) {
+            name_rules_.push_back(
+                Rule{name, Source{Layer::Default, "", "always read-only in a git directory", 0}});
+            name_components_.push_back(detail::split_components(name));
+        }
         for (const std::string& name : home_read_only_names()) {
             fs_.home_read_only_names.push_back(name);
             home_rules_.push_back(
@@ -269,15 +262,54 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
     // `ua/src -> /etc` is a write to /etc/x), and a deny rule also holds at the path as written. Rules are
     // compared as written and resolved, as the jail binds them.
     Decision decide_write(const fs::path& path) const override {
-        resolve_write_rules();
         const std::string lexical = normal(path);
-        const std::string resolved = resolve_existing(lexical);
+        return decide(lexical, resolve_existing(lexical), nullptr);
+    }
+
+    Decision decide_write_resolved(
+        const std::string& path,
+        const std::function<bool(const std::string&)>& git_dir_existed) const override {
+        // The jail's supervisor passes normal paths (a directory's path from the kernel and a name).
+        const bool plain = path.size() > 1 && path[0] == '/' && path.back() != '/' &&
+                           path.find("//") == std::string::npos && path.find("/./") == std::string::npos &&
+                           path.find("/../") == std::string::npos && !path.ends_with("/.") &&
+                           !path.ends_with("/..");
+        const std::string p = plain ? path : detail::normal_path(path);
+        return decide(p, p, &git_dir_existed);
+    }
+
+    bool holds_protected_names(const std::string& path) const override {
+        const std::vector<std::string> components = detail::split_components(detail::normal_path(path));
+        auto tail_is_prefix = [&](const std::vector<std::string>& name) {
+            for (std::size_t n = 1; n < name.size() && n <= components.size(); ++n)
+                if (std::equal(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(n),
+                               components.end() - static_cast<std::ptrdiff_t>(n),
+                               [](const std::string& x, const std::string& p) { return x == "*" || x == p; }))
+                    return true;
+            return false;
+        };
+        for (const auto& name : name_components_)
+            if (tail_is_prefix(name)) return true;
+        for (const auto& name : home_components_) {
+            for (std::size_t n = 1; n < name.size(); ++n) {
+                std::vector<std::string> head(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(n));
+                if (in_a_home(components, head)) return true;
+            }
+        }
+        return false;
+    }
+
+    // `git_dir_existed`: null for `cordon check` (every existing git directory counts), otherwise asked
+    // about the git directory of a `.git/...` name.
+    Decision decide(const std::string& lexical, const std::string& resolved,
+                    const std::function<bool(const std::string&)>* git_dir_existed) const {
+        resolve_write_rules();
         for (const std::string* p : {&lexical, &resolved}) {
             for (const PathRule& rule : settings_rules_)
-                if (rule.path.string() == *p) return make(Verdict::Deny, Reason::AlwaysReadOnly, &rule.rule);
+                if (rule.path.native() == *p) return make(Verdict::Deny, Reason::AlwaysReadOnly, &rule.rule);
             const std::vector<std::string> components = detail::split_components(*p);
             for (std::size_t i = 0; i < name_components_.size(); ++i)
-                if (contains_sequence(components, name_components_[i]))
+                if (matches_name(components, name_components_[i], git_dir_existed))
                     return make(Verdict::Deny, Reason::AlwaysReadOnly, &name_rules_[i]);
             for (std::size_t i = 0; i < home_components_.size(); ++i)
                 if (in_a_home(components, home_components_[i]))
@@ -285,7 +317,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             for (std::size_t i = 0; i < fs_.deny_write.size(); ++i) {
                 const PathRule& rule = fs_.deny_write[i];
                 if (rule.rule.source.layer == Layer::Default) continue;  // checked above
-                if (detail::path_covers(rule.path.string(), rule.glob, *p) ||
+                if (detail::path_covers(rule.path.native(), rule.glob, *p) ||
                     detail::path_covers(deny_resolved_[i], rule.glob, *p))
                     return make(Verdict::Deny, Reason::BlockedByDenylist, &rule.rule);
             }
@@ -344,6 +376,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
               {"allowRead", paths(fs_.allow_read)},
               {"alwaysReadOnlyNames", fs_.always_read_only_names},
               {"homeReadOnlyNames", fs_.home_read_only_names},
+              {"gitDirectoryNames", git_dir_names()},
               {"workingDirectory",
                {{"path", fs_.working_directory.path.string()},
                 {"writable", fs_.working_directory.writable},
@@ -498,6 +531,24 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         });
     }
 
+    // True when `name` occurs in `path`; a name inside a git directory (`.git/hooks`) only where that git
+    // directory existed when the run started (asked of `git_dir_existed`, when given).
+    static bool matches_name(const std::vector<std::string>& path, const std::vector<std::string>& name,
+                             const std::function<bool(const std::string&)>* git_dir_existed) {
+        if (name.empty() || name.size() > path.size()) return false;
+        for (std::size_t i = 0; i + name.size() <= path.size(); ++i) {
+            if (!std::equal(name.begin(), name.end(), path.begin() + static_cast<std::ptrdiff_t>(i),
+                            [](const std::string& n, const std::string& p) { return n == "*" || n == p; }))
+                continue;
+            if (!git_dir_existed || !*git_dir_existed || name[0] != ".git" || name.size() < 2) return true;
+            std::string dir;
+            for (std::size_t k = 0; k <= i; ++k)
+                dir += "/" + path[k];
+            if ((*git_dir_existed)(dir)) return true;
+        }
+        return false;
+    }
+
     // True when `path` is `name` (components) inside a home: the caller's, /root or /home/*.
     bool in_a_home(const std::vector<std::string>& path, const std::vector<std::string>& name) const {
         auto at = [&](std::size_t start) {
@@ -621,6 +672,18 @@ const std::vector<std::string>& always_read_only_names() {
         ".git/config",
         ".vscode",
         ".idea",
+    };
+    return names;
+}
+
+const std::vector<std::string>& git_dir_names() {
+    static const std::vector<std::string> names = {
+        ".git/commondir",
+        ".git/config.worktree",
+        ".git/modules",
+        ".git/worktrees/*/commondir",
+        ".git/worktrees/*/gitdir",
+        ".git/worktrees/*/config.worktree",
     };
     return names;
 }

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -155,6 +156,11 @@ struct AddressRange {
 // plan.
 const std::vector<std::string>& always_read_only_names();
 const std::vector<std::string>& home_read_only_names();
+// Inside a git directory that existed when the run started (besides `.git/hooks` and `.git/config` above):
+// `commondir`, `config.worktree`, `modules` (each submodule's git directory), `worktrees/*/{commondir,gitdir,
+// config.worktree}` (`*`: one component). Enforced only at the system-call boundary (jail/notify.cpp): no
+// mount, no placeholder (an empty `commondir` would break git).
+const std::vector<std::string>& git_dir_names();
 
 // Why `cwd` must not be writable by default (see FilesystemPolicy::WorkingDirectory), or empty. Both paths
 // absolute and normal.
@@ -202,6 +208,18 @@ class Policy {
     // jail, where whatever is outside does not exist).
     virtual Decision decide_read(const std::filesystem::path& path) const = 0;
     virtual Decision decide_write(const std::filesystem::path& path) const = 0;
+    // The jail's supervisor (jail/notify.cpp) decides a write it performs for the command on `path`, an
+    // absolute normal path already resolved in the jail's view (where the write lands): decide_write without
+    // resolving again on the host. The names inside a git directory (`.git/hooks`, `.git/config`) hold only
+    // where `git_dir_existed(dir)` says that git directory (`.../.git`) existed when the run started: a
+    // repository created during the run (`git init`, `git clone`) works normally.
+    virtual Decision decide_write_resolved(
+        const std::string& path, const std::function<bool(const std::string&)>& git_dir_existed) const = 0;
+    // True when the directory `path` (absolute, normal) holds or would hold protected names: its last
+    // components are a proper prefix of one (`.claude` for `.claude/settings.json`, `.git` for `.git/hooks`,
+    // `~/.config` for `.config/git`). Such a directory is neither renamed nor linked into place or away: `mv
+    // x .claude` would bring a prepared `settings.json` along.
+    virtual bool holds_protected_names(const std::string& path) const = 0;
 
     virtual const NetworkPolicy& network() const = 0;
     virtual const FilesystemPolicy& filesystem() const = 0;

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "jail/jail.hpp"
+#include "jail/notify.hpp"
 #include "policy/syntax.hpp"
 #include "proxy/fd_limit.hpp"
 #include "run/environment.hpp"
@@ -32,13 +33,26 @@ std::string make_jail_id() {
 struct Supervisor {
     jail::Jail* jail = nullptr;
     proxy::Proxy* proxy = nullptr;
-    std::shared_ptr<void> watch;  // --watch
+    policy::PolicyPtr policy;
+    timespec run_start{};
+    std::unique_ptr<jail::Notifier> notifier;  // the protected names (jail/notify.hpp)
+    std::vector<std::string> mount_points;     // of the plan, for the notifier
+    std::shared_ptr<void> watch;               // --watch
     uv_loop_t loop{};
     uv_poll_t signals{};
     uv_poll_t report{};
+    uv_poll_t notify{};  // the command's seccomp listener arrives (closed once it did)
     uv_timer_t timer{};
     std::optional<int> status;
     bool timed_out = false;
+
+    bool notify_open = false;
+    void close_notify() {
+        if (!notify_open) return;
+        notify_open = false;
+        uv_poll_stop(&notify);
+        uv_close(reinterpret_cast<uv_handle_t*>(&notify), nullptr);
+    }
 
     void finish(int s) {
         if (status) return;
@@ -49,6 +63,7 @@ struct Supervisor {
         uv_close(reinterpret_cast<uv_handle_t*>(&signals), nullptr);
         uv_close(reinterpret_cast<uv_handle_t*>(&report), nullptr);
         uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr);
+        close_notify();
         watch.reset();
         // The jail is gone, and with it every client socket: let the proxy finish what is left (upstream
         // sides, the audit log) and stop.
@@ -82,8 +97,12 @@ int run(const Options& options) {
         return 125;
     }
 
+    // Before anything of the run exists: git directories born later were created by the run.
+    timespec run_start{};
+    ::clock_gettime(CLOCK_REALTIME, &run_start);
     // The jail's namespaces are created first, while the policy loads (the plan follows in configure()).
     jail::JailConfig config;
+    config.user_notify = jail::user_notification_supported();
     config.argv = options.command;
     config.env = jail_environment(environ, options.network);
     config.cwd = cwd;
@@ -121,8 +140,11 @@ int run(const Options& options) {
     }
     std::error_code exe_error;
     const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", exe_error);
-    jail::MountPlan plan =
-        jail::make_mount_plan(*policy, cwd, policy->filesystem().home, supervisor_files, self);
+    jail::MountPlan plan = jail::make_mount_plan(*policy, cwd, policy->filesystem().home, supervisor_files,
+                                                 self, !config.user_notify);
+    if (!config.user_notify && !options.quiet)
+        std::cerr << "cordon: note: this kernel has no seccomp user notification with ADDFD (Linux 5.14); "
+                     "missing protected names are kept by placeholder files during the run\n";
     for (const auto& notice : plan.notices)
         std::cerr << "cordon: note: " << notice << "\n";
     for (const auto& error : plan.errors)
@@ -133,6 +155,10 @@ int run(const Options& options) {
         std::cerr
             << "cordon: note: allowUnixSockets paths cannot be enforced one by one on Linux; Unix sockets "
                "stay refused (allowAllUnixSockets allows them all)\n";
+    std::vector<std::string> mount_points;
+    if (config.user_notify)
+        for (const auto& op : plan.ops)
+            if (op.path != "/") mount_points.push_back(op.path.string());
     if (auto error = jail->configure(std::move(plan), net.allow_all_unix_sockets)) {
         std::cerr << "cordon: " << *error << "\n";
         return 125;
@@ -142,6 +168,9 @@ int run(const Options& options) {
     uv_loop_init(&sup.loop);
     sup.loop.data = &sup;
     sup.jail = jail.get();
+    sup.policy = policy;
+    sup.run_start = run_start;
+    sup.mount_points = std::move(mount_points);
     std::unique_ptr<proxy::Proxy> proxy;
     if (options.network) {
         proxy_options.sandbox_id = config.id;
@@ -197,6 +226,18 @@ int run(const Options& options) {
         if (auto st = s->jail->read_report(closed)) s->finish(s->timed_out ? 124 : *st);
         if (closed && !s->status) uv_poll_stop(handle);
     });
+    // The command's seccomp listener: the protected names are decided by a thread of ours (jail/notify.hpp).
+    if (jail->notify_socket() >= 0) {
+        uv_poll_init(&sup.loop, &sup.notify, jail->notify_socket());
+        sup.notify.data = &sup;
+        sup.notify_open = true;
+        uv_poll_start(&sup.notify, UV_READABLE, [](uv_poll_t* handle, int, int) {
+            auto* s = static_cast<Supervisor*>(handle->data);
+            s->close_notify();
+            if (int fd = s->jail->take_notify_fd(); fd >= 0)
+                s->notifier = jail::Notifier::start(fd, s->policy, s->run_start, std::move(s->mount_points));
+        });
+    }
     uv_timer_init(&sup.loop, &sup.timer);
     sup.timer.data = &sup;
     if (options.timeout) {
@@ -216,6 +257,12 @@ int run(const Options& options) {
     uv_run(&sup.loop, UV_RUN_DEFAULT);
     int status = sup.status.value_or(125);
     jail.reset();  // placeholders removed
+    if (sup.notifier && !options.quiet) {
+        auto repos = sup.notifier->new_repositories();
+        for (const auto& repo : repos)
+            std::cerr << "cordon: note: a git repository was created during the run: " << repo
+                      << " (its hooks and config were not protected)\n";
+    }
     if (proxy) {
         if (!options.quiet) print_refusals(proxy->refusals());
         proxy.reset();

@@ -35,6 +35,8 @@ struct Context {
     MountPlan plan;                        // received from the supervisor (ops, writable roots)
     // The limits no cgroup holds, which the command sets on itself (decided by the supervisor).
     std::optional<std::uint64_t> rlimit_as{}, rlimit_nproc{};
+    int notify_fd = -1;    // the seccomp listener (command process), sent to the supervisor
+    int notify_sock = -1;  // the socket it is sent on
 };
 
 // jail/mounts.cpp: the mount points of the caller's mount table (read by the jail child before it mounts;

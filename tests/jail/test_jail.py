@@ -417,8 +417,6 @@ class JailCase:
             ".profile": "echo evil > .profile",
             ".gitconfig": "echo evil > .gitconfig",
             ".mcp.json": "echo '{}' > .mcp.json",
-            ".git/hooks": "mkdir -p .git/hooks && echo x > .git/hooks/pre-commit",
-            ".git/config": "mkdir -p .git && echo x > .git/config",
             ".claude/settings.json": "mkdir -p .claude && echo '{}' > .claude/settings.json",
             ".vscode": "mkdir -p .vscode && echo x > .vscode/settings.json",
             ".idea": "mkdir -p .idea && echo x > .idea/x",
@@ -428,8 +426,9 @@ class JailCase:
         for name in attempts:
             self.assertNotIn(f"MADE {name}", out, err)
         self.assertNotIn("LINKED", out)
-        # After the run: nothing left behind (placeholders removed), the directory otherwise untouched.
-        self.assertEqual(sorted(os.listdir(self.cwd)), [])
+        # After the run: only the empty directory the attempts made (no placeholder was ever created).
+        self.assertEqual(sorted(os.listdir(self.cwd)), [".claude"])
+        self.assertEqual(os.listdir(os.path.join(self.cwd, ".claude")), [])
 
     def test_git_hooks_missing_in_existing_repo(self):
         self.write(os.path.join(self.cwd, ".git/HEAD"), "ref: refs/heads/main\n")
@@ -500,9 +499,9 @@ class JailCase:
         sub = self.mkdir("repo/sub")
         env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": self.home}
         subprocess.run(["git", "init", "-q", repo], check=True, env=env, **self._identity())
-        out, err = self.sh("stat -c %F .git; git rev-parse --show-toplevel && git status --porcelain && echo GIT-OK",
-                           cwd=sub)
-        self.assertIn("fifo", out, err)
+        out, err = self.sh("test -e .git || echo NO-DOTGIT; git rev-parse --show-toplevel && git status --porcelain "
+                           "&& echo GIT-OK", cwd=sub)
+        self.assertIn("NO-DOTGIT", out, err)
         self.assertIn(repo, out, err)
         self.assertIn("GIT-OK", out, err)
         self.assertEqual(os.listdir(sub), [])
@@ -1127,7 +1126,9 @@ class AsRoot(JailCase, unittest.TestCase):
         self.assertIn("NOTES", out, err)
         for word in ("SSH", "BIN", "ZSHENV"):
             self.assertNotIn(word, out, err)
-        self.assertEqual(os.listdir(bob), ["notes"])
+        # `mkdir -p .local/bin` made `.local` (empty); nothing that runs code.
+        self.assertEqual(sorted(os.listdir(bob)), [".local", "notes"])
+        self.assertEqual(os.listdir(os.path.join(bob, ".local")), [])
 
 
 class AsUser(JailCase, unittest.TestCase):
