@@ -70,6 +70,8 @@ bool parse_policy_flag(ArgCursor& args, policy::LoadOptions& options) {
         options.deny_read.push_back(args.value());
     } else if (args.flag("--allow-address")) {
         options.allow_addresses.push_back(args.value());
+    } else if (args.flag("--inspect")) {
+        options.inspect.push_back(args.value());
     } else {
         return false;
     }
@@ -88,6 +90,7 @@ const char* const kPolicyFlagsHelp =
     "  --deny-read PATH       hide PATH\n"
     "  --allow-read PATH      re-expose PATH inside a denied one\n"
     "  --allow-address CIDR   let the proxy's address guard pass this range\n"
+    "  --inspect PATTERN      terminate TLS to hosts matching PATTERN (request rules, full-URL audit)\n"
     "\n"
     "Paths in flags are plain: absolute, ~/..., or relative to the working directory. Paths in Claude\n"
     "Code settings files: //path is absolute; /path is relative to the settings file's root (the\n"

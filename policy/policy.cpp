@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "policy/domain_matcher.hpp"
+#include "policy/inspection.hpp"
 #include "policy/path_rules.hpp"
 #include "policy/settings_loader.hpp"
 #include "policy/syntax.hpp"
@@ -138,6 +139,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         network_.allowed_domains = std::move(c.allow.rules);
         network_.denied_domains = std::move(c.deny.rules);
         network_.ignored_allows = std::move(c.ignored_allows);
+        network_.inspection = std::make_shared<const InspectionPolicy>(std::move(c.inspection));
         allow_ = std::move(c.allow.matcher);
         deny_ = std::move(c.deny.matcher);
 

@@ -10,6 +10,7 @@
 
 #include "policy/domain_matcher.hpp"
 #include "policy/host_name.hpp"
+#include "policy/inspection.hpp"
 #include "policy/policy.hpp"
 
 namespace cordon::policy::detail {
@@ -42,6 +43,7 @@ struct Collected {
     Layer allow_git_config_layer = Layer::Default;
     std::vector<std::filesystem::path> files_read;
     std::vector<std::string> warnings;
+    InspectionPolicy inspection;  // issue 13's keys (inspection_loader.hpp)
 
     void add_domain(const DomainPattern& pattern, Rule rule, bool allow_rule) {
         if (!allow_rule) {

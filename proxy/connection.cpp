@@ -8,10 +8,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include "policy/inspection.hpp"
 #include "proxy/context.hpp"
 #include "proxy/http_frontend.hpp"
 #include "proxy/socks5.hpp"
 #include "proxy/socks5_frontend.hpp"
+#include "proxy/tls_inspector.hpp"
 
 namespace cordon::proxy {
 
@@ -253,6 +255,18 @@ void Connection::start_tunnel() {
         front_->on_tunnel();
         front_.reset();
     }
+    // The relay step picks the termination stage for an inspected host (unless its client did not speak
+    // TLS and the stage handed the tunnel back: then the splice relay below).
+    if (!inspected_ && context_.policy->network().inspection->inspects(request_.host, request_.port)) {
+        if (!context_.tls) {
+            // Never tunnel untouched what the policy says to inspect: its request rules would not apply.
+            close("inspection-unavailable: no CA to terminate TLS with (cordon ca init, --ca-dir)");
+            return;
+        }
+        inspected_ = std::make_unique<InspectedTunnel>(*this);
+        inspected_->start();
+        return;
+    }
     if (!in_.empty()) {
         // Bytes the client sent right behind its CONNECT / SOCKS request belong to the tunnel.
         bytes_up_ += in_.size();
@@ -396,6 +410,10 @@ void Connection::close(const std::string& error) {
         bytes_down_ += relay_->stats().bytes_down;
     }
     relay_.reset();
+    if (inspected_) {
+        bytes_up_ += inspected_->bytes_up();
+        bytes_down_ += inspected_->bytes_down();
+    }
     dialer_.reset();
     upstream_.reset();
     client_.reset();

@@ -18,6 +18,7 @@ struct uv_loop_s;
 namespace cordon::proxy {
 
 class Connection;
+class TlsInspector;
 
 struct Context {
     uv_loop_s* loop = nullptr;
@@ -26,6 +27,7 @@ struct Context {
     AddressGuard guard;
     std::unique_ptr<Resolver> resolver;
     std::unique_ptr<AuditLog> audit;
+    std::unique_ptr<TlsInspector> tls;  // inspected connections (tls_inspector.hpp); null without a CA
     Metrics metrics;
     RefusalSummary refusals;
     std::uint64_t next_id = 1;

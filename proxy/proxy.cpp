@@ -7,9 +7,11 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "policy/inspection.hpp"
 #include "proxy/connection.hpp"
 #include "proxy/context.hpp"
 #include "proxy/listener.hpp"
+#include "proxy/tls_inspector.hpp"
 
 namespace cordon::proxy {
 
@@ -39,6 +41,15 @@ class ProxyImpl final : public Proxy {
         context_.policy = std::move(policy);
         context_.audit = std::make_unique<AuditLog>(context_.options.audit_log, context_.options.sandbox_id);
         context_.metrics.audit = context_.audit.get();
+        if (context_.options.ca) {
+            // Upstream CAs: --upstream-ca and srt's tlsTerminate.extraCaCertPaths.
+            std::vector<std::string> upstream_ca = context_.options.upstream_ca;
+            for (const auto& path : context_.policy->network().inspection->extra_ca_paths)
+                upstream_ca.push_back(path);
+            auto tls = TlsInspector::create(context_.options.ca, upstream_ca, context_.options.secrets);
+            if (auto* error = std::get_if<std::string>(&tls)) throw std::runtime_error(*error);
+            context_.tls = std::move(std::get<std::unique_ptr<TlsInspector>>(tls));
+        }
         context_.resolver =
             resolver ? std::move(resolver) : Resolver::create(loop, context_.options.dns_servers);
         context_.retire = [this](Connection* c) { retire(c); };

@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""cordon proxy, TLS termination (issue 13): a test HTTPS upstream with a CA made here (--upstream-ca), cordon's
+own CA made with `cordon ca init`, real curl and Python TLS clients through CONNECT and SOCKS5."""
+
+import json
+import os
+import socket
+import ssl
+import stat
+import subprocess
+import sys
+import threading
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from proxytest import CORDON, LOOPBACK, TempDirTest, read_http_response  # noqa: E402
+
+
+def openssl(*args, cwd=None):
+    subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=cwd)
+
+
+class TestPki:
+    """A test CA and leaves it signs, with the openssl CLI (EC keys: fast)."""
+
+    def __init__(self, directory, name="test-ca"):
+        self.dir = os.path.join(directory, name)
+        os.makedirs(self.dir)
+        self.cert = os.path.join(self.dir, "ca.pem")
+        self.key = os.path.join(self.dir, "ca.key")
+        openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+                self.key, "-out", self.cert, "-days", "3", "-subj", "/CN=" + name,
+                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
+
+    def leaf(self, names, expired=False):
+        base = os.path.join(self.dir, "leaf-%s%s" % (names[0], "-expired" if expired else ""))
+        key, csr, cert, ext = base + ".key", base + ".csr", base + ".pem", base + ".ext"
+        openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out",
+                csr, "-subj", "/CN=" + names[0])
+        with open(ext, "w") as f:
+            f.write("subjectAltName=" + ",".join(("IP:" if n[0].isdigit() else "DNS:") + n for n in names) +
+                    "\nextendedKeyUsage=serverAuth\n")
+        if expired:
+            # Valid until yesterday (OpenSSL 3.0's x509 has no -not_before / -not_after).
+            openssl("x509", "-req", "-in", csr, "-CA", self.cert, "-CAkey", self.key, "-CAcreateserial",
+                    "-out", cert, "-extfile", ext, "-days", "-1")
+        else:
+            openssl("x509", "-req", "-in", csr, "-CA", self.cert, "-CAkey", self.key, "-CAcreateserial",
+                    "-out", cert, "-days", "2", "-extfile", ext)
+        return cert, key
+
+
+def tls_server_context(cert, key):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+class InspectTest(TempDirTest):
+    def setUp(self):
+        super().setUp()
+        self.pki = TestPki(self.dir)
+        cert, key = self.pki.leaf(["api.test", "other.test"])
+        self.up = self.upstream(name="api", tls=tls_server_context(cert, key))
+        self.ca_dir = os.path.join(self.dir, "cordon-ca")
+        r = subprocess.run([CORDON, "ca", "init", "--dir", self.ca_dir], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.cordon_ca = os.path.join(self.ca_dir, "ca.pem")
+        self.dns_server = self.dns({"api.test": ["127.0.0.1"], "plain.test": ["127.0.0.1"],
+                                    "other.test": ["127.0.0.1"], "wrongname.test": ["127.0.0.1"],
+                                    "expired.test": ["127.0.0.1"], "unknown.test": ["127.0.0.1"]})
+        self.settings = os.path.join(self.dir, "settings.json")
+        with open(self.settings, "w") as f:
+            json.dump({"network": {
+                "allowedDomains": ["api.test", "plain.test", "other.test", "wrongname.test", "expired.test",
+                                   "unknown.test"],
+                "requestRules": [
+                    {"host": "api.test", "methods": ["GET"], "paths": ["/repos/acme/**"], "action": "allow"},
+                    {"host": "api.test", "methods": ["GET", "POST"], "paths": ["/public/*"], "action": "allow"},
+                    {"host": "api.test", "paths": ["/public/secret"], "action": "deny"},
+                ]}}, f)
+
+    def start(self, *extra):
+        return self.proxy(["--settings", self.settings, "--ca-dir", self.ca_dir, "--upstream-ca", self.pki.cert,
+                           "--inspect", "api.test", "--inspect", "wrongname.test", "--inspect", "expired.test",
+                           "--inspect", "unknown.test", *LOOPBACK, *extra], dns=self.dns_server)
+
+    def curl_https(self, p, url, *extra):
+        return self.curl("-sS", "-i", "-x", p.url(), "--cacert", self.cordon_ca, url, *extra)
+
+    def tunnel(self, p, host):
+        """A TLS socket to `host` through CONNECT, trusting cordon's CA only."""
+        s = p.connect()
+        s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host.encode(), self.up.port,
+                                                                       host.encode(), self.up.port))
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(1)
+        self.assertIn(b" 200 ", head.split(b"\r\n")[0])
+        ctx = ssl.create_default_context(cafile=self.cordon_ca)
+        ctx.set_alpn_protocols(["h2", "http/1.1"])
+        return ctx.wrap_socket(s, server_hostname=host)
+
+    def test_request_rules_inside_the_tunnel_and_full_urls_in_the_audit_log(self):
+        p = self.start()
+        t = self.tunnel(p, "api.test")
+        self.assertIn(t.selected_alpn_protocol(), (None, "http/1.1"))  # never h2
+        port = self.up.port
+
+        def ask(method, path, body=b""):
+            t.sendall(b"%s %s HTTP/1.1\r\nHost: api.test:%d\r\nContent-Length: %d\r\n\r\n%s" %
+                      (method.encode(), path.encode(), port, len(body), body))
+            return read_http_response(t)
+
+        status, headers, body = ask("GET", "/repos/acme/app")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(json.loads(body)["path"], "/repos/acme/app")
+        status, headers, body = ask("POST", "/gists", b"x")  # no rule allows it: the host has rules
+        self.assertEqual(status, 403)
+        self.assertEqual(headers["x-proxy-error"], "blocked-by-request-rule")
+        status, headers, body = ask("DELETE", "/repos/acme/app")  # method not allowed
+        self.assertEqual(status, 403)
+        status, headers, body = ask("GET", "/public/secret")  # deny wins over the /public/* allow
+        self.assertEqual(status, 403)
+        self.assertIn(b"/public/secret", body)
+        # The same connection stays usable after each refusal.
+        status, headers, body = ask("POST", "/public/x", b"hello")
+        self.assertEqual(status, 200, body)
+        t.close()
+        lines = p.wait_audit(lambda l: sum(1 for e in l if e.get("proto") == "https") >= 5)
+        inner = [e for e in lines if e.get("proto") == "https"]
+        self.assertEqual([(e["method"], e["status"], e["decision"]) for e in inner],
+                         [("GET", 200, "allow"), ("POST", 403, "deny"), ("DELETE", 403, "deny"),
+                          ("GET", 403, "deny"), ("POST", 200, "allow")])
+        self.assertEqual(inner[0]["url"], "https://api.test:%d/repos/acme/app" % port)
+        self.assertIn("/repos/acme/**", inner[0]["rule"])
+        self.assertIn("settings.json", inner[0]["source"])
+        self.assertGreater(inner[0]["bytes_down"], 0)
+        self.assertEqual(inner[1]["reason"], "blocked-by-request-rule")
+        self.assertIn('"deny"', inner[3]["rule"])
+        # Only the upstream-visible requests reached it.
+        self.assertEqual([r[1] for r in self.up.requests], ["/repos/acme/app", "/public/x"])
+
+    def test_curl_through_connect_and_socks5(self):
+        p = self.start()
+        r = self.curl_https(p, "https://api.test:%d/repos/acme/x" % self.up.port)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(b"HTTP/1.1 200", r.stdout)
+        r = self.curl("-sS", "-i", "--socks5-hostname", "127.0.0.1:%d" % p.port, "--cacert", self.cordon_ca,
+                      "https://api.test:%d/gists" % self.up.port)
+        self.assertIn(b"403", r.stdout, r.stderr)
+        self.assertIn(b"blocked-by-request-rule", r.stdout)
+
+    def test_host_header_must_name_the_tunnels_host(self):
+        p = self.start()
+        t = self.tunnel(p, "api.test")
+        t.sendall(b"GET /repos/acme/app HTTP/1.1\r\nHost: other.test\r\n\r\n")
+        status, headers, body = read_http_response(t)
+        self.assertEqual(status, 421)
+        self.assertEqual(headers["x-proxy-error"], "misdirected-request")
+        self.assertEqual(self.up.requests, [])
+        t.close()
+
+    def test_bad_upstream_certificates_are_502_and_mint_no_leaf(self):
+        cases = {"wrongname.test": None, "expired.test": self.pki.leaf(["expired.test"], expired=True),
+                 "unknown.test": TestPki(self.dir, "other-ca").leaf(["unknown.test"])}
+        ups = {}
+        for host, pair in cases.items():
+            if pair is None:
+                ups[host] = self.up  # its certificate names api.test and other.test
+            else:
+                ups[host] = self.upstream(name=host, tls=tls_server_context(*pair))
+        p = self.start("--metrics", "127.0.0.1:0")
+        for host, up in ups.items():
+            s = p.connect()
+            s.sendall(b"CONNECT %s:%d HTTP/1.1\r\n\r\n" % (host.encode(), up.port))
+            head = s.recv(4096)
+            self.assertIn(b" 200 ", head)
+            ctx = ssl.create_default_context(cafile=self.cordon_ca)
+            with self.assertRaises((ssl.SSLError, ConnectionError)):
+                ctx.wrap_socket(s, server_hostname=host)
+            s.close()
+        lines = p.wait_audit(lambda l: sum(1 for e in l if e.get("status") == 502) >= 3)
+        failed = {e["host"]: e for e in lines if e.get("status") == 502}
+        self.assertEqual(set(failed), set(cases))
+        self.assertIn("hostname mismatch", failed["wrongname.test"]["error"])
+        self.assertIn("expired", failed["expired.test"]["error"])
+        self.assertIn("unable to get local issuer", failed["unknown.test"]["error"])
+        # No leaf was minted for any of them.
+        self.assertIn("cordon_tls_leaves_minted_total 0\n", self.metrics_text(p))
+
+    def metrics_text(self, p):
+        return self.curl("-sS", "http://127.0.0.1:%d/metrics" % p.metrics_port).stdout.decode()
+
+    def test_single_minting_under_concurrent_first_requests(self):
+        p = self.start("--metrics", "127.0.0.1:0")
+        results = []
+
+        def one():
+            r = self.curl_https(p, "https://api.test:%d/repos/acme/%d" % (self.up.port, threading.get_ident()))
+            results.append(r.returncode)
+
+        threads = [threading.Thread(target=one) for _ in range(12)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(results, [0] * 12)
+        self.assertIn("cordon_tls_leaves_minted_total 1\n", self.metrics_text(p))
+
+    def test_non_tls_payload_is_relayed_opaquely_unless_refused(self):
+        echo = self.tcp("echo")
+        p = self.start()
+        s = p.connect()
+        s.sendall(b"CONNECT api.test:%d HTTP/1.1\r\n\r\n" % echo.port)
+        self.assertIn(b" 200 ", s.recv(4096))
+        s.sendall(b"SSH-2.0-test\r\n")
+        self.assertEqual(s.recv(4096), b"SSH-2.0-test\r\n")
+        s.close()
+        with open(self.settings) as f:
+            settings = json.load(f)
+        settings["network"]["tlsTerminate"] = {"refuseOpaqueTunnels": True, "excludeDomains": ["plain.test"]}
+        with open(self.settings, "w") as f:
+            json.dump(settings, f)
+        p2 = self.start()
+        s = p2.connect()
+        s.sendall(b"CONNECT api.test:%d HTTP/1.1\r\n\r\n" % echo.port)
+        self.assertIn(b" 200 ", s.recv(4096))
+        s.sendall(b"SSH-2.0-test\r\n")
+        self.assertEqual(s.recv(4096), b"")
+        # excludeDomains: tunnelled untouched (the upstream's own certificate, not cordon's).
+        r = self.curl("-sS", "-x", p2.url(), "--cacert", self.pki.cert, "https://plain.test:%d/x" % self.up.port)
+        self.assertNotEqual(r.returncode, 0)  # the test leaf does not name plain.test...
+        self.assertIn(b"plain.test", r.stderr)  # ...and curl saw the upstream's certificate, not a cordon leaf
+
+    def test_ca_files_and_modes(self):
+        mode = stat.S_IMODE(os.stat(os.path.join(self.ca_dir, "ca.key")).st_mode)
+        self.assertEqual(mode, 0o600)
+        r = subprocess.run([CORDON, "ca", "init", "--dir", self.ca_dir], capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--force", r.stderr)
+        show = subprocess.run([CORDON, "ca", "show", "--dir", self.ca_dir], capture_output=True, text=True)
+        self.assertEqual(show.returncode, 0)
+        self.assertRegex(show.stdout, r"sha256: ([0-9A-F]{2}:){31}[0-9A-F]{2}")
+        self.assertIn(os.path.join(self.ca_dir, "ca.pem"), show.stdout)
+        export = subprocess.run([CORDON, "ca", "export", "--dir", self.ca_dir], capture_output=True, text=True)
+        with open(self.cordon_ca) as f:
+            self.assertEqual(export.stdout, f.read())
+        # The default directory follows XDG_CONFIG_HOME.
+        xdg = os.path.join(self.dir, "xdg")
+        r = subprocess.run([CORDON, "ca", "init"], capture_output=True, text=True,
+                           env=dict(os.environ, XDG_CONFIG_HOME=xdg))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.exists(os.path.join(xdg, "cordon", "ca", "ca.key")))
+
+    def test_inspecting_without_a_ca_stops_the_proxy(self):
+        r = subprocess.run([CORDON, "proxy", "--listen", "127.0.0.1:0", "--no-discover", "--inspect", "x.test"],
+                           capture_output=True, text=True, env=dict(os.environ, XDG_CONFIG_HOME=self.dir),
+                           timeout=10)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("cordon ca init", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
