@@ -50,6 +50,9 @@ constexpr const char* kRunHelp =
     "                         capability dropped and /proc/sys read-only; files owned by root in writable\n"
     "                         areas stay writable to it. Give --user to run it unprivileged.\n"
     "  --no-network           do not create the proxy listeners: the jail has no network at all\n"
+    "  --secret NAME=HOST[,HOST...]\n"
+    "                         the jail sees NAME as a random sentinel; the proxy puts the real value into\n"
+    "                         request headers to HOSTs (inspected ones) and refuses the sentinel elsewhere\n"
     "  --quiet                no end-of-run summary of refused connections\n"
     "  --help                 this text\n"
     "\n"
@@ -136,6 +139,22 @@ int cmd_run(int argc, char** argv) {
             run.allow_ptrace = true;
         } else if (args.flag("--quiet")) {
             run.quiet = true;
+        } else if (args.flag("--secret")) {
+            // NAME=HOST[,HOST...]: the jail sees a sentinel; the proxy injects the value towards HOSTs.
+            std::string v = args.value();
+            auto eq = v.find('=');
+            if (eq == 0 || eq == std::string::npos || eq + 1 == v.size())
+                throw UsageError("--secret needs NAME=HOST[,HOST...], got '" + v + "'");
+            run::SecretFlag flag{v.substr(0, eq), {}};
+            for (std::size_t start = eq + 1; start <= v.size();) {
+                std::size_t comma = std::min(v.find(',', start), v.size());
+                auto host = policy::parse_target_host(v.substr(start, comma - start), 443);
+                if (auto* why = std::get_if<std::string>(&host))
+                    throw UsageError("--secret " + flag.name + ": bad host: " + *why);
+                flag.hosts.push_back(std::get<policy::HostPort>(host).host);
+                start = comma + 1;
+            }
+            run.secrets.push_back(std::move(flag));
         } else if (args.flag("--no-network")) {
             run.network = false;
         } else if (args.flag("--memory")) {

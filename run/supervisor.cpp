@@ -107,6 +107,16 @@ int run(const Options& options) {
     const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", exe_error);
     jail::MountPlan plan =
         jail::make_mount_plan(*policy, cwd, policy->filesystem().home, supervisor_files, self);
+    // TLS termination and credentials: the CA, the jail's trust bundle, secrets (run/inspection.hpp).
+    RunInspection inspection;
+    std::vector<std::string> inspection_notes;
+    if (auto error = inspection.prepare(*policy, options.secrets, options.network, proxy_options, plan,
+                                        inspection_notes)) {
+        std::cerr << "cordon: " << *error << "\n";
+        return 125;
+    }
+    for (const auto& note : inspection_notes)
+        plan.notices.push_back(note);
     for (const auto& notice : plan.notices)
         std::cerr << "cordon: note: " << notice << "\n";
     for (const auto& error : plan.errors)
@@ -183,7 +193,8 @@ int run(const Options& options) {
     if (auto st = jail->handle_signals()) sup.finish(*st);
     uv_run(&sup.loop, UV_RUN_DEFAULT);
     int status = sup.status.value_or(125);
-    jail.reset();  // placeholders removed
+    jail.reset();         // placeholders removed
+    inspection.remove();  // the trust bundle's directory
     if (proxy) {
         if (!options.quiet) print_refusals(proxy->refusals());
         proxy.reset();

@@ -261,5 +261,91 @@ class InspectTest(TempDirTest):
         self.assertIn("cordon ca init", r.stderr)
 
 
+@unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+class RunInspectTest(InspectTest):
+    """A jailed curl with no flags trusts the inspected connection; secrets reach only their hosts."""
+
+    def run_jail(self, script, *flags, env=None):
+        work, home = os.path.join(self.dir, "work"), os.path.join(self.dir, "home")
+        os.makedirs(work, exist_ok=True)
+        os.makedirs(home, exist_ok=True)
+        self.tmp = os.path.join(self.dir, "tmp")
+        os.makedirs(self.tmp, exist_ok=True)
+        full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "TMPDIR": self.tmp,
+                    "XDG_CONFIG_HOME": os.path.join(self.dir, "xdg-empty")}
+        full_env.update(env or {})
+        self.audit_path = os.path.join(self.dir, "run-audit.log")
+        return subprocess.run([CORDON, "run", "--no-discover", "--settings", self.settings, "--dns-server",
+                               self.dns_server.address, "--upstream-ca", self.pki.cert, "--audit-log",
+                               self.audit_path, *LOOPBACK, *flags, "--", "sh", "-c", script],
+                              cwd=work, env=full_env, capture_output=True, text=True, timeout=60)
+
+    def run_audit(self):
+        with open(self.audit_path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def test_jailed_curl_trusts_the_inspected_connection_without_flags(self):
+        url = "https://api.test:%d" % self.up.port
+        r = self.run_jail("curl -sS --max-time 10 %s/repos/acme/app && echo; "
+                          "curl -sS --max-time 10 -o /dev/null -w '%%{http_code}' %s/gists; echo; "
+                          "echo \"$SSL_CERT_FILE $NODE_EXTRA_CA_CERTS $REQUESTS_CA_BUNDLE $CURL_CA_BUNDLE "
+                          "$GIT_SSL_CAINFO\"; grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt; "
+                          "ls /tmp" % (url, url), "--inspect", "api.test")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(json.loads(lines[0])["path"], "/repos/acme/app")
+        self.assertEqual(lines[1], "403")
+        self.assertEqual(lines[2], " ".join(["/etc/ssl/certs/ca-certificates.crt"] * 5))
+        with open("/etc/ssl/certs/ca-certificates.crt") as f:
+            system_count = f.read().count("BEGIN CERTIFICATE")
+        self.assertEqual(int(lines[3]), system_count + 1)  # the system's CAs and cordon's (ephemeral) one
+        # The bundle's run-private directory is gone, and nothing was left in the user's directories.
+        self.assertEqual(os.listdir(self.tmp), [])
+        self.assertEqual(os.listdir(os.path.join(self.dir, "work")), [])
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "xdg-empty")))
+        inner = [e for e in self.run_audit() if e.get("proto") == "https"]
+        self.assertEqual([(e["url"], e["status"]) for e in inner],
+                         [(url + "/repos/acme/app", 200), (url + "/gists", 403)])
+
+    def test_masked_secret_reaches_only_its_host(self):
+        self.plain = self.upstream(name="plain")
+        real = "ghp_" + "R3alT0kenValue" * 3
+        url = "https://api.test:%d" % self.up.port
+        other = "https://other.test:%d" % self.up.port
+        with open(self.settings) as f:
+            settings = json.load(f)
+        settings["credentials"] = {"envVars": [{"name": "DENIED_TOKEN", "mode": "deny"}]}
+        with open(self.settings, "w") as f:
+            json.dump(settings, f)
+        r = self.run_jail(
+            "echo \"seen=$GITHUB_TOKEN denied=${DENIED_TOKEN:-unset}\"; "
+            "curl -sS --max-time 10 -o /dev/null -H \"Authorization: token $GITHUB_TOKEN\" "
+            "%s/repos/acme/app; echo; "
+            "curl -sS --max-time 10 -i -H \"Authorization: token $GITHUB_TOKEN\" %s/public/x; echo; "
+            "curl -sS --max-time 10 -i %s/public/x?t=$GITHUB_TOKEN; echo; "
+            "curl -sS --max-time 10 -i --data \"token=$GITHUB_TOKEN\" %s/public/x; echo; "
+            "curl -sS --max-time 10 -i -H \"X-T: $GITHUB_TOKEN\" http://other.test:%d/; echo"
+            % (url, other, other, other, self.plain.port),
+            "--inspect", "api.test", "--inspect", "other.test", "--secret", "GITHUB_TOKEN=api.test",
+            env={"GITHUB_TOKEN": real, "DENIED_TOKEN": "d3n13d"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout
+        seen = out.splitlines()[0]
+        sentinel = seen.split()[0][len("seen="):]
+        self.assertEqual(len(sentinel), len(real))
+        self.assertTrue(sentinel.startswith("ghp_"))
+        self.assertNotEqual(sentinel, real)
+        self.assertIn("denied=unset", seen)
+        self.assertNotIn(real, out)
+        # The upstream got the real value for api.test, and nothing from the refused requests.
+        auth = [h.get("Authorization") for m, path, h in self.up.requests]
+        self.assertEqual(auth, ["token " + real])
+        # Header, URL, body inside inspected connections; a header of a plain http:// request.
+        self.assertEqual(out.count("X-Proxy-Error: blocked-by-secret-scope"), 4)
+        self.assertEqual(self.plain.requests, [])
+        with open(self.audit_path) as f:
+            self.assertNotIn(real, f.read())
+
+
 if __name__ == "__main__":
     unittest.main()
