@@ -186,6 +186,7 @@ void Connection::on_outcome(Outcome outcome) {
     }
     upstream_.reset();
     phase_ = Phase::Dialing;
+    request_.via_parent = outcome.via_parent;
     dialer_ = std::make_unique<Dialer>(context_.loop, std::move(outcome.addresses),
                                        context_.options.connect_timeout,
                                        [this](DialResult result) { on_dialed(std::move(result)); });
@@ -210,6 +211,25 @@ void Connection::on_dialed(DialResult result) {
     upstream_ = std::move(result.socket);
     upstream_->set_owner(this);
     touch();
+    if (request_.via_parent) {
+        // The parent proxy is connected: ask it for the target (by name), then go on as if dialled.
+        parent_handshake_ = std::make_unique<ParentHandshake>(
+            *upstream_, *context_.parent, request_.host, request_.port, [this, reason](std::string error) {
+                // Freed on the next dial or at close: this runs inside it.
+                if (closed()) return;
+                upstream_->set_owner(this);
+                if (!error.empty()) {
+                    upstream_.reset();
+                    conclude({Verdict::Kind::Failed, reason, error, 502,
+                              "the parent proxy refused " + request_.host + ":" +
+                                  std::to_string(request_.port) + ": " + error});
+                    return;
+                }
+                touch();
+                conclude({Verdict::Kind::Connected, reason, "", 0, ""});
+            });
+        return;
+    }
     conclude({Verdict::Kind::Connected, reason, "", 0, ""});
 }
 
@@ -329,6 +349,15 @@ void Connection::on_timer(uv_timer_t* timer) {
         if (!self->front_ || !self->front_->on_header_timeout()) self->close("header-timeout");
         return;
     }
+    if (self->phase_ == Phase::Dialing && self->parent_handshake_ && self->upstream_ &&
+        now - self->last_activity_ >= static_cast<std::uint64_t>(o.connect_timeout.count())) {
+        // The parent proxy took the connection but does not answer the CONNECT.
+        self->upstream_.reset();
+        self->conclude({Verdict::Kind::Failed, std::string(policy::to_string(self->decision_.last().reason)),
+                        "parent-proxy: no answer (connect-timeout)", 504,
+                        "the parent proxy did not answer in time"});
+        return;
+    }
     if (now - self->last_activity_ >= static_cast<std::uint64_t>(o.idle_timeout.count())) {
         if (self->front_ && self->front_->on_idle_timeout()) return;
         if (self->phase_ == Phase::Dialing || self->phase_ == Phase::Deciding) return;  // own timeouts
@@ -415,6 +444,7 @@ void Connection::close(const std::string& error) {
         bytes_down_ += inspected_->bytes_down();
     }
     dialer_.reset();
+    parent_handshake_.reset();
     upstream_.reset();
     client_.reset();
     uv_timer_stop(timer_);

@@ -25,6 +25,7 @@
 #include "proxy/dialer.hpp"
 #include "proxy/front_end.hpp"
 #include "proxy/inspect.hpp"
+#include "proxy/parent_proxy.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/socket.hpp"
 
@@ -78,6 +79,7 @@ class Connection final : public SocketOwner {
         std::string method, path;
         std::string upstream_ip;
         std::string guard_class;  // refused by the address guard: why (upstream_ip is the address)
+        bool via_parent = false;  // dialled the parent proxy: CONNECT through it before concluding
     };
 
     static constexpr std::size_t kScratchSize = 64 * 1024;
@@ -108,6 +110,7 @@ class Connection final : public SocketOwner {
     std::unique_ptr<Socket> client_;
     std::unique_ptr<Socket> upstream_;
     std::unique_ptr<Dialer> dialer_;
+    std::unique_ptr<ParentHandshake> parent_handshake_;
     std::unique_ptr<Relay> relay_;
     std::unique_ptr<InspectedTunnel> inspected_;  // kept until the connection is freed (it may close us)
     DecisionPoint decision_;

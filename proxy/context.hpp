@@ -5,11 +5,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "policy/policy.hpp"
 #include "proxy/address_guard.hpp"
 #include "proxy/audit_log.hpp"
 #include "proxy/metrics.hpp"
+#include "proxy/parent_proxy.hpp"
 #include "proxy/proxy.hpp"
 #include "proxy/resolver.hpp"
 
@@ -27,7 +29,9 @@ struct Context {
     AddressGuard guard;
     std::unique_ptr<Resolver> resolver;
     std::unique_ptr<AuditLog> audit;
-    std::unique_ptr<TlsInspector> tls;  // inspected connections (tls_inspector.hpp); null without a CA
+    std::unique_ptr<TlsInspector> tls;
+    std::optional<ParentProxy> parent;  // allowed connections chain through it (parent_proxy.hpp)  //
+                                        // inspected connections (tls_inspector.hpp); null without a CA
     Metrics metrics;
     RefusalSummary refusals;
     std::uint64_t next_id = 1;

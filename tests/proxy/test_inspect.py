@@ -56,7 +56,7 @@ def tls_server_context(cert, key):
     return ctx
 
 
-class InspectTest(TempDirTest):
+class InspectBase(TempDirTest):
     def setUp(self):
         super().setUp()
         self.pki = TestPki(self.dir)
@@ -101,6 +101,11 @@ class InspectTest(TempDirTest):
         ctx.set_alpn_protocols(["h2", "http/1.1"])
         return ctx.wrap_socket(s, server_hostname=host)
 
+    def metrics_text(self, p):
+        return self.curl("-sS", "http://127.0.0.1:%d/metrics" % p.metrics_port).stdout.decode()
+
+
+class InspectTest(InspectBase):
     def test_request_rules_inside_the_tunnel_and_full_urls_in_the_audit_log(self):
         p = self.start()
         t = self.tunnel(p, "api.test")
@@ -189,9 +194,6 @@ class InspectTest(TempDirTest):
         # No leaf was minted for any of them.
         self.assertIn("cordon_tls_leaves_minted_total 0\n", self.metrics_text(p))
 
-    def metrics_text(self, p):
-        return self.curl("-sS", "http://127.0.0.1:%d/metrics" % p.metrics_port).stdout.decode()
-
     def test_single_minting_under_concurrent_first_requests(self):
         p = self.start("--metrics", "127.0.0.1:0")
         results = []
@@ -261,8 +263,102 @@ class InspectTest(TempDirTest):
         self.assertIn("cordon ca init", r.stderr)
 
 
+class TestParentProxy:
+    """A CONNECT-only parent proxy on 127.0.0.1:0 that records each CONNECT line and Proxy-Authorization and
+    resolves the test names itself (to 127.0.0.1): cordon must pass names on unresolved."""
+
+    def __init__(self, names):
+        self.names = names
+        self.seen = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = conn.recv(1)
+            if not chunk:
+                return
+            head += chunk
+        lines = head.decode().split("\r\n")
+        auth = [l.split(":", 1)[1].strip() for l in lines if l.lower().startswith("proxy-authorization:")]
+        target = lines[0].split()[1]
+        self.seen.append((lines[0], auth[0] if auth else None))
+        host, port = target.rsplit(":", 1)
+        if host not in self.names:
+            conn.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+            conn.close()
+            return
+        up = socket.create_connection(("127.0.0.1", int(port)))
+        conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+        def pump(a, b):
+            try:
+                while True:
+                    data = a.recv(65536)
+                    if not data:
+                        b.shutdown(socket.SHUT_WR)
+                        return
+                    b.sendall(data)
+            except OSError:
+                pass
+
+        threading.Thread(target=pump, args=(up, conn), daemon=True).start()
+        pump(conn, up)
+
+    def close(self):
+        self.sock.close()
+
+
+class ParentProxyTest(InspectBase):
+    def test_allowed_connections_chain_through_the_parent_unresolved(self):
+        parent = TestParentProxy({"api.test", "chained.test"})
+        self.cleanups.append(parent.close)
+        plain = self.upstream(name="plain")
+        with open(self.settings) as f:
+            settings = json.load(f)
+        settings["network"]["allowedDomains"] += ["chained.test", "direct.test"]
+        settings["network"]["parentProxy"] = {"https": "http://alice:s%%40cret@127.0.0.1:%d" % parent.port,
+                                              "noProxy": "direct.test"}
+        with open(self.settings, "w") as f:
+            json.dump(settings, f)
+        self.dns_server.records["direct.test"] = ["127.0.0.1"]
+        p = self.start()
+        # chained.test is unknown to cordon's DNS: only the parent can resolve it.
+        r = self.curl("-sS", "-x", p.url(), "http://chained.test:%d/via-parent" % plain.port)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["path"], "/via-parent")
+        # An inspected host through the parent: TLS is terminated by cordon, the tunnel goes via the parent.
+        r = self.curl_https(p, "https://api.test:%d/repos/acme/x" % self.up.port)
+        self.assertIn(b"HTTP/1.1 200", r.stdout, r.stderr)
+        # noProxy: direct. A denied host never reaches the parent.
+        r = self.curl("-sS", "-x", p.url(), "http://direct.test:%d/direct" % plain.port)
+        self.assertEqual(json.loads(r.stdout)["path"], "/direct")
+        r = self.curl("-sS", "-i", "-x", p.url(), "http://denied.test:%d/" % plain.port)
+        self.assertIn(b"403", r.stdout)
+        basic = "Basic " + __import__("base64").b64encode(b"alice:s@cret").decode()
+        self.assertEqual(parent.seen, [("CONNECT chained.test:%d HTTP/1.1" % plain.port, basic),
+                                       ("CONNECT api.test:%d HTTP/1.1" % self.up.port, basic)])
+        self.assertEqual(self.dns_server.count("chained.test"), 0)
+        # A parent that refuses: 502 naming it.
+        r = self.curl("-sS", "-i", "-x", p.url(), "http://other.test:%d/" % plain.port)
+        self.assertIn(b"502", r.stdout)
+        self.assertIn(b"parent", r.stdout)
+
+
 @unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
-class RunInspectTest(InspectTest):
+class RunInspectTest(InspectBase):
     """A jailed curl with no flags trusts the inspected connection; secrets reach only their hosts."""
 
     def run_jail(self, script, *flags, env=None):
