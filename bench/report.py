@@ -212,6 +212,21 @@ if "jdl_srt" in R:
     r = ratio(c, num("jdl_best_srt"))
     target("5 jailed download", "cordon ≥ 3× srt", fmt(r, "{:.1f}×"), None if r is None else r >= 3)
 
+# 6. TLS termination
+if "tls_mint_median_us" in R:
+    out.append("## 6. TLS termination: leaf minting and requests/s through an inspected keep-alive connection")
+    out.append("")
+    mint, absolute, inspected = num("tls_mint_median_us"), num("tls_rps_absolute"), num("tls_rps_inspected")
+    out.append("| measure | value |")
+    out.append("|---|---:|")
+    out.append(f"| leaf mint, median (p99) | {fmt(mint, '{:.0f} µs')} ({fmt(num('tls_mint_p99_us'), '{:.0f} µs')}) |")
+    out.append(f"| absolute-form requests/s through the inspecting proxy | {fmt(absolute, '{:.0f}')} |")
+    out.append(f"| requests/s inside inspected connections (CONNECT + TLS both sides) | {fmt(inspected, '{:.0f}')} |")
+    out.append("")
+    target("6 leaf mint", "median < 1 ms", fmt(mint, "{:.0f} µs"), None if mint is None else mint < 1000)
+    r = ratio(inspected, absolute)
+    target("6 inspected requests/s", "≥ 0.5 of absolute-form", fmt(r, "{:.2f}×"), None if r is None else r >= 0.5)
+
 out.append("## Targets")
 out.append("")
 out.append("| benchmark | target | measured | |")
