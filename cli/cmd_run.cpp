@@ -63,6 +63,11 @@ constexpr const char* kRunHelpEnd =
     "The proxy runs in cordon itself (host side) and serves sockets created inside the jail; the audit log\n"
     "names the jail in `sandbox`. At the end, refused connections are summarised on stderr (not with "
     "--quiet).\n"
+    "With inspected hosts (--inspect, sandbox.network.inspect), the jail trusts cordon's CA (an ephemeral "
+    "one\n"
+    "without --ca-dir or `cordon ca init`): the system bundle path shows the system's CAs plus cordon's, "
+    "and\n"
+    "SSL_CERT_FILE/NODE_EXTRA_CA_CERTS/REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE/GIT_SSL_CAINFO name it.\n"
     "\n";
 
 std::uint64_t parse_size(const std::string& text, const char* flag) {

