@@ -281,6 +281,7 @@ void InspectedTunnel::update_interest() {
 }
 
 bool InspectedTunnel::flush() {
+    if (c_.closed()) return false;
     char buf[16384];
     for (auto [ssl, socket] : {std::pair{down_, c_.client_.get()}, std::pair{up_, c_.upstream_.get()}}) {
         if (!ssl) continue;
