@@ -69,16 +69,49 @@ bool glob_matches(std::string_view pattern, std::string_view text) {
     return pattern[0] == text[0] && glob_matches(pattern.substr(1), text.substr(1));
 }
 
+std::optional<std::string> rule_path(std::string_view target, std::string& why) {
+    std::string_view raw = target.substr(0, target.find('?'));
+    std::string path;
+    path.reserve(raw.size());
+    auto hex = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+    };
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+        char c = raw[i];
+        if (c == '%' && i + 2 < raw.size() && hex(raw[i + 1]) >= 0 && hex(raw[i + 2]) >= 0) {
+            c = static_cast<char>(hex(raw[i + 1]) * 16 + hex(raw[i + 2]));
+            i += 2;
+        }
+        if (c == '\\') c = '/';
+        if (c == '\0') {
+            why = "a NUL in the request path";
+            return std::nullopt;
+        }
+        path += c;
+    }
+    for (std::size_t start = 0; start <= path.size();) {
+        std::size_t slash = std::min(path.find('/', start), path.size());
+        std::string_view segment = std::string_view(path).substr(start, slash - start);
+        if (segment == "." || segment == "..") {
+            why = "dot segments in the request path";
+            return std::nullopt;
+        }
+        start = slash + 1;
+    }
+    return path;
+}
+
 bool RequestRule::matches(std::string_view method, std::string_view path) const {
     bool method_ok = methods.empty();
     for (const auto& m : methods)
         if (m == "*" || m == method) method_ok = true;
     if (!method_ok) return false;
     if (paths.empty()) return true;
-    // The path without its query: rules name resources, not parameters.
-    std::string_view bare = path.substr(0, path.find('?'));
     for (const auto& p : paths)
-        if (glob_matches(p, bare)) return true;
+        if (glob_matches(p, path)) return true;
     return false;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,7 +29,8 @@ struct RequestRule {
     std::vector<std::string> methods;  // upper case; empty = every method
     std::vector<std::string> paths;    // globs: `*` within a segment, `**` across, `?` one character
     bool allow = true;
-    bool matches(std::string_view method, std::string_view path) const;  // host checked by the caller
+    // `path` as rule_path() gives it; the host is checked by the caller.
+    bool matches(std::string_view method, std::string_view path) const;
 };
 
 struct SecretRule {
@@ -60,8 +62,9 @@ struct InspectionPolicy {
     bool inspects(std::string_view host, std::uint16_t port) const;
     bool enabled() const { return terminate_all || !inspect.empty(); }
 
-    // A request inside an inspected connection: deny wins when both match; a host that has rules and no
-    // matching one is denied (`rule` null). A host without rules is allowed (`rule` null).
+    // A request inside an inspected connection (`path` as rule_path() gives it): deny wins when both match; a
+    // host that has rules and no matching one is denied (`rule` null). A host without rules is allowed
+    // (`rule` null).
     struct RequestDecision {
         bool allowed = true;
         const RequestRule* rule = nullptr;
@@ -69,6 +72,12 @@ struct InspectionPolicy {
     RequestDecision decide_request(std::string_view host, std::uint16_t port, std::string_view method,
                                    std::string_view path) const;
 };
+
+// The form of a request target that request rules match: the path without its query, every %XX escape decoded
+// and `\` read as `/` (so `/a%2Fb` and `/a\b` are the `/a/b` a server may see). Dot segments (`/../`, `/./`,
+// also encoded) and NUL are refused (nullopt, `why` set): servers disagree about them, and
+// `/repos/acme/../../x` would otherwise match a rule for `/repos/acme/**` while the server serves `/x`.
+std::optional<std::string> rule_path(std::string_view target, std::string& why);
 
 // `pattern` (`*`, `**`, `?`) against `text`; `*` and `?` never cross a `/`.
 bool glob_matches(std::string_view pattern, std::string_view text);

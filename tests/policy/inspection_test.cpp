@@ -114,3 +114,17 @@ TEST_CASE("credentials: envVars with modes and injectHosts - files in deny mode 
     CHECK(i.parent_proxy.https == "http://proxy.corp:3128");
     CHECK(i.parent_proxy.no_proxy == "corp.internal");
 }
+
+TEST_CASE("request rules match the path a server may see - dot segments are refused") {
+    std::string why;
+    CHECK(rule_path("/a%2Fb?x=/../", why) == "/a/b");
+    CHECK(rule_path("/a\\b", why) == "/a/b");
+    CHECK(rule_path("/public/%73ecret", why) == "/public/secret");
+    CHECK_FALSE(rule_path("/repos/acme/../../gists", why));
+    CHECK(why.find("dot segments") != std::string::npos);
+    CHECK_FALSE(rule_path("/repos/acme/%2e%2e/x", why));
+    CHECK_FALSE(rule_path("/a/./b", why));
+    CHECK_FALSE(rule_path("/a/..", why));
+    CHECK_FALSE(rule_path("/a%00b", why));
+    CHECK(rule_path("/a/..b/.c", why) == "/a/..b/.c");
+}

@@ -146,6 +146,20 @@ class InspectTest(InspectBase):
         # Only the upstream-visible requests reached it.
         self.assertEqual([r[1] for r in self.up.requests], ["/repos/acme/app", "/public/x"])
 
+    def test_paths_are_matched_as_a_server_reads_them(self):
+        # The attack: a path that matches an allow rule as written, and another resource once the server
+        # resolves its dot segments or decodes it.
+        p = self.start()
+        port = self.up.port
+        for path, status in [("/repos/acme/../../gists", 400), ("/repos/acme/%2e%2e/%2E%2E/gists", 400),
+                             ("/public/%73ecret", 403), ("/public\\secret", 403)]:
+            t = self.tunnel(p, "api.test")
+            t.sendall(b"GET %s HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % (path.encode(), port))
+            got, headers, body = read_http_response(t)
+            self.assertEqual(got, status, (path, body))
+            t.close()
+        self.assertEqual(self.up.requests, [])
+
     def test_curl_through_connect_and_socks5(self):
         p = self.start()
         r = self.curl_https(p, "https://api.test:%d/repos/acme/x" % self.up.port)
