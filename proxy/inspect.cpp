@@ -7,10 +7,13 @@
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
 
+#include <strings.h>
+
 #include <cstring>
 
 #include "policy/inspection.hpp"
 #include "policy/syntax.hpp"
+#include "proxy/auth.hpp"
 #include "proxy/connection.hpp"
 #include "proxy/context.hpp"
 #include "proxy/tls_inspector.hpp"
@@ -479,6 +482,30 @@ void InspectedTunnel::request_head() {
     for (const auto& [name, value] : head.headers) {
         if (iequals(name, "proxy-authorization") || iequals(name, "proxy-connection")) continue;
         std::string v = value;
+        // Basic credentials carry a token base64-encoded (git over HTTPS: user:TOKEN): look inside them too.
+        if (iequals(name, "authorization") && v.size() > 6 &&
+            iequals(std::string_view(v).substr(0, 6), "basic ")) {
+            if (auto decoded = base64_decode(std::string_view(v).substr(6))) {
+                std::string plain = *decoded;
+                bool changed = false;
+                while (const auto* s = tls.sentinel_in(plain)) {
+                    if (!TlsInspector::may_inject(*s, host)) {
+                        ::explicit_bzero(decoded->data(), decoded->size());
+                        refuse(403, "blocked-by-secret-scope", "blocked-by-secret-scope",
+                               "cordon: header " + name + " carries the sentinel of " + s->name +
+                                   ", which may go to its injectHosts only\n",
+                               "", "");
+                        return;
+                    }
+                    for (std::size_t at = plain.find(s->sentinel); at != std::string::npos;
+                         at = plain.find(s->sentinel, at + s->value.size()))
+                        plain.replace(at, s->sentinel.size(), s->value);
+                    changed = true;
+                }
+                if (changed) v = "Basic " + base64_encode(plain);
+                ::explicit_bzero(plain.data(), plain.size());
+            }
+        }
         while (const auto* s = tls.sentinel_in(v)) {
             if (!TlsInspector::may_inject(*s, host)) {
                 refuse(403, "blocked-by-secret-scope", "blocked-by-secret-scope",

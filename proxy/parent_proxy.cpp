@@ -5,29 +5,11 @@
 
 #include "policy/policy.hpp"
 #include "policy/syntax.hpp"
+#include "proxy/auth.hpp"
 
 namespace cordon::proxy {
 
 namespace {
-
-std::string base64(std::string_view in) {
-    static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    std::size_t i = 0;
-    for (; i + 2 < in.size(); i += 3) {
-        unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
-                     (static_cast<unsigned char>(in[i + 1]) << 8) | static_cast<unsigned char>(in[i + 2]);
-        out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], kAlphabet[(v >> 6) & 63], kAlphabet[v & 63]};
-    }
-    if (i + 1 == in.size()) {
-        unsigned v = static_cast<unsigned char>(in[i]) << 16;
-        out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], '=', '='};
-    } else if (i + 2 == in.size()) {
-        unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
-        out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], kAlphabet[(v >> 6) & 63], '='};
-    }
-    return out;
-}
 
 std::string percent_decode(std::string_view s) {
     std::string out;
@@ -55,7 +37,7 @@ std::variant<ParentProxy, std::string> ParentProxy::parse(std::string_view url, 
     if (auto slash = rest.find('/'); slash != std::string_view::npos) rest = rest.substr(0, slash);
     if (auto at = rest.rfind('@'); at != std::string_view::npos) {
         try {
-            p.authorization = "Basic " + base64(percent_decode(rest.substr(0, at)));
+            p.authorization = "Basic " + base64_encode(percent_decode(rest.substr(0, at)));
         } catch (const std::exception&) {
             return "parent proxy: bad percent-encoding in the user info";
         }
@@ -95,7 +77,7 @@ bool ParentProxy::applies(std::string_view target) const {
             if (target == bare || (target.size() > e.size() && target.substr(target.size() - e.size()) == e))
                 return false;
         } else if (target == e || (target.size() > e.size() && target.substr(target.size() - e.size()) == e &&
-                                 target[target.size() - e.size() - 1] == '.')) {
+                                   target[target.size() - e.size() - 1] == '.')) {
             return false;
         }
     }

