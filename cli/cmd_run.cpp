@@ -9,6 +9,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/policy_reload.hpp"
 #include "cli/proxy_flags.hpp"
 #include "run/environment.hpp"
 #include "run/run.hpp"
@@ -54,6 +55,9 @@ constexpr const char* kRunHelp =
     "                         the jail sees NAME as a random sentinel; the proxy puts the real value into\n"
     "                         request headers to HOSTs (inspected ones) and refuses the sentinel elsewhere\n"
     "  --quiet                no end-of-run summary of refused connections\n"
+    "  --watch                reload the network policy (not the filesystem rules) when a settings file or\n"
+    "                         managed-settings.d changes, as `cordon proxy --watch` does; refused (exit 2)\n"
+    "                         when a source lies where the jailed command could write\n"
     "  --help                 this text\n"
     "\n"
     "\n";
@@ -121,6 +125,7 @@ std::pair<uid_t, gid_t> parse_user(const std::string& text) {
 int cmd_run(int argc, char** argv) {
     policy::LoadOptions load;
     run::Options run;
+    bool watch = false;
     ArgCursor args(argc, argv, 0);
     while (!args.done()) {
         if (args.peek() == "--") {
@@ -160,6 +165,8 @@ int cmd_run(int argc, char** argv) {
                 start = comma + 1;
             }
             run.secrets.push_back(std::move(flag));
+        } else if (args.flag("--watch")) {
+            watch = true;
         } else if (args.flag("--no-network")) {
             run.network = false;
         } else if (args.flag("--memory")) {
@@ -187,12 +194,35 @@ int cmd_run(int argc, char** argv) {
     }
     if (run.command.empty())
         throw UsageError("no command given (cordon run [flags] -- CMD ARGS... or -c STRING)");
+    if (watch && !run.network)
+        throw UsageError("--watch reloads the network policy; with --no-network there is none");
     if (run.strict && run.best_effort) throw UsageError("--strict and --best-effort contradict each other");
 
-    run.load_policy = [load](const std::filesystem::path& cwd) mutable {
-        load.cwd = cwd;
-        return load_policy_or_report(load);
+    auto shared_load = std::make_shared<policy::LoadOptions>(load);
+    run.load_policy = [shared_load, watch](const std::filesystem::path& cwd) -> policy::PolicyPtr {
+        shared_load->cwd = cwd;
+        auto policy = load_policy_or_report(*shared_load);
+        if (policy && watch) {
+            // The jailed command must not be able to change its own network policy through --watch.
+            PolicyReloader check("cordon", *shared_load, nullptr, policy, true);
+            if (auto why = check.writable_source()) {
+                std::cerr << "cordon: --watch: " << *why
+                          << ": the jailed command could change its own network "
+                             "policy (give the policy from outside the jail's writable areas, or leave out "
+                             "--watch)\n";
+                return nullptr;
+            }
+        }
+        return policy;
     };
+    if (watch) {
+        run.watch = [shared_load](uv_loop_s* loop, proxy::Proxy& proxy,
+                                  policy::PolicyPtr policy) -> std::shared_ptr<void> {
+            auto reloader = std::make_shared<PolicyReloader>("cordon", *shared_load, &proxy, policy, true);
+            reloader->watch(loop);
+            return reloader;
+        };
+    }
     return run::run(run);
 }
 
