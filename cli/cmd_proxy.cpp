@@ -31,6 +31,8 @@ constexpr const char* kProxyHelp =
     "  --metrics ADDR:PORT    serve Prometheus metrics there\n"
     "  --auth-token TOKEN     require Basic proxy credentials (any user name) with this password;\n"
     "                         SOCKS5 clients must use username/password\n"
+    "  --control unix:PATH    a control channel on a Unix socket (mode 0600): JSON lines in (settings\n"
+    "                         updates, answers to --ask), JSON lines out (asks, refusals)\n"
     "  --drain-timeout S      on SIGTERM/SIGINT, let open connections finish for S seconds (default 30)\n"
     "  -h, --help             print this help\n"
     "\n"
@@ -88,7 +90,7 @@ int cmd_proxy(int argc, char** argv) {
     State state;
     proxy::Options options;
     std::vector<std::string> listen;
-    std::string metrics;
+    std::string metrics, control;
     while (!args.done()) {
         if (args.peek() == "--help" || args.peek() == "-h") {
             std::cout << kProxyHelp << kProxyFlagsHelp << "\n" << kPolicyFlagsHelp;
@@ -101,6 +103,10 @@ int cmd_proxy(int argc, char** argv) {
         } else if (args.flag("--auth-token")) {
             options.auth_token = args.value();
             if (options.auth_token.empty()) throw UsageError("--auth-token needs a non-empty token");
+        } else if (args.flag("--control")) {
+            control = args.value();
+            if (control.rfind("unix:", 0) != 0 || control.size() <= 5)
+                throw UsageError("--control needs unix:PATH, not '" + control + "'");
         } else if (args.flag("--drain-timeout")) {
             state.drain = parse_seconds("--drain-timeout", args.value());
         } else if (parse_proxy_flag(args, options) || parse_policy_flag(args, state.load)) {
@@ -119,6 +125,7 @@ int cmd_proxy(int argc, char** argv) {
                      "sandbox.network.allowedDomains in the settings read): every request will be refused\n";
     }
     proxy::raise_fd_limit();
+    options.reload = control_reload(state.load);
 
     uv_loop_t* loop = uv_default_loop();
     try {
@@ -127,6 +134,10 @@ int cmd_proxy(int argc, char** argv) {
             auto port = state.proxy->listen_tcp(address);
             std::string host = address.substr(0, address.rfind(':'));
             std::cerr << "cordon proxy: listening on " << host << ":" << port << "\n";
+        }
+        if (!control.empty()) {
+            state.proxy->listen_control(control.substr(5));
+            std::cerr << "cordon proxy: control channel on " << control << "\n";
         }
         if (!metrics.empty()) {
             auto port = state.proxy->serve_metrics(metrics);

@@ -1,4 +1,5 @@
 // `cordon run`: its flags. The supervisor itself is run/ (run::run).
+#include <fcntl.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -50,6 +51,10 @@ constexpr const char* kRunHelp =
     "                         capability dropped and /proc/sys read-only; files owned by root in writable\n"
     "                         areas stay writable to it. Give --user to run it unprivileged.\n"
     "  --no-network           do not create the proxy listeners: the jail has no network at all\n"
+    "  --control-fd N         a control channel on descriptor N (a socket; a pipe only reads): JSON lines "
+    "in\n"
+    "                         (settings updates for the network policy of new connections, answers to\n"
+    "                         --ask), JSON lines out (asks, refusals); filesystem rules cannot change\n"
     "  --quiet                no end-of-run summary of refused connections\n"
     "  --help                 this text\n"
     "\n"
@@ -136,6 +141,15 @@ int cmd_run(int argc, char** argv) {
             run.allow_ptrace = true;
         } else if (args.flag("--quiet")) {
             run.quiet = true;
+        } else if (args.flag("--control-fd")) {
+            std::string v = args.value();
+            if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos)
+                throw UsageError("--control-fd needs a file descriptor number, not '" + v + "'");
+            int fd = std::stoi(v);
+            if (fd <= 2 || ::fcntl(fd, F_GETFD) < 0)
+                throw UsageError("--control-fd " + v + ": not an open descriptor above 2");
+            ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // the supervisor's, never the jail's
+            run.control_fd = fd;
         } else if (args.flag("--no-network")) {
             run.network = false;
         } else if (args.flag("--memory")) {
@@ -165,6 +179,13 @@ int cmd_run(int argc, char** argv) {
         throw UsageError("no command given (cordon run [flags] -- CMD ARGS... or -c STRING)");
     if (run.strict && run.best_effort) throw UsageError("--strict and --best-effort contradict each other");
 
+    if (run.control_fd && !run.network) throw UsageError("--control-fd needs the network (not --no-network)");
+    {
+        std::error_code ec;
+        policy::LoadOptions reload = load;
+        reload.cwd = std::filesystem::current_path(ec);
+        run.proxy.reload = control_reload(reload);
+    }
     run.load_policy = [load](const std::filesystem::path& cwd) mutable {
         load.cwd = cwd;
         return load_policy_or_report(load);

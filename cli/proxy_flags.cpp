@@ -33,6 +33,10 @@ bool parse_proxy_flag(ArgCursor& args, proxy::Options& options) {
         options.idle_timeout = parse_seconds("--idle-timeout", args.value());
     } else if (args.flag("--header-timeout")) {
         options.header_timeout = parse_seconds("--header-timeout", args.value());
+    } else if (args.flag("--ask")) {
+        options.ask = true;
+    } else if (args.flag("--ask-timeout")) {
+        options.ask_timeout = parse_seconds("--ask-timeout", args.value());
     } else if (args.flag("--max-connections")) {
         std::string value = args.value();
         char* end = nullptr;
@@ -54,6 +58,20 @@ const char* const kProxyFlagsHelp =
     "  --idle-timeout S       close a connection idle for S seconds (default 300; 504 if awaiting a "
     "response)\n"
     "  --header-timeout S     close a client that takes S seconds to send a request head (default 30)\n"
-    "  --max-connections N    concurrent connections; more get 503 / SOCKS5 0x01 (default 10000)\n";
+    "  --max-connections N    concurrent connections; more get 503 / SOCKS5 0x01 (default 10000)\n"
+    "  --ask                  ask about a host in neither list on the control channel (--control-fd,\n"
+    "                         --control) instead of refusing it; not with strictAllowlist\n"
+    "  --ask-timeout S        how long a connection waits for the answer (default 30; then refused)\n";
+
+std::function<std::variant<policy::PolicyPtr, std::string>(const std::string&)> control_reload(
+    policy::LoadOptions load) {
+    return [load](const std::string& control) -> std::variant<policy::PolicyPtr, std::string> {
+        policy::LoadOptions options = load;
+        options.control_settings = {control};
+        auto result = policy::load_policy(options);
+        if (auto* error = std::get_if<policy::LoadError>(&result)) return error->message;
+        return std::get<policy::PolicyPtr>(std::move(result));
+    };
+}
 
 }  // namespace cordon::cli

@@ -59,6 +59,14 @@ void DecisionPoint::decide(const std::string& host, std::uint16_t port, Callback
         done(std::move(outcome));
         return;
     }
+    resume(host, port, std::move(outcome.decision), std::move(done));
+}
+
+void DecisionPoint::resume(const std::string& host, std::uint16_t port, policy::Decision decision,
+                           Callback done) {
+    Outcome outcome;
+    outcome.decision = std::move(decision);
+    last_ = outcome.decision;
     // An IP literal was allowed by a rule naming it; it still goes through the guard.
     if (auto literal = Address::parse(host)) {
         done(guard(std::move(outcome), {*literal}, port));

@@ -139,6 +139,7 @@ int run(const Options& options) {
             return 125;
         }
         sup.proxy = proxy.get();
+        if (options.control_fd) proxy->serve_control_fd(*options.control_fd);
     }
     // After the jail started: it must not inherit an ignored SIGPIPE (`yes | head` relies on it).
     ::signal(SIGPIPE, SIG_IGN);
