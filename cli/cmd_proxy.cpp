@@ -43,6 +43,7 @@ constexpr const char* kProxyHelp =
 
 struct State {
     policy::LoadOptions load;
+    std::shared_ptr<std::string> control_layer = std::make_shared<std::string>();  // kept across SIGHUP
     std::unique_ptr<proxy::Proxy> proxy;
     std::chrono::milliseconds drain{30'000};
     bool stopping = false;
@@ -54,7 +55,9 @@ void on_hup(uv_signal_t* handle, int) {
     // First the audit log, whatever the policy's fate: logrotate moved the file and signals us.
     if (auto error = state->proxy->reopen_audit_log())
         std::cerr << "cordon proxy: SIGHUP: " << *error << "\n";
-    auto policy = load_policy_or_report(state->load);
+    policy::LoadOptions load = state->load;
+    if (!state->control_layer->empty()) load.control_settings = {*state->control_layer};
+    auto policy = load_policy_or_report(load);
     if (!policy) {
         std::cerr << "cordon proxy: SIGHUP: the new policy is invalid; keeping the old one\n";
         state->proxy->count_policy_reload(false);
@@ -125,7 +128,7 @@ int cmd_proxy(int argc, char** argv) {
                      "sandbox.network.allowedDomains in the settings read): every request will be refused\n";
     }
     proxy::raise_fd_limit();
-    options.reload = control_reload(state.load);
+    options.reload = control_reload(state.load, state.control_layer);
 
     uv_loop_t* loop = uv_default_loop();
     try {

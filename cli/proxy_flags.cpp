@@ -64,12 +64,13 @@ const char* const kProxyFlagsHelp =
     "  --ask-timeout S        how long a connection waits for the answer (default 30; then refused)\n";
 
 std::function<std::variant<policy::PolicyPtr, std::string>(const std::string&)> control_reload(
-    policy::LoadOptions load) {
-    return [load](const std::string& control) -> std::variant<policy::PolicyPtr, std::string> {
+    policy::LoadOptions load, std::shared_ptr<std::string> latest) {
+    return [load, latest](const std::string& control) -> std::variant<policy::PolicyPtr, std::string> {
         policy::LoadOptions options = load;
         options.control_settings = {control};
         auto result = policy::load_policy(options);
         if (auto* error = std::get_if<policy::LoadError>(&result)) return error->message;
+        if (latest) *latest = control;
         return std::get<policy::PolicyPtr>(std::move(result));
     };
 }

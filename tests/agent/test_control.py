@@ -5,6 +5,7 @@ answered and timing out; malformed lines. Needs root for the jail."""
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -211,6 +212,11 @@ class ProxyControlTest(TempDirTest):
         channel.expect("updated")
         self.assertEqual(curl().stdout, "403")
         self.assertEqual(channel.expect("refused")["reason"], "blocked-by-denylist")
+        # SIGHUP re-reads the files and keeps the control layer
+        proxy.signal(signal.SIGHUP)
+        self.assertTrue(wait_for(lambda: "policy reloaded" in proxy.stderr()))
+        self.assertEqual(curl().stdout, "403")
+        channel.expect("refused")
         # a peer that goes away: its open asks are refused at once rather than at the timeout
         pending = subprocess.Popen(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20",
                                     "-x", proxy.url(), f"http://other.test:{up.port}/"], stdout=subprocess.PIPE,
