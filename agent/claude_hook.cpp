@@ -70,14 +70,26 @@ std::string named(const policy::Rule& rule) {
     return "`" + rule.text + "` (" + policy::format_source(rule.source) + ")";
 }
 
-// The first rule of `rules` that matches one of `parts` (deny and ask rules also see the part without its
-// leading assignments, and the whole command).
+// `text` without quote characters and backslashes: `r'm' -rf`, `"rm" -rf` and `\rm -rf` all run `rm -rf`.
+// Only for deny and ask rules, where matching more is the safe side.
+std::string unquoted(std::string_view text) {
+    std::string out;
+    for (char c : text)
+        if (c != '\'' && c != '"' && c != '\\') out += c;
+    return out;
+}
+
+// The first rule of `rules` that matches one of `parts`: as written, without leading assignments, and without
+// quotes (deny and ask rules; see unquoted()).
 const policy::Rule* first_match(const std::vector<policy::Rule>& rules,
                                 const std::vector<std::string>& parts) {
     for (const policy::Rule& rule : rules)
-        for (const std::string& part : parts)
-            if (bash_rule_matches(rule.text, part) || bash_rule_matches(rule.text, without_assignments(part)))
+        for (const std::string& part : parts) {
+            std::string_view bare = without_assignments(part);
+            if (bash_rule_matches(rule.text, part) || bash_rule_matches(rule.text, bare) ||
+                bash_rule_matches(rule.text, unquoted(part)) || bash_rule_matches(rule.text, unquoted(bare)))
                 return &rule;
+        }
     return nullptr;
 }
 

@@ -107,6 +107,8 @@ TEST_CASE("the hook's decision table") {
         {"echo $(rm -rf ~)", false, Permission::Deny, false, "Bash(rm -rf:*)"},
         {"(cd x; git push origin main)", false, Permission::Deny, false, "Bash(git push *)"},
         {"X=1 rm -rf y", false, Permission::Deny, false, "Bash(rm -rf:*)"},
+        {"r'm' -rf y", false, Permission::Deny, false, "Bash(rm -rf:*)"},
+        {"\\rm \"-rf\" y", false, Permission::Deny, false, "Bash(rm -rf:*)"},
         {"rm -rf 'unterminated", false, Permission::Deny, false, "Bash(rm -rf:*)"},
         // deny beats dangerouslyDisableSandbox
         {"rm -rf x", true, Permission::Deny, false, "Bash(rm -rf:*)"},
