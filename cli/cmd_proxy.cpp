@@ -119,6 +119,7 @@ int cmd_proxy(int argc, char** argv) {
         }
     }
     if (listen.empty()) throw UsageError("--listen ADDR:PORT is required");
+    if (options.ask && control.empty()) throw UsageError("--ask needs --control unix:PATH (someone to ask)");
 
     auto policy = load_policy_or_report(state.load);
     if (!policy) return 2;

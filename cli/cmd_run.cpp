@@ -1,6 +1,7 @@
 // `cordon run`: its flags. The supervisor itself is run/ (run::run).
 #include <fcntl.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -146,8 +147,11 @@ int cmd_run(int argc, char** argv) {
             if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos)
                 throw UsageError("--control-fd needs a file descriptor number, not '" + v + "'");
             int fd = std::stoi(v);
-            if (fd <= 2 || ::fcntl(fd, F_GETFD) < 0)
+            struct stat st {};
+            if (fd <= 2 || ::fcntl(fd, F_GETFD) < 0 || ::fstat(fd, &st) != 0)
                 throw UsageError("--control-fd " + v + ": not an open descriptor above 2");
+            if (!S_ISSOCK(st.st_mode) && !S_ISFIFO(st.st_mode))
+                throw UsageError("--control-fd " + v + ": not a socket or a pipe");
             ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // the supervisor's, never the jail's
             run.control_fd = fd;
         } else if (args.flag("--no-network")) {
@@ -180,6 +184,7 @@ int cmd_run(int argc, char** argv) {
     if (run.strict && run.best_effort) throw UsageError("--strict and --best-effort contradict each other");
 
     if (run.control_fd && !run.network) throw UsageError("--control-fd needs the network (not --no-network)");
+    if (run.proxy.ask && !run.control_fd) throw UsageError("--ask needs --control-fd (someone to ask)");
     {
         std::error_code ec;
         policy::LoadOptions reload = load;

@@ -139,7 +139,14 @@ int run(const Options& options) {
             return 125;
         }
         sup.proxy = proxy.get();
-        if (options.control_fd) proxy->serve_control_fd(*options.control_fd);
+        if (options.control_fd) {
+            try {
+                proxy->serve_control_fd(*options.control_fd);
+            } catch (const std::exception& e) {
+                std::cerr << "cordon: " << e.what() << "\n";
+                return 125;
+            }
+        }
     }
     // After the jail started: it must not inherit an ignored SIGPIPE (`yes | head` relies on it).
     ::signal(SIGPIPE, SIG_IGN);

@@ -183,6 +183,21 @@ class RunControlTest(TempDirTest):
         self.assertTrue(self.channel.none("ask"))
 
 
+class FlagsTest(TempDirTest):
+    def test_bad_control_flags_are_usage_errors(self):
+        def run(*args, **kw):
+            return subprocess.run([CORDON, *args], capture_output=True, text=True, timeout=30, **kw)
+        self.assertEqual(run("run", "--ask", "--", "true").returncode, 2)
+        self.assertEqual(run("proxy", "--listen", "127.0.0.1:0", "--ask").returncode, 2)
+        self.assertEqual(run("proxy", "--listen", "127.0.0.1:0", "--control", "/no/scheme").returncode, 2)
+        with open(os.path.join(self.dir, "file"), "w") as f:
+            r = run("run", "--control-fd", str(f.fileno()), "--", "true", pass_fds=[f.fileno()])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not a socket or a pipe", r.stderr)
+        r = run("run", "--control-fd", "1", "--", "true")
+        self.assertEqual(r.returncode, 2)
+
+
 class ProxyControlTest(TempDirTest):
     def test_proxy_control_socket(self):
         up = self.upstream()
