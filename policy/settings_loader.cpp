@@ -538,8 +538,8 @@ class Loader {
         load_text(file, std::string_view(bytes.data(), bytes.size()), layer);
     }
 
-    // A settings object that is no file (a control channel's update): `name` stands for the file in
-    // messages and sources.
+    // A settings object that is no file (a control channel's layer): `file` is then a name for messages and
+    // sources, and nothing is added to files_read.
     void load_text(const fs::path& file, std::string_view text, Layer layer) {
         json root;
         try {
@@ -641,8 +641,10 @@ std::optional<LoadError> collect(const LoadOptions& options, Collected& out) {
         for (const fs::path& file : drop_ins)
             loader.load_file(file, Layer::Managed);
         for (std::size_t i = 0; i < options.control_settings.size(); ++i)
-            loader.load_text("control update " + std::to_string(i + 1), options.control_settings[i],
-                             Layer::Control);
+            loader.load_text(options.control_settings.size() == 1
+                                 ? std::string("control channel")
+                                 : "control channel " + std::to_string(i + 1),
+                             options.control_settings[i], Layer::Control);
 
         for (const fs::path& file : options.settings_files) {
             const fs::path full = absolute_normal(file, process_cwd);
