@@ -89,3 +89,26 @@ TEST_CASE("shell_quote makes one single-quoted word") {
     CHECK(shell_quote("") == "''");
     CHECK(shell_quote("a\nb $(c)") == "'a\nb $(c)'");
 }
+
+// Shell metacharacters in random order (a fixed seed): every input is split or refused, never crashes, and
+// each part is a piece of the input.
+TEST_CASE("random inputs are split or refused") {
+    const std::string alphabet = "ab ;&|()$`'\"\\<>-#\n{}=*E";
+    std::uint32_t state = 12345;
+    auto next = [&] {
+        state = state * 1664525u + 1013904223u;
+        return state >> 8;
+    };
+    for (int n = 0; n < 20000; ++n) {
+        std::string input;
+        const std::size_t size = next() % 40;
+        for (std::size_t i = 0; i < size; ++i)
+            input += alphabet[next() % alphabet.size()];
+        auto result = split_command(input);
+        if (auto* parts = std::get_if<Parts>(&result))
+            for (const auto& part : *parts) {
+                INFO(input);
+                CHECK(input.find(part) != std::string::npos);
+            }
+    }
+}

@@ -58,3 +58,20 @@ TEST_CASE("control lines: malformed ones are errors with a message") {
         CHECK_FALSE(std::get<ControlError>(m).message.empty());
     }
 }
+
+TEST_CASE("control lines: random bytes are an error or a message, never a crash") {
+    const std::string alphabet = "{}[]\":,0123 answerdcllowynetk\\\xff";
+    std::uint32_t state = 777;
+    auto next = [&] {
+        state = state * 1664525u + 1013904223u;
+        return state >> 8;
+    };
+    for (int n = 0; n < 20000; ++n) {
+        std::string line;
+        const std::size_t size = next() % 48;
+        for (std::size_t i = 0; i < size; ++i)
+            line += alphabet[next() % alphabet.size()];
+        auto m = parse_control_line(line);
+        if (auto* e = std::get_if<ControlError>(&m)) CHECK_FALSE(e->message.empty());
+    }
+}
