@@ -11,6 +11,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/policy_reload.hpp"
 #include "cli/proxy_flags.hpp"
 #include "run/environment.hpp"
 #include "run/run.hpp"
@@ -52,11 +53,14 @@ constexpr const char* kRunHelp =
     "                         capability dropped and /proc/sys read-only; files owned by root in writable\n"
     "                         areas stay writable to it. Give --user to run it unprivileged.\n"
     "  --no-network           do not create the proxy listeners: the jail has no network at all\n"
-    "  --control-fd N         a control channel on descriptor N (a socket; a pipe only reads): JSON lines "
-    "in\n"
-    "                         (settings updates for the network policy of new connections, answers to\n"
-    "                         --ask), JSON lines out (asks, refusals); filesystem rules cannot change\n"
+    "  --control-fd N         a control channel on descriptor N (a socket; a pipe only reads): JSON\n"
+    "                         lines in (settings updates for the network policy of new connections,\n"
+    "                         answers to asks), JSON lines out (asks, refusals); filesystem rules\n"
+    "                         cannot change for a running jail\n"
     "  --quiet                no end-of-run summary of refused connections\n"
+    "  --watch                reload the network policy (not the filesystem rules) when a settings file or\n"
+    "                         managed-settings.d changes, as `cordon proxy --watch` does; refused (exit 2)\n"
+    "                         when a source lies where the jailed command could write\n"
     "  --help                 this text\n"
     "\n"
     "\n";
@@ -119,6 +123,7 @@ std::pair<uid_t, gid_t> parse_user(const std::string& text) {
 int cmd_run(int argc, char** argv) {
     policy::LoadOptions load;
     run::Options run;
+    bool watch = false;
     ArgCursor args(argc, argv, 0);
     while (!args.done()) {
         if (args.peek() == "--") {
@@ -154,6 +159,8 @@ int cmd_run(int argc, char** argv) {
                 throw UsageError("--control-fd " + v + ": not a socket or a pipe");
             ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // the supervisor's, never the jail's
             run.control_fd = fd;
+        } else if (args.flag("--watch")) {
+            watch = true;
         } else if (args.flag("--no-network")) {
             run.network = false;
         } else if (args.flag("--memory")) {
@@ -181,20 +188,46 @@ int cmd_run(int argc, char** argv) {
     }
     if (run.command.empty())
         throw UsageError("no command given (cordon run [flags] -- CMD ARGS... or -c STRING)");
+    if (watch && !run.network)
+        throw UsageError("--watch reloads the network policy; with --no-network there is none");
     if (run.strict && run.best_effort) throw UsageError("--strict and --best-effort contradict each other");
 
+    // The control channel's layer, kept by --watch reloads too.
+    auto control_layer = std::make_shared<std::string>();
     if (run.control_fd && !run.network) throw UsageError("--control-fd needs the network (not --no-network)");
     if (run.proxy.ask && !run.control_fd) throw UsageError("--ask needs --control-fd (someone to ask)");
     {
         std::error_code ec;
         policy::LoadOptions reload = load;
         reload.cwd = std::filesystem::current_path(ec);
-        run.proxy.reload = control_reload(reload);
+        run.proxy.reload = control_reload(reload, control_layer);
     }
-    run.load_policy = [load](const std::filesystem::path& cwd) mutable {
-        load.cwd = cwd;
-        return load_policy_or_report(load);
+    auto shared_load = std::make_shared<policy::LoadOptions>(load);
+    run.load_policy = [shared_load, watch](const std::filesystem::path& cwd) -> policy::PolicyPtr {
+        shared_load->cwd = cwd;
+        auto policy = load_policy_or_report(*shared_load);
+        if (policy && watch) {
+            // The jailed command must not be able to change its own network policy through --watch.
+            PolicyReloader check("cordon", *shared_load, nullptr, policy, true);
+            if (auto why = check.writable_source()) {
+                std::cerr << "cordon: --watch: " << *why
+                          << ": the jailed command could change its own network "
+                             "policy (give the policy from outside the jail's writable areas, or leave out "
+                             "--watch)\n";
+                return nullptr;
+            }
+        }
+        return policy;
     };
+    if (watch) {
+        run.watch = [shared_load, control_layer](uv_loop_s* loop, proxy::Proxy& proxy,
+                                                 policy::PolicyPtr policy) -> std::shared_ptr<void> {
+            auto reloader = std::make_shared<PolicyReloader>("cordon", *shared_load, &proxy, policy, true);
+            reloader->keep_control_layer(control_layer);
+            reloader->watch(loop);
+            return reloader;
+        };
+    }
     return run::run(run);
 }
 

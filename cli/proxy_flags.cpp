@@ -59,8 +59,8 @@ const char* const kProxyFlagsHelp =
     "response)\n"
     "  --header-timeout S     close a client that takes S seconds to send a request head (default 30)\n"
     "  --max-connections N    concurrent connections; more get 503 / SOCKS5 0x01 (default 10000)\n"
-    "  --ask                  ask about a host in neither list on the control channel (--control-fd,\n"
-    "                         --control) instead of refusing it; not with strictAllowlist\n"
+    "  --ask                  ask on the control channel (run --control-fd, proxy --control) about a\n"
+    "                         host in neither list instead of refusing it; not with strictAllowlist\n"
     "  --ask-timeout S        how long a connection waits for the answer (default 30; then refused)\n";
 
 std::function<std::variant<policy::PolicyPtr, std::string>(const std::string&)> control_reload(

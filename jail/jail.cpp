@@ -301,6 +301,10 @@ bool send_plan(int fd, const MountPlan& plan) {
     put_u32(body, plan.placeholders.size());
     for (const auto& ph : plan.placeholders)
         put_string(body, ph.path.string());
+    put_u32(body, plan.read_scope ? 1 : 0);
+    put_u32(body, plan.readable_roots.size());
+    for (const auto& root : plan.readable_roots)
+        put_string(body, root.string());
     return send_frame(fd, body);
 }
 
@@ -342,6 +346,9 @@ bool receive_plan(int fd, MountPlan& plan) {
         plan.writable_roots.emplace_back(in.string());
     for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i)
         plan.placeholders.push_back({in.string(), false, {}});
+    plan.read_scope = in.u32() == 1;
+    for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i)
+        plan.readable_roots.emplace_back(in.string());
     return in.done();
 }
 

@@ -1,5 +1,7 @@
 #include "jail/mount_plan.hpp"
 
+#include "jail/read_scope.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -704,7 +706,13 @@ MountPlan make_mount_plan(const PlanInput& input) {
         Guard(const Guard&) = delete;
         Guard& operator=(const Guard&) = delete;
     } guard(&cache, &stats);
-    return Planner(input).build();
+    if (input.filesystem.read_scope.scope != policy::ReadScope::Project) return Planner(input).build();
+    // The project read scope (read_scope.cpp): "/" masked, the scope re-exposed.
+    const PlanInput scoped = with_read_scope(input);
+    MountPlan plan = Planner(scoped).build();
+    plan.read_scope = true;
+    plan.readable_roots = shown_roots(plan);
+    return plan;
 }
 
 MountPlan make_mount_plan(const policy::Policy& policy, const fs::path& cwd, const fs::path& home,

@@ -69,6 +69,10 @@ struct MountPlan {
     std::vector<Placeholder> placeholders;
     // The roots where the command may write (for Landlock): the working directory, /tmp, allowWrite.
     std::vector<std::filesystem::path> writable_roots;
+    // The project read scope (policy::ReadScope::Project): "/" is masked and the scope bound back in;
+    // `readable_roots` are what the mounts show, where Landlock lets the command read and execute files.
+    bool read_scope = false;
+    std::vector<std::filesystem::path> readable_roots;
     // Things the user should know: a glob enforced only on what exists, an allowWrite path that does not
     // exist or is a dangling symlink.
     std::vector<std::string> notices;

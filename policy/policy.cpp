@@ -61,11 +61,20 @@ std::string_view to_string(Reason reason) {
             return "default-deny";
         case Reason::AlwaysReadOnly:
             return "always-read-only";
+        case Reason::OutsideReadScope:
+            return "outside-read-scope";
     }
     return "unknown";
 }
 
+std::string_view to_string(ReadScope scope) {
+    return scope == ReadScope::Project ? "project" : "all";
+}
+
 namespace {
+
+constexpr const char* kPrivateTmpWhy =
+    "read scope: the jail's private /tmp (the host's files there are not shown)";
 
 json source_json(const Source& source) {
     return json{{"layer", std::string(to_string(source.layer))},
@@ -217,6 +226,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             fs_.deny_write.push_back(std::move(rule));
         fs_.deny_read = std::move(c.deny_read);
         fs_.allow_read = std::move(c.allow_read);
+        if (c.read_scope_project) make_read_scope(std::move(*c.read_scope_project));
     }
 
     Decision decide_connect(std::string_view host, std::uint16_t port) const override {
@@ -241,12 +251,25 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
 
     Decision decide_read(const fs::path& path) const override {
         const std::string p = normal(path);
-        const PathRule* deny = longest(fs_.deny_read, p);
-        if (deny == nullptr) return make(Verdict::Allow, Reason::DefaultAllow, nullptr);
-        const PathRule* allow = longest(fs_.allow_read, p);
-        if (allow != nullptr && allow->path.string().size() > deny->path.string().size())
-            return make(Verdict::Allow, Reason::AllowedByRule, &allow->rule);
-        return make(Verdict::Deny, Reason::BlockedByDenylist, &deny->rule);
+        if (fs_.read_scope.scope == ReadScope::All) return decide_read_rules(p);
+        // The project scope: the jail shows only the scope, so a read reaches its file only when the path,
+        // every symlink looked up on the way and where they lead lie in it (and no deny rule hides them).
+        const PathRule* first = nullptr;
+        for (const std::string& step : lookup_chain(p)) {
+            Decision d = decide_read_rules(step);
+            if (!d.allowed()) return d;
+            for (const PathRule& hidden : fs_.read_scope.hidden)
+                if (detail::path_covers(hidden.path.string(), hidden.glob, step))
+                    return make(Verdict::Deny, Reason::BlockedByDenylist, &hidden.rule);
+            const PathRule* in = longest(fs_.read_scope.include, step);
+            if (in == nullptr) return make(Verdict::Deny, Reason::OutsideReadScope, &fs_.read_scope.rule);
+            // The jail's /tmp is its own: what the host has there is not shown (what the command makes is).
+            struct stat st {};
+            if (in->rule.source.where == kPrivateTmpWhy && step != "/tmp" && ::lstat(step.c_str(), &st) == 0)
+                return make(Verdict::Deny, Reason::OutsideReadScope, &in->rule);
+            if (first == nullptr) first = in;
+        }
+        return make(Verdict::Allow, Reason::AllowedByRule, &first->rule);
     }
 
     // A write goes where the path leads through symlinks: decided on the resolved path (`ua/src/x` with
@@ -335,13 +358,117 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
                 {"writable", fs_.working_directory.writable},
                 {"refusal", fs_.working_directory.refusal.empty() ? json(nullptr)
                                                                   : json(fs_.working_directory.refusal)}}},
-              {"allowGitConfig", fs_.allow_git_config}}},
+              {"allowGitConfig", fs_.allow_git_config},
+              {"readScope",
+               {{"scope", std::string(to_string(fs_.read_scope.scope))},
+                {"source",
+                 fs_.read_scope.scope == ReadScope::Project ? rule_json(fs_.read_scope.rule) : json(nullptr)},
+                {"includes", paths(fs_.read_scope.include)},
+                {"hidden", paths(fs_.read_scope.hidden)}}}}},
             {"filesRead", files},
             {"warnings", warnings_},
         };
     }
 
   private:
+    // denyRead / allowRead alone (srt's semantics: everything readable but denyRead).
+    Decision decide_read_rules(const std::string& p) const {
+        const PathRule* deny = longest(fs_.deny_read, p);
+        if (deny == nullptr) return make(Verdict::Allow, Reason::DefaultAllow, nullptr);
+        const PathRule* allow = longest(fs_.allow_read, p);
+        if (allow != nullptr && allow->path.string().size() > deny->path.string().size())
+            return make(Verdict::Allow, Reason::AllowedByRule, &allow->rule);
+        return make(Verdict::Deny, Reason::BlockedByDenylist, &deny->rule);
+    }
+
+    // The paths a lookup of `path` (absolute, normal) visits that the jail must show: the path as written,
+    // every symlink met on the way (at its own place), and the path it leads to. Missing components are
+    // taken as written.
+    static std::vector<std::string> lookup_chain(const std::string& path) {
+        std::vector<std::string> chain{path};
+        std::vector<std::string> rest = detail::split_components(path);
+        std::reverse(rest.begin(), rest.end());  // a stack: the next component last
+        std::string at;                          // resolved so far ("" is /)
+        int links = 0;
+        bool missing = false;
+        while (!rest.empty()) {
+            std::string part = std::move(rest.back());
+            rest.pop_back();
+            if (part == ".") continue;
+            if (part == "..") {
+                at = at.substr(0, at.rfind('/'));
+                continue;
+            }
+            std::string next = at + "/" + part;
+            struct stat st {};
+            if (!missing && ::lstat(next.c_str(), &st) != 0) missing = true;
+            if (missing || !S_ISLNK(st.st_mode) || ++links > 40) {
+                at = std::move(next);
+                continue;
+            }
+            chain.push_back(next);
+            std::error_code ec;
+            const std::string target = fs::read_symlink(next, ec).string();
+            if (ec || target.empty()) {
+                at = std::move(next);
+                continue;
+            }
+            if (target.front() == '/') at.clear();
+            std::vector<std::string> parts = detail::split_components(target);
+            for (auto it = parts.rbegin(); it != parts.rend(); ++it)
+                rest.push_back(std::move(*it));
+        }
+        std::string end = at.empty() ? "/" : at;
+        if (end != path) chain.push_back(std::move(end));
+        return chain;
+    }
+
+    // The project read scope (see policy.hpp ReadScope): what the jail shows, each entry with why.
+    void make_read_scope(Rule asked) {
+        auto& scope = fs_.read_scope;
+        scope.scope = ReadScope::Project;
+        scope.rule = std::move(asked);
+        auto add = [&](const fs::path& path, bool glob, const std::string& text, const std::string& why) {
+            scope.include.push_back(PathRule{path, glob, Rule{text, Source{Layer::Default, "", why, 0}}});
+        };
+        for (const std::string& system : read_scope_system_paths()) {
+            struct stat st {};
+            if (system == "/tmp")
+                add(system, false, system, kPrivateTmpWhy);
+            else if (::lstat(system.c_str(), &st) == 0)  // /lib32, /libx32: where they exist
+                add(system, false, system, "read scope: system path");
+        }
+        // A resolv.conf managed elsewhere (systemd-resolved: /run/systemd/resolve/stub-resolv.conf).
+        std::error_code ec;
+        if (fs::is_symlink("/etc/resolv.conf", ec)) {
+            fs::path target = fs::weakly_canonical("/etc/resolv.conf", ec);
+            if (!ec) add(target, false, target.string(), "read scope: where /etc/resolv.conf leads");
+        }
+        // cordon's own binary: the jail's GIT_SSH_COMMAND runs it as `cordon connect`.
+        fs::path self = fs::read_symlink("/proc/self/exe", ec);
+        if (!ec && self.is_absolute()) add(self, false, self.string(), "read scope: cordon's own binary");
+        for (const PathRule& rule : fs_.allow_write) {
+            if (rule.rule.source.layer == Layer::Default && rule.path == "/tmp") continue;  // above
+            PathRule in = rule;
+            in.rule.source.where = "read scope: writable (" + rule.rule.source.where + ")";
+            if (rule.rule.source.layer != Layer::Default) in.rule = rule.rule;
+            scope.include.push_back(std::move(in));
+        }
+        // Below the host's /tmp the jail shows only writable roots and cordon's binary (its /tmp is its own).
+        auto below_tmp = [](const fs::path& p) {
+            return p != "/tmp" && detail::path_covers("/tmp", false, p.string());
+        };
+        for (const PathRule& rule : settings_rules_)
+            if (!below_tmp(rule.path))
+                add(rule.path, false, rule.path.string(), "read scope: settings file read");
+        for (const PathRule& rule : fs_.allow_read)
+            if (!below_tmp(rule.path)) scope.include.push_back(rule);
+        for (const std::string& hidden : read_scope_hidden_paths())
+            scope.hidden.push_back(
+                PathRule{hidden, detail::has_glob(hidden),
+                         Rule{hidden, Source{Layer::Default, "", "read scope: secret", 0}}});
+    }
+
     std::string normal(const fs::path& path) const {
         return detail::normal_path(path.is_absolute() ? path : cwd_ / path);
     }
@@ -518,6 +645,20 @@ const std::vector<std::string>& home_read_only_names() {
         ".local/bin",   "bin",         ".claude",         ".claude.json",
     };
     return names;
+}
+
+const std::vector<std::string>& read_scope_system_paths() {
+    static const std::vector<std::string> paths = {"/usr",    "/bin", "/sbin", "/lib",  "/lib32", "/lib64",
+                                                   "/libx32", "/etc", "/opt",  "/proc", "/dev",   "/tmp"};
+    return paths;
+}
+
+const std::vector<std::string>& read_scope_hidden_paths() {
+    // Password hashes and their backups, sudo's rules, ssh host keys, TLS private keys, old passwords.
+    static const std::vector<std::string> paths = {"/etc/shadow*",     "/etc/gshadow*",
+                                                   "/etc/sudoers*",    "/etc/ssh/*_key",
+                                                   "/etc/ssl/private", "/etc/security/opasswd"};
+    return paths;
 }
 
 std::string working_directory_refusal(const fs::path& cwd, const fs::path& home) {

@@ -58,6 +58,7 @@ enum class Reason {
     DefaultAllow,        // filesystem: reads are allowed unless denied
     DefaultDeny,         // filesystem: writes outside writable areas
     AlwaysReadOnly,      // filesystem: a protected path (settings, shell start-up files, .git/hooks, ...)
+    OutsideReadScope,    // filesystem: a read outside the project read scope (--read-scope project)
 };
 std::string_view to_string(Reason reason);  // "allowed", "blocked-by-denylist", "blocked-by-allowlist", ...
 
@@ -82,6 +83,30 @@ struct PathRule {
     bool glob = false;
     Rule rule;
 };
+
+// What a jailed command may read (`--read-scope`, `sandbox.filesystem.readScope`). `All` (srt's behaviour,
+// the default): everything but denyRead. `Project`: only `include` (the working directory, every writable
+// root, the system paths of read_scope_system_paths(), the settings files read, cordon's own binary, every
+// allowRead entry), minus `hidden` (read_scope_hidden_paths(): /etc/shadow & co) and denyRead.
+//
+// A restriction is never lowered: "project" from any layer (managed, --settings, project, local, user, the
+// flag) holds, and "all" elsewhere, the flag included, does not undo it. `rule` names the highest layer that
+// asked for "project".
+enum class ReadScope { All, Project };
+std::string_view to_string(ReadScope scope);  // "all", "project"
+
+struct ReadScopePolicy {
+    ReadScope scope = ReadScope::All;
+    Rule rule;                      // who asked for "project" (Default layer with All)
+    std::vector<PathRule> include;  // Project: the readable paths (empty with All)
+    std::vector<PathRule> hidden;   // Project: secrets hidden even where `include` covers them
+};
+
+// The system paths readable with the project scope: a program needs them to run (/usr, /bin, /sbin, /lib*,
+// /etc, /opt) or the jail makes its own (/proc, /dev, /tmp).
+const std::vector<std::string>& read_scope_system_paths();
+// Secrets below those system paths, hidden with the project scope whatever allowRead says (gitignore globs).
+const std::vector<std::string>& read_scope_hidden_paths();
 
 struct FilesystemPolicy {
     std::vector<PathRule> allow_write;  // includes the working directory and the private temp dir (Default)
@@ -108,6 +133,8 @@ struct FilesystemPolicy {
         bool writable = true;
         std::string refusal;  // empty: a project directory
     } working_directory;
+
+    ReadScopePolicy read_scope;
 
     // srt's `filesystem.allowGitConfig`: `.git/config` is then not in always_read_only_names (git can write
     // it: `git config`, `git remote add`); `.git/hooks` stays protected.
@@ -172,6 +199,7 @@ struct LoadOptions {
     // Partial settings objects (JSON text, Claude Code or srt shape) from a control channel, loaded as the
     // Control layer, right below managed settings.
     std::vector<std::string> control_settings;
+    std::string read_scope;  // --read-scope: "", "all" or "project"
 };
 
 // A settings or flag error a user can fix: names the file, the JSON path (or line:column for bad JSON) and
@@ -186,7 +214,9 @@ class Policy {
     // and port, before any DNS. Names are normalised (case, trailing dot, IDN to punycode). Cost does not
     // depend on the number of rules.
     virtual Decision decide_connect(std::string_view host, std::uint16_t port) const = 0;
-    // Decides access to an absolute path (lexically normalised, not resolved through symlinks).
+    // Decides access to an absolute path (lexically normalised, not resolved through symlinks; with the
+    // project read scope also every symlink on the way and where it leads must lie in the scope, as in the
+    // jail, where whatever is outside does not exist).
     virtual Decision decide_read(const std::filesystem::path& path) const = 0;
     virtual Decision decide_write(const std::filesystem::path& path) const = 0;
 

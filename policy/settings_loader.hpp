@@ -47,6 +47,10 @@ struct Collected {
     std::optional<bool> sandbox_enabled, auto_allow_bash, allow_unsandboxed;
     Layer sandbox_enabled_layer = Layer::Default, auto_allow_bash_layer = Layer::Default,
           allow_unsandboxed_layer = Layer::Default;
+    // The first (highest-precedence) entry that asked for readScope "project"; a restriction, so no other
+    // layer lowers it (see policy.hpp ReadScope).
+    std::optional<Rule> read_scope_project;
+    std::vector<Rule> read_scope_all;  // entries that asked for "all": a warning each when "project" holds
     std::vector<std::filesystem::path> files_read;
     std::vector<std::string> warnings;
 

@@ -1,5 +1,7 @@
 // Prometheus metrics: counters the proxy bumps as it works, rendered as text exposition format, and a small
-// HTTP endpoint (`--metrics ADDR:PORT`) that serves them on any path.
+// HTTP endpoint (`--metrics ADDR:PORT`) that serves them on any path but two: `/healthz` (200 while the
+// process serves) and `/readyz` (200 when listening with a policy, 503 while draining), for load balancers
+// and Kubernetes probes. `--health ADDR:PORT` serves only those two.
 #pragma once
 
 #include <array>
@@ -31,6 +33,10 @@ struct Metrics {
     std::array<std::uint64_t, kDnsBuckets.size()> dns_bucket_counts{};
     std::uint64_t dns_count = 0;
     double dns_sum = 0;
+    // Readiness (/readyz): listening on at least one socket (the policy is loaded before the proxy exists),
+    // and not draining.
+    std::size_t listeners = 0;
+    bool draining = false;
     // The audit log's drop counters are its own (its writer thread counts too); rendered from here.
     const AuditLog* audit = nullptr;
 
@@ -45,7 +51,7 @@ class MetricsServer {
   public:
     // Listens on ADDR:PORT; throws std::runtime_error on failure. Returns the bound port via port().
     static std::unique_ptr<MetricsServer> create(uv_loop_s* loop, const std::string& address,
-                                                 const Metrics& metrics);
+                                                 const Metrics& metrics, bool health_only = false);
     virtual std::uint16_t port() const = 0;
     virtual void close() = 0;
     virtual ~MetricsServer() = default;

@@ -59,6 +59,7 @@ class ProxyImpl final : public Proxy {
         context_.control = nullptr;
         control_.reset();
         if (metrics_server_) metrics_server_->close();
+        if (health_server_) health_server_->close();
         context_.resolver->close();
         reaper_->data = nullptr;
         grace_timer_->data = nullptr;
@@ -79,6 +80,7 @@ class ProxyImpl final : public Proxy {
         auto listener = std::make_unique<Listener>(context_.loop, fd, [this](int client) { accept(client); });
         context_.guard.add_own_listener(listener->local_address());
         listeners_.push_back(std::move(listener));
+        context_.metrics.listeners = listeners_.size();
     }
 
     void set_policy(policy::PolicyPtr policy) override {
@@ -93,6 +95,7 @@ class ProxyImpl final : public Proxy {
     void shutdown(std::chrono::milliseconds grace, std::function<void()> done) override {
         if (context_.draining) return;
         context_.draining = true;
+        context_.metrics.draining = true;  // /readyz answers 503 from now on
         shutdown_done_ = std::move(done);
         listeners_.clear();
         std::vector<Connection*> all;
@@ -124,6 +127,11 @@ class ProxyImpl final : public Proxy {
     std::uint16_t serve_metrics(const std::string& address) override {
         metrics_server_ = MetricsServer::create(context_.loop, address, context_.metrics);
         return metrics_server_->port();
+    }
+
+    std::uint16_t serve_health(const std::string& address) override {
+        health_server_ = MetricsServer::create(context_.loop, address, context_.metrics, true);
+        return health_server_->port();
     }
 
     void count_policy_reload(bool ok) override {
@@ -183,6 +191,7 @@ class ProxyImpl final : public Proxy {
         if (!shutdown_done_) return;
         uv_timer_stop(grace_timer_);
         if (metrics_server_) metrics_server_->close();
+        if (health_server_) health_server_->close();
         if (context_.audit) context_.audit->flush();
         auto done = std::move(shutdown_done_);
         shutdown_done_ = nullptr;
@@ -193,7 +202,7 @@ class ProxyImpl final : public Proxy {
     std::vector<std::unique_ptr<Listener>> listeners_;
     std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;
     std::vector<std::unique_ptr<Connection>> graveyard_;
-    std::unique_ptr<MetricsServer> metrics_server_;
+    std::unique_ptr<MetricsServer> metrics_server_, health_server_;
     uv_check_t* reaper_;
     uv_timer_t* grace_timer_;
     std::function<void()> shutdown_done_;

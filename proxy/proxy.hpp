@@ -99,6 +99,8 @@ class Proxy {
     // Serves Prometheus metrics on ADDR:PORT (`--metrics`). Returns the bound port; throws
     // std::runtime_error.
     virtual std::uint16_t serve_metrics(const std::string& address) = 0;
+    // Serves only /healthz and /readyz on ADDR:PORT (`--health`; --metrics serves them too). Throws as above.
+    virtual std::uint16_t serve_health(const std::string& address) = 0;
     // Counts a policy reload (SIGHUP) in the metrics; `ok` false for a reload that was refused.
     virtual void count_policy_reload(bool ok) = 0;
     // Connections open now.

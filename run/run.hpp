@@ -33,6 +33,10 @@ struct Options {
     // Loads the policy for the working directory `cwd` (called while the jail sets up), reporting errors and
     // warnings on stderr itself; nullptr when it could not.
     std::function<policy::PolicyPtr(const std::filesystem::path& cwd)> load_policy;
+    // --watch: called once the proxy runs, with the policy the jail was made from; what it returns (the
+    // watch) lives until the command ends. Throws std::runtime_error when it cannot watch (exit 125).
+    std::function<std::shared_ptr<void>(uv_loop_s* loop, proxy::Proxy& proxy, policy::PolicyPtr policy)>
+        watch;
 };
 
 // Runs the command jailed. When the command has run, exits the process with its status (the command's, 128+N

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "jail/jail.hpp"
+#include "policy/syntax.hpp"
 #include "proxy/fd_limit.hpp"
 #include "run/environment.hpp"
 #include "run/run.hpp"
@@ -31,6 +32,7 @@ std::string make_jail_id() {
 struct Supervisor {
     jail::Jail* jail = nullptr;
     proxy::Proxy* proxy = nullptr;
+    std::shared_ptr<void> watch;  // --watch
     uv_loop_t loop{};
     uv_poll_t signals{};
     uv_poll_t report{};
@@ -47,6 +49,7 @@ struct Supervisor {
         uv_close(reinterpret_cast<uv_handle_t*>(&signals), nullptr);
         uv_close(reinterpret_cast<uv_handle_t*>(&report), nullptr);
         uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr);
+        watch.reset();
         // The jail is gone, and with it every client socket: let the proxy finish what is left (upstream
         // sides, the audit log) and stop.
         if (proxy) proxy->shutdown(std::chrono::milliseconds(1000), [this] { uv_stop(&loop); });
@@ -55,6 +58,18 @@ struct Supervisor {
 
 void print_refusals(const proxy::RefusalSummary& summary) {
     std::cerr << proxy::format_refusals(summary);
+}
+
+// Why a note and not a count: a path outside the read scope does not exist inside the jail, so its refusal
+// is an ENOENT that nothing sees (no system call reaches cordon). A failed command may have looked for one.
+void note_read_scope(const policy::Policy& policy, const std::filesystem::path& cwd) {
+    const auto& scope = policy.filesystem().read_scope;
+    if (scope.scope != policy::ReadScope::Project) return;
+    std::cerr
+        << "cordon: note: the read scope is project (" << policy::format_source(scope.rule.source)
+        << "): outside " << cwd.string()
+        << ", the writable and system paths and allowRead, files do not exist in the jail; `cordon check` "
+           "with the same flags and read:PATH says whether PATH is in the scope\n";
 }
 
 }  // namespace
@@ -144,6 +159,20 @@ int run(const Options& options) {
                 proxy->serve_control_fd(*options.control_fd);
             } catch (const std::exception& e) {
                 std::cerr << "cordon: " << e.what() << "\n";
+                proxy.reset();
+                uv_run(&sup.loop, UV_RUN_NOWAIT);
+                uv_loop_close(&sup.loop);
+                return 125;
+            }
+        }
+        if (options.watch) {
+            try {
+                sup.watch = options.watch(&sup.loop, *proxy, policy);
+            } catch (const std::exception& e) {
+                std::cerr << "cordon: " << e.what() << "\n";
+                proxy.reset();
+                uv_run(&sup.loop, UV_RUN_NOWAIT);
+                uv_loop_close(&sup.loop);
                 return 125;
             }
         }
@@ -198,6 +227,7 @@ int run(const Options& options) {
         uv_run(&sup.loop, UV_RUN_NOWAIT);  // close callbacks
     }
     uv_loop_close(&sup.loop);
+    if (!options.quiet && status != 0) note_read_scope(*policy, cwd);
     // Everything with an effect outside this process is done (jail reaped, placeholders removed, audit log
     // closed): leave without running the destructors of the policy, the plan and the runtime, which only
     // touch memory about to be dropped anyway.
