@@ -32,6 +32,8 @@ constexpr const char* kProxyHelp =
     "  --metrics ADDR:PORT    serve Prometheus metrics there\n"
     "  --auth-token TOKEN     require Basic proxy credentials (any user name) with this password;\n"
     "                         SOCKS5 clients must use username/password\n"
+    "  --control unix:PATH    a control channel on a Unix socket (mode 0600): JSON lines in (settings\n"
+    "                         updates, answers to --ask), JSON lines out (asks, refusals)\n"
     "  --drain-timeout S      on SIGTERM/SIGINT, let open connections finish for S seconds (default 30)\n"
     "  --watch                reload the policy as on SIGHUP when a settings file or managed-settings.d\n"
     "                         changes (inotify on their directories: rename-over and ConfigMap updates too)\n"
@@ -45,6 +47,7 @@ constexpr const char* kProxyHelp =
 
 struct State {
     policy::LoadOptions load;
+    std::shared_ptr<std::string> control_layer = std::make_shared<std::string>();  // kept across SIGHUP
     std::unique_ptr<proxy::Proxy> proxy;
     std::chrono::milliseconds drain{30'000};
     std::unique_ptr<PolicyReloader> reloader;
@@ -86,7 +89,7 @@ int cmd_proxy(int argc, char** argv) {
     State state;
     proxy::Options options;
     std::vector<std::string> listen;
-    std::string metrics, health;
+    std::string metrics, health, control;
     bool watch = false;
     while (!args.done()) {
         if (args.peek() == "--help" || args.peek() == "-h") {
@@ -100,6 +103,10 @@ int cmd_proxy(int argc, char** argv) {
         } else if (args.flag("--auth-token")) {
             options.auth_token = args.value();
             if (options.auth_token.empty()) throw UsageError("--auth-token needs a non-empty token");
+        } else if (args.flag("--control")) {
+            control = args.value();
+            if (control.rfind("unix:", 0) != 0 || control.size() <= 5)
+                throw UsageError("--control needs unix:PATH, not '" + control + "'");
         } else if (args.flag("--watch")) {
             watch = true;
         } else if (args.flag("--health")) {
@@ -113,6 +120,7 @@ int cmd_proxy(int argc, char** argv) {
         }
     }
     if (listen.empty()) throw UsageError("--listen ADDR:PORT is required");
+    if (options.ask && control.empty()) throw UsageError("--ask needs --control unix:PATH (someone to ask)");
 
     auto policy = load_policy_or_report(state.load);
     if (!policy) return 2;
@@ -128,6 +136,7 @@ int cmd_proxy(int argc, char** argv) {
     }
     options.ca = std::get<std::shared_ptr<const certs::Authority>>(ca);
     proxy::raise_fd_limit();
+    options.reload = control_reload(state.load, state.control_layer);
 
     uv_loop_t* loop = uv_default_loop();
     try {
@@ -136,6 +145,10 @@ int cmd_proxy(int argc, char** argv) {
             auto port = state.proxy->listen_tcp(address);
             std::string host = address.substr(0, address.rfind(':'));
             std::cerr << "cordon proxy: listening on " << host << ":" << port << "\n";
+        }
+        if (!control.empty()) {
+            state.proxy->listen_control(control.substr(5));
+            std::cerr << "cordon proxy: control channel on " << control << "\n";
         }
         if (!metrics.empty()) {
             auto port = state.proxy->serve_metrics(metrics);
@@ -149,6 +162,7 @@ int cmd_proxy(int argc, char** argv) {
         }
         state.reloader =
             std::make_unique<PolicyReloader>("cordon proxy", state.load, state.proxy.get(), policy, false);
+        state.reloader->keep_control_layer(state.control_layer);
         if (watch) state.reloader->watch(loop);
     } catch (const std::exception& e) {
         std::cerr << "cordon proxy: " << e.what() << "\n";

@@ -1,5 +1,7 @@
 // `cordon run`: its flags. The supervisor itself is run/ (run::run).
+#include <fcntl.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -59,6 +61,10 @@ constexpr const char* kRunHelp =
     "  --secret NAME=HOST[,HOST...]\n"
     "                         the jail sees NAME as a random sentinel; the proxy puts the real value into\n"
     "                         request headers to HOSTs (inspected ones) and refuses the sentinel elsewhere\n"
+    "  --control-fd N         a control channel on descriptor N (a socket; a pipe only reads): JSON\n"
+    "                         lines in (settings updates for the network policy of new connections,\n"
+    "                         answers to asks), JSON lines out (asks, refusals); filesystem rules\n"
+    "                         cannot change for a running jail\n"
     "  --quiet                no end-of-run summary of refused connections\n"
     "  --watch                reload the network policy (not the filesystem rules) when a settings file or\n"
     "                         managed-settings.d changes, as `cordon proxy --watch` does; refused (exit 2)\n"
@@ -175,6 +181,18 @@ int cmd_run(int argc, char** argv) {
                 start = comma + 1;
             }
             run.secrets.push_back(std::move(flag));
+        } else if (args.flag("--control-fd")) {
+            std::string v = args.value();
+            if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos)
+                throw UsageError("--control-fd needs a file descriptor number, not '" + v + "'");
+            int fd = std::stoi(v);
+            struct stat st {};
+            if (fd <= 2 || ::fcntl(fd, F_GETFD) < 0 || ::fstat(fd, &st) != 0)
+                throw UsageError("--control-fd " + v + ": not an open descriptor above 2");
+            if (!S_ISSOCK(st.st_mode) && !S_ISFIFO(st.st_mode))
+                throw UsageError("--control-fd " + v + ": not a socket or a pipe");
+            ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // the supervisor's, never the jail's
+            run.control_fd = fd;
         } else if (args.flag("--watch")) {
             watch = true;
         } else if (args.flag("--no-network")) {
@@ -212,6 +230,16 @@ int cmd_run(int argc, char** argv) {
         throw UsageError("--watch reloads the network policy; with --no-network there is none");
     if (run.strict && run.best_effort) throw UsageError("--strict and --best-effort contradict each other");
 
+    // The control channel's layer, kept by --watch reloads too.
+    auto control_layer = std::make_shared<std::string>();
+    if (run.control_fd && !run.network) throw UsageError("--control-fd needs the network (not --no-network)");
+    if (run.proxy.ask && !run.control_fd) throw UsageError("--ask needs --control-fd (someone to ask)");
+    {
+        std::error_code ec;
+        policy::LoadOptions reload = load;
+        reload.cwd = std::filesystem::current_path(ec);
+        run.proxy.reload = control_reload(reload, control_layer);
+    }
     auto shared_load = std::make_shared<policy::LoadOptions>(load);
     run.load_policy = [shared_load, watch](const std::filesystem::path& cwd) -> policy::PolicyPtr {
         shared_load->cwd = cwd;
@@ -230,9 +258,10 @@ int cmd_run(int argc, char** argv) {
         return policy;
     };
     if (watch) {
-        run.watch = [shared_load](uv_loop_s* loop, proxy::Proxy& proxy,
-                                  policy::PolicyPtr policy) -> std::shared_ptr<void> {
+        run.watch = [shared_load, control_layer](uv_loop_s* loop, proxy::Proxy& proxy,
+                                                 policy::PolicyPtr policy) -> std::shared_ptr<void> {
             auto reloader = std::make_shared<PolicyReloader>("cordon", *shared_load, &proxy, policy, true);
+            reloader->keep_control_layer(control_layer);
             reloader->watch(loop);
             return reloader;
         };

@@ -20,6 +20,7 @@ constexpr const char* kUsage =
     "                   manage the CA for inspected (TLS-terminated) connections\n"
     "  check TARGET     print the policy decision for a URL, host, host:port, read:PATH or write:PATH\n"
     "  policy           print the effective merged policy as JSON\n"
+    "  claude-hook      Claude Code's PreToolUse hook: Bash commands run under `cordon run` (--install)\n"
     "  connect HOST PORT\n"
     "                   connect through the jail's SOCKS5 proxy and relay stdin/stdout (ssh ProxyCommand)\n"
     "\n"
@@ -33,6 +34,7 @@ struct Command {
 
 constexpr Command kCommands[] = {
     {"ca", cordon::cli::cmd_ca},           {"check", cordon::cli::cmd_check},
+    {"claude-hook", cordon::cli::cmd_claude_hook},
     {"connect", cordon::cli::cmd_connect}, {"policy", cordon::cli::cmd_policy},
     {"proxy", cordon::cli::cmd_proxy},     {"run", cordon::cli::cmd_run},
 };

@@ -68,7 +68,9 @@ std::optional<std::string> PolicyReloader::writable_source() const {
 }
 
 void PolicyReloader::reload(const char* why, bool quiet_when_unchanged) {
-    auto result = policy::load_policy(load_);
+    policy::LoadOptions load = load_;
+    if (control_layer_ && !control_layer_->empty()) load.control_settings = {*control_layer_};
+    auto result = policy::load_policy(load);
     std::string error;
     policy::PolicyPtr next;
     if (auto* load_error = std::get_if<policy::LoadError>(&result)) {

@@ -29,6 +29,9 @@ class PolicyReloader {
     void watch(uv_loop_s* loop);
     // For `cordon run --watch` at start: an error when a source lies where the jailed command could write.
     std::optional<std::string> writable_source() const;
+    // The control channel's layer (JSON text, empty for none), loaded with every reload so that a reload of
+    // the files keeps what the channel set.
+    void keep_control_layer(std::shared_ptr<const std::string> layer) { control_layer_ = std::move(layer); }
 
   private:
     void reload(const char* why, bool quiet_when_unchanged);
@@ -40,6 +43,7 @@ class PolicyReloader {
     policy::PolicyPtr jail_policy_;  // cordon run: the policy the jail's mounts were made from
     std::string last_error_;
     std::unique_ptr<proxy::PolicyWatch> watch_;
+    std::shared_ptr<const std::string> control_layer_;
 };
 
 }  // namespace cordon::cli

@@ -43,6 +43,10 @@ bool parse_proxy_flag(ArgCursor& args, proxy::Options& options) {
         options.parent_proxy = args.value();
     } else if (args.flag("--parent-proxy-from-env")) {
         options.parent_proxy_from_env = true;
+    } else if (args.flag("--ask")) {
+        options.ask = true;
+    } else if (args.flag("--ask-timeout")) {
+        options.ask_timeout = parse_seconds("--ask-timeout", args.value());
     } else if (args.flag("--max-connections")) {
         std::string value = args.value();
         char* end = nullptr;
@@ -69,6 +73,21 @@ const char* const kProxyFlagsHelp =
     "  --upstream-ca FILE     also trust the PEM CAs in FILE for inspected upstreams (repeatable)\n"
     "  --parent-proxy URL     chain allowed connections through this HTTP proxy "
     "(http://[user:pass@]host:port)\n"
-    "  --parent-proxy-from-env  take the parent proxy from this host's HTTPS_PROXY / NO_PROXY\n";
+    "  --parent-proxy-from-env  take the parent proxy from this host's HTTPS_PROXY / NO_PROXY\n"
+    "  --ask                  ask on the control channel (run --control-fd, proxy --control) about a\n"
+    "                         host in neither list instead of refusing it; not with strictAllowlist\n"
+    "  --ask-timeout S        how long a connection waits for the answer (default 30; then refused)\n";
+
+std::function<std::variant<policy::PolicyPtr, std::string>(const std::string&)> control_reload(
+    policy::LoadOptions load, std::shared_ptr<std::string> latest) {
+    return [load, latest](const std::string& control) -> std::variant<policy::PolicyPtr, std::string> {
+        policy::LoadOptions options = load;
+        options.control_settings = {control};
+        auto result = policy::load_policy(options);
+        if (auto* error = std::get_if<policy::LoadError>(&result)) return error->message;
+        if (latest) *latest = control;
+        return std::get<policy::PolicyPtr>(std::move(result));
+    };
+}
 
 }  // namespace cordon::cli

@@ -26,6 +26,8 @@ std::string_view to_string(Layer layer) {
     switch (layer) {
         case Layer::Managed:
             return "managed";
+        case Layer::Control:
+            return "control";
         case Layer::Settings:
             return "settings";
         case Layer::Local:
@@ -137,6 +139,11 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         network_.denied_domains = std::move(c.deny.rules);
         network_.ignored_allows = std::move(c.ignored_allows);
         network_.inspection = std::make_shared<const InspectionPolicy>(std::move(c.inspection));
+        network_.strict_allowlist = c.strict_allowlist.value_or(false);
+        commands_ = std::move(c.commands);
+        commands_.sandbox_enabled = c.sandbox_enabled.value_or(false);
+        commands_.auto_allow_bash_if_sandboxed = c.auto_allow_bash.value_or(true);
+        commands_.allow_unsandboxed_commands = c.allow_unsandboxed.value_or(true);
         allow_ = std::move(c.allow.matcher);
         deny_ = std::move(c.deny.matcher);
 
@@ -343,6 +350,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
 
     const NetworkPolicy& network() const override { return network_; }
     const FilesystemPolicy& filesystem() const override { return fs_; }
+    const CommandPolicy& commands() const override { return commands_; }
     const std::vector<fs::path>& files_read() const override { return files_read_; }
     const std::vector<std::string>& warnings() const override { return warnings_; }
 
@@ -370,7 +378,8 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
               {"allowedAddresses", rules(network_.allowed_addresses)},
               {"allowUnixSockets", rules(network_.allow_unix_sockets)},
               {"allowAllUnixSockets", network_.allow_all_unix_sockets},
-              {"allowManagedDomainsOnly", network_.allow_managed_domains_only}}},
+              {"allowManagedDomainsOnly", network_.allow_managed_domains_only},
+              {"strictAllowlist", network_.strict_allowlist}}},
             {"filesystem",
              {{"allowWrite", paths(fs_.allow_write)},
               {"denyWrite", paths(fs_.deny_write)},
@@ -674,6 +683,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
     FilesystemPolicy fs_;
     std::vector<fs::path> files_read_;
     std::vector<std::string> warnings_;
+    CommandPolicy commands_;
     detail::DomainMatcher allow_, deny_;
     std::vector<PathRule> settings_rules_;
     std::vector<Rule> name_rules_;

@@ -24,6 +24,7 @@ struct InspectionPolicy;  // inspection.hpp
 // layer.
 enum class Layer {
     Managed,   // /etc/claude-code/managed-settings.json and managed-settings.d/*.json
+    Control,   // updates from a control channel (`cordon run --control-fd`, `cordon proxy --control`)
     Settings,  // files given with --settings
     Local,     // .claude/settings.local.json in the working directory
     Project,   // .claude/settings.json in the working directory
@@ -179,6 +180,19 @@ struct NetworkPolicy {
     bool allow_managed_domains_only = false;
     // Termination, request rules, parent proxy, credentials (inspection.hpp). Never null.
     std::shared_ptr<const InspectionPolicy> inspection;
+    // srt's / Claude Code's `strictAllowlist`: a host in neither list is refused, never asked about.
+    bool strict_allowlist = false;
+};
+
+// Claude Code's Bash permission rules and sandbox switches, for `cordon claude-hook` (agent/); the proxy and
+// the jail do not use them. Each rule keeps its full text (`Bash(npm run test:*)`, or `Bash` alone).
+struct CommandPolicy {
+    std::vector<Rule> allow, ask, deny;   // permissions.allow / ask / deny rules for the Bash tool
+    std::vector<Rule> excluded_commands;  // sandbox.excludedCommands
+    // Scalars: the highest layer that sets them wins (managed first). Claude Code's defaults.
+    bool sandbox_enabled = false;              // sandbox.enabled
+    bool auto_allow_bash_if_sandboxed = true;  // sandbox.autoAllowBashIfSandboxed
+    bool allow_unsandboxed_commands = true;    // sandbox.allowUnsandboxedCommands
 };
 
 // What to load. Paths default to the process's working directory and $HOME.
@@ -193,7 +207,10 @@ struct LoadOptions {
     std::vector<std::string> allow_read, deny_read;          // --allow-read, --deny-read
     std::vector<std::string> allow_addresses;                // --allow-address (CIDR)
     std::vector<std::string> inspect;                        // --inspect PATTERN
-    std::string read_scope;                                  // --read-scope: "", "all" or "project"
+    // Partial settings objects (JSON text, Claude Code or srt shape) from a control channel, loaded as the
+    // Control layer, right below managed settings.
+    std::vector<std::string> control_settings;
+    std::string read_scope;  // --read-scope: "", "all" or "project"
 };
 
 // A settings or flag error a user can fix: names the file, the JSON path (or line:column for bad JSON) and
@@ -228,6 +245,7 @@ class Policy {
 
     virtual const NetworkPolicy& network() const = 0;
     virtual const FilesystemPolicy& filesystem() const = 0;
+    virtual const CommandPolicy& commands() const = 0;
     // Every file that was read to build this policy (they are always read-only inside the jail).
     virtual const std::vector<std::filesystem::path>& files_read() const = 0;
     // Non-fatal notices (e.g. allowManagedDomainsOnly outside the managed layer), one line each.

@@ -95,6 +95,7 @@ constexpr KnownKey kNetworkKeys[] = {
     {"allowUnixSockets", KeyUse::Honoured, ""},
     {"allowAllUnixSockets", KeyUse::Honoured, ""},
     {"allowManagedDomainsOnly", KeyUse::Honoured, ""},
+    {"strictAllowlist", KeyUse::Honoured, ""},
     {"allowLocalBinding", KeyUse::NotHonoured, "the jail's loopback is its own; binding there always works"},
     {"httpProxyPort", KeyUse::NotHonoured, "cordon's proxy listens on its own port inside the jail"},
     {"socksProxyPort", KeyUse::NotHonoured, "cordon's proxy listens on its own port inside the jail"},
@@ -190,6 +191,7 @@ class FileLoader {
             if (json* filesystem = object_member(*sandbox, "filesystem", "sandbox"))
                 load_filesystem(*filesystem, "sandbox.filesystem");
             inspection_key(*sandbox, "credentials", "sandbox");
+            load_sandbox_switches(*sandbox);
         }
     }
 
@@ -308,12 +310,51 @@ class FileLoader {
         into.push_back(PathRule{std::move(r.path), r.glob, Rule{std::move(rule_text), source(where)}});
     }
 
+    // Scalars take the highest layer; within a layer the later file wins (drop-in order).
+    void scalar(std::optional<bool>& into, Layer& into_layer, std::optional<bool> value) const {
+        if (!value) return;
+        if (!into || into_layer == layer_) {
+            into = *value;
+            into_layer = layer_;
+        }
+    }
+
+    // Claude Code's own sandbox switches and excludedCommands: for `cordon claude-hook` only.
+    void load_sandbox_switches(json& sandbox) {
+        scalar(out_.sandbox_enabled, out_.sandbox_enabled_layer, boolean(sandbox, "enabled", "sandbox"));
+        scalar(out_.auto_allow_bash, out_.auto_allow_bash_layer,
+               boolean(sandbox, "autoAllowBashIfSandboxed", "sandbox"));
+        scalar(out_.allow_unsandboxed, out_.allow_unsandboxed_layer,
+               boolean(sandbox, "allowUnsandboxedCommands", "sandbox"));
+        strings(sandbox, "excludedCommands", "sandbox", [&](std::string& text, const std::string& where) {
+            if (text.empty()) {
+                warn(where, "skipped: an empty command");
+                return;
+            }
+            out_.commands.excluded_commands.push_back(Rule{std::move(text), source(where)});
+        });
+    }
+
+    // `Bash` and `Bash(...)` rules, kept whole for `cordon claude-hook` (agent/ matches them). A deny or ask
+    // rule that is not well formed stops the load (dropping it would let the command through).
+    void bash_rule(std::string& text, const std::string& where, std::vector<Rule>& into, bool allow) {
+        if (text != "Bash" && text.back() != ')') {
+            refuse_entry(where, "invalid rule " + json_quoted(text) + ": missing ')' at the end", allow);
+            return;
+        }
+        into.push_back(Rule{std::move(text), source(where)});
+    }
+
     // `Tool(specifier)` rules. WebFetch(domain:...), Read(...) and Edit(...) become network and filesystem
     // rules; every other tool's rules belong to Claude Code alone and are skipped. A tool name that looks
     // like a misspelt WebFetch/Read/Edit gets a warning (Claude Code would ignore the rule too).
     void permission_rule(std::string& text, const std::string& where, bool allow) {
         auto open = text.find('(');
         const std::string tool = text.substr(0, open);
+        if (tool == "Bash") {
+            bash_rule(text, where, allow ? out_.commands.allow : out_.commands.deny, allow);
+            return;
+        }
         if (tool != "WebFetch" && tool != "Read" && tool != "Edit") {
             if (std::string_view known = misspelt_tool(tool); !known.empty())
                 warn(where, "rule " + json_quoted(text) + " names no tool cordon knows; did you mean " +
@@ -355,6 +396,11 @@ class FileLoader {
                 [&](std::string& text, const std::string& where) { permission_rule(text, where, true); });
         strings(permissions, "deny", "permissions",
                 [&](std::string& text, const std::string& where) { permission_rule(text, where, false); });
+        // Ask rules: only the Bash tool's concern cordon (claude-hook); an ask that cannot be read asks
+        // nothing, so it stops the load like a deny.
+        strings(permissions, "ask", "permissions", [&](std::string& text, const std::string& where) {
+            if (text.substr(0, text.find('(')) == "Bash") bash_rule(text, where, out_.commands.ask, false);
+        });
     }
 
     // Issue 13's keys, read by inspection_loader.cpp (a plain nlohmann::json copy of a small subtree).
@@ -402,6 +448,7 @@ class FileLoader {
                 out_.allow_all_unix_sockets_layer = layer_;
             }
         }
+        scalar(out_.strict_allowlist, out_.strict_allowlist_layer, boolean(network, "strictAllowlist", base));
         if (auto value = boolean(network, "allowManagedDomainsOnly", base)) {
             if (layer_ == Layer::Managed) {
                 out_.managed_only = *value;
@@ -529,8 +576,13 @@ class Loader {
         seen_.push_back(identity);
 
         const FileBytes bytes = read_file(file);
-        const std::string_view text(bytes.data(), bytes.size());
         out_.files_read.push_back(file);
+        load_text(file, std::string_view(bytes.data(), bytes.size()), layer);
+    }
+
+    // A settings object that is no file (a control channel's layer): `file` is then a name for messages and
+    // sources, and nothing is added to files_read.
+    void load_text(const fs::path& file, std::string_view text, Layer layer) {
         json root;
         try {
             root = json::parse(text.begin(), text.end());
@@ -654,6 +706,11 @@ std::optional<LoadError> collect(const LoadOptions& options, Collected& out) {
         });
         for (const fs::path& file : drop_ins)
             loader.load_file(file, Layer::Managed);
+        for (std::size_t i = 0; i < options.control_settings.size(); ++i)
+            loader.load_text(options.control_settings.size() == 1
+                                 ? std::string("control channel")
+                                 : "control channel " + std::to_string(i + 1),
+                             options.control_settings[i], Layer::Control);
 
         for (const fs::path& file : options.settings_files) {
             const fs::path full = absolute_normal(file, process_cwd);

@@ -41,6 +41,13 @@ struct Collected {
     Layer allow_all_unix_sockets_layer = Layer::Default;
     std::optional<bool> allow_git_config;
     Layer allow_git_config_layer = Layer::Default;
+    std::optional<bool> strict_allowlist;
+    Layer strict_allowlist_layer = Layer::Default;
+    // Bash rules and sandbox switches (for `cordon claude-hook`); the scalars' layers as above.
+    CommandPolicy commands;
+    std::optional<bool> sandbox_enabled, auto_allow_bash, allow_unsandboxed;
+    Layer sandbox_enabled_layer = Layer::Default, auto_allow_bash_layer = Layer::Default,
+          allow_unsandboxed_layer = Layer::Default;
     // The first (highest-precedence) entry that asked for readScope "project"; a restriction, so no other
     // layer lowers it (see policy.hpp ReadScope).
     std::optional<Rule> read_scope_project;

@@ -175,6 +175,7 @@ void Connection::on_outcome(Outcome outcome) {
     if (closed()) return;
     switch (outcome.kind) {
         case Outcome::Kind::DeniedByPolicy:
+            if (ask(outcome)) return;  // decided when the answer comes
             conclude({Verdict::Kind::Denied, outcome.reason(), "", Verdict::kAskFrontEnd, ""});
             return;
         case Outcome::Kind::DeniedByGuard:
@@ -204,6 +205,35 @@ void Connection::on_outcome(Outcome outcome) {
     dialer_ = std::make_unique<Dialer>(context_.loop, std::move(outcome.addresses),
                                        context_.options.connect_timeout,
                                        [this](DialResult result) { on_dialed(std::move(result)); });
+}
+
+bool Connection::ask(const Outcome& outcome) {
+    if (!context_.control || !context_.options.ask ||
+        outcome.decision.reason != policy::Reason::BlockedByAllowlist ||
+        context_.policy->network().strict_allowlist)
+        return false;
+    ask_ = context_.control->ask(request_.host, request_.port, proto_name(),
+                                 [this](AskAnswer answer) { on_answer(std::move(answer)); });
+    return ask_ != nullptr;
+}
+
+void Connection::on_answer(AskAnswer answer) {
+    ask_.reset();
+    if (closed()) return;
+    if (!answer.allow) {
+        // Refused as unknown, whether the answer was deny, none came in time, or nobody was left to answer.
+        conclude({Verdict::Kind::Denied, "blocked-by-allowlist",
+                  "ask: " + (answer.why == "answered" ? std::string("denied") : answer.why),
+                  Verdict::kAskFrontEnd, ""});
+        return;
+    }
+    policy::Decision allowed;
+    allowed.verdict = policy::Verdict::Allow;
+    allowed.reason = policy::Reason::AllowedByRule;
+    allowed.rule = std::make_shared<const policy::Rule>(policy::Rule{
+        request_.host, policy::Source{policy::Layer::Control, "", "an answer on the control channel", 0}});
+    decision_.resume(request_.host, request_.port, std::move(allowed),
+                     [this](Outcome outcome) { on_outcome(std::move(outcome)); });
 }
 
 void Connection::on_dialed(DialResult result) {
@@ -276,6 +306,7 @@ void Connection::conclude(Verdict v) {
     last_upstream_ip_ = request_.upstream_ip;
     context_.metrics.count_request(e.proto, e.decision, e.reason);
     if (context_.audit) context_.audit->decision(e);
+    if (context_.control && v.kind == Kind::Denied) context_.control->refused(e);
     if (v.kind == Kind::Denied || v.kind == Kind::Failed) count_refusal(v);
 
     // The answer, in the front-end's protocol (then its relay, the next request, or the close).
@@ -391,6 +422,7 @@ void Connection::finish_after_flush() {
     // two seconds pass. Closing with unread input would reset the connection and could destroy the answer.
     phase_ = Phase::Closing;
     decision_.cancel();
+    ask_.reset();
     dialer_.reset();
     upstream_.reset();
     std::string().swap(in_);
@@ -450,6 +482,7 @@ void Connection::close(const std::string& error) {
     }
     phase_ = Phase::Closed;
     decision_.cancel();
+    ask_.reset();
     if (relay_) {
         // A tunnel ended by a timeout or the drain: its bytes count as much as one that ended by itself.
         bytes_up_ += relay_->stats().bytes_up;

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "proxy/audit_log.hpp"
+#include "proxy/control_channel.hpp"
 #include "proxy/decision.hpp"
 #include "proxy/dialer.hpp"
 #include "proxy/front_end.hpp"
@@ -98,6 +99,10 @@ class Connection final : public SocketOwner {
     // resolve -> guard (DecisionPoint) -> dial -> conclude (the decision line, the answer) -> relay.
     void decide(const std::string& host, std::uint16_t port);
     void on_outcome(Outcome outcome);
+    // --ask: a host in neither list is asked about on the control channel; the request stays in Deciding
+    // (a pending decision, ask_) until the answer or the ask timeout.
+    bool ask(const Outcome& outcome);
+    void on_answer(AskAnswer answer);
     void on_dialed(DialResult result);
     void conclude(Verdict verdict);
     void start_tunnel();
@@ -120,6 +125,7 @@ class Connection final : public SocketOwner {
     std::unique_ptr<Relay> relay_;
     std::unique_ptr<InspectedTunnel> inspected_;  // kept until the connection is freed (it may close us)
     DecisionPoint decision_;
+    std::shared_ptr<void> ask_;  // an open question on the control channel (dropping it withdraws it)
     Phase phase_ = Phase::Reading;
     Proto proto_ = Proto::Unknown;
     std::unique_ptr<FrontEnd> front_;  // picked by the first byte; lives as long as the connection

@@ -22,6 +22,7 @@ namespace cordon::proxy {
 
 class Connection;
 class TlsInspector;
+class ControlChannel;
 
 struct Context {
     uv_loop_s* loop = nullptr;
@@ -42,6 +43,8 @@ struct Context {
     static constexpr std::size_t kMaxHeadBytes = 16 * 1024 * 1024;
     std::size_t head_bytes = 0;
     bool draining = false;
+    // The control channel (asks, refused lines), when one is served.
+    ControlChannel* control = nullptr;
     // Hands a closed connection back to the proxy, which frees it on the next loop turn.
     std::function<void(Connection*)> retire;
 };

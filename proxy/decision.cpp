@@ -59,6 +59,14 @@ void DecisionPoint::decide(const std::string& host, std::uint16_t port, Callback
         done(std::move(outcome));
         return;
     }
+    resume(host, port, std::move(outcome.decision), std::move(done));
+}
+
+void DecisionPoint::resume(const std::string& host, std::uint16_t port, policy::Decision decision,
+                           Callback done) {
+    Outcome outcome;
+    outcome.decision = std::move(decision);
+    last_ = outcome.decision;
     if (context_.parent && context_.parent->applies(host)) {
         // Chained: the parent resolves the target's name; cordon resolves only the parent's (not guarded:
         // the operator named it, and it is typically on a private network).

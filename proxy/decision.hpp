@@ -47,6 +47,8 @@ class DecisionPoint {
     // Decides `host` (normalised name or IP literal without brackets) and `port`. Calls `done` exactly once,
     // possibly before returning (refusals, IP literals, cached names); cancel() drops a pending callback.
     void decide(const std::string& host, std::uint16_t port, Callback done);
+    // Goes on from an allowing `decision` taken elsewhere (an answer on the control channel): resolve, guard.
+    void resume(const std::string& host, std::uint16_t port, policy::Decision decision, Callback done);
     void cancel() { pending_.reset(); }
     // Starts a new request: last() is empty until decide() is called again.
     void forget() {

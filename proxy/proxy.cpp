@@ -12,6 +12,7 @@
 #include "proxy/connection.hpp"
 #include "proxy/context.hpp"
 #include "proxy/dns_stub.hpp"
+#include "proxy/control_channel.hpp"
 #include "proxy/listener.hpp"
 #include "proxy/tls_inspector.hpp"
 
@@ -87,6 +88,8 @@ class ProxyImpl final : public Proxy {
         graveyard_.clear();
         listeners_.clear();
         dns_.reset();
+        context_.control = nullptr;
+        control_.reset();
         if (metrics_server_) metrics_server_->close();
         if (health_server_) health_server_->close();
         context_.resolver->close();
@@ -130,6 +133,9 @@ class ProxyImpl final : public Proxy {
         context_.guard.set_allowed(allowed_ranges(*policy));
         context_.policy = std::move(policy);
     }
+
+    void serve_control_fd(int fd) override { control().serve_fd(fd); }
+    void listen_control(const std::string& path) override { control().listen_unix(path); }
 
     void shutdown(std::chrono::milliseconds grace, std::function<void()> done) override {
         if (context_.draining) return;
@@ -186,6 +192,15 @@ class ProxyImpl final : public Proxy {
     std::optional<std::string> reopen_audit_log() override { return context_.audit->reopen(); }
 
   private:
+    ControlChannel& control() {
+        if (!control_) {
+            control_ = std::make_unique<ControlChannel>(
+                context_, [this](policy::PolicyPtr p) { set_policy(std::move(p)); });
+            context_.control = control_.get();
+        }
+        return *control_;
+    }
+
     void accept(int fd, bool transparent = false) {
         if (context_.draining || connections_.size() >= context_.options.max_connections + kOverLimitSlack) {
             ++context_.metrics.connections_rejected;
@@ -238,6 +253,7 @@ class ProxyImpl final : public Proxy {
     uv_check_t* reaper_;
     uv_timer_t* grace_timer_;
     std::function<void()> shutdown_done_;
+    std::unique_ptr<ControlChannel> control_;
 };
 
 }  // namespace

@@ -58,6 +58,14 @@ struct Options {
         std::vector<std::string> inject_hosts;
     };
     std::vector<Secret> secrets;
+    // --ask: a host in neither list is asked about on the control channel (when one is served and a peer is
+    // connected, and the policy has no strictAllowlist); the connection waits up to ask_timeout for the
+    // answer, then is refused as unknown.
+    bool ask = false;
+    std::chrono::milliseconds ask_timeout{30'000};
+    // Rebuilds the policy with a control channel's settings (JSON text, Claude Code's shape) as the Control
+    // layer; a message when it does not load. Unset: the control channel refuses settings updates.
+    std::function<std::variant<policy::PolicyPtr, std::string>(const std::string& control_settings)> reload;
 };
 
 // What the proxy refused (and what failed upstream) during its life, for the jail's end-of-run summary.
@@ -113,6 +121,11 @@ class Proxy {
 
     // Swaps the policy: new requests use it, open tunnels continue.
     virtual void set_policy(policy::PolicyPtr policy) = 0;
+    // Serves a control channel (JSON lines, proxy/control_channel.hpp) on `fd`, a socket or pipe the proxy
+    // takes over (`cordon run --control-fd N`), or on a Unix socket listening at `path` (`cordon proxy
+    // --control unix:PATH`; throws std::runtime_error when it cannot listen).
+    virtual void serve_control_fd(int fd) = 0;
+    virtual void listen_control(const std::string& path) = 0;
     // Stops accepting; calls `done` when every connection has closed or `grace` has passed (then closes the
     // rest), after the audit log is flushed.
     virtual void shutdown(std::chrono::milliseconds grace, std::function<void()> done) = 0;

@@ -32,6 +32,7 @@ struct Options {
     std::optional<std::uint64_t> memory, pids;
     std::optional<double> timeout;
     std::optional<std::pair<uid_t, gid_t>> user;
+    std::optional<int> control_fd;  // --control-fd: served by the proxy (proxy::Proxy::serve_control_fd)
     proxy::Options proxy;
     std::vector<SecretFlag> secrets;  // --secret NAME=HOST[,HOST...]
     // Loads the policy for the working directory `cwd` (called while the jail sets up), reporting errors and

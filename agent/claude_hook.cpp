@@ -1,0 +1,225 @@
+#include "agent/claude_hook.hpp"
+
+#include "agent/bash_rules.hpp"
+#include "agent/shell_split.hpp"
+#include "policy/syntax.hpp"
+
+namespace cordon::agent {
+
+using json = nlohmann::json;
+using Permission = HookDecision::Permission;
+
+std::string_view to_string(Permission permission) {
+    switch (permission) {
+        case Permission::None:
+            return "none";
+        case Permission::Allow:
+            return "allow";
+        case Permission::Ask:
+            return "ask";
+        case Permission::Deny:
+            return "deny";
+    }
+    return "none";
+}
+
+std::variant<HookInput, std::string> parse_hook_input(std::string_view text) {
+    json root = json::parse(text, nullptr, false);
+    if (root.is_discarded()) return std::string("the hook input is not JSON");
+    if (!root.is_object()) return std::string("the hook input is not a JSON object");
+    HookInput in;
+    auto string_field = [&](const json& object, const char* key, std::string& into) -> bool {
+        auto it = object.find(key);
+        if (it == object.end() || it->is_null()) return true;
+        if (!it->is_string()) return false;
+        into = it->get<std::string>();
+        return true;
+    };
+    if (!string_field(root, "tool_name", in.tool_name)) return std::string("tool_name is not a string");
+    if (!string_field(root, "cwd", in.cwd)) return std::string("cwd is not a string");
+    if (!string_field(root, "session_id", in.session_id)) return std::string("session_id is not a string");
+    if (!string_field(root, "tool_use_id", in.tool_use_id)) return std::string("tool_use_id is not a string");
+    if (auto it = root.find("tool_input"); it != root.end() && !it->is_null()) {
+        if (!it->is_object()) return std::string("tool_input is not an object");
+        in.tool_input = *it;
+    }
+    if (in.tool_name != "Bash") return in;
+    if (!string_field(in.tool_input, "command", in.command))
+        return std::string("tool_input.command is not a string");
+    if (auto it = in.tool_input.find("dangerouslyDisableSandbox");
+        it != in.tool_input.end() && !it->is_null()) {
+        if (!it->is_boolean()) return std::string("tool_input.dangerouslyDisableSandbox is not a boolean");
+        in.disable_sandbox = it->get<bool>();
+    }
+    return in;
+}
+
+std::string wrap_command(const Wrapper& wrapper, const std::string& cwd, const std::string& command) {
+    std::string out;
+    if (!cwd.empty()) out = "cd -- " + shell_quote(cwd) + " && ";
+    out += shell_quote(wrapper.cordon) + " run";
+    for (const std::string& arg : wrapper.args)
+        out += " " + shell_quote(arg);
+    out += " -- " + shell_quote(wrapper.shell) + " -c " + shell_quote(command);
+    return out;
+}
+
+namespace {
+
+std::string named(const policy::Rule& rule) {
+    return "`" + rule.text + "` (" + policy::format_source(rule.source) + ")";
+}
+
+// `text` without quote characters and backslashes: `r'm' -rf`, `"rm" -rf` and `\rm -rf` all run `rm -rf`.
+// Only for deny and ask rules, where matching more is the safe side.
+std::string unquoted(std::string_view text) {
+    std::string out;
+    for (char c : text)
+        if (c != '\'' && c != '"' && c != '\\') out += c;
+    return out;
+}
+
+// The first rule of `rules` that matches one of `parts`: as written, without leading assignments, and without
+// quotes (deny and ask rules; see unquoted()).
+const policy::Rule* first_match(const std::vector<policy::Rule>& rules,
+                                const std::vector<std::string>& parts) {
+    for (const policy::Rule& rule : rules)
+        for (const std::string& part : parts) {
+            std::string_view bare = without_assignments(part);
+            if (bash_rule_matches(rule.text, part) || bash_rule_matches(rule.text, bare) ||
+                bash_rule_matches(rule.text, unquoted(part)) || bash_rule_matches(rule.text, unquoted(bare)))
+                return &rule;
+        }
+    return nullptr;
+}
+
+}  // namespace
+
+HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, const Wrapper& wrapper) {
+    HookDecision d;
+    d.command = input.command;
+    if (input.tool_name != "Bash" || input.command.empty()) {
+        d.reason = input.tool_name != "Bash" ? "not the Bash tool" : "no command";
+        return d;
+    }
+    auto split = split_command(input.command);
+    const std::string* split_error = std::get_if<std::string>(&split);
+    std::vector<std::string> parts;
+    if (!split_error) parts = std::get<std::vector<std::string>>(split);
+    // Deny and ask rules look at every part and at the whole command, so a command cordon cannot split is
+    // still refused by a rule that matches its beginning.
+    std::vector<std::string> checked = parts;
+    checked.push_back(input.command);
+
+    if (const policy::Rule* rule = first_match(rules.deny, checked)) {
+        d.permission = Permission::Deny;
+        d.rule = rule;
+        d.reason = "cordon: denied by " + named(*rule);
+        return d;
+    }
+    if (input.disable_sandbox) {
+        if (!rules.allow_unsandboxed_commands) {
+            d.permission = Permission::Deny;
+            d.reason =
+                "cordon: dangerouslyDisableSandbox refused: sandbox.allowUnsandboxedCommands is false, every "
+                "command runs in the sandbox";
+        } else {
+            d.permission = Permission::Ask;
+            d.reason =
+                "cordon: the command asks to run outside the sandbox (dangerouslyDisableSandbox); "
+                "it runs unsandboxed only if you approve";
+        }
+        return d;
+    }
+
+    d.wrapped = true;
+    d.command = wrap_command(wrapper, input.cwd, input.command);
+    if (const policy::Rule* rule = first_match(rules.ask, checked)) {
+        d.permission = Permission::Ask;
+        d.rule = rule;
+        d.reason = "cordon: ask rule " + named(*rule) + "; it runs in cordon's sandbox once approved";
+        return d;
+    }
+    if (split_error) {
+        d.permission = Permission::Ask;
+        d.reason = "cordon: cannot split the command safely (" + *split_error +
+                   "), so it is not auto-allowed; it runs in cordon's sandbox once approved";
+        return d;
+    }
+
+    bool excluded = !parts.empty();
+    const policy::Rule* exclusion = nullptr;
+    for (const std::string& part : parts) {
+        const policy::Rule* hit = nullptr;
+        for (const policy::Rule& entry : rules.excluded_commands)
+            if (excluded_command_matches(entry.text, part)) {
+                hit = &entry;
+                break;
+            }
+        if (!hit) {
+            excluded = false;
+            break;
+        }
+        if (!exclusion) exclusion = hit;
+    }
+    if (excluded && rules.allow_unsandboxed_commands) {
+        d.permission = Permission::None;
+        d.wrapped = false;
+        d.command = input.command;
+        d.rule = exclusion;
+        d.reason = "cordon: excluded by sandbox.excludedCommands " + named(*exclusion) +
+                   ": runs outside the sandbox, Claude Code's permissions decide";
+        return d;
+    }
+
+    if (rules.sandbox_enabled && rules.auto_allow_bash_if_sandboxed) {
+        d.permission = Permission::Allow;
+        d.reason =
+            "cordon: runs in cordon's sandbox (jail, egress proxy, audit log): sandbox.enabled with "
+            "autoAllowBashIfSandboxed";
+        return d;
+    }
+    const policy::Rule* allowed_by = nullptr;
+    bool all_allowed = !parts.empty();
+    for (const std::string& part : parts) {
+        const policy::Rule* hit = nullptr;
+        for (const policy::Rule& rule : rules.allow)
+            if (bash_rule_matches(rule.text, part)) {
+                hit = &rule;
+                break;
+            }
+        if (!hit) {
+            all_allowed = false;
+            break;
+        }
+        if (!allowed_by) allowed_by = hit;
+    }
+    if (all_allowed) {
+        d.permission = Permission::Allow;
+        d.rule = allowed_by;
+        d.reason = "cordon: allowed by " + named(*allowed_by) + "; runs in cordon's sandbox";
+        return d;
+    }
+    d.permission = Permission::Ask;
+    d.reason =
+        "cordon: no allow rule matches every part and the sandbox does not auto-allow (sandbox.enabled, "
+        "autoAllowBashIfSandboxed); it runs in cordon's sandbox once approved";
+    return d;
+}
+
+std::string hook_output(const HookInput& input, const HookDecision& decision) {
+    if (decision.permission == Permission::None) return "";
+    json specific = {{"hookEventName", "PreToolUse"},
+                     {"permissionDecision", std::string(to_string(decision.permission))},
+                     {"permissionDecisionReason", decision.reason}};
+    if (decision.wrapped && decision.permission != Permission::Deny) {
+        json updated = input.tool_input;
+        updated["command"] = decision.command;
+        specific["updatedInput"] = std::move(updated);
+    }
+    return json{{"hookSpecificOutput", std::move(specific)}}.dump(-1, ' ', false,
+                                                                  json::error_handler_t::replace) +
+           "\n";
+}
+
+}  // namespace cordon::agent

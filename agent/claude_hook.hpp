@@ -1,0 +1,65 @@
+// `cordon claude-hook`: Claude Code's PreToolUse hook for the Bash tool. One pure decision (decide()) from
+// the hook input and the Bash rules and sandbox switches of the layered settings (policy::CommandPolicy), and
+// the JSON that goes back to Claude Code (hook_output()).
+//
+// The decision, in order (README.md "cordon for Claude Code" has the table):
+//   1. not the Bash tool, or no command                     -> no opinion (empty output)
+//   2. a deny rule matches a part (or the whole)            -> deny, naming the rule
+//   3. dangerouslyDisableSandbox                            -> ask, unwrapped (deny when
+//                                                              allowUnsandboxedCommands is false)
+//   4. an ask rule matches a part                           -> ask, wrapped
+//   5. the command cannot be split safely                   -> ask, wrapped (never auto-allowed)
+//   6. every part matches sandbox.excludedCommands          -> no opinion, unwrapped (Claude Code's own
+//      (and allowUnsandboxedCommands is not false)             permission flow)
+//   7. otherwise the command is wrapped in `cordon run`, and
+//      sandbox.enabled && autoAllowBashIfSandboxed          -> allow ("runs in cordon's sandbox")
+//      every part matches an allow rule                     -> allow, naming the rule
+//      else                                                 -> ask, wrapped
+// Errors: none here; malformed input is the caller's (cli/cmd_claude_hook.cpp) to refuse.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "policy/policy.hpp"
+
+namespace cordon::agent {
+
+struct HookInput {
+    std::string tool_name;
+    nlohmann::json tool_input = nlohmann::json::object();  // kept whole: updatedInput replaces it
+    std::string command;                                   // tool_input.command
+    bool disable_sandbox = false;                          // tool_input.dangerouslyDisableSandbox
+    std::string cwd, session_id, tool_use_id;
+};
+
+// Reads the hook's stdin JSON; an error message when it is not a PreToolUse input cordon can read.
+std::variant<HookInput, std::string> parse_hook_input(std::string_view text);
+
+// How a command runs under cordon: `cd -- CWD && CORDON run ARGS -- SHELL -c COMMAND`, every piece quoted.
+struct Wrapper {
+    std::string cordon;             // absolute path of the cordon binary
+    std::vector<std::string> args;  // flags for `cordon run` (the hook's policy flags, --audit-log)
+    std::string shell = "/bin/bash";
+};
+std::string wrap_command(const Wrapper& wrapper, const std::string& cwd, const std::string& command);
+
+struct HookDecision {
+    enum class Permission { None, Allow, Ask, Deny };
+    Permission permission = Permission::None;
+    std::string reason;
+    const policy::Rule* rule = nullptr;  // the rule that decided, when one did (points into the policy)
+    bool wrapped = false;
+    std::string command;  // the command as it will run (wrapped or the original)
+};
+std::string_view to_string(HookDecision::Permission permission);  // "none", "allow", "ask", "deny"
+
+HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, const Wrapper& wrapper);
+
+// Claude Code's hook output for a decision (empty string: no opinion).
+std::string hook_output(const HookInput& input, const HookDecision& decision);
+
+}  // namespace cordon::agent

@@ -1,0 +1,287 @@
+// `cordon claude-hook`: Claude Code's PreToolUse hook (agent/claude_hook.hpp decides), and its installer.
+// Errors that must not let a command through (unreadable input, settings that do not load, an audit log that
+// cannot be written) exit 2, which Claude Code treats as "block the tool call" and shows the message.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "agent/claude_hook.hpp"
+#include "agent/settings_edit.hpp"
+#include "agent/shell_split.hpp"
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+#include "policy/syntax.hpp"
+#include "proxy/audit_log.hpp"
+
+namespace cordon::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kHookHelp =
+    "usage: cordon claude-hook [policy flags] [--audit-log FILE]      (Claude Code runs it; JSON on stdin)\n"
+    "       cordon claude-hook --install [--local|--project|--user] [policy flags] [--audit-log FILE]\n"
+    "       cordon claude-hook --uninstall [--local|--project|--user]\n"
+    "\n"
+    "Claude Code's PreToolUse hook for the Bash tool. Reads the hook input on stdin and answers with\n"
+    "hookSpecificOutput: Bash(...) deny rules deny, ask rules ask, dangerouslyDisableSandbox asks (denies\n"
+    "when sandbox.allowUnsandboxedCommands is false), sandbox.excludedCommands pass through unwrapped;\n"
+    "every other command is rewritten to run under `cordon run` in the session's working directory, and\n"
+    "allowed when sandbox.enabled and autoAllowBashIfSandboxed (default true). Compound commands are split\n"
+    "and every part must pass; a command cordon cannot split is never auto-allowed. Other tools: no output.\n"
+    "The settings are the policy engine's layers read from the session's working directory (managed\n"
+    "settings first); the policy flags and --audit-log are passed on to the `cordon run` of each command.\n"
+    "\n"
+    "  --audit-log FILE       append one `command` event per decision (and the jailed command's proxy\n"
+    "                         lines, through `cordon run --audit-log FILE`)\n"
+    "  --install              add the hook to a Claude Code settings file (default --local:\n"
+    "                         .claude/settings.local.json; --project: .claude/settings.json; --user:\n"
+    "                         ~/.claude/settings.json), keeping everything else in it as it is\n"
+    "  --uninstall            remove exactly that entry\n"
+    "  -h, --help             this text\n"
+    "\n"
+    "Exit status: 0 (the answer is on stdout), 2 when the input, the settings or the audit log fail (Claude\n"
+    "Code then blocks the command and shows the message).\n"
+    "\n";
+
+std::string self_path() {
+    std::error_code ec;
+    fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string("cordon") : self.string();
+}
+
+// A word as typed into a hook command: quoted only when it must be.
+std::string word(const std::string& text) {
+    bool plain = !text.empty() && text.find_first_not_of(
+                                      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                      "0123456789_./:=@%+,-") == std::string::npos;
+    return plain ? text : agent::shell_quote(text);
+}
+
+// The policy flags of `options` again (paths of settings files absolute), for `cordon run` and the
+// installed hook command.
+std::vector<std::string> policy_args(const policy::LoadOptions& options) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& file : options.settings_files)
+        out.push_back("--settings=" + fs::absolute(file, ec).lexically_normal().string());
+    if (options.managed_dir != policy::LoadOptions{}.managed_dir)
+        out.push_back("--managed-dir=" + fs::absolute(options.managed_dir, ec).lexically_normal().string());
+    if (!options.discover) out.push_back("--no-discover");
+    auto each = [&](const std::vector<std::string>& values, const char* flag) {
+        for (const auto& value : values)
+            out.push_back(std::string(flag) + "=" + value);
+    };
+    each(options.allow_domains, "--allow-domain");
+    each(options.deny_domains, "--deny-domain");
+    each(options.allow_write, "--allow-write");
+    each(options.deny_write, "--deny-write");
+    each(options.allow_read, "--allow-read");
+    each(options.deny_read, "--deny-read");
+    each(options.allow_addresses, "--allow-address");
+    return out;
+}
+
+bool append_audit(const std::string& path, const std::string& line, std::string& error) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (fd < 0) {
+        error = path + ": " + std::strerror(errno);
+        return false;
+    }
+    // One write(2) per line, like the proxy's writer: concurrent hooks and jails append whole lines.
+    ssize_t n = ::write(fd, line.data(), line.size());
+    int saved = errno;
+    ::close(fd);
+    if (n != static_cast<ssize_t>(line.size())) {
+        error = path + ": " + (n < 0 ? std::strerror(saved) : "short write");
+        return false;
+    }
+    return true;
+}
+
+int run_hook(const policy::LoadOptions& base, const std::string& audit_log) {
+    std::string text;
+    char buffer[65536];
+    for (;;) {
+        ssize_t n = ::read(0, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            std::cerr << "cordon claude-hook: cannot read stdin: " << std::strerror(errno) << "\n";
+            return 2;
+        }
+        if (n == 0) break;
+        text.append(buffer, static_cast<std::size_t>(n));
+        if (text.size() > (16u << 20)) {
+            std::cerr << "cordon claude-hook: the hook input is larger than 16 MiB\n";
+            return 2;
+        }
+    }
+    auto parsed = agent::parse_hook_input(text);
+    if (auto* error = std::get_if<std::string>(&parsed)) {
+        std::cerr << "cordon claude-hook: " << *error << "\n";
+        return 2;
+    }
+    auto& input = std::get<agent::HookInput>(parsed);
+    if (input.tool_name != "Bash") return 0;  // no opinion on other tools
+
+    policy::LoadOptions load = base;
+    if (!input.cwd.empty()) load.cwd = input.cwd;
+    auto policy = load_policy_or_report(load);
+    if (!policy) {
+        std::cerr << "cordon claude-hook: the settings do not load; the command is blocked\n";
+        return 2;
+    }
+    agent::Wrapper wrapper;
+    wrapper.cordon = self_path();
+    wrapper.args = policy_args(base);
+    if (!audit_log.empty()) {
+        std::error_code ec;
+        wrapper.args.push_back("--audit-log=" +
+                               (audit_log == "-" ? audit_log : fs::absolute(audit_log, ec).string()));
+    }
+    if (::access("/bin/bash", X_OK) != 0) wrapper.shell = "/bin/sh";
+    agent::HookDecision decision = agent::decide(input, policy->commands(), wrapper);
+
+    if (!audit_log.empty() && !input.command.empty()) {
+        nlohmann::ordered_json event = {
+            {"ts", proxy::rfc3339_ms(std::chrono::system_clock::now())},
+            {"event", "command"},
+            {"session_id", input.session_id},
+            {"tool_use_id", input.tool_use_id},
+            {"cwd", input.cwd},
+            {"command", input.command},
+            {"decision", std::string(agent::to_string(decision.permission))},
+            {"rule", decision.rule ? decision.rule->text : ""},
+            {"source", decision.rule ? policy::format_source(decision.rule->source) : ""},
+            {"reason", decision.reason},
+            {"wrapped", decision.wrapped}};
+        std::string line =
+            event.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+        std::string error;
+        if (audit_log == "-") {
+            std::cerr << line;
+        } else if (!append_audit(audit_log, line, error)) {
+            std::cerr << "cordon claude-hook: cannot write the audit log " << error
+                      << "; the command is blocked\n";
+            return 2;
+        }
+    }
+    std::cout << agent::hook_output(input, decision);
+    std::cout.flush();
+    return 0;
+}
+
+int edit_settings(bool install, const std::string& scope, const policy::LoadOptions& options,
+                  const std::string& audit_log) {
+    std::error_code ec;
+    fs::path file;
+    if (scope == "--user") {
+        const char* home = std::getenv("HOME");
+        if (!home || home[0] != '/') throw UsageError("--user needs $HOME");
+        file = fs::path(home) / ".claude" / "settings.json";
+    } else {
+        file = fs::current_path(ec) / ".claude" /
+               (scope == "--project" ? "settings.json" : "settings.local.json");
+    }
+    std::string text;
+    bool exists = fs::exists(file, ec);
+    if (exists) {
+        std::ifstream in(file, std::ios::binary);
+        if (!in) {
+            std::cerr << "cordon claude-hook: cannot read " << file.string() << ": " << std::strerror(errno)
+                      << "\n";
+            return 2;
+        }
+        std::ostringstream buffer;
+        buffer << in.rdbuf();
+        text = buffer.str();
+    } else if (!install) {
+        std::cerr << "cordon claude-hook: " << file.string() << " does not exist; nothing to remove\n";
+        return 0;
+    }
+    std::string command = word(self_path()) + " claude-hook";
+    for (const auto& arg : policy_args(options))
+        command += " " + word(arg);
+    if (!audit_log.empty()) command += " " + word("--audit-log=" + fs::absolute(audit_log, ec).string());
+    agent::SettingsEdit edit = install ? agent::install_hook(text, command) : agent::uninstall_hook(text);
+    if (!edit.error.empty()) {
+        std::cerr << "cordon claude-hook: " << file.string() << ": " << edit.error << "; not changed\n";
+        return 2;
+    }
+    if (!edit.changed) {
+        std::cerr << "cordon claude-hook: " << file.string() << ": "
+                  << (install ? "already installed" : "no cordon hook to remove") << "\n";
+        return 0;
+    }
+    fs::create_directories(file.parent_path(), ec);
+    // Written next to the file and renamed over it: a crash leaves the old file or the new one.
+    fs::path temp = file;
+    temp += ".cordon-tmp";
+    {
+        std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+        out << edit.text;
+        out.close();
+        if (!out) {
+            std::cerr << "cordon claude-hook: cannot write " << temp.string() << "\n";
+            fs::remove(temp, ec);
+            return 2;
+        }
+    }
+    struct stat st {};
+    if (exists && ::stat(file.c_str(), &st) == 0) ::chmod(temp.c_str(), st.st_mode & 07777);
+    fs::rename(temp, file, ec);
+    if (ec) {
+        std::cerr << "cordon claude-hook: cannot replace " << file.string() << ": " << ec.message() << "\n";
+        fs::remove(temp, ec);
+        return 2;
+    }
+    std::cerr << "cordon claude-hook: " << (install ? "installed in " : "removed from ") << file.string()
+              << "\n";
+    return 0;
+}
+
+}  // namespace
+
+int cmd_claude_hook(int argc, char** argv) {
+    ArgCursor args(argc, argv, 0);
+    policy::LoadOptions load;
+    std::string audit_log, scope;
+    bool install = false, uninstall = false;
+    while (!args.done()) {
+        if (args.flag("--help") || args.flag("-h")) {
+            std::cout << kHookHelp << kPolicyFlagsHelp;
+            return 0;
+        }
+        if (parse_policy_flag(args, load)) continue;
+        if (args.flag("--audit-log")) {
+            audit_log = args.value();
+        } else if (args.flag("--install")) {
+            install = true;
+        } else if (args.flag("--uninstall")) {
+            uninstall = true;
+        } else if (args.peek() == "--project" || args.peek() == "--local" || args.peek() == "--user") {
+            if (!scope.empty()) throw UsageError("one of --local, --project, --user");
+            scope = args.next();
+        } else {
+            throw UsageError("unknown argument '" + args.peek() + "'");
+        }
+    }
+    if (install && uninstall) throw UsageError("--install and --uninstall contradict each other");
+    if (!scope.empty() && !install && !uninstall)
+        throw UsageError(scope + " goes with --install or --uninstall");
+    if (install || uninstall)
+        return edit_settings(install, scope.empty() ? "--local" : scope, load, audit_log);
+    return run_hook(load, audit_log);
+}
+
+}  // namespace cordon::cli

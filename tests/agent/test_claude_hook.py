@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""`cordon claude-hook` end to end: a recorded PreToolUse input goes in, the hook's answer comes out, and the
+rewritten command is run the way Claude Code runs it (bash -c) and is seen jailed. Also the installer on real
+files. The jail needs root; the rest does not."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "proxy"))
+from proxytest import CORDON  # noqa: E402
+
+# What Claude Code sends for a Bash call (recorded; cwd and command are filled in per test).
+RECORDED = {
+    "session_id": "4f1c2a0e-1d1b-4b7c-9a57-2c1f8d0e6a11",
+    "transcript_path": "/root/.claude/projects/x/4f1c2a0e.jsonl",
+    "cwd": None,
+    "permission_mode": "default",
+    "hook_event_name": "PreToolUse",
+    "tool_name": "Bash",
+    "tool_input": {"command": None, "description": "Run the script", "timeout": 120000},
+    "tool_use_id": "toolu_01ABCdef",
+}
+
+
+class HookTest(unittest.TestCase):
+    def setUp(self):
+        # Not below /tmp: the jail has a private /tmp, so a write there would not show whether it was refused.
+        self.dir = tempfile.mkdtemp(prefix="cordon-hook-test-", dir="/var/tmp")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.work = os.path.join(self.dir, "work")
+        self.home = os.path.join(self.dir, "home")
+        self.managed = os.path.join(self.dir, "managed")
+        for d in (self.work, self.home, self.managed, os.path.join(self.work, ".claude")):
+            os.makedirs(d, exist_ok=True)
+        self.audit = os.path.join(self.dir, "audit.jsonl")
+        self.env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.home}
+
+    def settings(self, obj, name="settings.json"):
+        with open(os.path.join(self.work, ".claude", name), "w") as f:
+            json.dump(obj, f)
+
+    def hook(self, command, tool="Bash", extra_input=None, raw=None):
+        data = dict(RECORDED, cwd=self.work, tool_name=tool)
+        data["tool_input"] = dict(RECORDED["tool_input"], command=command, **(extra_input or {}))
+        return subprocess.run([CORDON, "claude-hook", "--managed-dir", self.managed, "--audit-log", self.audit],
+                              input=raw if raw is not None else json.dumps(data), cwd=self.work, env=self.env,
+                              capture_output=True, text=True, timeout=30)
+
+    def answer(self, r):
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)["hookSpecificOutput"]
+
+    def audit_lines(self):
+        with open(self.audit) as f:
+            return [json.loads(line) for line in f]
+
+    @unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+    def test_rewritten_command_runs_jailed_with_quoting_intact(self):
+        self.settings({"sandbox": {"enabled": True}, "permissions": {"deny": ["Bash(rm -rf:*)"]}})
+        outside = os.path.join(self.dir, "outside")
+        command = ("printf '%s|' \"it's\" 'a  b' \"$(echo sub)\"; echo\n"
+                   "cat <<'EOF'\nhere $HOME `x` 'q'\nEOF\n"
+                   "echo \"proxy=$HTTPS_PROXY runtime=$SANDBOX_RUNTIME\"\n"
+                   f"touch {outside} 2>/dev/null && echo wrote-outside || echo outside-refused\n"
+                   "touch inside && echo wrote-inside")
+        h = self.answer(self.hook(command))
+        self.assertEqual(h["permissionDecision"], "allow")
+        self.assertIn("sandbox", h["permissionDecisionReason"])
+        updated = h["updatedInput"]
+        self.assertEqual(updated["description"], "Run the script")
+        self.assertEqual(updated["timeout"], 120000)
+        # Claude Code runs the command with bash in the session's directory.
+        r = subprocess.run(["bash", "-c", updated["command"]], cwd=self.work, env=self.env, capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines[0], "it's|a  b|sub|")
+        self.assertEqual(lines[1], "here $HOME `x` 'q'")
+        self.assertRegex(lines[2], r"^proxy=http://(127\.0\.0\.1|\[::1\]|localhost):\d+ runtime=1$")
+        self.assertEqual(lines[3], "outside-refused")
+        self.assertEqual(lines[4], "wrote-inside")
+        self.assertFalse(os.path.exists(outside))
+        self.assertTrue(os.path.exists(os.path.join(self.work, "inside")))
+        event = [e for e in self.audit_lines() if e["event"] == "command"][-1]
+        self.assertEqual(event["decision"], "allow")
+        self.assertEqual(event["session_id"], RECORDED["session_id"])
+        self.assertEqual(event["command"], command)
+        self.assertTrue(event["wrapped"])
+
+    def test_deny_ask_and_other_tools(self):
+        self.settings({"sandbox": {"enabled": True, "excludedCommands": ["docker"]},
+                       "permissions": {"deny": ["Bash(rm -rf:*)"], "ask": ["Bash(git push:*)"]}})
+        h = self.answer(self.hook("ls && echo $(rm -rf /)"))
+        self.assertEqual(h["permissionDecision"], "deny")
+        self.assertIn("Bash(rm -rf:*)", h["permissionDecisionReason"])
+        self.assertNotIn("updatedInput", h)
+        h = self.answer(self.hook("git push origin main"))
+        self.assertEqual(h["permissionDecision"], "ask")
+        self.assertIn("cordon", h["updatedInput"]["command"])
+        h = self.answer(self.hook("curl example.com", extra_input={"dangerouslyDisableSandbox": True}))
+        self.assertEqual(h["permissionDecision"], "ask")
+        self.assertNotIn("updatedInput", h)
+        # excluded: no opinion, Claude Code's flow
+        r = self.hook("docker ps")
+        self.assertEqual((r.returncode, r.stdout), (0, ""))
+        r = self.hook(None, tool="Read", extra_input={"file_path": "/etc/hosts"})
+        self.assertEqual((r.returncode, r.stdout), (0, ""))
+        decisions = [(e["decision"], e["rule"]) for e in self.audit_lines()]
+        self.assertEqual(decisions, [("deny", "Bash(rm -rf:*)"), ("ask", "Bash(git push:*)"), ("ask", ""),
+                                     ("none", "docker")])
+
+    def test_managed_settings_override(self):
+        with open(os.path.join(self.managed, "managed-settings.json"), "w") as f:
+            json.dump({"sandbox": {"allowUnsandboxedCommands": False}}, f)
+        self.settings({"sandbox": {"enabled": True, "allowUnsandboxedCommands": True}})
+        h = self.answer(self.hook("curl example.com", extra_input={"dangerouslyDisableSandbox": True}))
+        self.assertEqual(h["permissionDecision"], "deny")
+        self.assertIn("allowUnsandboxedCommands", h["permissionDecisionReason"])
+
+    def test_failures_block(self):
+        r = self.hook("ls", raw="{not json")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not JSON", r.stderr)
+        self.settings({"permissions": {"deny": ["WebFetch(domain:)"]}})
+        r = self.hook("ls")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("blocked", r.stderr)
+
+    def test_install_uninstall_round_trip(self):
+        original = ('{\n    "permissions": {"allow": ["Bash(ls *)"]},\n    "hooks": {\n        "PreToolUse": [\n'
+                    '            {"matcher": "Write", "hooks": [{"type": "command", "command": "lint.sh"}]}\n'
+                    '        ]\n    }\n}\n')
+        path = os.path.join(self.work, ".claude", "settings.local.json")
+        with open(path, "w") as f:
+            f.write(original)
+        run = lambda *a: subprocess.run([CORDON, "claude-hook", *a], cwd=self.work, env=self.env,
+                                        capture_output=True, text=True, timeout=30)
+        r = run("--install", "--audit-log", "audit.jsonl")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(path) as f:
+            installed = json.load(f)
+        entries = installed["hooks"]["PreToolUse"]
+        self.assertEqual(entries[0]["hooks"][0]["command"], "lint.sh")
+        command = entries[1]["hooks"][0]["command"]
+        self.assertEqual(entries[1]["matcher"], "Bash")
+        self.assertTrue(command.startswith(os.path.realpath(CORDON) + " claude-hook"), command)
+        self.assertIn("--audit-log=" + os.path.join(self.work, "audit.jsonl"), command)
+        self.assertIn("installed", run("--install").stderr + "installed")
+        r = run("--uninstall")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(path) as f:
+            self.assertEqual(f.read(), original)
+        # --user: the home directory's settings, created when missing
+        r = run("--install", "--user")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        user = os.path.join(self.home, ".claude", "settings.json")
+        with open(user) as f:
+            self.assertEqual(len(json.load(f)["hooks"]["PreToolUse"]), 1)
+        self.assertEqual(run("--uninstall", "--user").returncode, 0)
+        with open(user) as f:
+            self.assertEqual(json.load(f), {})
+        # a file cordon cannot read as settings is left alone
+        with open(path, "w") as f:
+            f.write("[1]")
+        r = run("--install")
+        self.assertEqual(r.returncode, 2)
+        with open(path) as f:
+            self.assertEqual(f.read(), "[1]")
+
+
+if __name__ == "__main__":
+    unittest.main()
