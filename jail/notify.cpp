@@ -29,6 +29,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "jail/unix_sockets.hpp"
+
 namespace cordon::jail {
 
 bool user_notification_supported() {
@@ -245,6 +247,8 @@ class NotifierImpl final : public Notifier {
           mount_points_(mount_points.begin(), mount_points.end()) {
         for (const auto& rule : policy_->filesystem().allow_write)
             if (!rule.glob) writable_roots_.insert(rule.path.string());
+        listed_sockets_ = unix_sockets::listed_paths(policy_->network().allow_unix_sockets,
+                                                     policy_->filesystem().home.string());
         stop_ = Fd(::eventfd(0, EFD_CLOEXEC));
         privileged_ = ::geteuid() == 0;
         thread_ = std::thread([this] { serve(); });
@@ -720,6 +724,12 @@ class NotifierImpl final : public Notifier {
                 if (err == 0) return send_fd(req.id, fd.fd, flags);
                 break;
             }
+            case SYS_connect:
+            case SYS_bind:
+                // allowUnixSockets (jail/unix_sockets.hpp).
+                err = socket_call(req, c);
+                if (err < 0) return;
+                break;
             case SYS_openat2:
                 // Its resolve flags would need resolving as the caller asked: refused as on a kernel before
                 // 5.6 (programs fall back to openat).
@@ -927,6 +937,53 @@ class NotifierImpl final : public Notifier {
         }
     }
 
+    // connect and bind (allowUnixSockets, see unix_sockets.hpp), performed with the address copied once. 0 or
+    // an errno; -1: not to be answered here.
+    int socket_call(const seccomp_notif& req, const Caller& c) {
+        const auto& a = req.data.args;
+        sockaddr_storage addr{};
+        socklen_t len = 0;
+        if (int err = unix_sockets::read_address(c.pid, a[1], a[2], addr, len)) return err;
+        Fd sock(unix_sockets::take_socket(c.tgid > 0 ? static_cast<pid_t>(c.tgid) : c.pid,
+                                          static_cast<int>(static_cast<std::uint32_t>(a[0]))));
+        if (sock.fd < 0) return errno == ESRCH ? EPERM : errno;
+        if (!valid(req.id)) return -1;
+        const bool connecting = req.data.nr == SYS_connect;
+        const auto path = unix_sockets::filesystem_path(addr, len);
+        if (!path) {
+            // Another family, an abstract or unnamed address: confined by the socket's network namespace.
+            const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
+            const int rc = connecting ? ::connect(sock.fd, sa, len) : ::bind(sock.fd, sa, len);
+            return rc == 0 ? 0 : errno;
+        }
+        std::string abs;
+        if (int err = absolute(c, AT_FDCWD, *path, abs)) return err;
+        if (connecting) {
+            Fd target;
+            if (int err = unix_sockets::open_listed(root(c.pid), abs, listed_sockets_, target.fd)) return err;
+            const int flags = ::fcntl(sock.fd, F_GETFL);
+            if (flags >= 0 && !(flags & O_NONBLOCK)) {
+                // A blocking connect waits while the listener's backlog is full: on a thread of its own.
+                std::thread([this, sock = std::move(sock), target = std::move(target), who = c,
+                             id = req.id]() mutable {
+                    if (!become(who)) return reply(id, EPERM);
+                    reply(id, unix_sockets::connect_to(sock.fd, target.fd));
+                }).detach();
+                return -1;
+            }
+            if (!become(c)) return EPERM;
+            return unix_sockets::connect_to(sock.fd, target.fd);
+        }
+        // bind creates the name: the write rules, as mknod.
+        Target t;
+        if (int err = resolve(c, abs, false, t)) return err;
+        if (t.magic >= 0) return EACCES;
+        if (t.name == ".") return EADDRINUSE;
+        if (int err = decide_at(t, true)) return err;
+        if (!become(c)) return EPERM;
+        return unix_sockets::bind_at(sock.fd, t.dir.fd, t.name);
+    }
+
     Fd listener_;
     Fd stop_;
     Fd root_;
@@ -941,7 +998,9 @@ class NotifierImpl final : public Notifier {
     std::unordered_map<pid_t, Cached> callers_;
     Caller uncached_;
     std::unordered_set<std::string> mount_points_;
-    std::unordered_set<std::string> writable_roots_;  // allowWrite entries, the working directory, /tmp
+    std::unordered_set<std::string> writable_roots_;
+    std::vector<std::string> listed_sockets_;  // allowUnixSockets, `~` expanded  // allowWrite entries, the
+                                               // working directory, /tmp
     mutable std::mutex mutex_;
     std::set<std::string> new_repos_;
     std::thread thread_;
