@@ -950,8 +950,19 @@ class NotifierImpl final : public Notifier {
         if (!valid(req.id)) return -1;
         const bool connecting = req.data.nr == SYS_connect;
         const auto path = unix_sockets::filesystem_path(addr, len);
+        const int flags = ::fcntl(sock.fd, F_GETFL);
+        // A blocking connect waits (a full backlog, a TCP handshake): on a thread of its own, not to hold up
+        // every other call.
+        const bool blocking = connecting && flags >= 0 && !(flags & O_NONBLOCK);
         if (!path) {
             // Another family, an abstract or unnamed address: confined by the socket's network namespace.
+            if (blocking) {
+                std::thread([this, sock = std::move(sock), addr, len, id = req.id]() {
+                    const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
+                    reply(id, ::connect(sock.fd, sa, len) == 0 ? 0 : errno);
+                }).detach();
+                return -1;
+            }
             const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
             const int rc = connecting ? ::connect(sock.fd, sa, len) : ::bind(sock.fd, sa, len);
             return rc == 0 ? 0 : errno;
@@ -961,9 +972,7 @@ class NotifierImpl final : public Notifier {
         if (connecting) {
             Fd target;
             if (int err = unix_sockets::open_listed(root(c.pid), abs, listed_sockets_, target.fd)) return err;
-            const int flags = ::fcntl(sock.fd, F_GETFL);
-            if (flags >= 0 && !(flags & O_NONBLOCK)) {
-                // A blocking connect waits while the listener's backlog is full: on a thread of its own.
+            if (blocking) {
                 std::thread([this, sock = std::move(sock), target = std::move(target), who = c,
                              id = req.id]() mutable {
                     if (!become(who)) return reply(id, EPERM);

@@ -183,6 +183,11 @@ class UnixSocketCase:
         out, err = self.sh(f"curl -sS --max-time 10 {Upstream.url()}", *Upstream.flags(), "--allow-domain",
                            Upstream.NAME, "--settings", self.settings)
         self.assertEqual(out, "hello from upstream\n", err)
+        # A blocking connect (urllib) through the proxy from HTTP_PROXY.
+        script = f"import urllib.request; print(urllib.request.urlopen('{Upstream.url()}', timeout=10).read().decode())"
+        out, err = self.sh(f"python3 -c \"{script}\"", *Upstream.flags(), "--allow-domain", Upstream.NAME,
+                           "--settings", self.settings)
+        self.assertEqual(out.strip(), "hello from upstream", err)
 
     def test_bind_follows_the_write_rules(self):
         self.listeners()
