@@ -76,8 +76,8 @@ Result add_notify_rules(scmp_filter_ctx ctx) {
 // cannot look, so both are notified for every family (only when the list is non-empty: nothing changes for
 // others) and performed by the supervisor with the address it copied. sendto/sendmsg name a destination only
 // on a datagram socket (a stream socket refuses an address, a seqpacket one ignores it; an AF_INET/AF_INET6
-// address reaches only the jail's loopback): socket(AF_UNIX, SOCK_DGRAM) is refused instead, so that
-// nothing is notified for them.
+// address reaches only the jail's loopback): AF_UNIX sockets of other types than stream and seqpacket are
+// refused instead, so that nothing is notified for them.
 Result add_unix_socket_rules(scmp_filter_ctx ctx) {
     for (const char* name : {"connect", "bind"}) {
         int nr = seccomp_syscall_resolve_name(name);
@@ -88,10 +88,16 @@ Result add_unix_socket_rules(scmp_filter_ctx ctx) {
             return fail(std::string("seccomp notification rule for ") + name);
         }
     }
-    constexpr scmp_datum_t kSockTypeMask = 0xf;
-    scmp_arg_cmp args[] = {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, AF_UNIX),
-                           SCMP_A1(SCMP_CMP_MASKED_EQ, kSockTypeMask, SOCK_DGRAM)};
-    return refuse(ctx, "socket", EPERM, 2, args);
+    // Every type but stream and seqpacket (the kernel makes SOCK_RAW a datagram socket too).
+    constexpr scmp_datum_t kSockTypeMask = 0xf;  // SOCK_TYPE_MASK
+    Result r;
+    for (scmp_datum_t type = 0; type <= kSockTypeMask && !r; ++type) {
+        if (type == SOCK_STREAM || type == SOCK_SEQPACKET) continue;
+        scmp_arg_cmp args[] = {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, AF_UNIX),
+                               SCMP_A1(SCMP_CMP_MASKED_EQ, kSockTypeMask, type)};
+        r = refuse(ctx, "socket", EPERM, 2, args);
+    }
+    return r;
 }
 
 }  // namespace

@@ -82,10 +82,12 @@ elif mode == "bind":
         err(e)
     print("OK bound")
 elif mode == "dgram":
-    try:
-        socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    except OSError as e:
-        err(e)
+    # SOCK_RAW is a datagram socket too for AF_UNIX; the flags must not hide the type.
+    for kind in (socket.SOCK_DGRAM, socket.SOCK_RAW, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK):
+        try:
+            socket.socket(socket.AF_UNIX, kind)
+        except OSError as e:
+            err(e)
     print("OK dgram")
 '''
 
@@ -203,6 +205,11 @@ class UnixSocketCase:
     def test_datagram_unix_sockets_refused_in_per_path_mode(self):
         self.listeners()
         self.assertEqual(self.jailed("dgram"), "ERR EPERM")
+        # One at a time: each is refused on its own.
+        for kind in ("SOCK_RAW", "SOCK_DGRAM | socket.SOCK_CLOEXEC"):
+            _, err = self.sh(f"python3 -c 'import socket; socket.socket(socket.AF_UNIX, socket.{kind})'",
+                             "--settings", self.settings, expect=1)
+            self.assertIn("PermissionError", err)
 
     def test_without_list_unix_sockets_stay_refused(self):
         self.listeners()
