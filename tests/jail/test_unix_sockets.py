@@ -10,6 +10,7 @@ import json
 import os
 import socket
 import stat
+import subprocess
 import sys
 import threading
 import time
@@ -167,6 +168,11 @@ class UnixSocketCase:
         self.assertEqual(self.jailed("connect", "to-unlisted"), "ERR EPERM")
         self.assertEqual(self.unlisted.count, 0)
         self.assertEqual(self.jailed("connect", "to-listed"), "OK pong listed")
+        # `cordon check unix:PATH` says the same.
+        for rel, rc in (("to-listed", 0), ("to-unlisted", 1)):
+            r = subprocess.run([Env.cordon, "check", "--no-discover", "--settings", self.settings, f"unix:{rel}"],
+                               cwd=self.cwd, env=self.env(), capture_output=True, text=True)
+            self.assertEqual(r.returncode, rc, r.stdout + r.stderr)
 
     def test_nonblocking_connect(self):
         self.listeners()
