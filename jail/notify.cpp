@@ -944,7 +944,7 @@ class NotifierImpl final : public Notifier {
         sockaddr_storage addr{};
         socklen_t len = 0;
         if (int err = unix_sockets::read_address(c.pid, a[1], a[2], addr, len)) return err;
-        Fd sock(unix_sockets::take_socket(c.tgid > 0 ? static_cast<pid_t>(c.tgid) : c.pid,
+        Fd sock(unix_sockets::take_socket(c.pid, c.tgid > 0 ? static_cast<pid_t>(c.tgid) : c.pid,
                                           static_cast<int>(static_cast<std::uint32_t>(a[0]))));
         if (sock.fd < 0) return errno == ESRCH ? EPERM : errno;
         if (!valid(req.id)) return -1;

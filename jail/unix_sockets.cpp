@@ -56,8 +56,11 @@ int read_address(pid_t pid, std::uint64_t addr, std::uint64_t len, sockaddr_stor
     return got < 0 && errno == ESRCH ? ESRCH : EFAULT;
 }
 
-int take_socket(pid_t pid, int fd) {
-    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+int take_socket(pid_t tid, pid_t tgid, int fd) {
+    // The thread's own descriptor table (PIDFD_THREAD, Linux 6.9); before, the process's.
+    constexpr unsigned kPidfdThread = O_EXCL;
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, tid, kPidfdThread));
+    if (pidfd < 0 && errno == EINVAL) pidfd = static_cast<int>(::syscall(SYS_pidfd_open, tgid, 0));
     if (pidfd < 0) return -1;
     int sock = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, fd, 0));
     int saved = errno;

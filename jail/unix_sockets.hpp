@@ -27,8 +27,9 @@ std::vector<std::string> listed_paths(const std::vector<policy::Rule>& rules, co
 // for a length over sizeof(sockaddr_storage), EFAULT).
 int read_address(pid_t pid, std::uint64_t addr, std::uint64_t len, sockaddr_storage& out, socklen_t& out_len);
 
-// A descriptor for the caller's descriptor `fd` (process `pid`): the same open file. -1 with errno.
-int take_socket(pid_t pid, int fd);
+// A descriptor for the caller's descriptor `fd` (thread `tid` of process `tgid`, our PID namespace): the same
+// open file. -1 with errno.
+int take_socket(pid_t tid, pid_t tgid, int fd);
 
 // The file system path of an AF_UNIX address; nothing for an unnamed or abstract address or another family.
 std::optional<std::string> filesystem_path(const sockaddr_storage& addr, socklen_t len);

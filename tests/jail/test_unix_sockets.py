@@ -38,6 +38,18 @@ if mode == "connect":
         err(e)
     s.sendall(b"ping\n")
     print("OK", s.recv(100).decode().strip())
+elif mode == "thread":
+    # From a thread that is not the process's first one (whose descriptor table the supervisor reads).
+    out = []
+    def run():
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sys.argv[2])
+        s.sendall(b"ping\n")
+        out.append(s.recv(100).decode().strip())
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    print("OK", *out)
 elif mode == "nonblock":
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
     try:
@@ -152,6 +164,7 @@ class UnixSocketCase:
         self.listeners()
         self.assertEqual(self.jailed("connect", self.listed.path), "OK pong listed")
         self.assertEqual(self.jailed("connect", os.path.join(self.home, "agent.sock")), "OK pong agent")
+        self.assertEqual(self.jailed("thread", self.listed.path), "OK pong listed")
 
     def test_unlisted_path_refused(self):
         self.listeners()
