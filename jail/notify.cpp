@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -937,6 +938,13 @@ class NotifierImpl final : public Notifier {
         }
     }
 
+    static void reply_on(int listener, std::uint64_t id, int err) {
+        seccomp_notif_resp resp{};
+        resp.id = id;
+        resp.error = err ? -err : 0;
+        ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    }
+
     // connect and bind (allowUnixSockets, see unix_sockets.hpp), performed with the address copied once. 0 or
     // an errno; -1: not to be answered here.
     int socket_call(const seccomp_notif& req, const Caller& c) {
@@ -949,6 +957,7 @@ class NotifierImpl final : public Notifier {
         if (sock.fd < 0) return errno == ESRCH ? EPERM : errno;
         if (!valid(req.id)) return -1;
         const bool connecting = req.data.nr == SYS_connect;
+        if (addr.ss_family == AF_UNIX && len > sizeof(sockaddr_un)) return EINVAL;  // as the kernel
         const auto path = unix_sockets::filesystem_path(addr, len);
         const int flags = ::fcntl(sock.fd, F_GETFL);
         // A blocking connect waits (a full backlog, a TCP handshake): on a thread of its own, not to hold up
@@ -957,9 +966,10 @@ class NotifierImpl final : public Notifier {
         if (!path) {
             // Another family, an abstract or unnamed address: confined by the socket's network namespace.
             if (blocking) {
-                std::thread([this, sock = std::move(sock), addr, len, id = req.id]() {
+                Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
+                std::thread([sock = std::move(sock), answer = std::move(answer), addr, len, id = req.id]() {
                     const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
-                    reply(id, ::connect(sock.fd, sa, len) == 0 ? 0 : errno);
+                    reply_on(answer.fd, id, ::connect(sock.fd, sa, len) == 0 ? 0 : errno);
                 }).detach();
                 return -1;
             }
@@ -973,10 +983,13 @@ class NotifierImpl final : public Notifier {
             Fd target;
             if (int err = unix_sockets::open_listed(root(c.pid), abs, listed_sockets_, target.fd)) return err;
             if (blocking) {
-                std::thread([this, sock = std::move(sock), target = std::move(target), who = c,
-                             id = req.id]() mutable {
-                    if (!become(who)) return reply(id, EPERM);
-                    reply(id, unix_sockets::connect_to(sock.fd, target.fd));
+                // The thread may outlive the notifier (a listener that never accepts): after become() it
+                // answers on a listener of its own.
+                Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
+                std::thread([this, sock = std::move(sock), target = std::move(target),
+                             answer = std::move(answer), who = c, id = req.id]() mutable {
+                    if (!become(who)) return reply_on(answer.fd, id, EPERM);
+                    reply_on(answer.fd, id, unix_sockets::connect_to(sock.fd, target.fd));
                 }).detach();
                 return -1;
             }

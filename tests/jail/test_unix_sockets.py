@@ -192,6 +192,28 @@ class UnixSocketCase:
         self.assertEqual(self.jailed("nonblock", self.listed.path), "OK pong listed nonblocking")
         self.assertEqual(self.jailed("nonblock", self.unlisted.path), "ERR EPERM")
 
+    def test_blocking_connect_waits_without_holding_up_other_calls(self):
+        self.listeners()
+        # A listener whose backlog is full: a blocking connect to it waits.
+        full = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        full_path = os.path.join(self.outside, "full.sock")
+        full.bind(full_path)
+        os.chmod(full_path, 0o777)
+        full.listen(0)
+        fillers = []
+        while True:
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
+            if c.connect_ex(full_path) != 0:
+                c.close()
+                break
+            fillers.append(c)
+        self.addCleanup(lambda: [c.close() for c in fillers + [full]])
+        self.settings = self.write(os.path.join(self.dir, "srt.json"), json.dumps(
+            {"network": {"allowUnixSockets": [self.listed.path, full_path]}}))
+        out, err = self.sh(f"python3 {self.client} connect {full_path} & sleep 0.5; mkdir made && echo MADE; "
+                           f"python3 {self.client} connect {self.listed.path}; kill $!", "--settings", self.settings)
+        self.assertEqual(out.split("\n")[:2], ["MADE", "OK pong listed"], err)
+
     def test_racing_thread_cannot_reach_unlisted_path(self):
         self.listeners()
         out = self.jailed("race", self.listed.path, self.unlisted.path)
