@@ -964,7 +964,10 @@ class NotifierImpl final : public Notifier {
         // every other call.
         const bool blocking = connecting && flags >= 0 && !(flags & O_NONBLOCK);
         if (!path) {
-            // Another family, an abstract or unnamed address: confined by the socket's network namespace.
+            // Another family, an abstract or unnamed address: confined by the socket's network namespace,
+            // performed with the caller's rights.
+            if (int err = unix_sockets::needs_privilege(addr, len, connecting)) return err;
+            if (!become(c)) return EPERM;
             if (blocking) {
                 Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
                 std::thread([sock = std::move(sock), answer = std::move(answer), addr, len, id = req.id]() {

@@ -1,8 +1,11 @@
 // Per-path Unix sockets (see unix_sockets.hpp).
 #include "jail/unix_sockets.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <linux/openat2.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -76,6 +79,30 @@ std::optional<std::string> filesystem_path(const sockaddr_storage& addr, socklen
     if (un->sun_path[0] == '\0') return std::nullopt;  // abstract
     std::size_t max = std::min<std::size_t>(len - offset, sizeof un->sun_path);
     return std::string(un->sun_path, strnlen(un->sun_path, max));
+}
+
+int needs_privilege(const sockaddr_storage& addr, socklen_t len, bool connecting) {
+    if (len < sizeof(sa_family_t)) return 0;  // the kernel refuses it
+    switch (addr.ss_family) {
+        case AF_UNSPEC:
+        case AF_UNIX:
+            return 0;
+        case AF_INET:
+        case AF_INET6: {
+            if (connecting) return 0;
+            const std::uint16_t port = addr.ss_family == AF_INET
+                                           ? ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port)
+                                           : ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);
+            return port != 0 && port < 1024 ? EACCES : 0;
+        }
+        case AF_NETLINK: {
+            if (!connecting) return 0;  // NETLINK_ROUTE lets anyone receive its groups
+            const auto* nl = reinterpret_cast<const sockaddr_nl*>(&addr);
+            return nl->nl_groups || nl->nl_pid ? EPERM : 0;
+        }
+        default:
+            return EPERM;
+    }
 }
 
 int open_listed(int rootfd, const std::string& path, const std::vector<std::string>& listed, int& target) {

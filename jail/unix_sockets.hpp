@@ -34,6 +34,13 @@ int take_socket(pid_t tid, pid_t tgid, int fd);
 // The file system path of an AF_UNIX address; nothing for an unnamed or abstract address or another family.
 std::optional<std::string> filesystem_path(const sockaddr_storage& addr, socklen_t len);
 
+// The supervisor holds capabilities over the jail's network namespace (it owns it, or is root) that the
+// command does not: what of an address performed for the caller would need them. 0, or the errno the kernel
+// gives the command: EACCES for a port below 1024 (ip_unprivileged_port_start of a new namespace, which the
+// command cannot change), EPERM for a netlink connect to a group or a port id, EPERM for families the jail
+// never creates (a socket handed in).
+int needs_privilege(const sockaddr_storage& addr, socklen_t len, bool connecting);
+
 // Opens (O_PATH, in `target`) the file `path` (absolute, jail view) leads to in the jail's root `rootfd`,
 // following symlinks, when that file is one of `listed` (resolved the same way). 0, EPERM for a file not
 // listed, or the lookup's errno for a listed path that does not resolve.

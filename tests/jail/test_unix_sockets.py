@@ -243,6 +243,17 @@ class UnixSocketCase:
         self.assertEqual(self.jailed("bind", os.path.join(self.outside, "x.sock")), "ERR EROFS")
         self.assertFalse(os.path.lexists(os.path.join(self.outside, "x.sock")))
 
+    def test_inet_bind_keeps_the_callers_rights(self):
+        # The supervisor performs bind for every family: with the caller's rights (no CAP_NET_BIND_SERVICE).
+        self.listeners()
+        script = ("import errno, socket; s = socket.socket()\n"
+                  "try:\n    s.bind(('127.0.0.1', 80)); print('bound')\n"
+                  "except OSError as e:\n    print(errno.errorcode[e.errno])\n"
+                  "t = socket.socket(); t.bind(('127.0.0.1', 0)); t.listen(); print(t.getsockname()[1] > 1024)")
+        path = self.write(os.path.join(self.dir, "bind80.py"), script)
+        out, _ = self.sh(f"python3 {path}", "--settings", self.settings)
+        self.assertEqual(out.split(), ["EACCES", "True"])
+
     def test_datagram_unix_sockets_refused_in_per_path_mode(self):
         self.listeners()
         self.assertEqual(self.jailed("dgram"), "ERR EPERM")

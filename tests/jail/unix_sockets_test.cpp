@@ -1,6 +1,9 @@
 // The pieces of per-path Unix sockets that need no jail: the listed paths, the address copy and its path,
 // and the check of a path against the list (in a root of our own). The jail itself: test_unix_sockets.py.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -81,4 +84,34 @@ TEST_CASE("a path is checked by the file it leads to, symlinks followed in the r
     ::close(a);
     ::close(b);
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("addresses the supervisor performs need no privilege the command lacks") {
+    sockaddr_storage s{};
+    auto* in = reinterpret_cast<sockaddr_in*>(&s);
+    in->sin_family = AF_INET;
+    in->sin_port = htons(80);
+    CHECK(us::needs_privilege(s, sizeof(sockaddr_in), false) == EACCES);
+    CHECK(us::needs_privilege(s, sizeof(sockaddr_in), true) == 0);
+    in->sin_port = htons(1024);
+    CHECK(us::needs_privilege(s, sizeof(sockaddr_in), false) == 0);
+    in->sin_port = 0;
+    CHECK(us::needs_privilege(s, sizeof(sockaddr_in), false) == 0);
+    s = {};
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&s);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(443);
+    CHECK(us::needs_privilege(s, sizeof(sockaddr_in6), false) == EACCES);
+    s = {};
+    auto* nl = reinterpret_cast<sockaddr_nl*>(&s);
+    nl->nl_family = AF_NETLINK;
+    CHECK(us::needs_privilege(s, sizeof(sockaddr_nl), true) == 0);
+    nl->nl_groups = 1;
+    CHECK(us::needs_privilege(s, sizeof(sockaddr_nl), true) == EPERM);
+    CHECK(us::needs_privilege(s, sizeof(sockaddr_nl), false) == 0);
+    s = {};
+    s.ss_family = AF_PACKET;
+    CHECK(us::needs_privilege(s, sizeof s, true) == EPERM);
+    s.ss_family = AF_UNSPEC;
+    CHECK(us::needs_privilege(s, sizeof s, true) == 0);
 }
