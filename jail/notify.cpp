@@ -967,15 +967,19 @@ class NotifierImpl final : public Notifier {
             // Another family, an abstract or unnamed address: confined by the socket's network namespace,
             // performed with the caller's rights.
             if (int err = unix_sockets::needs_privilege(addr, len, connecting)) return err;
-            if (!become(c)) return EPERM;
             if (blocking) {
+                // The thread may outlive the notifier (a peer that never answers): after become() it answers
+                // on a listener of its own.
                 Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
-                std::thread([sock = std::move(sock), answer = std::move(answer), addr, len, id = req.id]() {
+                std::thread([this, sock = std::move(sock), answer = std::move(answer), addr, len, who = c,
+                             id = req.id]() {
+                    if (!become(who)) return reply_on(answer.fd, id, EPERM);
                     const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
                     reply_on(answer.fd, id, ::connect(sock.fd, sa, len) == 0 ? 0 : errno);
                 }).detach();
                 return -1;
             }
+            if (!become(c)) return EPERM;
             const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
             const int rc = connecting ? ::connect(sock.fd, sa, len) : ::bind(sock.fd, sa, len);
             return rc == 0 ? 0 : errno;
@@ -986,8 +990,6 @@ class NotifierImpl final : public Notifier {
             Fd target;
             if (int err = unix_sockets::open_listed(root(c.pid), abs, listed_sockets_, target.fd)) return err;
             if (blocking) {
-                // The thread may outlive the notifier (a listener that never accepts): after become() it
-                // answers on a listener of its own.
                 Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
                 std::thread([this, sock = std::move(sock), target = std::move(target),
                              answer = std::move(answer), who = c, id = req.id]() mutable {
@@ -1023,9 +1025,8 @@ class NotifierImpl final : public Notifier {
     std::unordered_map<pid_t, Cached> callers_;
     Caller uncached_;
     std::unordered_set<std::string> mount_points_;
-    std::unordered_set<std::string> writable_roots_;
-    std::vector<std::string> listed_sockets_;  // allowUnixSockets, `~` expanded  // allowWrite entries, the
-                                               // working directory, /tmp
+    std::unordered_set<std::string> writable_roots_;  // allowWrite entries, the working directory, /tmp
+    std::vector<std::string> listed_sockets_;         // allowUnixSockets, `~` expanded
     mutable std::mutex mutex_;
     std::set<std::string> new_repos_;
     std::thread thread_;

@@ -226,6 +226,10 @@ class UnixSocketCase:
         out, err = self.sh(f"curl -sS --max-time 10 {Upstream.url()}", *Upstream.flags(), "--allow-domain",
                            Upstream.NAME, "--settings", self.settings)
         self.assertEqual(out, "hello from upstream\n", err)
+        # A CONNECT tunnel, as for an https URL through HTTPS_PROXY.
+        out, err = self.sh(f"curl -sS -p -x \"$HTTPS_PROXY\" --max-time 10 {Upstream.url()}", *Upstream.flags(),
+                           "--allow-domain", Upstream.NAME, "--settings", self.settings)
+        self.assertEqual(out, "hello from upstream\n", err)
         # A blocking connect (urllib) through the proxy from HTTP_PROXY.
         script = f"import urllib.request; print(urllib.request.urlopen('{Upstream.url()}', timeout=10).read().decode())"
         out, err = self.sh(f"python3 -c \"{script}\"", *Upstream.flags(), "--allow-domain", Upstream.NAME,
