@@ -26,6 +26,8 @@ constexpr const char* kCheckHelp =
     "  [v6]:port | v6             an IPv6 address\n"
     "  read:PATH | write:PATH     a filesystem access (PATH absolute, ~/..., or relative to the working\n"
     "                             directory)\n"
+    "  unix:PATH                  a connect to a Unix socket (allowUnixSockets, symlinks followed, or\n"
+    "                             allowAllUnixSockets)\n"
     "\n"
     "Output: the first line is `allow` or `deny`, then the reason, the rule and its source.\n"
     "Exit status: 0 allow, 1 deny, 2 usage or settings error.\n"
@@ -92,6 +94,39 @@ Guarded resolve_and_guard(const policy::Policy& policy, const policy::HostPort& 
 
 }  // namespace
 
+namespace {
+
+// unix:PATH: what the jail decides for a connect (jail/unix_sockets.hpp), in the host's view: the socket file
+// PATH leads to (symlinks followed) is one of the listed ones (`~` expanded), or allowAllUnixSockets.
+policy::Decision decide_unix_socket(const policy::Policy& policy, const std::filesystem::path& path) {
+    policy::Decision d;
+    const auto& net = policy.network();
+    if (net.allow_all_unix_sockets) {
+        d.verdict = policy::Verdict::Allow;
+        d.reason = policy::Reason::AllowedByRule;
+        d.rule = std::make_shared<const policy::Rule>(policy::Rule{"allowAllUnixSockets: true", {}});
+        return d;
+    }
+    std::error_code ec;
+    const auto target = std::filesystem::weakly_canonical(path, ec);
+    for (const auto& rule : net.allow_unix_sockets) {
+        std::string listed = rule.text;
+        if (listed == "~" || listed.rfind("~/", 0) == 0)
+            listed = policy.filesystem().home.string() + listed.substr(1);
+        if (listed.empty() || listed[0] != '/') continue;
+        std::error_code lec;
+        if (!ec && std::filesystem::weakly_canonical(listed, lec) == target && !lec) {
+            d.verdict = policy::Verdict::Allow;
+            d.reason = policy::Reason::AllowedByRule;
+            d.rule = std::make_shared<const policy::Rule>(rule);
+            return d;
+        }
+    }
+    return d;  // deny, blocked-by-allowlist
+}
+
+}  // namespace
+
 int cmd_check(int argc, char** argv) {
     ArgCursor args(argc, argv, 0);
     policy::LoadOptions options;
@@ -144,10 +179,11 @@ int cmd_check(int argc, char** argv) {
     policy::Decision decision;
     std::string shown;
     std::optional<Guarded> guarded;
-    if (target->rfind("read:", 0) == 0 || target->rfind("write:", 0) == 0) {
+    const bool unix_socket = target->rfind("unix:", 0) == 0;
+    if (unix_socket || target->rfind("read:", 0) == 0 || target->rfind("write:", 0) == 0) {
         if (resolve) throw UsageError("--resolve applies to network targets, not to '" + *target + "'");
         const bool write = (*target)[0] == 'w';
-        std::string path_text = target->substr(write ? 6 : 5);
+        std::string path_text = target->substr(write ? 6 : 5);  // "read:" and "unix:" alike
         if (path_text.empty()) throw UsageError("empty path in '" + *target + "'");
         std::filesystem::path path(path_text);
         if (path_text == "~" || path_text.rfind("~/", 0) == 0) {
@@ -157,8 +193,13 @@ int cmd_check(int argc, char** argv) {
         }
         if (path.is_relative()) path = cwd / path;
         path = path.lexically_normal();
-        shown = (write ? "write:" : "read:") + path.string();
-        decision = write ? policy->decide_write(path) : policy->decide_read(path);
+        if (unix_socket) {
+            shown = "unix:" + path.string();
+            decision = decide_unix_socket(*policy, path);
+        } else {
+            shown = (write ? "write:" : "read:") + path.string();
+            decision = write ? policy->decide_write(path) : policy->decide_read(path);
+        }
     } else {
         auto parsed = policy::parse_target(*target);
         if (auto* why = std::get_if<std::string>(&parsed)) {

@@ -15,6 +15,7 @@ constexpr const char* kPolicyHelp =
     "  network.allowedDomains / deniedDomains / ignoredAllowedDomains / allowedAddresses / allowUnixSockets\n"
     "    (each entry {\"rule\", \"source\": {\"layer\", \"file\", \"line\", \"where\"}}), "
     "allowAllUnixSockets,\n"
+    "    (allowUnixSockets entries add \"path\": `~` expanded, the socket the jail lets connect),\n"
     "    allowManagedDomainsOnly;\n"
     "  filesystem.allowWrite / denyWrite / denyRead / allowRead (each entry adds the resolved \"path\" and "
     "\"glob\"),\n"

@@ -622,7 +622,7 @@ class JailImpl final : public Jail {
     int signal_fd() const override { return sigfd_; }
     int report_fd() const override { return sock_; }
 
-    std::optional<std::string> configure(MountPlan plan, bool allow_all_unix_sockets) override;
+    std::optional<std::string> configure(MountPlan plan, UnixSockets unix_sockets) override;
 
     int notify_socket() const override { return notify_sock_; }
 
@@ -909,7 +909,7 @@ bool JailImpl::start(const JailConfig& config, std::string& error) {
     return true;
 }
 
-std::optional<std::string> JailImpl::configure(MountPlan plan, bool allow_all_unix_sockets) {
+std::optional<std::string> JailImpl::configure(MountPlan plan, UnixSockets unix_sockets) {
     // The plan first: the child applies it while the placeholders are created and the seccomp filter is
     // compiled here (on another CPU when there is one). It binds the placeholders last, once they exist.
     bool sent = send_plan(sock_, plan);
@@ -919,7 +919,7 @@ std::optional<std::string> JailImpl::configure(MountPlan plan, bool allow_all_un
         sent = sent && send_paths(sock_, not_made);
     }
     std::vector<sock_filter> seccomp;
-    if (auto r = compile_seccomp(config_, allow_all_unix_sockets, seccomp)) {
+    if (auto r = compile_seccomp(config_, unix_sockets, seccomp)) {
         if (!config_.best_effort) return "cannot build the seccomp filter: " + r->message();
         say("warning: --best-effort: running without the seccomp filter: " + r->message());
         seccomp.clear();

@@ -61,6 +61,10 @@ struct Listener {
     Kind kind = Kind::Proxy;
 };
 
+// What socket(AF_UNIX) may do: Refused (the default), Listed (allowUnixSockets: connect and bind go through
+// the supervisor, jail/unix_sockets.hpp; needs user notification), All (allowAllUnixSockets).
+enum class UnixSockets { Refused, Listed, All };
+
 class Jail {
   public:
     // Starts the jail in two halves, so that creating the namespaces overlaps loading the policy. start()
@@ -71,7 +75,7 @@ class Jail {
     // The policy's half: creates the placeholders, hands the mount plan and the seccomp filter to the child
     // and receives the listeners. The child then applies the plan and starts the command. On failure returns
     // a message (the jail child has already printed the details on stderr); the jail is gone then.
-    virtual std::optional<std::string> configure(MountPlan plan, bool allow_all_unix_sockets) = 0;
+    virtual std::optional<std::string> configure(MountPlan plan, UnixSockets unix_sockets) = 0;
 
     virtual pid_t pid() const = 0;
     // Ownership passes to the caller.

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -28,6 +29,8 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+#include "jail/unix_sockets.hpp"
 
 namespace cordon::jail {
 
@@ -245,6 +248,8 @@ class NotifierImpl final : public Notifier {
           mount_points_(mount_points.begin(), mount_points.end()) {
         for (const auto& rule : policy_->filesystem().allow_write)
             if (!rule.glob) writable_roots_.insert(rule.path.string());
+        listed_sockets_ = unix_sockets::listed_paths(policy_->network().allow_unix_sockets,
+                                                     policy_->filesystem().home.string());
         stop_ = Fd(::eventfd(0, EFD_CLOEXEC));
         privileged_ = ::geteuid() == 0;
         thread_ = std::thread([this] { serve(); });
@@ -720,6 +725,12 @@ class NotifierImpl final : public Notifier {
                 if (err == 0) return send_fd(req.id, fd.fd, flags);
                 break;
             }
+            case SYS_connect:
+            case SYS_bind:
+                // allowUnixSockets (jail/unix_sockets.hpp).
+                err = socket_call(req, c);
+                if (err < 0) return;
+                break;
             case SYS_openat2:
                 // Its resolve flags would need resolving as the caller asked: refused as on a kernel before
                 // 5.6 (programs fall back to openat).
@@ -927,6 +938,79 @@ class NotifierImpl final : public Notifier {
         }
     }
 
+    static void reply_on(int listener, std::uint64_t id, int err) {
+        seccomp_notif_resp resp{};
+        resp.id = id;
+        resp.error = err ? -err : 0;
+        ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    }
+
+    // connect and bind (allowUnixSockets, see unix_sockets.hpp), performed with the address copied once. 0 or
+    // an errno; -1: not to be answered here.
+    int socket_call(const seccomp_notif& req, const Caller& c) {
+        const auto& a = req.data.args;
+        sockaddr_storage addr{};
+        socklen_t len = 0;
+        if (int err = unix_sockets::read_address(c.pid, a[1], a[2], addr, len)) return err;
+        Fd sock(unix_sockets::take_socket(c.pid, c.tgid > 0 ? static_cast<pid_t>(c.tgid) : c.pid,
+                                          static_cast<int>(static_cast<std::uint32_t>(a[0]))));
+        if (sock.fd < 0) return errno == ESRCH ? EPERM : errno;
+        if (!valid(req.id)) return -1;
+        const bool connecting = req.data.nr == SYS_connect;
+        if (addr.ss_family == AF_UNIX && len > sizeof(sockaddr_un)) return EINVAL;  // as the kernel
+        const auto path = unix_sockets::filesystem_path(addr, len);
+        const int flags = ::fcntl(sock.fd, F_GETFL);
+        // A blocking connect waits (a full backlog, a TCP handshake): on a thread of its own, not to hold up
+        // every other call.
+        const bool blocking = connecting && flags >= 0 && !(flags & O_NONBLOCK);
+        if (!path) {
+            // Another family, an abstract or unnamed address: confined by the socket's network namespace,
+            // performed with the caller's rights.
+            if (int err = unix_sockets::needs_privilege(addr, len, connecting)) return err;
+            if (blocking) {
+                // The thread may outlive the notifier (a peer that never answers): after become() it answers
+                // on a listener of its own.
+                Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
+                std::thread([this, sock = std::move(sock), answer = std::move(answer), addr, len, who = c,
+                             id = req.id]() {
+                    if (!become(who)) return reply_on(answer.fd, id, EPERM);
+                    const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
+                    reply_on(answer.fd, id, ::connect(sock.fd, sa, len) == 0 ? 0 : errno);
+                }).detach();
+                return -1;
+            }
+            if (!become(c)) return EPERM;
+            const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
+            const int rc = connecting ? ::connect(sock.fd, sa, len) : ::bind(sock.fd, sa, len);
+            return rc == 0 ? 0 : errno;
+        }
+        std::string abs;
+        if (int err = absolute(c, AT_FDCWD, *path, abs)) return err;
+        if (connecting) {
+            Fd target;
+            if (int err = unix_sockets::open_listed(root(c.pid), abs, listed_sockets_, target.fd)) return err;
+            if (blocking) {
+                Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
+                std::thread([this, sock = std::move(sock), target = std::move(target),
+                             answer = std::move(answer), who = c, id = req.id]() mutable {
+                    if (!become(who)) return reply_on(answer.fd, id, EPERM);
+                    reply_on(answer.fd, id, unix_sockets::connect_to(sock.fd, target.fd));
+                }).detach();
+                return -1;
+            }
+            if (!become(c)) return EPERM;
+            return unix_sockets::connect_to(sock.fd, target.fd);
+        }
+        // bind creates the name: the write rules, as mknod.
+        Target t;
+        if (int err = resolve(c, abs, false, t)) return err;
+        if (t.magic >= 0) return EACCES;
+        if (t.name == ".") return EADDRINUSE;
+        if (int err = decide_at(t, true)) return err;
+        if (!become(c)) return EPERM;
+        return unix_sockets::bind_at(sock.fd, t.dir.fd, t.name);
+    }
+
     Fd listener_;
     Fd stop_;
     Fd root_;
@@ -942,6 +1026,7 @@ class NotifierImpl final : public Notifier {
     Caller uncached_;
     std::unordered_set<std::string> mount_points_;
     std::unordered_set<std::string> writable_roots_;  // allowWrite entries, the working directory, /tmp
+    std::vector<std::string> listed_sockets_;         // allowUnixSockets, `~` expanded
     mutable std::mutex mutex_;
     std::set<std::string> new_repos_;
     std::thread thread_;

@@ -72,9 +72,37 @@ Result add_notify_rules(scmp_filter_ctx ctx) {
     return r;
 }
 
+// allowUnixSockets (jail/unix_sockets.hpp): the address of connect and bind is in memory, where the filter
+// cannot look, so both are notified for every family (only when the list is non-empty: nothing changes for
+// others) and performed by the supervisor with the address it copied. sendto/sendmsg name a destination only
+// on a datagram socket (a stream socket refuses an address, a seqpacket one ignores it; an AF_INET/AF_INET6
+// address reaches only the jail's loopback): AF_UNIX sockets of other types than stream and seqpacket are
+// refused instead, so that nothing is notified for them.
+Result add_unix_socket_rules(scmp_filter_ctx ctx) {
+    for (const char* name : {"connect", "bind"}) {
+        int nr = seccomp_syscall_resolve_name(name);
+        if (nr == __NR_SCMP_ERROR) continue;
+        int rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 0);
+        if (rc != 0) {
+            errno = -rc;
+            return fail(std::string("seccomp notification rule for ") + name);
+        }
+    }
+    // Every type but stream and seqpacket (the kernel makes SOCK_RAW a datagram socket too).
+    constexpr scmp_datum_t kSockTypeMask = 0xf;  // SOCK_TYPE_MASK
+    Result r;
+    for (scmp_datum_t type = 0; type <= kSockTypeMask && !r; ++type) {
+        if (type == SOCK_STREAM || type == SOCK_SEQPACKET) continue;
+        scmp_arg_cmp args[] = {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, AF_UNIX),
+                               SCMP_A1(SCMP_CMP_MASKED_EQ, kSockTypeMask, type)};
+        r = refuse(ctx, "socket", EPERM, 2, args);
+    }
+    return r;
+}
+
 }  // namespace
 
-Result compile_seccomp(const JailConfig& config, bool allow_all_unix_sockets,
+Result compile_seccomp(const JailConfig& config, UnixSockets unix_sockets,
                        std::vector<sock_filter>& program) {
     Filter f{seccomp_init(SCMP_ACT_ALLOW)};
     if (!f.ctx) return fail_msg("seccomp_init failed");
@@ -87,7 +115,7 @@ Result compile_seccomp(const JailConfig& config, bool allow_all_unix_sockets,
     // AF_VSOCK, AF_KEY, AF_BLUETOOTH, AF_ALG, ...) is refused.
     for (int family = 0; family < AF_MAX && !r; ++family) {
         if (family == AF_INET || family == AF_INET6 || family == AF_NETLINK) continue;
-        if (family == AF_UNIX && allow_all_unix_sockets) continue;
+        if (family == AF_UNIX && unix_sockets != UnixSockets::Refused) continue;
         scmp_arg_cmp arg = SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(family));
         r = refuse(f.ctx, "socket", family == AF_UNIX ? EPERM : EAFNOSUPPORT, 1, &arg);
     }
@@ -160,6 +188,7 @@ Result compile_seccomp(const JailConfig& config, bool allow_all_unix_sockets,
         r = refuse(f.ctx, "ioctl", EPERM, 1, &arg);
     }
     if (!r && config.user_notify) r = add_notify_rules(f.ctx);
+    if (!r && unix_sockets == UnixSockets::Listed) r = add_unix_socket_rules(f.ctx);
     if (r) return r;
 
     // Exported as raw BPF once, in the supervisor; the command process only loads it.

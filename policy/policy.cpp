@@ -367,6 +367,13 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
                 out.push_back(path_rule_json(rule));
             return out;
         };
+        // allowUnixSockets entries with the path the jail checks (`~` expanded; see jail/unix_sockets.hpp).
+        json sockets = rules(network_.allow_unix_sockets);
+        for (std::size_t i = 0; i < network_.allow_unix_sockets.size(); ++i) {
+            std::string p = network_.allow_unix_sockets[i].text;
+            if (p == "~" || p.compare(0, 2, "~/") == 0) p = fs_.home.string() + p.substr(1);
+            sockets[i]["path"] = p;
+        }
         json files = json::array();
         for (const fs::path& file : files_read_)
             files.push_back(file.string());
@@ -376,7 +383,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
               {"deniedDomains", rules(network_.denied_domains)},
               {"ignoredAllowedDomains", rules(network_.ignored_allows)},
               {"allowedAddresses", rules(network_.allowed_addresses)},
-              {"allowUnixSockets", rules(network_.allow_unix_sockets)},
+              {"allowUnixSockets", sockets},
               {"allowAllUnixSockets", network_.allow_all_unix_sockets},
               {"allowManagedDomainsOnly", network_.allow_managed_domains_only},
               {"strictAllowlist", network_.strict_allowlist}}},

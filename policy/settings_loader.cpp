@@ -439,6 +439,11 @@ class FileLoader {
         });
         strings(network, "allowUnixSockets", base, [&](std::string& text, const std::string& where) {
             if (text.empty()) fail(where, "invalid socket path \"\": empty path");
+            if (text[0] != '/' && text != "~" && text.rfind("~/", 0) != 0) {
+                refuse_entry(where, "invalid socket path " + json_quoted(text) + ": not absolute (nor ~/...)",
+                             true);
+                return;
+            }
             out_.unix_sockets.push_back(Rule{std::move(text), source(where)});
         });
         if (auto value = boolean(network, "allowAllUnixSockets", base)) {

@@ -161,15 +161,21 @@ int run(const Options& options) {
         std::cerr << "cordon: " << error << "\n";
     if (!plan.errors.empty()) return 125;
     const auto& net = policy->network();
-    if (!net.allow_unix_sockets.empty() && !net.allow_all_unix_sockets)
-        std::cerr
-            << "cordon: note: allowUnixSockets paths cannot be enforced one by one on Linux; Unix sockets "
-               "stay refused (allowAllUnixSockets allows them all)\n";
+    // allowUnixSockets: connect and bind go through the supervisor (jail/unix_sockets.hpp), which needs user
+    // notification; without it Unix sockets stay refused.
+    jail::UnixSockets unix_sockets = jail::UnixSockets::Refused;
+    if (net.allow_all_unix_sockets)
+        unix_sockets = jail::UnixSockets::All;
+    else if (!net.allow_unix_sockets.empty() && config.user_notify)
+        unix_sockets = jail::UnixSockets::Listed;
+    else if (!net.allow_unix_sockets.empty())
+        std::cerr << "cordon: note: allowUnixSockets needs seccomp user notification (Linux 5.14); Unix "
+                     "sockets stay refused (allowAllUnixSockets allows them all)\n";
     std::vector<std::string> mount_points;
     if (config.user_notify)
         for (const auto& op : plan.ops)
             if (op.path != "/") mount_points.push_back(op.path.string());
-    if (auto error = jail->configure(std::move(plan), net.allow_all_unix_sockets)) {
+    if (auto error = jail->configure(std::move(plan), unix_sockets)) {
         std::cerr << "cordon: " << *error << "\n";
         return 125;
     }

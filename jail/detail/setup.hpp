@@ -66,8 +66,7 @@ Result prepare_landlock(Context& ctx);
 Result enforce_landlock(Context& ctx);
 // jail/seccomp.cpp: compile_seccomp runs in the supervisor while the child sets up (the program is sent over
 // the socketpair); enforce_seccomp loads the program in the command process.
-Result compile_seccomp(const JailConfig& config, bool allow_all_unix_sockets,
-                       std::vector<sock_filter>& program);
+Result compile_seccomp(const JailConfig& config, UnixSockets unix_sockets, std::vector<sock_filter>& program);
 Result enforce_seccomp(Context& ctx);
 // Reads /proc/sys/kernel/cap_last_cap (63 when unreadable).
 int read_last_cap();

@@ -201,7 +201,7 @@ TEST_CASE("Policy::to_json lists every entry with its source", "[json]") {
 }
 , "sandbox" : {
     "network" : {
-        "allowUnixSockets" : ["/run/x.sock"], "allowAllUnixSockets" : true
+        "allowUnixSockets" : ["/run/x.sock", "~/agent.sock"], "allowAllUnixSockets" : true
     }
 }
 })J");
@@ -218,6 +218,9 @@ TEST_CASE("Policy::to_json lists every entry with its source", "[json]") {
     CHECK(j["network"]["deniedDomains"][0]["rule"] == "WebFetch(domain:bad.example.com)");
     CHECK(j["network"]["allowedAddresses"][0]["rule"] == "10.0.0.0/8");
     CHECK(j["network"]["allowUnixSockets"][0]["rule"] == "/run/x.sock");
+    CHECK(j["network"]["allowUnixSockets"][0]["path"] == "/run/x.sock");
+    CHECK(j["network"]["allowUnixSockets"][1]["rule"] == "~/agent.sock");
+    CHECK(j["network"]["allowUnixSockets"][1]["path"] == (p->filesystem().home / "agent.sock").string());
     const json& writes = j["filesystem"]["allowWrite"];
     CHECK(writes.back()["rule"] == "Edit(/gen)");
     CHECK(writes.back()["path"] == (tree.cwd() / "gen").string());

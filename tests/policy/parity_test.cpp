@@ -111,6 +111,18 @@ TEST_CASE("an allow entry cordon cannot interpret is skipped with a warning and 
     CHECK(p->network().allowed_ranges.size() == 1);
 }
 
+TEST_CASE("an allowUnixSockets entry that is not absolute is skipped with a warning", "[parity][failopen]") {
+    TempTree tree;
+    tree.project_settings(
+        R"J({"sandbox": {"network": {"allowUnixSockets": ["docker.sock", "~/agent.sock", "/run/x.sock"]}}})J");
+    auto p = load_ok(tree.options());
+    INFO(all_warnings(p));
+    CHECK(warned(p, "sandbox.network.allowUnixSockets[0]: skipped: invalid socket path \"docker.sock\""));
+    REQUIRE(p->network().allow_unix_sockets.size() == 2);
+    CHECK(p->network().allow_unix_sockets[0].text == "~/agent.sock");
+    CHECK(p->network().allow_unix_sockets[1].text == "/run/x.sock");
+}
+
 TEST_CASE("WebFetch(domain:example.*): a non-leading * stands for exactly one label", "[parity]") {
     TempTree tree;
     tree.project_settings(R"J({"permissions": {"allow": ["WebFetch(domain:example.*)"]}})J");

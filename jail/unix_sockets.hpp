@@ -1,0 +1,57 @@
+// allowUnixSockets: per-path Unix sockets through the seccomp user notification (see notify.hpp and
+// jail/README.md). With a non-empty list the filter notifies connect and bind of every family (the address is
+// in memory, which the filter cannot read). The supervisor copies the address once, takes the caller's
+// socket (pidfd_getfd: the same open file) and performs the call itself with its copy, so another thread of
+// the caller rewriting the address changes nothing. A filesystem address is resolved in the jail's view
+// (symlinks followed): connect only when the socket file found is one of the listed paths (resolved the same
+// way), bind only where the write rules allow creating the name. Other addresses (AF_INET/AF_INET6, abstract
+// and unnamed Unix addresses) are performed as given: the socket's own network namespace confines them.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policy/policy.hpp"
+
+namespace cordon::jail::unix_sockets {
+
+// The listed paths, `~` and `~/...` expanded with `home`; entries that are still not absolute are dropped.
+std::vector<std::string> listed_paths(const std::vector<policy::Rule>& rules, const std::string& home);
+
+// Copies the caller's address (`len` bytes at `addr` of process `pid`). 0 or an errno (EINVAL as the kernel
+// for a length over sizeof(sockaddr_storage), EFAULT).
+int read_address(pid_t pid, std::uint64_t addr, std::uint64_t len, sockaddr_storage& out, socklen_t& out_len);
+
+// A descriptor for the caller's descriptor `fd` (thread `tid` of process `tgid`, our PID namespace): the same
+// open file. -1 with errno.
+int take_socket(pid_t tid, pid_t tgid, int fd);
+
+// The file system path of an AF_UNIX address; nothing for an unnamed or abstract address or another family.
+std::optional<std::string> filesystem_path(const sockaddr_storage& addr, socklen_t len);
+
+// The supervisor holds capabilities over the jail's network namespace (it owns it, or is root) that the
+// command does not: what of an address performed for the caller would need them. 0, or the errno the kernel
+// gives the command: EACCES for a port below 1024 (ip_unprivileged_port_start of a new namespace, which the
+// command cannot change), EPERM for a netlink connect to a group or a port id, EPERM for families the jail
+// never creates (a socket handed in).
+int needs_privilege(const sockaddr_storage& addr, socklen_t len, bool connecting);
+
+// Opens (O_PATH, in `target`) the file `path` (absolute, jail view) leads to in the jail's root `rootfd`,
+// following symlinks, when that file is one of `listed` (resolved the same way). 0, EPERM for a file not
+// listed, or the lookup's errno for a listed path that does not resolve.
+int open_listed(int rootfd, const std::string& path, const std::vector<std::string>& listed, int& target);
+
+// connect(2) of `sock` to the socket file open as `target` (through /proc/self/fd: no sun_path length limit,
+// and exactly the file that was checked). 0 or an errno (EINPROGRESS for a non-blocking socket).
+int connect_to(int sock, int target);
+
+// bind(2) of `sock` to `name` in the directory `dirfd`: the calling thread (its own file system context,
+// unshare(CLONE_FS)) changes to the directory. 0 or an errno.
+int bind_at(int sock, int dirfd, const std::string& name);
+
+}  // namespace cordon::jail::unix_sockets

@@ -1,0 +1,304 @@
+#!/usr/bin/python3
+"""Integration tests for per-path Unix sockets (sandbox.network.allowUnixSockets through the seccomp user
+notification, issue 11): real jailed clients and listeners of ours, as root and as an unprivileged user created
+for the run. Needs root.
+
+    python3 tests/jail/test_unix_sockets.py --cordon build/cordon [-k pattern]
+"""
+import argparse
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_jail  # noqa: E402  (Env, JailCase, Upstream: the fixtures of the jail tests)
+
+Env = test_jail.Env
+Upstream = test_jail.Upstream
+
+# Runs in the jail: `connect PATH` exchanges a line with the listener; `nonblock PATH` does so from a
+# non-blocking socket; `race LISTED UNLISTED` connects many times while another thread rewrites the address
+# between the two paths; `bind NAME` binds a socket there. Prints "OK ..." or "ERR <errno name>".
+CLIENT = r'''
+import ctypes, errno, os, select, socket, sys, threading
+mode = sys.argv[1]
+def err(e):
+    print("ERR", errno.errorcode.get(e.errno, e.errno)); sys.exit(0)
+if mode == "connect":
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sys.argv[2])
+    except OSError as e:
+        err(e)
+    s.sendall(b"ping\n")
+    print("OK", s.recv(100).decode().strip())
+elif mode == "thread":
+    # From a thread that is not the process's first one (whose descriptor table the supervisor reads).
+    out = []
+    def run():
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sys.argv[2])
+        s.sendall(b"ping\n")
+        out.append(s.recv(100).decode().strip())
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    print("OK", *out)
+elif mode == "nonblock":
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
+    try:
+        rc = s.connect_ex(sys.argv[2])
+    except OSError as e:
+        err(e)
+    if rc not in (0, errno.EINPROGRESS, errno.EAGAIN):
+        print("ERR", errno.errorcode.get(rc, rc)); sys.exit(0)
+    select.select([], [s], [], 10)
+    s.sendall(b"ping\n")
+    select.select([s], [], [], 10)
+    print("OK", s.recv(100).decode().strip(), "nonblocking" if not s.getblocking() else "blocking")
+elif mode == "race":
+    libc = ctypes.CDLL(None, use_errno=True)
+    listed, unlisted = sys.argv[2].encode(), sys.argv[3].encode()
+    class Addr(ctypes.Structure):
+        _fields_ = [("family", ctypes.c_ushort), ("path", ctypes.c_char * 108)]
+    addr = Addr(socket.AF_UNIX, listed)
+    good, bad = bytes(Addr(socket.AF_UNIX, listed)), bytes(Addr(socket.AF_UNIX, unlisted))
+    stop = False
+    def flip():
+        while not stop:
+            ctypes.memmove(ctypes.addressof(addr), bad, len(bad))
+            ctypes.memmove(ctypes.addressof(addr), good, len(good))
+    t = threading.Thread(target=flip)
+    t.start()
+    ok = refused = 0
+    for _ in range(300):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if libc.connect(s.fileno(), ctypes.byref(addr), ctypes.sizeof(addr)) == 0:
+            ok += 1
+        else:
+            refused += 1
+        s.close()
+    stop = True
+    t.join()
+    print("OK", ok, refused)
+elif mode == "bind":
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.bind(sys.argv[2])
+    except OSError as e:
+        err(e)
+    print("OK bound")
+elif mode == "dgram":
+    # SOCK_RAW is a datagram socket too for AF_UNIX; the flags must not hide the type.
+    for kind in (socket.SOCK_DGRAM, socket.SOCK_RAW, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK):
+        try:
+            socket.socket(socket.AF_UNIX, kind)
+        except OSError as e:
+            err(e)
+    print("OK dgram")
+'''
+
+
+class Listener:
+    """A Unix stream listener of ours that answers each line with "pong <name>" and counts connections."""
+
+    def __init__(self, path, name):
+        self.path, self.name, self.count = path, name, 0
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        os.chmod(path, 0o777)
+        self.sock.listen(64)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.count += 1
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn):
+        with conn:
+            try:
+                conn.settimeout(10)
+                if conn.recv(100):
+                    conn.sendall(f"pong {self.name}\n".encode())
+            except OSError:
+                pass
+
+    def close(self):
+        self.sock.close()
+
+
+class UnixSocketCase:
+    AS_USER = False
+    for _name in ("setUp", "tearDown", "own", "mkdir", "write", "read", "_identity", "env", "popen", "run_jail",
+                  "sh"):
+        locals()[_name] = getattr(test_jail.JailCase, _name)
+
+    def listeners(self):
+        self.listed = Listener(os.path.join(self.outside, "listed.sock"), "listed")
+        self.unlisted = Listener(os.path.join(self.outside, "unlisted.sock"), "unlisted")
+        self.agent = Listener(os.path.join(self.home, "agent.sock"), "agent")
+        for listener in (self.listed, self.unlisted, self.agent):
+            self.addCleanup(listener.close)
+        self.settings = self.write(os.path.join(self.dir, "srt.json"), json.dumps(
+            {"network": {"allowUnixSockets": [self.listed.path, "~/agent.sock"]}}))
+        self.client = self.write(os.path.join(self.dir, "client.py"), CLIENT)
+
+    def jailed(self, *args, flags=()):
+        out, err = self.sh(" ".join(["python3", self.client, *[f"'{a}'" for a in args]]), "--settings",
+                           self.settings, *flags)
+        return out.strip()
+
+    def test_listed_path_connects_and_exchanges(self):
+        self.listeners()
+        self.assertEqual(self.jailed("connect", self.listed.path), "OK pong listed")
+        self.assertEqual(self.jailed("connect", os.path.join(self.home, "agent.sock")), "OK pong agent")
+        self.assertEqual(self.jailed("thread", self.listed.path), "OK pong listed")
+
+    def test_unlisted_path_refused(self):
+        self.listeners()
+        self.assertEqual(self.jailed("connect", self.unlisted.path), "ERR EPERM")
+        self.assertEqual(self.unlisted.count, 0)
+        self.assertEqual(self.jailed("connect", os.path.join(self.outside, "missing.sock")), "ERR EPERM")
+
+    def test_symlinks_followed_and_target_checked(self):
+        self.listeners()
+        to_unlisted = os.path.join(self.cwd, "to-unlisted")
+        to_listed = os.path.join(self.cwd, "to-listed")
+        os.symlink(self.unlisted.path, to_unlisted)
+        os.symlink(os.path.relpath(self.listed.path, self.cwd), to_listed)
+        self.assertEqual(self.jailed("connect", "to-unlisted"), "ERR EPERM")
+        self.assertEqual(self.unlisted.count, 0)
+        self.assertEqual(self.jailed("connect", "to-listed"), "OK pong listed")
+        # `cordon check unix:PATH` says the same.
+        for rel, rc in (("to-listed", 0), ("to-unlisted", 1)):
+            r = subprocess.run([Env.cordon, "check", "--no-discover", "--settings", self.settings, f"unix:{rel}"],
+                               cwd=self.cwd, env=self.env(), capture_output=True, text=True)
+            self.assertEqual(r.returncode, rc, r.stdout + r.stderr)
+
+    def test_nonblocking_connect(self):
+        self.listeners()
+        self.assertEqual(self.jailed("nonblock", self.listed.path), "OK pong listed nonblocking")
+        self.assertEqual(self.jailed("nonblock", self.unlisted.path), "ERR EPERM")
+
+    def test_blocking_connect_waits_without_holding_up_other_calls(self):
+        self.listeners()
+        # A listener whose backlog is full: a blocking connect to it waits.
+        full = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        full_path = os.path.join(self.outside, "full.sock")
+        full.bind(full_path)
+        os.chmod(full_path, 0o777)
+        full.listen(0)
+        fillers = []
+        while True:
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
+            if c.connect_ex(full_path) != 0:
+                c.close()
+                break
+            fillers.append(c)
+        self.addCleanup(lambda: [c.close() for c in fillers + [full]])
+        self.settings = self.write(os.path.join(self.dir, "srt.json"), json.dumps(
+            {"network": {"allowUnixSockets": [self.listed.path, full_path]}}))
+        out, err = self.sh(f"python3 {self.client} connect {full_path} & sleep 0.5; mkdir made && echo MADE; "
+                           f"python3 {self.client} connect {self.listed.path}; kill $!", "--settings", self.settings)
+        self.assertEqual(out.split("\n")[:2], ["MADE", "OK pong listed"], err)
+
+    def test_racing_thread_cannot_reach_unlisted_path(self):
+        self.listeners()
+        out = self.jailed("race", self.listed.path, self.unlisted.path)
+        self.assertTrue(out.startswith("OK "), out)
+        time.sleep(0.3)  # connections still in the backlog would be accepted by now
+        self.assertEqual(self.unlisted.count, 0, out)
+
+    def test_tcp_to_the_proxy_still_works(self):
+        self.listeners()
+        out, err = self.sh(f"curl -sS --max-time 10 {Upstream.url()}", *Upstream.flags(), "--allow-domain",
+                           Upstream.NAME, "--settings", self.settings)
+        self.assertEqual(out, "hello from upstream\n", err)
+        # A CONNECT tunnel, as for an https URL through HTTPS_PROXY.
+        out, err = self.sh(f"curl -sS -p -x \"$HTTPS_PROXY\" --max-time 10 {Upstream.url()}", *Upstream.flags(),
+                           "--allow-domain", Upstream.NAME, "--settings", self.settings)
+        self.assertEqual(out, "hello from upstream\n", err)
+        # A blocking connect (urllib) through the proxy from HTTP_PROXY.
+        script = f"import urllib.request; print(urllib.request.urlopen('{Upstream.url()}', timeout=10).read().decode())"
+        out, err = self.sh(f"python3 -c \"{script}\"", *Upstream.flags(), "--allow-domain", Upstream.NAME,
+                           "--settings", self.settings)
+        self.assertEqual(out.strip(), "hello from upstream", err)
+
+    def test_bind_follows_the_write_rules(self):
+        self.listeners()
+        self.assertEqual(self.jailed("bind", "made.sock"), "OK bound")
+        made = os.path.join(self.cwd, "made.sock")
+        self.assertTrue(stat.S_ISSOCK(os.lstat(made).st_mode))
+        self.assertEqual(os.lstat(made).st_uid, Env.uid if self.AS_USER else 0)
+        self.assertEqual(self.jailed("bind", ".bashrc"), "ERR EACCES")
+        self.assertFalse(os.path.lexists(os.path.join(self.cwd, ".bashrc")))
+        self.assertEqual(self.jailed("bind", os.path.join(self.outside, "x.sock")), "ERR EROFS")
+        self.assertFalse(os.path.lexists(os.path.join(self.outside, "x.sock")))
+
+    def test_inet_bind_keeps_the_callers_rights(self):
+        # The supervisor performs bind for every family: with the caller's rights (no CAP_NET_BIND_SERVICE).
+        self.listeners()
+        script = ("import errno, socket; s = socket.socket()\n"
+                  "try:\n    s.bind(('127.0.0.1', 80)); print('bound')\n"
+                  "except OSError as e:\n    print(errno.errorcode[e.errno])\n"
+                  "t = socket.socket(); t.bind(('127.0.0.1', 0)); t.listen(); print(t.getsockname()[1] > 1024)")
+        path = self.write(os.path.join(self.dir, "bind80.py"), script)
+        out, _ = self.sh(f"python3 {path}", "--settings", self.settings)
+        self.assertEqual(out.split(), ["EACCES", "True"])
+
+    def test_datagram_unix_sockets_refused_in_per_path_mode(self):
+        self.listeners()
+        self.assertEqual(self.jailed("dgram"), "ERR EPERM")
+        # One at a time: each is refused on its own.
+        for kind in ("SOCK_RAW", "SOCK_DGRAM | socket.SOCK_CLOEXEC"):
+            _, err = self.sh(f"python3 -c 'import socket; socket.socket(socket.AF_UNIX, socket.{kind})'",
+                             "--settings", self.settings, expect=1)
+            self.assertIn("PermissionError", err)
+
+    def test_without_list_unix_sockets_stay_refused(self):
+        self.listeners()
+        out, _ = self.sh(f"python3 {self.client} connect {self.listed.path}", "--settings", self.write(
+            os.path.join(self.dir, "none.json"), json.dumps({"network": {"allowUnixSockets": []}})))
+        self.assertEqual(out.strip(), "ERR EPERM")
+
+
+class AsRoot(UnixSocketCase, unittest.TestCase):
+    AS_USER = False
+
+
+class AsUser(UnixSocketCase, unittest.TestCase):
+    AS_USER = True
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cordon", required=True)
+    args, rest = parser.parse_known_args()
+    test_jail.CORDON_SRC = os.path.abspath(args.cordon)
+    if os.geteuid() != 0:
+        print("jail integration tests need root (they create a user)", file=sys.stderr)
+        return 77
+    Env.setup()
+    Upstream.setup()
+    try:
+        prog = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)
+        return 0 if prog.result.wasSuccessful() else 1
+    finally:
+        Upstream.teardown()
+        Env.teardown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+// The pieces of per-path Unix sockets that need no jail: the listed paths, the address copy and its path,
+// and the check of a path against the list (in a root of our own). The jail itself: test_unix_sockets.py.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "jail/unix_sockets.hpp"
+
+namespace us = cordon::jail::unix_sockets;
+
+TEST_CASE("listed Unix socket paths expand ~ and drop relative ones") {
+    std::vector<cordon::policy::Rule> rules{
+        {"/var/run/docker.sock", {}}, {"~/.ssh/agent.sock", {}}, {"relative.sock", {}}, {"~", {}}};
+    CHECK(us::listed_paths(rules, "/home/u") ==
+          std::vector<std::string>{"/var/run/docker.sock", "/home/u/.ssh/agent.sock", "/home/u"});
+}
+
+TEST_CASE("the address is copied as the kernel reads it") {
+    sockaddr_un un{};
+    un.sun_family = AF_UNIX;
+    std::strcpy(un.sun_path, "/run/x.sock");
+    sockaddr_storage out{};
+    socklen_t len = 0;
+    const auto addr = reinterpret_cast<std::uint64_t>(&un);
+    REQUIRE(us::read_address(::getpid(), addr, sizeof un, out, len) == 0);
+    CHECK(len == sizeof un);
+    CHECK(us::filesystem_path(out, len) == std::optional<std::string>("/run/x.sock"));
+    // No NUL within the length: the path ends there.
+    const auto short_len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 4);
+    CHECK(us::filesystem_path(out, short_len) == std::optional<std::string>("/run"));
+    CHECK(us::read_address(::getpid(), addr, sizeof(sockaddr_storage) + 1, out, len) == EINVAL);
+    CHECK(us::read_address(::getpid(), addr, 0xffffffffULL, out, len) == EINVAL);  // -1 as an int
+    CHECK(us::read_address(::getpid(), 0, sizeof un, out, len) == EFAULT);
+    // Abstract, unnamed and other families have no path.
+    un.sun_path[0] = '\0';
+    REQUIRE(us::read_address(::getpid(), addr, sizeof un, out, len) == 0);
+    CHECK_FALSE(us::filesystem_path(out, len));
+    CHECK_FALSE(us::filesystem_path(out, static_cast<socklen_t>(offsetof(sockaddr_un, sun_path))));
+    out.ss_family = AF_INET;
+    CHECK_FALSE(us::filesystem_path(out, sizeof out));
+}
+
+TEST_CASE("a path is checked by the file it leads to, symlinks followed in the root") {
+    char tmpl[] = "/tmp/cordon-us-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    const std::filesystem::path dir(tmpl);
+    int a = ::socket(AF_UNIX, SOCK_STREAM, 0), b = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    auto bind_to = [](int s, const std::filesystem::path& p) {
+        sockaddr_un un{};
+        un.sun_family = AF_UNIX;
+        std::strncpy(un.sun_path, p.c_str(), sizeof un.sun_path - 1);
+        return ::bind(s, reinterpret_cast<sockaddr*>(&un), sizeof un) == 0 && ::listen(s, 4) == 0;
+    };
+    REQUIRE(bind_to(a, dir / "listed.sock"));
+    REQUIRE(bind_to(b, dir / "other.sock"));
+    std::filesystem::create_symlink("listed.sock", dir / "to-listed");
+    std::filesystem::create_symlink(dir / "other.sock", dir / "to-other");
+    // The root is our own "/": paths are the real ones.
+    int root = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    const std::vector<std::string> listed{(dir / "listed.sock").string(), (dir / "missing.sock").string()};
+    int target = -1;
+    CHECK(us::open_listed(root, (dir / "to-listed").string(), listed, target) == 0);
+    REQUIRE(target >= 0);
+    int c = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(us::connect_to(c, target) == 0);
+    ::close(c);
+    ::close(target);
+    CHECK(us::open_listed(root, (dir / "to-other").string(), listed, target) == EPERM);
+    CHECK(us::open_listed(root, (dir / "other.sock").string(), listed, target) == EPERM);
+    CHECK(us::open_listed(root, (dir / "nothing").string(), listed, target) == EPERM);
+    CHECK(us::open_listed(root, (dir / "missing.sock").string(), listed, target) == ENOENT);
+    ::close(root);
+    ::close(a);
+    ::close(b);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("addresses the supervisor performs need no privilege the command lacks") {
+    sockaddr_storage s{};
+    auto* in = reinterpret_cast<sockaddr_in*>(&s);
+    in->sin_family = AF_INET;
+    in->sin_port = htons(80);
+    CHECK(us::needs_privilege(s, sizeof(sockaddr_in), false) == EACCES);
+    CHECK(us::needs_privilege(s, sizeof(sockaddr_in), true) == 0);
+    in->sin_port = htons(1024);
+    CHECK(us::needs_privilege(s, sizeof(sockaddr_in), false) == 0);
+    in->sin_port = 0;
+    CHECK(us::needs_privilege(s, sizeof(sockaddr_in), false) == 0);
+    s = {};
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&s);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(443);
+    CHECK(us::needs_privilege(s, sizeof(sockaddr_in6), false) == EACCES);
+    s = {};
+    auto* nl = reinterpret_cast<sockaddr_nl*>(&s);
+    nl->nl_family = AF_NETLINK;
+    CHECK(us::needs_privilege(s, sizeof(sockaddr_nl), true) == 0);
+    nl->nl_groups = 1;
+    CHECK(us::needs_privilege(s, sizeof(sockaddr_nl), true) == EPERM);
+    CHECK(us::needs_privilege(s, sizeof(sockaddr_nl), false) == 0);
+    s = {};
+    s.ss_family = AF_PACKET;
+    CHECK(us::needs_privilege(s, sizeof s, true) == EPERM);
+    s.ss_family = AF_UNSPEC;
+    CHECK(us::needs_privilege(s, sizeof s, true) == 0);
+}
