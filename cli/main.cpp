@@ -33,10 +33,13 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"ca", cordon::cli::cmd_ca},           {"check", cordon::cli::cmd_check},
+    {"ca", cordon::cli::cmd_ca},
+    {"check", cordon::cli::cmd_check},
     {"claude-hook", cordon::cli::cmd_claude_hook},
-    {"connect", cordon::cli::cmd_connect}, {"policy", cordon::cli::cmd_policy},
-    {"proxy", cordon::cli::cmd_proxy},     {"run", cordon::cli::cmd_run},
+    {"connect", cordon::cli::cmd_connect},
+    {"policy", cordon::cli::cmd_policy},
+    {"proxy", cordon::cli::cmd_proxy},
+    {"run", cordon::cli::cmd_run},
 };
 
 }  // namespace

@@ -11,8 +11,8 @@
 #include "policy/inspection.hpp"
 #include "proxy/connection.hpp"
 #include "proxy/context.hpp"
-#include "proxy/dns_stub.hpp"
 #include "proxy/control_channel.hpp"
+#include "proxy/dns_stub.hpp"
 #include "proxy/listener.hpp"
 #include "proxy/tls_inspector.hpp"
 
