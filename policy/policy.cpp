@@ -304,7 +304,10 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
     Decision decide(const std::string& lexical, const std::string& resolved,
                     const std::function<bool(const std::string&)>* git_dir_existed) const {
         resolve_write_rules();
-        for (const std::string* p : {&lexical, &resolved}) {
+        // The jail's supervisor passes one path as both (each call of it): the same rules once.
+        const bool same = &lexical == &resolved || lexical == resolved;
+        for (int pass = 0; pass < (same ? 1 : 2); ++pass) {
+            const std::string* p = pass == 0 ? &lexical : &resolved;
             for (const PathRule& rule : settings_rules_)
                 if (rule.path.native() == *p) return make(Verdict::Deny, Reason::AlwaysReadOnly, &rule.rule);
             const std::vector<std::string> components = detail::split_components(*p);
