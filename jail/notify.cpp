@@ -621,13 +621,19 @@ class NotifierImpl final : public Notifier {
             return reopen(c.pid, t.magic, flags, mode, result);
         }
         struct stat st {};
-        const bool exists = ::fstatat(t.dir.fd, t.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
-        if (!exists && !(flags & O_CREAT)) return errno;
-        if (writes || (flags & O_CREAT)) {
-            if (tmpfile) {
-                if (int err = decide(t.dir_path == "/" ? "/x" : t.dir_path + "/x", true)) return err;
-            } else if (int err = decide_at(t, !exists)) {
-                return err;
+        bool exists = false;
+        // O_CREAT|O_EXCL (tar, git's checkout and lock files) fails on an existing name, whatever it is (no
+        // FIFO is opened): a creation allowed (the stricter decision) needs no look at the file system.
+        const bool exclusive = !tmpfile && (flags & O_CREAT) && (flags & O_EXCL) && t.name != ".";
+        if (!exclusive || decide_at(t, true) != 0) {
+            exists = ::fstatat(t.dir.fd, t.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+            if (!exists && !(flags & O_CREAT)) return errno;
+            if (writes || (flags & O_CREAT)) {
+                if (tmpfile) {
+                    if (int err = decide(t.dir_path == "/" ? "/x" : t.dir_path + "/x", true)) return err;
+                } else if (int err = decide_at(t, !exists)) {
+                    return err;
+                }
             }
         }
         if (!become(c)) return EPERM;
