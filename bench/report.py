@@ -245,6 +245,21 @@ if "files_extract_bwrap" in R:
         r = ratio(num(f"files_{task}_cordon"), num(f"files_{task}_bwrap"))
         target(f"7 {name}", "cordon ≤ 1.3× bwrap", fmt(r, "{:.2f}×"), None if r is None else r <= 1.3)
 
+# 8. TLS termination
+if "tls_mint_median_us" in R:
+    out.append("## 8. TLS termination: leaf minting and requests/s through an inspected keep-alive connection")
+    out.append("")
+    mint, absolute, inspected = num("tls_mint_median_us"), num("tls_rps_absolute"), num("tls_rps_inspected")
+    out.append("| measure | value |")
+    out.append("|---|---:|")
+    out.append(f"| leaf mint, median (p99) | {fmt(mint, '{:.0f} µs')} ({fmt(num('tls_mint_p99_us'), '{:.0f} µs')}) |")
+    out.append(f"| absolute-form requests/s through the inspecting proxy | {fmt(absolute, '{:.0f}')} |")
+    out.append(f"| requests/s inside inspected connections (CONNECT + TLS both sides) | {fmt(inspected, '{:.0f}')} |")
+    out.append("")
+    target("8 leaf mint", "median < 1 ms", fmt(mint, "{:.0f} µs"), None if mint is None else mint < 1000)
+    r = ratio(inspected, absolute)
+    target("8 inspected requests/s", "≥ 0.5 of absolute-form", fmt(r, "{:.2f}×"), None if r is None else r >= 0.5)
+
 out.append("## Targets")
 out.append("")
 out.append("| benchmark | target | measured | |")

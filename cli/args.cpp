@@ -70,6 +70,8 @@ bool parse_policy_flag(ArgCursor& args, policy::LoadOptions& options) {
         options.deny_read.push_back(args.value());
     } else if (args.flag("--allow-address")) {
         options.allow_addresses.push_back(args.value());
+    } else if (args.flag("--inspect")) {
+        options.inspect.push_back(args.value());
     } else if (args.flag("--read-scope")) {
         options.read_scope = args.value();
         if (options.read_scope != "all" && options.read_scope != "project")
@@ -92,6 +94,7 @@ const char* const kPolicyFlagsHelp =
     "  --deny-read PATH       hide PATH\n"
     "  --allow-read PATH      re-expose PATH inside a denied one\n"
     "  --allow-address CIDR   let the proxy's address guard pass this range\n"
+    "  --inspect PATTERN      terminate TLS to hosts matching PATTERN (request rules, full-URL audit)\n"
     "  --read-scope all|project  what the command may read: all but denyRead (default), or only the\n"
     "                         project: the working directory, writable roots, system paths (/usr /bin\n"
     "                         /sbin /lib* /etc minus secrets /opt /proc /dev /tmp), settings files read and\n"

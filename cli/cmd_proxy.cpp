@@ -121,6 +121,12 @@ int cmd_proxy(int argc, char** argv) {
         std::cerr << "cordon proxy: no policy allows any host (no --allow-domain, no "
                      "sandbox.network.allowedDomains in the settings read): every request will be refused\n";
     }
+    auto ca = proxy::select_ca(options, *policy, false);
+    if (auto* error = std::get_if<std::string>(&ca)) {
+        std::cerr << "cordon proxy: " << *error << "\n";
+        return 2;
+    }
+    options.ca = std::get<std::shared_ptr<const certs::Authority>>(ca);
     proxy::raise_fd_limit();
 
     uv_loop_t* loop = uv_default_loop();

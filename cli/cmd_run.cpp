@@ -56,6 +56,9 @@ constexpr const char* kRunHelp =
     "                         through cordon's DNS stub, see below)\n"
     "  --strict-sni           refuse a transparent TLS connection whose server name (SNI) is not the name\n"
     "                         it connected to (by default the mismatch is only logged)\n"
+    "  --secret NAME=HOST[,HOST...]\n"
+    "                         the jail sees NAME as a random sentinel; the proxy puts the real value into\n"
+    "                         request headers to HOSTs (inspected ones) and refuses the sentinel elsewhere\n"
     "  --quiet                no end-of-run summary of refused connections\n"
     "  --watch                reload the network policy (not the filesystem rules) when a settings file or\n"
     "                         managed-settings.d changes, as `cordon proxy --watch` does; refused (exit 2)\n"
@@ -74,6 +77,11 @@ constexpr const char* kRunHelpEnd =
     "could allow with a fake address (198.18.0.0/15, fd63:6f72:646f:6e00::/64) and a denied one with\n"
     "NXDOMAIN, and forwards nothing; every TCP connection is redirected to the proxy (audit `proto`\n"
     "\"transparent\"), which decides on the name; UDP and everything else fail at once.\n"
+    "With inspected hosts (--inspect, sandbox.network.inspect), the jail trusts cordon's CA (an ephemeral "
+    "one\n"
+    "without --ca-dir or `cordon ca init`): the system bundle path shows the system's CAs plus cordon's, "
+    "and\n"
+    "SSL_CERT_FILE/NODE_EXTRA_CA_CERTS/REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE/GIT_SSL_CAINFO name it.\n"
     "\n";
 
 std::uint64_t parse_size(const std::string& text, const char* flag) {
@@ -151,6 +159,22 @@ int cmd_run(int argc, char** argv) {
             run.allow_ptrace = true;
         } else if (args.flag("--quiet")) {
             run.quiet = true;
+        } else if (args.flag("--secret")) {
+            // NAME=HOST[,HOST...]: the jail sees a sentinel; the proxy injects the value towards HOSTs.
+            std::string v = args.value();
+            auto eq = v.find('=');
+            if (eq == 0 || eq == std::string::npos || eq + 1 == v.size())
+                throw UsageError("--secret needs NAME=HOST[,HOST...], got '" + v + "'");
+            run::SecretFlag flag{v.substr(0, eq), {}};
+            for (std::size_t start = eq + 1; start <= v.size();) {
+                std::size_t comma = std::min(v.find(',', start), v.size());
+                auto host = policy::parse_target_host(v.substr(start, comma - start), 443);
+                if (auto* why = std::get_if<std::string>(&host))
+                    throw UsageError("--secret " + flag.name + ": bad host: " + *why);
+                flag.hosts.push_back(std::get<policy::HostPort>(host).host);
+                start = comma + 1;
+            }
+            run.secrets.push_back(std::move(flag));
         } else if (args.flag("--watch")) {
             watch = true;
         } else if (args.flag("--no-network")) {

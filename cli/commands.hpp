@@ -3,6 +3,7 @@
 
 namespace cordon::cli {
 
+int cmd_ca(int argc, char** argv);
 int cmd_check(int argc, char** argv);  // argv[0] is the first argument after "check"
 int cmd_connect(int argc, char** argv);
 int cmd_policy(int argc, char** argv);

@@ -16,6 +16,8 @@ constexpr const char* kUsage =
     "  run -c 'SHELL'   the same for a shell command string\n"
     "  proxy --listen ADDR:PORT\n"
     "                   run the egress filter alone: HTTP proxy and SOCKS5 on one port\n"
+    "  ca init|show|export\n"
+    "                   manage the CA for inspected (TLS-terminated) connections\n"
     "  check TARGET     print the policy decision for a URL, host, host:port, read:PATH or write:PATH\n"
     "  policy           print the effective merged policy as JSON\n"
     "  connect HOST PORT\n"
@@ -30,9 +32,9 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"check", cordon::cli::cmd_check},   {"connect", cordon::cli::cmd_connect},
-    {"policy", cordon::cli::cmd_policy}, {"proxy", cordon::cli::cmd_proxy},
-    {"run", cordon::cli::cmd_run},
+    {"ca", cordon::cli::cmd_ca},           {"check", cordon::cli::cmd_check},
+    {"connect", cordon::cli::cmd_connect}, {"policy", cordon::cli::cmd_policy},
+    {"proxy", cordon::cli::cmd_proxy},     {"run", cordon::cli::cmd_run},
 };
 
 }  // namespace

@@ -33,6 +33,16 @@ bool parse_proxy_flag(ArgCursor& args, proxy::Options& options) {
         options.idle_timeout = parse_seconds("--idle-timeout", args.value());
     } else if (args.flag("--header-timeout")) {
         options.header_timeout = parse_seconds("--header-timeout", args.value());
+    } else if (args.flag("--ca-dir")) {
+        options.ca_dir = args.value();
+        if (options.ca_dir.empty()) throw UsageError("--ca-dir needs a directory");
+    } else if (args.flag("--upstream-ca")) {
+        options.upstream_ca.push_back(args.value());
+        if (options.upstream_ca.back().empty()) throw UsageError("--upstream-ca needs a PEM file");
+    } else if (args.flag("--parent-proxy")) {
+        options.parent_proxy = args.value();
+    } else if (args.flag("--parent-proxy-from-env")) {
+        options.parent_proxy_from_env = true;
     } else if (args.flag("--max-connections")) {
         std::string value = args.value();
         char* end = nullptr;
@@ -54,6 +64,11 @@ const char* const kProxyFlagsHelp =
     "  --idle-timeout S       close a connection idle for S seconds (default 300; 504 if awaiting a "
     "response)\n"
     "  --header-timeout S     close a client that takes S seconds to send a request head (default 30)\n"
-    "  --max-connections N    concurrent connections; more get 503 / SOCKS5 0x01 (default 10000)\n";
+    "  --max-connections N    concurrent connections; more get 503 / SOCKS5 0x01 (default 10000)\n"
+    "  --ca-dir DIR           the CA for inspected hosts (default $XDG_CONFIG_HOME/cordon/ca; cordon ca)\n"
+    "  --upstream-ca FILE     also trust the PEM CAs in FILE for inspected upstreams (repeatable)\n"
+    "  --parent-proxy URL     chain allowed connections through this HTTP proxy "
+    "(http://[user:pass@]host:port)\n"
+    "  --parent-proxy-from-env  take the parent proxy from this host's HTTPS_PROXY / NO_PROXY\n";
 
 }  // namespace cordon::cli

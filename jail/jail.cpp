@@ -348,6 +348,9 @@ bool send_plan(int fd, const MountPlan& plan) {
     put_u32(body, plan.readable_roots.size());
     for (const auto& root : plan.readable_roots)
         put_string(body, root.string());
+    put_u32(body, plan.env.size());
+    for (const auto& e : plan.env)
+        put_string(body, e);
     return send_frame(fd, body);
 }
 
@@ -392,6 +395,8 @@ bool receive_plan(int fd, MountPlan& plan) {
     plan.read_scope = in.u32() == 1;
     for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i)
         plan.readable_roots.emplace_back(in.string());
+    for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i)
+        plan.env.push_back(in.string());
     return in.done();
 }
 
@@ -533,6 +538,26 @@ void place_child(pid_t child, const Prepared& prep) {
     for (const auto& a : config.argv)
         ctx.argv.push_back(const_cast<char*>(a.c_str()));
     ctx.argv.push_back(nullptr);
+    // The plan's environment changes (MountPlan::env). Why overwrite: a value replaced here (a secret the
+    // command gets as a sentinel) must not stay readable in this process, which lives as long as the jail.
+    auto& env = const_cast<std::vector<std::string>&>(config.env);
+    for (const auto& change : ctx.plan.env) {
+        const std::string name = change.substr(0, change.find('='));
+        auto same = [&](const char* entry) {
+            return std::strncmp(entry, name.c_str(), name.size()) == 0 && entry[name.size()] == '=';
+        };
+        for (auto it = env.begin(); it != env.end();) {
+            if (same(it->c_str())) {
+                ::explicit_bzero(it->data(), it->size());
+                it = env.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        for (char** e = environ; e && *e; ++e)
+            if (same(*e)) ::explicit_bzero(*e + name.size() + 1, std::strlen(*e + name.size() + 1));
+        if (change.find('=') != std::string::npos) env.push_back(change);
+    }
     for (const auto& e : config.env)
         ctx.envp.push_back(const_cast<char*>(e.c_str()));
     ctx.envp.push_back(nullptr);

@@ -79,6 +79,10 @@ struct MountPlan {
     // Why the plan cannot be applied as the policy asks (a deny rule that cannot be resolved, a working
     // directory that is not writable by default): `cordon run` prints them and stops (125). One line each.
     std::vector<std::string> errors;
+    // Changes to the command's environment known only once the policy has loaded (the jail started with
+    // JailConfig::env before): "NAME=value" sets NAME, "NAME" removes it. The init also overwrites the old
+    // values in its own memory (a secret the command sees only as a sentinel must not stay in the init).
+    std::vector<std::string> env;
 };
 
 struct PlanInput {

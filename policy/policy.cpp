@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "policy/domain_matcher.hpp"
+#include "policy/inspection.hpp"
 #include "policy/path_rules.hpp"
 #include "policy/settings_loader.hpp"
 #include "policy/syntax.hpp"
@@ -136,6 +137,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         network_.allowed_domains = std::move(c.allow.rules);
         network_.denied_domains = std::move(c.deny.rules);
         network_.ignored_allows = std::move(c.ignored_allows);
+        network_.inspection = std::make_shared<const InspectionPolicy>(std::move(c.inspection));
         allow_ = std::move(c.allow.matcher);
         deny_ = std::move(c.deny.matcher);
 
@@ -399,10 +401,49 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
                 {"hidden", paths(fs_.read_scope.hidden)}}}}},
             {"filesRead", files},
             {"warnings", warnings_},
+            {"inspection", inspection_json()},
         };
     }
 
   private:
+    // Issue 13's keys: what is inspected, the request rules, the parent proxy, the credentials (names only).
+    json inspection_json() const {
+        const InspectionPolicy& i = *network_.inspection;
+        // A parent proxy's password is never printed.
+        auto redact = [](std::string url) {
+            auto scheme = url.find("://");
+            auto at = url.rfind('@');
+            auto colon = url.find(':', scheme == std::string::npos ? 0 : scheme + 3);
+            if (at != std::string::npos && colon != std::string::npos && colon < at)
+                url.replace(colon + 1, at - colon - 1, "***");
+            return url;
+        };
+        auto hosts = [](const std::vector<HostPattern>& list) {
+            json out = json::array();
+            for (const auto& h : list)
+                out.push_back(rule_json(h.rule));
+            return out;
+        };
+        json rules = json::array();
+        for (const auto& r : i.request_rules)
+            rules.push_back(rule_json(r.host.rule));
+        json secrets = json::array();
+        for (const auto& s : i.secrets)
+            secrets.push_back(
+                {{"name", s.name}, {"mode", s.mask ? "mask" : "deny"}, {"injectHosts", s.inject_hosts}});
+        return json{{"inspect", hosts(i.inspect)},
+                    {"terminateAll", i.terminate_all},
+                    {"excludeDomains", hosts(i.exclude)},
+                    {"refuseOpaqueTunnels", i.refuse_opaque_tunnels},
+                    {"requestRules", rules},
+                    {"parentProxy", i.parent_proxy.https.empty() && i.parent_proxy.http.empty()
+                                        ? json(nullptr)
+                                        : json{{"http", redact(i.parent_proxy.http)},
+                                               {"https", redact(i.parent_proxy.https)},
+                                               {"noProxy", i.parent_proxy.no_proxy}}},
+                    {"credentials", secrets}};
+    }
+
     // denyRead / allowRead alone (srt's semantics: everything readable but denyRead).
     Decision decide_read_rules(const std::string& p) const {
         const PathRule* deny = longest(fs_.deny_read, p);

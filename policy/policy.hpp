@@ -18,6 +18,8 @@
 
 namespace cordon::policy {
 
+struct InspectionPolicy;  // inspection.hpp
+
 // Where a rule came from, highest precedence first. Arrays merge across layers; scalars take the highest
 // layer.
 enum class Layer {
@@ -175,6 +177,8 @@ struct NetworkPolicy {
     std::vector<Rule> allow_unix_sockets;
     bool allow_all_unix_sockets = false;
     bool allow_managed_domains_only = false;
+    // Termination, request rules, parent proxy, credentials (inspection.hpp). Never null.
+    std::shared_ptr<const InspectionPolicy> inspection;
 };
 
 // What to load. Paths default to the process's working directory and $HOME.
@@ -188,6 +192,7 @@ struct LoadOptions {
     std::vector<std::string> allow_write, deny_write;        // --allow-write, --deny-write
     std::vector<std::string> allow_read, deny_read;          // --allow-read, --deny-read
     std::vector<std::string> allow_addresses;                // --allow-address (CIDR)
+    std::vector<std::string> inspect;                        // --inspect PATTERN
     std::string read_scope;                                  // --read-scope: "", "all" or "project"
 };
 

@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "policy/huge_pages.hpp"
+#include "policy/inspection_loader.hpp"
 #include "policy/json_positions.hpp"
 #include "policy/path_rules.hpp"
 #include "policy/syntax.hpp"
@@ -78,6 +79,7 @@ constexpr KnownKey kTopLevelSrtKeys[] = {
     {"mandatoryDenySearchDepth", KeyUse::NotHonoured, "cordon protects names at any depth"},
     {"allowPty", KeyUse::NotHonoured, "the jail shares the caller's terminal"},
     {"seccomp", KeyUse::NotHonoured, "cordon brings its own seccomp filter"},
+    {"credentials", KeyUse::Honoured, ""},
 };
 // Claude Code's `sandbox` section: the same keys as an srt file, plus Claude Code's own.
 constexpr KnownKey kSandboxKeys[] = {
@@ -97,7 +99,10 @@ constexpr KnownKey kNetworkKeys[] = {
     {"httpProxyPort", KeyUse::NotHonoured, "cordon's proxy listens on its own port inside the jail"},
     {"socksProxyPort", KeyUse::NotHonoured, "cordon's proxy listens on its own port inside the jail"},
     {"mitmProxy", KeyUse::NotHonoured, "no upstream MITM proxy is used"},
-    {"parentProxy", KeyUse::NotHonoured, "cordon connects upstream directly"},
+    {"parentProxy", KeyUse::Honoured, ""},
+    {"inspect", KeyUse::Honoured, ""},
+    {"tlsTerminate", KeyUse::Honoured, ""},
+    {"requestRules", KeyUse::Honoured, ""},
 };
 constexpr KnownKey kFilesystemKeys[] = {
     {"allowWrite", KeyUse::Honoured, ""},     {"denyWrite", KeyUse::Honoured, ""},
@@ -174,6 +179,7 @@ class FileLoader {
             if (json* network = object_member(root, "network", "")) load_network(*network, "network");
             if (json* filesystem = object_member(root, "filesystem", ""))
                 load_filesystem(*filesystem, "filesystem");
+            inspection_key(root, "credentials", "");
             return;
         }
         if (json* permissions = object_member(root, "permissions", "")) load_permissions(*permissions);
@@ -183,6 +189,7 @@ class FileLoader {
                 load_network(*network, "sandbox.network");
             if (json* filesystem = object_member(*sandbox, "filesystem", "sandbox"))
                 load_filesystem(*filesystem, "sandbox.filesystem");
+            inspection_key(*sandbox, "credentials", "sandbox");
         }
     }
 
@@ -350,8 +357,25 @@ class FileLoader {
                 [&](std::string& text, const std::string& where) { permission_rule(text, where, false); });
     }
 
+    // Issue 13's keys, read by inspection_loader.cpp (a plain nlohmann::json copy of a small subtree).
+    void inspection_key(const json& parent, const char* key, const std::string& base) {
+        auto it = parent.find(key);
+        if (it == parent.end()) return;
+        InspectionContext context;
+        context.source = [this](const std::string& where) { return source(where); };
+        context.fail = [this](const std::string& where, const std::string& why) { fail(where, why); };
+        context.warn = [this](const std::string& where, const std::string& why) { warn(where, why); };
+        context.deny_read = [this](std::string text, const std::string& where) {
+            path(out_.deny_read, text, text, where, false);
+        };
+        load_inspection_key(nlohmann::json::parse(it->dump()), key, append_key(base, key), out_.inspection,
+                            context);
+    }
+
     void load_network(json& network, const std::string& base) {
         check_keys(network, base, kNetworkKeys);
+        for (const char* key : {"inspect", "tlsTerminate", "requestRules", "parentProxy"})
+            inspection_key(network, key, base);
         strings(network, "allowedDomains", base, [&](std::string& text, const std::string& where) {
             domain(text, text, where, true, PatternDialect::SrtAllowed);
         });
@@ -570,6 +594,8 @@ void load_flags(const LoadOptions& options, Collected& out) {
     paths(options.allow_read, "--allow-read", out.allow_read);
     paths(options.deny_read, "--deny-read", out.deny_read);
 
+    for (const std::string& text : options.inspect)
+        if (std::string error = add_inspect_flag(text, out.inspection); !error.empty()) throw Failure{error};
     if (options.read_scope == "project" && !out.read_scope_project) {
         out.read_scope_project = Rule{"--read-scope project", flag_source("--read-scope")};
     } else if (options.read_scope == "all") {

@@ -10,6 +10,7 @@
 
 #include "policy/domain_matcher.hpp"
 #include "policy/host_name.hpp"
+#include "policy/inspection.hpp"
 #include "policy/policy.hpp"
 
 namespace cordon::policy::detail {
@@ -46,6 +47,7 @@ struct Collected {
     std::vector<Rule> read_scope_all;  // entries that asked for "all": a warning each when "project" holds
     std::vector<std::filesystem::path> files_read;
     std::vector<std::string> warnings;
+    InspectionPolicy inspection;  // issue 13's keys (inspection_loader.hpp)
 
     void add_domain(const DomainPattern& pattern, Rule rule, bool allow_rule) {
         if (!allow_rule) {

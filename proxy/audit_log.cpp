@@ -60,6 +60,7 @@ std::string format_decision(const DecisionEvent& e, const std::string& sandbox,
     nlohmann::json j = common_fields("decision", e, sandbox, now);
     if (!e.method.empty()) j["method"] = e.method;
     if (!e.path.empty()) j["path"] = e.path;
+    if (e.inner) j["url"] = e.url;
     j["decision"] = e.decision;
     j["rule"] = e.rule.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.rule);
     if (!e.source.empty()) j["source"] = e.source;
@@ -67,6 +68,10 @@ std::string format_decision(const DecisionEvent& e, const std::string& sandbox,
     j["upstream_ip"] = e.upstream_ip.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.upstream_ip);
     if (!e.error.empty()) j["error"] = e.error;
     if (e.status != 0) j["status"] = e.status;
+    if (e.inner) {
+        j["bytes_up"] = e.request_bytes;
+        j["bytes_down"] = e.response_bytes;
+    }
     if (!e.original_dst.empty()) j["original_dst"] = e.original_dst;
     if (!e.sni.empty()) j["sni"] = e.sni;
     if (e.sni_mismatch) j["sni_mismatch"] = true;

@@ -30,6 +30,11 @@ struct DecisionEvent {
     std::string
         error;       // upstream failure for an allowed request: "nxdomain", "connect-refused", "timeout", ...
     int status = 0;  // the HTTP status / SOCKS reply code sent to the client when the proxy answered itself
+    // A request inside an inspected connection (proto "https"): its full URL and the bytes of the request
+    // (head and body as forwarded) and of the response.
+    bool inner = false;
+    std::string url;
+    std::uint64_t request_bytes = 0, response_bytes = 0;
     // proto "transparent": where the client connected ("198.18.0.7:443"), and the TLS ClientHello's server
     // name when it sent one (`sni_mismatch` when it names another host than `host`).
     std::string original_dst;

@@ -5,6 +5,25 @@
 
 namespace cordon::proxy {
 
+std::string base64_encode(std::string_view in) {
+    static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 2 < in.size(); i += 3) {
+        unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
+                     (static_cast<unsigned char>(in[i + 1]) << 8) | static_cast<unsigned char>(in[i + 2]);
+        out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], kAlphabet[(v >> 6) & 63], kAlphabet[v & 63]};
+    }
+    if (i + 1 == in.size()) {
+        unsigned v = static_cast<unsigned char>(in[i]) << 16;
+        out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], '=', '='};
+    } else if (i + 2 == in.size()) {
+        unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
+        out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], kAlphabet[(v >> 6) & 63], '='};
+    }
+    return out;
+}
+
 std::optional<std::string> base64_decode(std::string_view text) {
     auto value = [](char c) -> int {
         if (c >= 'A' && c <= 'Z') return c - 'A';

@@ -8,10 +8,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include "policy/inspection.hpp"
 #include "proxy/context.hpp"
 #include "proxy/http_frontend.hpp"
 #include "proxy/socks5.hpp"
 #include "proxy/socks5_frontend.hpp"
+#include "proxy/tls_inspector.hpp"
 #include "proxy/transparent_frontend.hpp"
 
 namespace cordon::proxy {
@@ -198,6 +200,7 @@ void Connection::on_outcome(Outcome outcome) {
     }
     upstream_.reset();
     phase_ = Phase::Dialing;
+    request_.via_parent = outcome.via_parent;
     dialer_ = std::make_unique<Dialer>(context_.loop, std::move(outcome.addresses),
                                        context_.options.connect_timeout,
                                        [this](DialResult result) { on_dialed(std::move(result)); });
@@ -222,6 +225,25 @@ void Connection::on_dialed(DialResult result) {
     upstream_ = std::move(result.socket);
     upstream_->set_owner(this);
     touch();
+    if (request_.via_parent) {
+        // The parent proxy is connected: ask it for the target (by name), then go on as if dialled.
+        parent_handshake_ = std::make_unique<ParentHandshake>(
+            *upstream_, *context_.parent, request_.host, request_.port, [this, reason](std::string error) {
+                // Freed on the next dial or at close: this runs inside it.
+                if (closed()) return;
+                upstream_->set_owner(this);
+                if (!error.empty()) {
+                    upstream_.reset();
+                    conclude({Verdict::Kind::Failed, reason, error, 502,
+                              "the parent proxy refused " + request_.host + ":" +
+                                  std::to_string(request_.port) + ": " + error});
+                    return;
+                }
+                touch();
+                conclude({Verdict::Kind::Connected, reason, "", 0, ""});
+            });
+        return;
+    }
     conclude({Verdict::Kind::Connected, reason, "", 0, ""});
 }
 
@@ -269,6 +291,18 @@ void Connection::start_tunnel() {
     if (front_) {
         front_->on_tunnel();
         front_.reset();
+    }
+    // The relay step picks the termination stage for an inspected host (unless its client did not speak
+    // TLS and the stage handed the tunnel back: then the splice relay below).
+    if (!inspected_ && context_.policy->network().inspection->inspects(request_.host, request_.port)) {
+        if (!context_.tls) {
+            // Never tunnel untouched what the policy says to inspect: its request rules would not apply.
+            close("inspection-unavailable: no CA to terminate TLS with (cordon ca init, --ca-dir)");
+            return;
+        }
+        inspected_ = std::make_unique<InspectedTunnel>(*this);
+        inspected_->start();
+        return;
     }
     if (!in_.empty()) {
         // Bytes the client sent right behind its CONNECT / SOCKS request belong to the tunnel.
@@ -330,6 +364,15 @@ void Connection::on_timer(uv_timer_t* timer) {
     if (in_head && self->head_started_ != 0 &&
         now - self->head_started_ >= static_cast<std::uint64_t>(o.header_timeout.count())) {
         if (!self->front_ || !self->front_->on_header_timeout()) self->close("header-timeout");
+        return;
+    }
+    if (self->phase_ == Phase::Dialing && self->parent_handshake_ && self->upstream_ &&
+        now - self->last_activity_ >= static_cast<std::uint64_t>(o.connect_timeout.count())) {
+        // The parent proxy took the connection but does not answer the CONNECT.
+        self->upstream_.reset();
+        self->conclude({Verdict::Kind::Failed, std::string(policy::to_string(self->decision_.last().reason)),
+                        "parent-proxy: no answer (connect-timeout)", 504,
+                        "the parent proxy did not answer in time"});
         return;
     }
     if (now - self->last_activity_ >= static_cast<std::uint64_t>(o.idle_timeout.count())) {
@@ -413,7 +456,12 @@ void Connection::close(const std::string& error) {
         bytes_down_ += relay_->stats().bytes_down;
     }
     relay_.reset();
+    if (inspected_) {
+        bytes_up_ += inspected_->bytes_up();
+        bytes_down_ += inspected_->bytes_down();
+    }
     dialer_.reset();
+    parent_handshake_.reset();
     upstream_.reset();
     client_.reset();
     uv_timer_stop(timer_);

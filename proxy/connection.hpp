@@ -7,7 +7,8 @@
 //     or its own refusal (malformed, unauthenticated, unsupported)
 //   -> conclude(verdict): the request's one decision line (audit log, metrics, refusal summary), then
 //      FrontEnd::answer() in its protocol (403 / 0x02, 502 / 0x04, 400 / 407 / 501, 200 / 0x00)
-//   -> relay: the splice tunnel (CONNECT, SOCKS5) or the front-end's HTTP exchange, then the next request
+//   -> relay: the splice tunnel (CONNECT, SOCKS5), the termination stage for an inspected host (inspect.hpp),
+//      or the front-end's HTTP exchange, then the next request
 //   -> close: the connection's close line.
 //
 // connection.cpp holds the pipeline (decide, on_outcome, on_dialed, conclude), the tunnel, timers and close.
@@ -24,6 +25,8 @@
 #include "proxy/decision.hpp"
 #include "proxy/dialer.hpp"
 #include "proxy/front_end.hpp"
+#include "proxy/inspect.hpp"
+#include "proxy/parent_proxy.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/socket.hpp"
 
@@ -57,6 +60,7 @@ class Connection final : public SocketOwner {
     friend class HttpFrontEnd;
     friend class Socks5FrontEnd;
     friend class TransparentFrontEnd;
+    friend class InspectedTunnel;  // the termination stage (inspect.hpp), a relay step
 
     // Where the connection is in the pipeline. What a front-end has read so far is its own state.
     enum class Phase {
@@ -80,6 +84,7 @@ class Connection final : public SocketOwner {
         std::string guard_class;        // refused by the address guard: why (upstream_ip is the address)
         std::string original_dst, sni;  // transparent: where the client connected, its TLS server name
         bool sni_mismatch = false;
+        bool via_parent = false;  // dialled the parent proxy: CONNECT through it before concluding
     };
 
     static constexpr std::size_t kScratchSize = 64 * 1024;
@@ -111,7 +116,9 @@ class Connection final : public SocketOwner {
     std::unique_ptr<Socket> client_;
     std::unique_ptr<Socket> upstream_;
     std::unique_ptr<Dialer> dialer_;
+    std::unique_ptr<ParentHandshake> parent_handshake_;
     std::unique_ptr<Relay> relay_;
+    std::unique_ptr<InspectedTunnel> inspected_;  // kept until the connection is freed (it may close us)
     DecisionPoint decision_;
     Phase phase_ = Phase::Reading;
     Proto proto_ = Proto::Unknown;

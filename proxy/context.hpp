@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "policy/policy.hpp"
 #include "proxy/address_guard.hpp"
 #include "proxy/audit_log.hpp"
 #include "proxy/fake_addresses.hpp"
 #include "proxy/metrics.hpp"
+#include "proxy/parent_proxy.hpp"
 #include "proxy/proxy.hpp"
 #include "proxy/resolver.hpp"
 
@@ -19,6 +21,7 @@ struct uv_loop_s;
 namespace cordon::proxy {
 
 class Connection;
+class TlsInspector;
 
 struct Context {
     uv_loop_s* loop = nullptr;
@@ -27,6 +30,9 @@ struct Context {
     AddressGuard guard;
     std::unique_ptr<Resolver> resolver;
     std::unique_ptr<AuditLog> audit;
+    std::unique_ptr<TlsInspector> tls;
+    std::optional<ParentProxy> parent;  // allowed connections chain through it (parent_proxy.hpp)  //
+                                        // inspected connections (tls_inspector.hpp); null without a CA
     Metrics metrics;
     RefusalSummary refusals;
     // The DNS stub's names and their fake addresses, which the transparent front-end maps back.

@@ -59,6 +59,39 @@ void DecisionPoint::decide(const std::string& host, std::uint16_t port, Callback
         done(std::move(outcome));
         return;
     }
+    if (context_.parent && context_.parent->applies(host)) {
+        // Chained: the parent resolves the target's name; cordon resolves only the parent's (not guarded:
+        // the operator named it, and it is typically on a private network).
+        outcome.via_parent = true;
+        const ParentProxy& parent = *context_.parent;
+        auto with_port = [&parent](std::vector<Address> addresses) {
+            for (auto& a : addresses)
+                a.set_port(parent.port);
+            if (addresses.size() > kMaxAddresses) addresses.resize(kMaxAddresses);
+            return addresses;
+        };
+        if (auto literal = Address::parse(parent.host)) {
+            outcome.addresses = with_port({*literal});
+            outcome.kind = Outcome::Kind::Allowed;
+            done(std::move(outcome));
+            return;
+        }
+        auto* self = this;
+        pending_ =
+            context_.resolver->resolve(parent.host, [self, outcome = std::move(outcome), with_port,
+                                                     done = std::move(done)](ResolveResult result) mutable {
+                self->pending_.reset();
+                if (result.error != ResolveError::None) {
+                    outcome.kind = Outcome::Kind::ResolveFailed;
+                    outcome.resolve_error = result.error;
+                } else {
+                    outcome.kind = Outcome::Kind::Allowed;
+                    outcome.addresses = with_port(result.addresses);
+                }
+                done(std::move(outcome));
+            });
+        return;
+    }
     // An IP literal was allowed by a rule naming it; it still goes through the guard.
     if (auto literal = Address::parse(host)) {
         done(guard(std::move(outcome), {*literal}, port));

@@ -26,6 +26,9 @@ struct Outcome {
     std::string refused_ip;          // DeniedByGuard: the (first) address refused
     std::string guard_class;         // DeniedByGuard: why ("loopback", "link-local", ...)
     ResolveError resolve_error = ResolveError::None;
+    // Allowed through the parent proxy: `addresses` are the parent's (the target's name goes to it
+    // unresolved in a CONNECT).
+    bool via_parent = false;
 
     bool allowed() const { return kind == Kind::Allowed; }
     // The audit log's / X-Proxy-Error's reason word.

@@ -3,6 +3,7 @@
 
 #include <uv.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "policy/syntax.hpp"
@@ -352,6 +353,21 @@ void HttpFrontEnd::head_complete() {
     }
     c_.request_.host = host;
     c_.request_.port = port;
+
+    // A secret's sentinel (credentials, --secret) goes nowhere but its injectHosts, and a plain request is
+    // never substituted (that happens only inside inspected connections): refuse it towards any other host.
+    for (const auto& secret : c_.context_.options.secrets) {
+        bool carried = head.target.find(secret.sentinel) != std::string::npos;
+        for (const auto& [name, value] : head.headers)
+            carried = carried || value.find(secret.sentinel) != std::string::npos;
+        if (carried && std::find(secret.inject_hosts.begin(), secret.inject_hosts.end(), host) ==
+                           secret.inject_hosts.end()) {
+            c_.conclude({Verdict::Kind::Rejected, "blocked-by-secret-scope", "", 403,
+                         "cordon: the request carries the sentinel of " + secret.name +
+                             ", which may go to its injectHosts only\n"});
+            return;
+        }
+    }
 
     if (!c_.context_.options.auth_token.empty()) {
         auto credentials = head.header("proxy-authorization");

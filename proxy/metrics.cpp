@@ -69,6 +69,8 @@ std::string Metrics::render() const {
     simple("cordon_connections_total", "counter", "Client connections accepted.", connections_total);
     simple("cordon_connections_rejected_total", "counter", "Connections refused over --max-connections.",
            connections_rejected);
+    simple("cordon_tls_leaves_minted_total", "counter", "Leaf certificates minted for inspected hosts.",
+           tls_leaves_minted);
     out += "# HELP cordon_bytes_total Bytes relayed, by direction (up = client to upstream).\n";
     out += "# TYPE cordon_bytes_total counter\n";
     out += "cordon_bytes_total{direction=\"up\"} " + std::to_string(bytes_up) + "\n";

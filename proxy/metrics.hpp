@@ -27,7 +27,8 @@ struct Metrics {
     std::uint64_t bytes_up = 0, bytes_down = 0;
     std::uint64_t policy_reloads = 0, policy_reload_failures = 0;
     std::uint64_t dns_cache_hits = 0;
-    std::uint64_t dns_malformed = 0;  // DNS stub: packets dropped as malformed
+    std::uint64_t dns_malformed = 0;      // DNS stub: packets dropped as malformed
+    std::uint64_t tls_leaves_minted = 0;  // inspected connections: leaves minted (one per host, cached)
     // DNS lookup latency histogram (seconds).
     static constexpr std::array<double, 9> kDnsBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025,
                                                           0.05,  0.1,    0.5,   2.5};

@@ -4,13 +4,16 @@
 
 #include <uv.h>
 
+#include <cstdlib>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "policy/inspection.hpp"
 #include "proxy/connection.hpp"
 #include "proxy/context.hpp"
 #include "proxy/dns_stub.hpp"
 #include "proxy/listener.hpp"
+#include "proxy/tls_inspector.hpp"
 
 namespace cordon::proxy {
 
@@ -40,6 +43,33 @@ class ProxyImpl final : public Proxy {
         context_.policy = std::move(policy);
         context_.audit = std::make_unique<AuditLog>(context_.options.audit_log, context_.options.sandbox_id);
         context_.metrics.audit = context_.audit.get();
+        // The parent proxy: --parent-proxy, else sandbox.network.parentProxy, else (only when asked) the
+        // host's HTTPS_PROXY / NO_PROXY.
+        {
+            const auto& settings = context_.policy->network().inspection->parent_proxy;
+            std::string url = context_.options.parent_proxy, no_proxy = settings.no_proxy;
+            if (url.empty()) url = !settings.https.empty() ? settings.https : settings.http;
+            if (url.empty() && context_.options.parent_proxy_from_env) {
+                for (const char* name : {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"})
+                    if (const char* v = std::getenv(name); v && *v && url.empty()) url = v;
+                for (const char* name : {"NO_PROXY", "no_proxy"})
+                    if (const char* v = std::getenv(name); v && *v && no_proxy.empty()) no_proxy = v;
+            }
+            if (!url.empty()) {
+                auto parent = ParentProxy::parse(url, no_proxy);
+                if (auto* error = std::get_if<std::string>(&parent)) throw std::runtime_error(*error);
+                context_.parent = std::get<ParentProxy>(parent);
+            }
+        }
+        if (context_.options.ca) {
+            // Upstream CAs: --upstream-ca and srt's tlsTerminate.extraCaCertPaths.
+            std::vector<std::string> upstream_ca = context_.options.upstream_ca;
+            for (const auto& path : context_.policy->network().inspection->extra_ca_paths)
+                upstream_ca.push_back(path);
+            auto tls = TlsInspector::create(context_.options.ca, upstream_ca, context_.options.secrets);
+            if (auto* error = std::get_if<std::string>(&tls)) throw std::runtime_error(*error);
+            context_.tls = std::move(std::get<std::unique_ptr<TlsInspector>>(tls));
+        }
         context_.resolver =
             resolver ? std::move(resolver) : Resolver::create(loop, context_.options.dns_servers);
         context_.retire = [this](Connection* c) { retire(c); };

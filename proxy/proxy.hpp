@@ -16,11 +16,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "policy/policy.hpp"
 
 struct uv_loop_s;
+
+namespace cordon::certs {
+class Authority;
+}
 
 namespace cordon::proxy {
 
@@ -38,6 +43,21 @@ struct Options {
     // Transparent connections whose TLS ClientHello names another host than the one connected to are
     // refused (--strict-sni); otherwise the mismatch is only logged.
     bool strict_sni = false;
+
+    // TLS termination (issue 13; inspect.hpp). `ca`: the CA leaves are minted from; null = no termination
+    // (an inspected host is then tunnelled untouched, which Proxy::create refuses: see select_ca).
+    std::shared_ptr<const certs::Authority> ca;
+    std::string ca_dir;                    // --ca-dir DIR (select_ca)
+    std::vector<std::string> upstream_ca;  // --upstream-ca FILE: more CAs to trust upstream
+    std::string parent_proxy;              // --parent-proxy URL (overrides sandbox.network.parentProxy)
+    bool parent_proxy_from_env = false;    // --parent-proxy-from-env: the host's HTTPS_PROXY / NO_PROXY
+    // Secrets the jail sees as sentinels (credentials.envVars mask, --secret): the proxy puts the real value
+    // into request headers to `inject_hosts` only, and refuses a request carrying a sentinel elsewhere.
+    struct Secret {
+        std::string name, sentinel, value;
+        std::vector<std::string> inject_hosts;
+    };
+    std::vector<Secret> secrets;
 };
 
 // What the proxy refused (and what failed upstream) during its life, for the jail's end-of-run summary.
@@ -60,6 +80,14 @@ struct RefusalSummary {
 // The end-of-run summary: one section per kind of refusal, each with the advice that fits it (never
 // "--allow-domain" for a host a deny rule refused). Empty when nothing was refused.
 std::string format_refusals(const RefusalSummary& summary);
+
+// The CA inspected connections are terminated with, when the policy inspects anything (else null): the
+// directory given with --ca-dir, else srt's tlsTerminate.caCertPath/caKeyPath, else the default directory
+// (`cordon ca init`); with none of them an ephemeral CA made for this process when `ephemeral` (cordon run),
+// else an error saying how to make one.
+std::variant<std::shared_ptr<const certs::Authority>, std::string> select_ca(const Options& options,
+                                                                             const policy::Policy& policy,
+                                                                             bool ephemeral);
 
 class Proxy {
   public:

@@ -68,6 +68,15 @@ std::vector<std::pair<std::string, std::string>> proxy_variables() {
     };
 }
 
+std::vector<std::pair<std::string, std::string>> trust_variables(const std::string& bundle) {
+    return {
+        {"SSL_CERT_FILE", bundle},        // OpenSSL (curl, wget, Python's ssl, Ruby, ...)
+        {"NODE_EXTRA_CA_CERTS", bundle},  // Node adds these to its own list
+        {"REQUESTS_CA_BUNDLE", bundle},   // Python requests (certifi otherwise)
+        {"CURL_CA_BUNDLE", bundle},      {"GIT_SSL_CAINFO", bundle},
+    };
+}
+
 std::vector<std::string> jail_environment(char** caller_env, bool network) {
     const auto variables = proxy_variables();
     auto overridden = [&](const std::string& entry) {

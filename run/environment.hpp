@@ -24,6 +24,10 @@ std::vector<std::pair<std::string, std::string>> proxy_variables();
 // SANDBOX_RUNTIME, then proxy_variables() (only with network) and SANDBOX_RUNTIME=1.
 std::vector<std::string> jail_environment(char** caller_env, bool network);
 
+// With TLS termination on: the variables that make curl, git, Python (requests, ssl) and Node trust
+// `bundle` (the system's CAs plus cordon's), as the jail sees it.
+std::vector<std::pair<std::string, std::string>> trust_variables(const std::string& bundle);
+
 // For `cordon run --help`: what the variables are set to.
 std::string environment_help();
 

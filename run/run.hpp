@@ -19,6 +19,7 @@
 
 #include "policy/policy.hpp"
 #include "proxy/proxy.hpp"
+#include "run/inspection.hpp"
 
 namespace cordon::run {
 
@@ -32,6 +33,7 @@ struct Options {
     std::optional<double> timeout;
     std::optional<std::pair<uid_t, gid_t>> user;
     proxy::Options proxy;
+    std::vector<SecretFlag> secrets;  // --secret NAME=HOST[,HOST...]
     // Loads the policy for the working directory `cwd` (called while the jail sets up), reporting errors and
     // warnings on stderr itself; nullptr when it could not.
     std::function<policy::PolicyPtr(const std::filesystem::path& cwd)> load_policy;

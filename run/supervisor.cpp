@@ -145,6 +145,16 @@ int run(const Options& options) {
     if (!config.user_notify && !options.quiet)
         std::cerr << "cordon: note: this kernel has no seccomp user notification with ADDFD (Linux 5.14); "
                      "missing protected names are kept by placeholder files during the run\n";
+    // TLS termination and credentials: the CA, the jail's trust bundle, secrets (run/inspection.hpp).
+    RunInspection inspection;
+    std::vector<std::string> inspection_notes;
+    if (auto error = inspection.prepare(*policy, options.secrets, options.network, proxy_options, plan,
+                                        inspection_notes)) {
+        std::cerr << "cordon: " << *error << "\n";
+        return 125;
+    }
+    for (const auto& note : inspection_notes)
+        plan.notices.push_back(note);
     for (const auto& notice : plan.notices)
         std::cerr << "cordon: note: " << notice << "\n";
     for (const auto& error : plan.errors)
@@ -263,6 +273,7 @@ int run(const Options& options) {
             std::cerr << "cordon: note: a git repository was created during the run: " << repo
                       << " (its hooks and config were not protected)\n";
     }
+    inspection.remove();  // the trust bundle's directory
     if (proxy) {
         if (!options.quiet) print_refusals(proxy->refusals());
         proxy.reset();

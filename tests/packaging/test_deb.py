@@ -119,7 +119,8 @@ class DebTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_man_pages_and_completion(self):
-        for page in ["cordon", "cordon-run", "cordon-proxy", "cordon-check", "cordon-policy", "cordon-connect"]:
+        for page in ["cordon", "cordon-run", "cordon-proxy", "cordon-check", "cordon-policy", "cordon-connect",
+                     "cordon-ca"]:
             path = self.root + "/usr/share/man/man1/%s.1.gz" % page
             self.assertTrue(os.path.exists(path), path)
         r = run(["sh", "-c", "zcat %s/usr/share/man/man1/cordon-proxy.1.gz" % self.root])

@@ -1,0 +1,145 @@
+// Matching for the inspection policy (inspection.hpp).
+#include "policy/inspection.hpp"
+
+#include <arpa/inet.h>
+
+namespace cordon::policy {
+
+namespace {
+
+bool is_ip_literal(std::string_view host) {
+    std::string h(host);
+    unsigned char buf[16];
+    return inet_pton(AF_INET, h.c_str(), buf) == 1 || inet_pton(AF_INET6, h.c_str(), buf) == 1;
+}
+
+std::vector<std::string_view> labels(std::string_view name) {
+    std::vector<std::string_view> out;
+    std::size_t start = 0;
+    while (start <= name.size()) {
+        std::size_t dot = name.find('.', start);
+        if (dot == std::string_view::npos) dot = name.size();
+        out.push_back(name.substr(start, dot - start));
+        start = dot + 1;
+    }
+    return out;
+}
+
+}  // namespace
+
+bool HostPattern::matches(std::string_view host, std::uint16_t port) const {
+    using Kind = detail::DomainPattern::Kind;
+    if (pattern.port != 0 && pattern.port != port) return false;
+    switch (pattern.kind) {
+        case Kind::AnyName:
+            return !is_ip_literal(host);
+        case Kind::IPv4:
+        case Kind::IPv6:
+            return host == pattern.name;
+        case Kind::Name:
+            break;
+    }
+    if (is_ip_literal(host)) return false;  // wildcards never match IP literals
+    auto p = labels(pattern.name), h = labels(host);
+    if (pattern.subdomains ? h.size() <= p.size() : h.size() != p.size()) return false;
+    std::size_t offset = h.size() - p.size();
+    for (std::size_t i = 0; i < p.size(); ++i)
+        if (p[i] != "*" && p[i] != h[offset + i]) return false;
+    return true;
+}
+
+bool glob_matches(std::string_view pattern, std::string_view text) {
+    if (pattern.empty()) return text.empty();
+    if (pattern.substr(0, 2) == "**") {
+        std::string_view rest = pattern.substr(2);
+        for (std::size_t i = 0; i <= text.size(); ++i)
+            if (glob_matches(rest, text.substr(i))) return true;
+        return false;
+    }
+    if (pattern[0] == '*') {
+        std::string_view rest = pattern.substr(1);
+        for (std::size_t i = 0; i <= text.size(); ++i) {
+            if (glob_matches(rest, text.substr(i))) return true;
+            if (i < text.size() && text[i] == '/') break;
+        }
+        return false;
+    }
+    if (text.empty()) return false;
+    if (pattern[0] == '?') return text[0] != '/' && glob_matches(pattern.substr(1), text.substr(1));
+    return pattern[0] == text[0] && glob_matches(pattern.substr(1), text.substr(1));
+}
+
+std::optional<std::string> rule_path(std::string_view target, std::string& why) {
+    std::string_view raw = target.substr(0, target.find('?'));
+    std::string path;
+    path.reserve(raw.size());
+    auto hex = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+    };
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+        char c = raw[i];
+        if (c == '%' && i + 2 < raw.size() && hex(raw[i + 1]) >= 0 && hex(raw[i + 2]) >= 0) {
+            c = static_cast<char>(hex(raw[i + 1]) * 16 + hex(raw[i + 2]));
+            i += 2;
+        }
+        if (c == '\\') c = '/';
+        if (c == '\0') {
+            why = "a NUL in the request path";
+            return std::nullopt;
+        }
+        path += c;
+    }
+    for (std::size_t start = 0; start <= path.size();) {
+        std::size_t slash = std::min(path.find('/', start), path.size());
+        std::string_view segment = std::string_view(path).substr(start, slash - start);
+        if (segment == "." || segment == "..") {
+            why = "dot segments in the request path";
+            return std::nullopt;
+        }
+        start = slash + 1;
+    }
+    return path;
+}
+
+bool RequestRule::matches(std::string_view method, std::string_view path) const {
+    bool method_ok = methods.empty();
+    for (const auto& m : methods)
+        if (m == "*" || m == method) method_ok = true;
+    if (!method_ok) return false;
+    if (paths.empty()) return true;
+    for (const auto& p : paths)
+        if (glob_matches(p, path)) return true;
+    return false;
+}
+
+bool InspectionPolicy::inspects(std::string_view host, std::uint16_t port) const {
+    if (terminate_all) {
+        for (const auto& e : exclude)
+            if (e.matches(host, port)) return false;
+        return true;
+    }
+    for (const auto& p : inspect)
+        if (p.matches(host, port)) return true;
+    return false;
+}
+
+InspectionPolicy::RequestDecision InspectionPolicy::decide_request(std::string_view host, std::uint16_t port,
+                                                                   std::string_view method,
+                                                                   std::string_view path) const {
+    bool host_has_rules = false;
+    const RequestRule* allow = nullptr;
+    for (const auto& r : request_rules) {
+        if (!r.host.matches(host, port)) continue;
+        host_has_rules = true;
+        if (!r.matches(method, path)) continue;
+        if (!r.allow) return {false, &r};  // deny wins
+        if (!allow) allow = &r;
+    }
+    if (allow) return {true, allow};
+    return {!host_has_rules, nullptr};
+}
+
+}  // namespace cordon::policy

@@ -1,0 +1,700 @@
+// The termination stage (inspect.hpp).
+#include "proxy/inspect.hpp"
+
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
+
+#include <strings.h>
+
+#include <cstring>
+
+#include "policy/inspection.hpp"
+#include "policy/syntax.hpp"
+#include "proxy/auth.hpp"
+#include "proxy/connection.hpp"
+#include "proxy/context.hpp"
+#include "proxy/tls_inspector.hpp"
+
+namespace cordon::proxy {
+
+namespace {
+
+constexpr std::size_t kHighWater = 1024 * 1024;  // stop reading one side while the other has this much queued
+constexpr std::size_t kBodyScan = 64 * 1024;     // how much of a request body is scanned for sentinels
+constexpr std::size_t kMaxPending = 256 * 1024;  // client bytes held while a request is answered
+
+bool is_ip_literal(const std::string& host) {
+    unsigned char buf[16];
+    return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+std::string openssl_reason() {
+    unsigned long e = ERR_get_error();
+    ERR_clear_error();
+    if (e == 0) return "handshake failed";
+    const char* r = ERR_reason_error_string(e);
+    return r ? r : "handshake failed";
+}
+
+const char* status_text(int status) {
+    switch (status) {
+        case 400:
+            return "Bad Request";
+        case 403:
+            return "Forbidden";
+        case 421:
+            return "Misdirected Request";
+        case 501:
+            return "Not Implemented";
+    }
+    return "Error";
+}
+
+}  // namespace
+
+InspectedTunnel::InspectedTunnel(Connection& connection) : c_(connection) {
+    request_sink_.t = this;
+    response_sink_.t = this;
+}
+
+InspectedTunnel::~InspectedTunnel() {
+    SSL_free(up_);
+    SSL_free(down_);
+}
+
+void InspectedTunnel::start() {
+    c_.client_->set_owner(this);
+    c_.upstream_->set_owner(this);
+    client_cipher_.swap(c_.in_);
+    std::string().swap(c_.in_);
+    c_.upstream_->want_read(false);
+    c_.client_->want_read(true);
+    if (!client_cipher_.empty()) peek();
+}
+
+// ---- the client's first bytes: TLS or not
+
+void InspectedTunnel::peek() {
+    // A TLS record of type handshake (22) opens every TLS connection; anything else is another protocol.
+    if (static_cast<unsigned char>(client_cipher_[0]) != 0x16) {
+        opaque();
+        return;
+    }
+    begin_upstream();
+}
+
+void InspectedTunnel::opaque() {
+    if (c_.context_.policy->network().inspection->refuse_opaque_tunnels) {
+        finish("opaque-tunnel-refused: the client did not start TLS to an inspected host");
+        return;
+    }
+    // Not TLS: the pipeline's splice relay takes the tunnel (Connection::start_tunnel sees declined()).
+    declined_ = true;
+    state_ = State::Done;
+    c_.in_.swap(client_cipher_);
+    c_.client_->set_owner(&c_);
+    c_.upstream_->set_owner(&c_);
+    c_.start_tunnel();
+}
+
+// ---- the upstream's handshake, first: no leaf before the upstream proved itself
+
+void InspectedTunnel::begin_upstream() {
+    state_ = State::UpstreamHandshake;
+    up_ = SSL_new(c_.context_.tls->upstream_side());
+    if (!up_) {
+        finish("tls: " + openssl_reason());
+        return;
+    }
+    SSL_set_bio(up_, BIO_new(BIO_s_mem()), BIO_new(BIO_s_mem()));
+    SSL_set_connect_state(up_);
+    const std::string& host = c_.request_.host;
+    if (is_ip_literal(host)) {
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(up_), host.c_str());
+    } else {
+        SSL_ctrl(up_, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                 const_cast<char*>(host.c_str()));
+        SSL_set1_host(up_, host.c_str());
+        // A certificate for *.example.com covers a.example.com only, never a.b.example.com.
+        SSL_set_hostflags(up_, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    }
+    static const unsigned char kAlpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+    SSL_set_alpn_protos(up_, kAlpn, sizeof kAlpn);
+    update_interest();
+    continue_upstream();
+}
+
+void InspectedTunnel::continue_upstream() {
+    int r = SSL_do_handshake(up_);
+    if (!flush()) return;
+    if (r == 1) {
+        begin_client();
+        return;
+    }
+    int e = SSL_get_error(up_, r);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return;
+    long verify = SSL_get_verify_result(up_);
+    if (verify != X509_V_OK)
+        upstream_refused(std::string("upstream-certificate: ") + X509_verify_cert_error_string(verify));
+    else
+        upstream_refused("upstream-tls: " + openssl_reason());
+}
+
+void InspectedTunnel::upstream_refused(const std::string& error) {
+    // The request that would have followed is answered 502 in the log; the client's TLS handshake cannot
+    // carry an HTTP answer without a certificate cordon will not mint, so it gets a fatal alert
+    // (handshake_failure) and the connection closes.
+    method_.clear();
+    path_.clear();
+    url_ = "https://" + c_.request_.host +
+           (c_.request_.port == 443 ? "" : ":" + std::to_string(c_.request_.port));
+    rule_ = rule_text(c_.decision_.last());
+    source_ = rule_source(c_.decision_.last());
+    log_request("allow", "allowed", 502, error);
+    Verdict v{Verdict::Kind::Failed, "allowed", error, 502, ""};
+    c_.count_refusal(v);
+    static const char kAlert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28};
+    c_.client_->send(std::string_view(kAlert, sizeof kAlert));
+    finish(error);
+}
+
+// ---- the client's handshake, with a leaf for the host
+
+void InspectedTunnel::begin_client() {
+    auto leaf = c_.context_.tls->leaves().get(c_.request_.host);
+    if (auto* error = std::get_if<std::string>(&leaf)) {
+        finish("tls: " + *error);
+        return;
+    }
+    const auto& l = *std::get<std::shared_ptr<const certs::Leaf>>(leaf);
+    c_.context_.metrics.tls_leaves_minted = c_.context_.tls->leaves().minted();
+    state_ = State::ClientHandshake;
+    down_ = SSL_new(c_.context_.tls->client_side());
+    if (!down_ || SSL_use_certificate(down_, l.cert) != 1 || SSL_use_PrivateKey(down_, l.key) != 1) {
+        finish("tls: " + openssl_reason());
+        return;
+    }
+    SSL_set_bio(down_, BIO_new(BIO_s_mem()), BIO_new(BIO_s_mem()));
+    SSL_set_accept_state(down_);
+    BIO_write(SSL_get_rbio(down_), client_cipher_.data(), static_cast<int>(client_cipher_.size()));
+    std::string().swap(client_cipher_);
+    update_interest();
+    continue_client();
+}
+
+void InspectedTunnel::continue_client() {
+    int r = SSL_do_handshake(down_);
+    if (!flush()) return;
+    if (r == 1) {
+        state_ = State::Open;
+        request_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Request, &request_sink_);
+        read_client_plaintext();
+        return;
+    }
+    int e = SSL_get_error(down_, r);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return;
+    finish("client-tls: " + openssl_reason());
+}
+
+// ---- socket events
+
+void InspectedTunnel::on_readable(Socket& socket) {
+    if (c_.closed()) return;
+    bool client = &socket == c_.client_.get();
+    char* buf = Connection::scratch_buffer();
+    long n = socket.read(buf, Connection::kScratchSize);
+    if (n == -1) return;
+    if (n == -2) {
+        finish(std::string(client ? "client: " : "upstream: ") + std::strerror(socket.error()));
+        return;
+    }
+    c_.touch();
+    if (n == 0) {
+        socket.want_read(false);
+        if (client) {
+            client_eof_ = true;
+            // Between requests (or before TLS): nothing more will come.
+            if (state_ != State::Open || (request_ == Request::Head && req_in_.empty())) finish("");
+            return;
+        }
+        if (state_ == State::UpstreamHandshake) {
+            upstream_refused("upstream-tls: the upstream closed during the handshake");
+            return;
+        }
+        if (response_parser_ && response_parser_->finish() && request_ == Request::AwaitResponse) {
+            keep_alive_ = false;
+            response_complete();
+            return;
+        }
+        finish(request_ == Request::AwaitResponse ? "upstream closed mid-response" : "");
+        return;
+    }
+    std::string_view data(buf, static_cast<std::size_t>(n));
+    if (client) {
+        switch (state_) {
+            case State::Peek:
+                client_cipher_.append(data);
+                peek();
+                return;
+            case State::UpstreamHandshake:
+                client_cipher_.append(data);  // the rest of a long ClientHello; bounded by update_interest
+                update_interest();
+                return;
+            case State::ClientHandshake:
+                BIO_write(SSL_get_rbio(down_), data.data(), static_cast<int>(data.size()));
+                continue_client();
+                return;
+            case State::Open:
+                BIO_write(SSL_get_rbio(down_), data.data(), static_cast<int>(data.size()));
+                read_client_plaintext();
+                return;
+            case State::Done:
+                return;
+        }
+    }
+    if (!up_) return;
+    BIO_write(SSL_get_rbio(up_), data.data(), static_cast<int>(data.size()));
+    if (state_ == State::UpstreamHandshake)
+        continue_upstream();
+    else if (state_ == State::Open)
+        read_upstream_plaintext();
+}
+
+void InspectedTunnel::on_drained(Socket&) {
+    if (c_.closed() || state_ == State::Done) return;
+    update_interest();
+}
+
+void InspectedTunnel::on_error(Socket& socket, int error) {
+    if (c_.closed()) return;
+    finish(std::string(&socket == c_.client_.get() ? "client: " : "upstream: ") + std::strerror(error));
+}
+
+void InspectedTunnel::update_interest() {
+    if (c_.closed() || state_ == State::Done) return;
+    std::size_t client_q = c_.client_->queued(), upstream_q = c_.upstream_->queued();
+    bool read_client = !client_eof_ && upstream_q < kHighWater;
+    if (state_ == State::UpstreamHandshake) read_client = client_cipher_.size() < kMaxPending;
+    if (state_ == State::Open) read_client = read_client && req_in_.size() < kMaxPending;
+    c_.client_->want_read(read_client);
+    c_.upstream_->want_read(state_ != State::Peek && client_q < kHighWater);
+}
+
+bool InspectedTunnel::flush() {
+    if (c_.closed()) return false;
+    char buf[16384];
+    for (auto [ssl, socket] : {std::pair{down_, c_.client_.get()}, std::pair{up_, c_.upstream_.get()}}) {
+        if (!ssl) continue;
+        BIO* out = SSL_get_wbio(ssl);
+        while (BIO_ctrl_pending(out) > 0) {
+            int n = BIO_read(out, buf, sizeof buf);
+            if (n <= 0) break;
+            if (!socket->send(std::string_view(buf, static_cast<std::size_t>(n)))) {
+                finish(std::string(socket == c_.client_.get() ? "client: " : "upstream: ") +
+                       std::strerror(socket->error()));
+                return false;
+            }
+        }
+    }
+    update_interest();
+    return true;
+}
+
+void InspectedTunnel::write_client(std::string_view data) {
+    if (data.empty()) return;
+    SSL_write(down_, data.data(), static_cast<int>(data.size()));
+    bytes_down_ += data.size();
+}
+
+void InspectedTunnel::write_upstream(std::string_view data) {
+    if (data.empty()) return;
+    SSL_write(up_, data.data(), static_cast<int>(data.size()));
+    bytes_up_ += data.size();
+    request_bytes_ += data.size();
+}
+
+void InspectedTunnel::finish(const std::string& error) {
+    if (c_.closed()) return;
+    state_ = State::Done;
+    c_.close(error);
+}
+
+// ---- HTTP/1.1 inside
+
+void InspectedTunnel::read_client_plaintext() {
+    char buf[16384];
+    for (;;) {
+        int n = SSL_read(down_, buf, sizeof buf);
+        if (n > 0) {
+            req_in_.append(buf, static_cast<std::size_t>(n));
+            continue;
+        }
+        int e = SSL_get_error(down_, n);
+        if (e == SSL_ERROR_ZERO_RETURN) {
+            client_eof_ = true;  // close_notify
+            break;
+        }
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) break;
+        finish("client-tls: " + openssl_reason());
+        return;
+    }
+    process_requests();
+    if (c_.closed()) return;
+    if (!flush()) return;
+    if (client_eof_ && request_ == Request::Head && req_in_.empty()) finish("");
+}
+
+void InspectedTunnel::process_requests() {
+    while (!c_.closed() && !req_in_.empty() && request_ != Request::AwaitResponse) {
+        auto result = request_parser_->feed(req_in_);
+        switch (result.status) {
+            case HttpParser::Status::Ok:
+                if (request_ != Request::Head) request_bytes(req_in_);
+                req_in_.clear();
+                break;
+            case HttpParser::Status::HeadComplete: {
+                req_in_.erase(0, result.consumed);
+                request_head();
+                if (c_.closed()) return;
+                // A body-less request completes at its head: let the parser say so.
+                auto end = request_parser_->feed(std::string_view());
+                if (end.status == HttpParser::Status::MessageComplete) request_end();
+                break;
+            }
+            case HttpParser::Status::MessageComplete:
+                request_bytes(std::string_view(req_in_).substr(0, result.consumed));
+                req_in_.erase(0, result.consumed);
+                request_end();
+                break;
+            case HttpParser::Status::Error: {
+                std::string why = request_parser_->error();
+                keep_alive_ = false;
+                refuse(request_parser_->error_status(), "bad-request", "bad-request",
+                       "cordon: bad request: " + why + "\n", "", "");
+                if (!c_.closed()) {
+                    flush();
+                    finish("bad-request: " + why);
+                }
+                return;
+            }
+        }
+    }
+}
+
+void InspectedTunnel::request_head() {
+    const HttpHead& head = request_parser_->head();
+    const std::string& host = c_.request_.host;
+    const std::uint16_t port = c_.request_.port;
+    const auto& inspection = *c_.context_.policy->network().inspection;
+    const TlsInspector& tls = *c_.context_.tls;
+    method_ = head.method;
+    path_ = head.target;
+    keep_alive_ = head.keep_alive && !c_.context_.draining;
+    request_bytes_ = response_bytes_ = 0;
+    response_status_ = 0;
+    scanned_.clear();
+    scan_done_ = false;
+    hold_.clear();
+    head_out_.clear();
+    bool v6 = host.find(':') != std::string::npos;
+    std::string authority = (v6 ? "[" + host + "]" : host) + (port == 443 ? "" : ":" + std::to_string(port));
+    url_ = "https://" + authority + path_;
+    const policy::Decision& d = c_.decision_.last();
+    rule_ = rule_text(d);
+    source_ = rule_source(d);
+    request_parser_->resume();
+
+    if (path_.empty() || path_.front() != '/') {
+        if (!(method_ == "OPTIONS" && path_ == "*")) {
+            keep_alive_ = false;
+            refuse(400, "bad-request", "bad-request",
+                   "cordon: bad request: inside a tunnel the target is a path (origin-form), got '" +
+                       path_.substr(0, 64) + "'\n",
+                   "", "");
+            return;
+        }
+    }
+    if (head.upgrade) {
+        keep_alive_ = false;
+        refuse(501, "bad-request", "bad-request",
+               "cordon: Upgrade is not supported inside an inspected connection\n", "", "");
+        return;
+    }
+    // The Host must name the host the connection was decided for (srt's requireHostMatch): a shared front
+    // (a CDN) would otherwise route the request to a host the policy never saw.
+    if (auto h = head.header("host")) {
+        auto parts = policy::split_host_port(*h, policy::PortSpec::Optional);
+        bool same = false;
+        if (auto* hp = std::get_if<policy::HostPortText>(&parts)) {
+            auto normal = policy::parse_target_host(hp->host, port);
+            if (auto* n = std::get_if<policy::HostPort>(&normal))
+                same = n->host == host && (!hp->port || *hp->port == port);
+        }
+        if (!same) {
+            refuse(421, "misdirected-request", "misdirected-request",
+                   "cordon: this connection is for " + authority + "; the Host header names '" +
+                       std::string(*h) + "'\n",
+                   "", "");
+            return;
+        }
+    }
+    // Request rules (deny wins; a host with rules and no matching one is denied), on the path as a server may
+    // read it; shapes servers disagree on are refused.
+    std::string why_not;
+    auto rule_path = policy::rule_path(path_, why_not);
+    if (!rule_path && path_ != "*") {
+        keep_alive_ = false;
+        refuse(400, "bad-request", "bad-request", "cordon: bad request: " + why_not + "\n", "", "");
+        return;
+    }
+    auto verdict = inspection.decide_request(host, port, method_, rule_path.value_or("*"));
+    if (verdict.rule) {
+        rule_ = verdict.rule->host.rule.text;
+        source_ = policy::format_source(verdict.rule->host.rule.source);
+    }
+    if (!verdict.allowed) {
+        std::string why = verdict.rule ? "blocked by request rule " + rule_ + " from " + source_
+                                       : "no request rule for " + host + " allows " + method_ + " " +
+                                             rule_path.value_or("*");
+        if (!verdict.rule) {
+            rule_.clear();
+            source_.clear();
+        }
+        refuse(403, "blocked-by-request-rule", "blocked-by-request-rule",
+               "Connection blocked by network allowlist\ncordon: " + method_ + " " + url_ + ": " + why + "\n",
+               rule_, source_);
+        return;
+    }
+    // Secrets: never towards a host that may not have them. The refusal names the variable, never a value.
+    if (const auto* s = tls.sentinel_in(path_); s && !TlsInspector::may_inject(*s, host)) {
+        refuse(403, "blocked-by-secret-scope", "blocked-by-secret-scope",
+               "cordon: the request URL carries the sentinel of " + s->name +
+                   ", which may go to its "
+                   "injectHosts only\n",
+               "", "");
+        return;
+    }
+    std::string out = method_ + " " + path_ + " HTTP/" + std::to_string(head.version_major) + "." +
+                      std::to_string(head.version_minor) + "\r\n";
+    for (const auto& [name, value] : head.headers) {
+        if (iequals(name, "proxy-authorization") || iequals(name, "proxy-connection")) continue;
+        std::string v = value;
+        // Basic credentials carry a token base64-encoded (git over HTTPS: user:TOKEN): look inside them too.
+        if (iequals(name, "authorization") && v.size() > 6 &&
+            iequals(std::string_view(v).substr(0, 6), "basic ")) {
+            if (auto decoded = base64_decode(std::string_view(v).substr(6))) {
+                std::string plain = *decoded;
+                bool changed = false;
+                while (const auto* s = tls.sentinel_in(plain)) {
+                    if (!TlsInspector::may_inject(*s, host)) {
+                        ::explicit_bzero(decoded->data(), decoded->size());
+                        refuse(403, "blocked-by-secret-scope", "blocked-by-secret-scope",
+                               "cordon: header " + name + " carries the sentinel of " + s->name +
+                                   ", which may go to its injectHosts only\n",
+                               "", "");
+                        return;
+                    }
+                    for (std::size_t at = plain.find(s->sentinel); at != std::string::npos;
+                         at = plain.find(s->sentinel, at + s->value.size()))
+                        plain.replace(at, s->sentinel.size(), s->value);
+                    changed = true;
+                }
+                if (changed) v = "Basic " + base64_encode(plain);
+                ::explicit_bzero(plain.data(), plain.size());
+            }
+        }
+        while (const auto* s = tls.sentinel_in(v)) {
+            if (!TlsInspector::may_inject(*s, host)) {
+                refuse(403, "blocked-by-secret-scope", "blocked-by-secret-scope",
+                       "cordon: header " + name + " carries the sentinel of " + s->name +
+                           ", which may go to its injectHosts only\n",
+                       "", "");
+                return;
+            }
+            // Why headers only: a body or URL is data the program chose to send; a header is where tokens go.
+            for (std::size_t at = v.find(s->sentinel); at != std::string::npos;
+                 at = v.find(s->sentinel, at + s->value.size()))
+                v.replace(at, s->sentinel.size(), s->value);
+        }
+        out += name + ": " + v + "\r\n";
+    }
+    out += "\r\n";
+    if (!response_parser_)
+        response_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Response, &response_sink_);
+    response_parser_->set_no_body(method_ == "HEAD");
+    bool has_body = head.chunked || head.content_length.value_or(0) > 0;
+    if (has_body && !tls.secrets().empty()) {
+        // The body's first kBodyScan bytes are scanned for sentinels before anything is sent.
+        head_out_ = std::move(out);
+        request_ = Request::Hold;
+        return;
+    }
+    write_upstream(out);
+    request_ = Request::Body;
+}
+
+void InspectedTunnel::scan_body(std::string_view data) {
+    if (request_ != Request::Hold || scan_done_) return;
+    scanned_.append(data.substr(0, kBodyScan - std::min(kBodyScan, scanned_.size())));
+}
+
+void InspectedTunnel::request_bytes(std::string_view raw) {
+    switch (request_) {
+        case Request::Body:
+            write_upstream(raw);
+            return;
+        case Request::Hold:
+            hold_.append(raw);
+            if (scanned_.size() >= kBodyScan) release_hold();
+            return;
+        default:
+            return;  // Skip: a refused request's body
+    }
+}
+
+void InspectedTunnel::release_hold() {
+    scan_done_ = true;
+    const auto* s = c_.context_.tls->sentinel_in(scanned_);
+    std::string().swap(scanned_);
+    if (s && !TlsInspector::may_inject(*s, c_.request_.host)) {
+        std::string().swap(hold_);
+        std::string().swap(head_out_);
+        refuse(403, "blocked-by-secret-scope", "blocked-by-secret-scope",
+               "cordon: the request body carries the sentinel of " + s->name +
+                   ", which may go to its injectHosts only\n",
+               "", "");
+        return;
+    }
+    write_upstream(head_out_);
+    write_upstream(hold_);
+    std::string().swap(head_out_);
+    std::string().swap(hold_);
+    request_ = Request::Body;
+}
+
+void InspectedTunnel::request_end() {
+    if (request_ == Request::Hold) release_hold();
+    if (c_.closed()) return;
+    if (request_ == Request::Skip) {
+        next_request();
+        return;
+    }
+    request_ = Request::AwaitResponse;
+    flush();
+}
+
+void InspectedTunnel::refuse(int status, const std::string& x_proxy_error, const std::string& reason,
+                             const std::string& body, const std::string& rule, const std::string& source) {
+    rule_ = rule;
+    source_ = source;
+    std::string out = "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) +
+                      "\r\nContent-Type: text/plain\r\nX-Proxy-Error: " + x_proxy_error +
+                      "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" +
+                      (keep_alive_ ? "" : "Connection: close\r\n") + "\r\n" + (method_ == "HEAD" ? "" : body);
+    write_client(out);
+    log_request("deny", reason, status, "");
+    // The connection stays usable: the refused request's body is read and dropped (Skip), then the next
+    // request once the parser says this one is complete.
+    request_ = Request::Skip;
+    if (!keep_alive_) next_request();
+}
+
+void InspectedTunnel::read_upstream_plaintext() {
+    char buf[16384];
+    for (;;) {
+        int n = SSL_read(up_, buf, sizeof buf);
+        if (n <= 0) {
+            int e = SSL_get_error(up_, n);
+            if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) break;
+            if (e == SSL_ERROR_ZERO_RETURN) {
+                if (response_parser_ && response_parser_->finish() && request_ == Request::AwaitResponse) {
+                    keep_alive_ = false;
+                    response_complete();
+                } else {
+                    finish(request_ == Request::AwaitResponse ? "upstream closed mid-response" : "");
+                }
+                return;
+            }
+            finish("upstream-tls: " + openssl_reason());
+            return;
+        }
+        std::string_view view(buf, static_cast<std::size_t>(n));
+        if (request_ != Request::AwaitResponse && request_ != Request::Body && request_ != Request::Hold) {
+            finish("upstream spoke out of turn");  // no request in flight
+            return;
+        }
+        while (!view.empty() && !c_.closed()) {
+            auto result = response_parser_->feed(view);
+            if (result.status == HttpParser::Status::Error) {
+                finish("bad response from upstream: " + response_parser_->error());
+                return;
+            }
+            std::size_t used = result.status == HttpParser::Status::Ok ? view.size() : result.consumed;
+            write_client(view.substr(0, used));
+            response_bytes_ += used;
+            view.remove_prefix(used);
+            if (result.status == HttpParser::Status::MessageComplete) {
+                if (response_parser_->interim()) {
+                    response_parser_->resume();
+                    continue;
+                }
+                if (!view.empty()) keep_alive_ = false;  // bytes after the response: out of step
+                if (!response_parser_->should_keep_alive()) keep_alive_ = false;
+                response_complete();
+                if (c_.closed()) return;
+                break;
+            }
+        }
+        if (c_.closed()) return;
+    }
+    flush();
+}
+
+void InspectedTunnel::response_complete() {
+    log_request("allow", "allowed", response_status_, "");
+    if (request_ != Request::AwaitResponse) keep_alive_ = false;  // answered before the body ended
+    response_parser_->resume();
+    next_request();
+}
+
+void InspectedTunnel::next_request() {
+    if (!flush()) return;
+    if (!keep_alive_ || client_eof_ || c_.context_.draining) {
+        finish("");
+        return;
+    }
+    request_ = Request::Head;
+    method_.clear();
+    request_parser_->resume();
+    process_requests();
+    if (!c_.closed()) flush();
+}
+
+void InspectedTunnel::log_request(const std::string& decision, const std::string& reason, int status,
+                                  const std::string& error) {
+    DecisionEvent e;
+    e.id = c_.id_;
+    e.proto = "https";
+    e.host = c_.request_.host;
+    e.port = c_.request_.port;
+    e.method = method_;
+    e.path = path_;
+    e.url = url_;
+    e.decision = decision;
+    e.rule = rule_;
+    e.source = source_;
+    e.reason = reason;
+    e.upstream_ip = c_.request_.upstream_ip;
+    e.error = error;
+    e.status = status;
+    e.request_bytes = request_bytes_;
+    e.response_bytes = response_bytes_;
+    e.inner = true;
+    c_.context_.metrics.count_request(e.proto, e.decision, e.reason);
+    if (c_.context_.audit) c_.context_.audit->decision(e);
+}
+
+}  // namespace cordon::proxy

@@ -1,0 +1,115 @@
+// The termination stage: the relay step of the pipeline (connection.hpp) picks it instead of the splice
+// tunnel when the policy inspects the tunnel's host (sandbox.network.inspect, --inspect, srt's tlsTerminate),
+// whatever front-end made the tunnel (CONNECT, SOCKS5, transparent).
+//
+//   client's first bytes: not a TLS handshake -> relayed opaquely (splice), or closed with
+//                         refuseOpaqueTunnels
+//   TLS: upstream handshake first (verified: system store + --upstream-ca, hostname checked); a failure is
+//        logged as a 502 naming the reason and the client gets a TLS alert: no leaf is minted for an upstream
+//        cordon did not trust
+//     -> a leaf for the host (certs::LeafCache), the client's handshake (ALPN http/1.1 only)
+//     -> HTTP/1.1 requests read with HttpParser, each: Host = the tunnel's name (else 421), request rules
+//        (403 blocked-by-request-rule, the connection stays usable), secrets (sentinels substituted in
+//        headers for injectHosts, refused elsewhere: 403 blocked-by-secret-scope), forwarded; the response
+//        relayed as it came; one audit line per request (method, full URL, status, bytes, the deciding rule).
+//
+// TLS runs on memory BIOs: every byte moves through the loop's non-blocking sockets, nothing blocks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "proxy/http_parser.hpp"
+#include "proxy/socket.hpp"
+
+typedef struct ssl_st SSL;
+
+namespace cordon::proxy {
+
+class Connection;
+struct RequestRuleText;
+
+class InspectedTunnel final : public SocketOwner {
+  public:
+    explicit InspectedTunnel(Connection& connection);
+    ~InspectedTunnel() override;
+    // Takes over both sockets and the client bytes already read (Connection::in_).
+    void start();
+    bool declined() const { return declined_; }
+    std::uint64_t bytes_up() const { return bytes_up_; }
+    std::uint64_t bytes_down() const { return bytes_down_; }
+
+    void on_readable(Socket& socket) override;
+    void on_drained(Socket& socket) override;
+    void on_error(Socket& socket, int error) override;
+
+  private:
+    enum class State { Peek, UpstreamHandshake, ClientHandshake, Open, Done };
+    enum class Request { Head, Body, Hold, Skip, AwaitResponse };
+
+    struct RequestSink final : HttpParser::Sink {
+        InspectedTunnel* t;
+        void on_head(const HttpHead&) override {}
+        void on_body(std::string_view data) override { t->scan_body(data); }
+    };
+    struct ResponseSink final : HttpParser::Sink {
+        InspectedTunnel* t;
+        void on_head(const HttpHead& head) override { t->response_status_ = head.status; }
+        void on_body(std::string_view) override {}
+    };
+
+    void peek();
+    void opaque();
+    void begin_upstream();
+    void continue_upstream();
+    void upstream_refused(const std::string& error);
+    void begin_client();
+    void continue_client();
+    void read_client_plaintext();
+    void read_upstream_plaintext();
+    void process_requests();
+    void request_head();
+    void request_bytes(std::string_view raw);
+    void request_end();
+    void release_hold();
+    void scan_body(std::string_view data);
+    void refuse(int status, const std::string& x_proxy_error, const std::string& reason,
+                const std::string& body, const std::string& rule, const std::string& source);
+    void response_complete();
+    void log_request(const std::string& decision, const std::string& reason, int status,
+                     const std::string& error);
+    void next_request();
+    bool flush();  // TLS output to both sockets; false when the connection was closed
+    void write_client(std::string_view data);
+    void write_upstream(std::string_view data);
+    void update_interest();
+    void finish(const std::string& error);
+
+    Connection& c_;
+    State state_ = State::Peek;
+    bool declined_ = false;
+    SSL* up_ = nullptr;          // cordon as the client of the upstream
+    SSL* down_ = nullptr;        // cordon as the server of the client
+    std::string client_cipher_;  // the client's bytes before its handshake can start
+    std::string req_in_;         // client plaintext not yet parsed
+    bool client_eof_ = false;
+    std::uint64_t bytes_up_ = 0, bytes_down_ = 0;
+
+    // The request in flight.
+    RequestSink request_sink_;
+    ResponseSink response_sink_;
+    std::unique_ptr<HttpParser> request_parser_, response_parser_;
+    Request request_ = Request::Head;
+    std::string method_, path_, url_, rule_, source_;
+    std::string head_out_,
+        hold_;             // Hold: the head and raw body bytes kept until the body's prefix is scanned
+    std::string scanned_;  // the body's first bytes (de-chunked), scanned for sentinels
+    bool scan_done_ = false;
+    bool keep_alive_ = true;
+    int response_status_ = 0;
+    std::uint64_t request_bytes_ = 0, response_bytes_ = 0;
+};
+
+}  // namespace cordon::proxy

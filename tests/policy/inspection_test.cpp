@@ -1,0 +1,130 @@
+// The inspection keys (issue 13): sandbox.network.inspect / requestRules / tlsTerminate / parentProxy and
+// credentials, read from settings files and flags, and their matching.
+#include "policy/inspection.hpp"
+
+#include "test_support.hpp"
+
+using namespace cordon::policy;
+using namespace cordon::policy::test;
+
+namespace {
+
+const InspectionPolicy& inspection(const PolicyPtr& p) {
+    return *p->network().inspection;
+}
+
+}  // namespace
+
+TEST_CASE("request rules: deny wins - a host with rules and no match is denied - other hosts pass") {
+    TempTree tree;
+    tree.project_settings(R"({"sandbox": {"network": {"requestRules": [
+        {"host": "api.github.com", "methods": ["get"], "paths": ["/repos/acme/**"], "action": "allow"},
+        {"host": "api.github.com", "paths": ["/repos/acme/secret/**"], "action": "deny"},
+        {"host": "*.example.com", "methods": ["POST"], "paths": ["/v1/*"], "action": "allow"}
+    ]}}})");
+    auto p = load_ok(tree.options());
+    const auto& i = inspection(p);
+    REQUIRE(i.request_rules.size() == 3);
+    auto d = i.decide_request("api.github.com", 443, "GET", "/repos/acme/app/pulls?state=open");
+    CHECK(d.allowed);
+    REQUIRE(d.rule);
+    CHECK(d.rule->host.rule.source.line == 2);
+    d = i.decide_request("api.github.com", 443, "GET", "/repos/acme/secret/x");
+    CHECK_FALSE(d.allowed);
+    REQUIRE(d.rule);
+    CHECK_FALSE(d.rule->allow);
+    d = i.decide_request("api.github.com", 443, "POST", "/gists");
+    CHECK_FALSE(d.allowed);
+    CHECK(d.rule == nullptr);
+    CHECK(i.decide_request("a.example.com", 443, "POST", "/v1/x").allowed);
+    CHECK_FALSE(i.decide_request("a.example.com", 443, "POST", "/v1/x/y").allowed);  // * stays in a segment
+    CHECK(i.decide_request("unrelated.org", 443, "DELETE", "/").allowed);
+    CHECK(i.decide_request("unrelated.org", 443, "DELETE", "/").rule == nullptr);
+}
+
+TEST_CASE("request rule globs: * within a segment - ** across - ? one character") {
+    CHECK(glob_matches("/a/*", "/a/b"));
+    CHECK_FALSE(glob_matches("/a/*", "/a/b/c"));
+    CHECK(glob_matches("/a/**", "/a/b/c"));
+    CHECK(glob_matches("/a/?x", "/a/bx"));
+    CHECK_FALSE(glob_matches("/a/?x", "/a//x"));
+    CHECK(glob_matches("/**/z", "/a/b/z"));
+}
+
+TEST_CASE("inspect / --inspect / tlsTerminate with excludeDomains decide which hosts are inspected") {
+    TempTree tree;
+    tree.project_settings(R"({"sandbox": {"network": {"inspect": ["*.github.com"]}}})");
+    auto o = tree.options();
+    o.inspect = {"example.org:8443"};
+    auto p = load_ok(o);
+    CHECK(inspection(p).inspects("api.github.com", 443));
+    CHECK_FALSE(inspection(p).inspects("github.com", 443));
+    CHECK(inspection(p).inspects("example.org", 8443));
+    CHECK_FALSE(inspection(p).inspects("example.org", 443));
+
+    TempTree srt;
+    auto file = srt.write("srt.json", R"({"network": {"allowedDomains": ["example.com"], "tlsTerminate": {
+        "caCertPath": "/ca.pem", "caKeyPath": "/ca.key", "excludeDomains": ["*.bank.com"],
+        "extraCaCertPaths": ["/corp.pem"], "refuseOpaqueTunnels": true}}})");
+    auto so = srt.options();
+    so.settings_files = {file};
+    auto q = load_ok(so);
+    const auto& i = inspection(q);
+    CHECK(i.terminate_all);
+    CHECK(i.inspects("anything.org", 443));
+    CHECK_FALSE(i.inspects("www.bank.com", 443));
+    CHECK(i.ca_cert_path == "/ca.pem");
+    CHECK(i.extra_ca_paths == std::vector<std::string>{"/corp.pem"});
+    CHECK(i.refuse_opaque_tunnels);
+}
+
+TEST_CASE("bad inspection entries: a bad deny rule or inspect pattern stops the load naming file and entry") {
+    TempTree tree;
+    tree.project_settings(R"({"sandbox": {"network": {"requestRules": [
+        {"host": "*.com*", "action": "deny"}]}}})");
+    auto e = load_error(tree.options());
+    CHECK(e.find("settings.json:2") != std::string::npos);
+    CHECK(e.find("requestRules[0].host") != std::string::npos);
+    tree.project_settings(
+        R"({"sandbox": {"network": {"requestRules": [{"host": "a.com", "action": "maybe"}]}}})");
+    CHECK(load_error(tree.options()).find("action") != std::string::npos);
+    tree.project_settings(R"({"sandbox": {"network": {"requestRules": [{"host": "a.com", "paths": ["x"],
+        "action": "allow"}]}}})");
+    CHECK(load_error(tree.options()).find("starts with /") != std::string::npos);
+    auto o = tree.options();
+    tree.project_settings("{}");
+    o.inspect = {"*.com*"};
+    CHECK(load_error(o).find("--inspect") != std::string::npos);
+}
+
+TEST_CASE("credentials: envVars with modes and injectHosts - files in deny mode join denyRead") {
+    TempTree tree;
+    tree.project_settings(R"({"sandbox": {"credentials": {
+        "envVars": [{"name": "GITHUB_TOKEN", "mode": "mask", "injectHosts": ["API.GitHub.com"]},
+                    {"name": "AWS_SECRET_ACCESS_KEY", "mode": "deny"}],
+        "files": [{"path": "~/.aws/credentials", "mode": "deny"}]},
+        "network": {"parentProxy": {"https": "http://proxy.corp:3128", "noProxy": "corp.internal"}}}})");
+    auto p = load_ok(tree.options());
+    const auto& i = inspection(p);
+    REQUIRE(i.secrets.size() == 2);
+    CHECK(i.secrets[0].mask);
+    CHECK(i.secrets[0].inject_hosts == std::vector<std::string>{"api.github.com"});
+    CHECK_FALSE(i.secrets[1].mask);
+    CHECK(p->decide_read(tree.home() / ".aws/credentials").verdict == Verdict::Deny);
+    CHECK(i.parent_proxy.https == "http://proxy.corp:3128");
+    CHECK(i.parent_proxy.no_proxy == "corp.internal");
+}
+
+TEST_CASE("request rules match the path a server may see - dot segments are refused") {
+    std::string why;
+    CHECK(rule_path("/a%2Fb?x=/../", why) == "/a/b");
+    CHECK(rule_path("/a\\b", why) == "/a/b");
+    CHECK(rule_path("/public/%73ecret", why) == "/public/secret");
+    CHECK_FALSE(rule_path("/repos/acme/../../gists", why));
+    CHECK(why.find("dot segments") != std::string::npos);
+    CHECK_FALSE(rule_path("/repos/acme/%2e%2e/x", why));
+    CHECK_FALSE(rule_path("/a/./b", why));
+    CHECK_FALSE(rule_path("/a/..", why));
+    CHECK_FALSE(rule_path("/a%00b", why));
+    CHECK(rule_path("/a/..b/.c", why) == "/a/..b/.c");
+}
