@@ -10,6 +10,7 @@
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <unordered_set>
 #include <utility>
 
 #include "policy/domain_matcher.hpp"
@@ -313,11 +314,18 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
     Decision decide(const std::string& lexical, const std::string& resolved,
                     const std::function<bool(const std::string&)>* git_dir_existed) const {
         resolve_write_rules();
-        for (const std::string* p : {&lexical, &resolved}) {
+        // The jail's supervisor passes one path as both (each call of it): the same rules once.
+        const bool same = &lexical == &resolved || lexical == resolved;
+        for (int pass = 0; pass < (same ? 1 : 2); ++pass) {
+            const std::string* p = pass == 0 ? &lexical : &resolved;
             for (const PathRule& rule : settings_rules_)
                 if (rule.path.native() == *p) return make(Verdict::Deny, Reason::AlwaysReadOnly, &rule.rule);
             const std::vector<std::string> components = detail::split_components(*p);
-            for (std::size_t i = 0; i < name_components_.size(); ++i)
+            // A name matches only where each of its words (not `*`) is one of the path's components.
+            const bool may_name = name_without_word_ ||
+                                  std::any_of(components.begin(), components.end(),
+                                              [&](const std::string& c) { return name_words_.count(c) > 0; });
+            for (std::size_t i = 0; may_name && i < name_components_.size(); ++i)
                 if (matches_name(components, name_components_[i], git_dir_existed))
                     return make(Verdict::Deny, Reason::AlwaysReadOnly, &name_rules_[i]);
             for (std::size_t i = 0; i < home_components_.size(); ++i)
@@ -580,6 +588,15 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
     // The defaults are matched by name; resolving them would only cost time.
     void resolve_write_rules() const {
         std::call_once(write_rules_resolved_, [this] {
+            for (const auto& name : name_components_) {
+                bool word = false;
+                for (const std::string& c : name)
+                    if (c != "*") {
+                        name_words_.insert(c);
+                        word = true;
+                    }
+                if (!word) name_without_word_ = true;
+            }
             for (const PathRule& rule : fs_.allow_write)
                 allow_resolved_.push_back(resolved_rule_path(rule));
             for (const PathRule& rule : fs_.deny_write)
@@ -700,6 +717,8 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
     std::vector<std::string> home_components_of_home_;
     mutable std::once_flag write_rules_resolved_;
     mutable std::vector<std::string> deny_resolved_, allow_resolved_;  // per rule of deny_write / allow_write
+    mutable std::unordered_set<std::string> name_words_;               // every component of the names but `*`
+    mutable bool name_without_word_ = false;  // a name of `*` only (matched everywhere)
     Rule cwd_refusal_rule_;
 };
 
