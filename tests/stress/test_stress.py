@@ -275,9 +275,10 @@ class LoadTest(TempDirTest):
         for pid, series in samples.items():
             fds = [s[0] for s in series]
             rss = [s[1] for s in series]
-            # Descriptors: exactly where the first round left them. Memory: no growth after the first round has
-            # sized the allocator's pools (a leak of 1 KB per connection would add CONNECTIONS KB per round).
-            self.assertEqual(fds[1:], [fds[0]] * (ROUNDS - 1), samples)
+            # Descriptors: never above where the first round left them (a closing socket may still be counted
+            # then). Memory: no growth after the first round has sized the allocator's pools (a leak of 1 KB per
+            # connection would add CONNECTIONS KB per round).
+            self.assertLessEqual(max(fds[1:]), fds[0], samples)
             if not SANITIZED:  # ASan's quarantine holds freed memory: there LeakSanitizer checks at exit instead
                 self.assertLess(rss[-1] - rss[1], max(8 * 1024, rss[1] // 8), samples)
         for p in proxies:
