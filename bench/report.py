@@ -170,8 +170,10 @@ if "start_bwrap" in R:
     for suffix in ["", "_unpriv"]:
         if suffix and f"start_bwrap{suffix}" not in R:
             continue
-        for t in ["cordon", "bwrap", "srt"]:
-            label = t + (" (unprivileged)" if suffix else "")
+        for t in ["cordon", "cordon_scope", "bwrap", "srt"]:
+            label = ("cordon --read-scope project" if t == "cordon_scope" else t) + (" (unprivileged)" if suffix else "")
+            if t == "cordon_scope" and f"start_{t}{suffix}" not in R:
+                continue
             if t == "cordon" and not HAVE_RUN:
                 out.append(f"| {label} | not measured: {WHY_RUN} | | | | |")
                 continue
@@ -211,6 +213,37 @@ if "jdl_srt" in R:
     c = num("jdl_best_cordon") if HAVE_RUN else None
     r = ratio(c, num("jdl_best_srt"))
     target("5 jailed download", "cordon ≥ 3× srt", fmt(r, "{:.1f}×"), None if r is None else r >= 3)
+
+# 6. transparent vs CONNECT inside cordon run
+if "tsetup_transparent" in R:
+    out.append(f"## 6. Transparent proxying vs CONNECT inside `cordon run` (bench/transparent.py, {R.get('runs', '?')} interleaved rounds)")
+    out.append("")
+    out.append("| path | connection set-up, median ms | bulk 1 GiB, median MB/s | best MB/s |")
+    out.append("|---|---:|---:|---:|")
+    for t, label in (("transparent", "transparent (fake address, nftables redirect)"), ("connect", "CONNECT via HTTPS_PROXY")):
+        st, bm, bb = num(f"tsetup_{t}"), num(f"tbulk_{t}"), num(f"tbulk_best_{t}")
+        out.append(f"| {label} | {fmt(st, '{:.3f}')} | {fmt(bm and bm / 1e6, '{:.0f}')} | {fmt(bb and bb / 1e6, '{:.0f}')} |")
+    out.append("")
+    r = ratio(num("tsetup_transparent"), num("tsetup_connect"))
+    target("6 transparent", "set-up ≤ 1.2× CONNECT's", fmt(r, "{:.2f}×"), None if r is None else r <= 1.2)
+    b = ratio(num("tbulk_transparent"), num("tbulk_connect"))
+    target("6 transparent", "bulk throughput equal to CONNECT's (≥ 0.95×)", fmt(b, "{:.2f}×"), None if b is None else b >= 0.95)
+
+if "files_extract_bwrap" in R:
+    out.append(f"## 7. 20,000 files created inside the sandbox, on tmpfs (median of {R.get('runs', '?')} interleaved rounds)")
+    out.append("")
+    out.append("| sandbox | tar x of 20,000 files | git clone --local | all runs (tar x; clone), s |")
+    out.append("|---|---:|---:|---|")
+    for t in ["cordon", "bwrap"]:
+        if f"files_extract_{t}" not in R:
+            continue
+        out.append(f"| {'cordon run' if t == 'cordon' else 'bwrap'} | {fmt(num(f'files_extract_{t}'), '{:.2f} s')} | "
+                   f"{fmt(num(f'files_clone_{t}'), '{:.2f} s')} | {R.get(f'files_extract_all_{t}', '')}; "
+                   f"{R.get(f'files_clone_all_{t}', '')} |")
+    out.append("")
+    for task, name in (("extract", "tar x"), ("clone", "git clone --local")):
+        r = ratio(num(f"files_{task}_cordon"), num(f"files_{task}_bwrap"))
+        target(f"7 {name}", "cordon ≤ 1.3× bwrap", fmt(r, "{:.2f}×"), None if r is None else r <= 1.3)
 
 out.append("## Targets")
 out.append("")

@@ -70,6 +70,10 @@ bool parse_policy_flag(ArgCursor& args, policy::LoadOptions& options) {
         options.deny_read.push_back(args.value());
     } else if (args.flag("--allow-address")) {
         options.allow_addresses.push_back(args.value());
+    } else if (args.flag("--read-scope")) {
+        options.read_scope = args.value();
+        if (options.read_scope != "all" && options.read_scope != "project")
+            throw UsageError("--read-scope needs all or project, got '" + options.read_scope + "'");
     } else {
         return false;
     }
@@ -88,6 +92,10 @@ const char* const kPolicyFlagsHelp =
     "  --deny-read PATH       hide PATH\n"
     "  --allow-read PATH      re-expose PATH inside a denied one\n"
     "  --allow-address CIDR   let the proxy's address guard pass this range\n"
+    "  --read-scope all|project  what the command may read: all but denyRead (default), or only the\n"
+    "                         project: the working directory, writable roots, system paths (/usr /bin\n"
+    "                         /sbin /lib* /etc minus secrets /opt /proc /dev /tmp), settings files read and\n"
+    "                         allowRead (sandbox.filesystem.readScope; \"project\" from any source holds)\n"
     "\n"
     "Paths in flags are plain: absolute, ~/..., or relative to the working directory. Paths in Claude\n"
     "Code settings files: //path is absolute; /path is relative to the settings file's root (the\n"

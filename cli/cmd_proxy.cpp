@@ -10,6 +10,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/policy_reload.hpp"
 #include "cli/proxy_flags.hpp"
 #include "proxy/fd_limit.hpp"
 #include "proxy/proxy.hpp"
@@ -32,6 +33,9 @@ constexpr const char* kProxyHelp =
     "  --auth-token TOKEN     require Basic proxy credentials (any user name) with this password;\n"
     "                         SOCKS5 clients must use username/password\n"
     "  --drain-timeout S      on SIGTERM/SIGINT, let open connections finish for S seconds (default 30)\n"
+    "  --watch                reload the policy as on SIGHUP when a settings file or managed-settings.d\n"
+    "                         changes (inotify on their directories: rename-over and ConfigMap updates too)\n"
+    "  --health ADDR:PORT     serve /healthz and /readyz there (they are also on --metrics)\n"
     "  -h, --help             print this help\n"
     "\n"
     "Signals: SIGHUP re-reads the policy (a bad one is refused, the old one stays) and reopens the audit\n"
@@ -43,6 +47,7 @@ struct State {
     policy::LoadOptions load;
     std::unique_ptr<proxy::Proxy> proxy;
     std::chrono::milliseconds drain{30'000};
+    std::unique_ptr<PolicyReloader> reloader;
     bool stopping = false;
     uv_signal_t hup, term, intr;
 };
@@ -52,15 +57,7 @@ void on_hup(uv_signal_t* handle, int) {
     // First the audit log, whatever the policy's fate: logrotate moved the file and signals us.
     if (auto error = state->proxy->reopen_audit_log())
         std::cerr << "cordon proxy: SIGHUP: " << *error << "\n";
-    auto policy = load_policy_or_report(state->load);
-    if (!policy) {
-        std::cerr << "cordon proxy: SIGHUP: the new policy is invalid; keeping the old one\n";
-        state->proxy->count_policy_reload(false);
-        return;
-    }
-    state->proxy->set_policy(std::move(policy));
-    state->proxy->count_policy_reload(true);
-    std::cerr << "cordon proxy: SIGHUP: policy reloaded\n";
+    if (state->reloader) state->reloader->reload_now("SIGHUP");  // none while draining
 }
 
 void on_stop(uv_signal_t* handle, int signum) {
@@ -73,6 +70,7 @@ void on_stop(uv_signal_t* handle, int signum) {
     state->stopping = true;
     std::cerr << "cordon proxy: " << (signum == SIGINT ? "SIGINT" : "SIGTERM") << ": draining "
               << state->proxy->active_connections() << " connection(s)\n";
+    state->reloader.reset();  // no reload while draining
     state->proxy->shutdown(state->drain, [state]() {
         uv_close(reinterpret_cast<uv_handle_t*>(&state->hup), nullptr);
         uv_close(reinterpret_cast<uv_handle_t*>(&state->term), nullptr);
@@ -88,7 +86,8 @@ int cmd_proxy(int argc, char** argv) {
     State state;
     proxy::Options options;
     std::vector<std::string> listen;
-    std::string metrics;
+    std::string metrics, health;
+    bool watch = false;
     while (!args.done()) {
         if (args.peek() == "--help" || args.peek() == "-h") {
             std::cout << kProxyHelp << kProxyFlagsHelp << "\n" << kPolicyFlagsHelp;
@@ -101,6 +100,10 @@ int cmd_proxy(int argc, char** argv) {
         } else if (args.flag("--auth-token")) {
             options.auth_token = args.value();
             if (options.auth_token.empty()) throw UsageError("--auth-token needs a non-empty token");
+        } else if (args.flag("--watch")) {
+            watch = true;
+        } else if (args.flag("--health")) {
+            health = args.value();
         } else if (args.flag("--drain-timeout")) {
             state.drain = parse_seconds("--drain-timeout", args.value());
         } else if (parse_proxy_flag(args, options) || parse_policy_flag(args, state.load)) {
@@ -133,6 +136,14 @@ int cmd_proxy(int argc, char** argv) {
             std::cerr << "cordon proxy: metrics on " << metrics.substr(0, metrics.rfind(':')) << ":" << port
                       << "\n";
         }
+        if (!health.empty()) {
+            auto port = state.proxy->serve_health(health);
+            std::cerr << "cordon proxy: health on " << health.substr(0, health.rfind(':')) << ":" << port
+                      << "\n";
+        }
+        state.reloader =
+            std::make_unique<PolicyReloader>("cordon proxy", state.load, state.proxy.get(), policy, false);
+        if (watch) state.reloader->watch(loop);
     } catch (const std::exception& e) {
         std::cerr << "cordon proxy: " << e.what() << "\n";
         return 2;
@@ -149,6 +160,7 @@ int cmd_proxy(int argc, char** argv) {
     signal(SIGPIPE, SIG_IGN);
 
     uv_run(loop, UV_RUN_DEFAULT);
+    state.reloader.reset();
     state.proxy.reset();
     uv_run(loop, UV_RUN_NOWAIT);  // let the handles' close callbacks run
     std::cerr << "cordon proxy: stopped\n";

@@ -9,6 +9,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/policy_reload.hpp"
 #include "cli/proxy_flags.hpp"
 #include "run/environment.hpp"
 #include "run/run.hpp"
@@ -50,7 +51,15 @@ constexpr const char* kRunHelp =
     "                         capability dropped and /proc/sys read-only; files owned by root in writable\n"
     "                         areas stay writable to it. Give --user to run it unprivileged.\n"
     "  --no-network           do not create the proxy listeners: the jail has no network at all\n"
+    "  --no-transparent       no transparent proxying: only programs that honour the proxy variables reach\n"
+    "                         the network (by default every TCP connection goes through the proxy and names\n"
+    "                         through cordon's DNS stub, see below)\n"
+    "  --strict-sni           refuse a transparent TLS connection whose server name (SNI) is not the name\n"
+    "                         it connected to (by default the mismatch is only logged)\n"
     "  --quiet                no end-of-run summary of refused connections\n"
+    "  --watch                reload the network policy (not the filesystem rules) when a settings file or\n"
+    "                         managed-settings.d changes, as `cordon proxy --watch` does; refused (exit 2)\n"
+    "                         when a source lies where the jailed command could write\n"
     "  --help                 this text\n"
     "\n"
     "\n";
@@ -60,6 +69,11 @@ constexpr const char* kRunHelpEnd =
     "The proxy runs in cordon itself (host side) and serves sockets created inside the jail; the audit log\n"
     "names the jail in `sandbox`. At the end, refused connections are summarised on stderr (not with "
     "--quiet).\n"
+    "Transparent proxying (unless --no-transparent): programs that ignore the variables still go through\n"
+    "the policy. /etc/resolv.conf names cordon's DNS stub (127.0.0.1:53), which answers a name the policy\n"
+    "could allow with a fake address (198.18.0.0/15, fd63:6f72:646f:6e00::/64) and a denied one with\n"
+    "NXDOMAIN, and forwards nothing; every TCP connection is redirected to the proxy (audit `proto`\n"
+    "\"transparent\"), which decides on the name; UDP and everything else fail at once.\n"
     "\n";
 
 std::uint64_t parse_size(const std::string& text, const char* flag) {
@@ -113,6 +127,7 @@ std::pair<uid_t, gid_t> parse_user(const std::string& text) {
 int cmd_run(int argc, char** argv) {
     policy::LoadOptions load;
     run::Options run;
+    bool watch = false;
     ArgCursor args(argc, argv, 0);
     while (!args.done()) {
         if (args.peek() == "--") {
@@ -136,8 +151,14 @@ int cmd_run(int argc, char** argv) {
             run.allow_ptrace = true;
         } else if (args.flag("--quiet")) {
             run.quiet = true;
+        } else if (args.flag("--watch")) {
+            watch = true;
         } else if (args.flag("--no-network")) {
             run.network = false;
+        } else if (args.flag("--no-transparent")) {
+            run.transparent = false;
+        } else if (args.flag("--strict-sni")) {
+            run.proxy.strict_sni = true;
         } else if (args.flag("--memory")) {
             run.memory = parse_size(args.value(), "--memory");
         } else if (args.flag("--pids")) {
@@ -163,12 +184,35 @@ int cmd_run(int argc, char** argv) {
     }
     if (run.command.empty())
         throw UsageError("no command given (cordon run [flags] -- CMD ARGS... or -c STRING)");
+    if (watch && !run.network)
+        throw UsageError("--watch reloads the network policy; with --no-network there is none");
     if (run.strict && run.best_effort) throw UsageError("--strict and --best-effort contradict each other");
 
-    run.load_policy = [load](const std::filesystem::path& cwd) mutable {
-        load.cwd = cwd;
-        return load_policy_or_report(load);
+    auto shared_load = std::make_shared<policy::LoadOptions>(load);
+    run.load_policy = [shared_load, watch](const std::filesystem::path& cwd) -> policy::PolicyPtr {
+        shared_load->cwd = cwd;
+        auto policy = load_policy_or_report(*shared_load);
+        if (policy && watch) {
+            // The jailed command must not be able to change its own network policy through --watch.
+            PolicyReloader check("cordon", *shared_load, nullptr, policy, true);
+            if (auto why = check.writable_source()) {
+                std::cerr << "cordon: --watch: " << *why
+                          << ": the jailed command could change its own network "
+                             "policy (give the policy from outside the jail's writable areas, or leave out "
+                             "--watch)\n";
+                return nullptr;
+            }
+        }
+        return policy;
     };
+    if (watch) {
+        run.watch = [shared_load](uv_loop_s* loop, proxy::Proxy& proxy,
+                                  policy::PolicyPtr policy) -> std::shared_ptr<void> {
+            auto reloader = std::make_shared<PolicyReloader>("cordon", *shared_load, &proxy, policy, true);
+            reloader->watch(loop);
+            return reloader;
+        };
+    }
     return run::run(run);
 }
 

@@ -59,8 +59,13 @@ constexpr int kSetupFailed = 125;
 // has it (5.9, CLOSE_RANGE_CLOEXEC 5.11), else by walking /proc/self/fd. False when neither works: then an
 // inherited descriptor would reach the command, whatever the mounts say, and the jail must not start. Makes
 // no allocation (runs in the command process too).
-bool close_descriptors(unsigned first, unsigned last, bool cloexec) {
+bool close_descriptors(unsigned first, unsigned last, bool cloexec, int except = -1) {
     if (first > last) return true;
+    if (except >= 0 && static_cast<unsigned>(except) >= first && static_cast<unsigned>(except) <= last) {
+        const auto e = static_cast<unsigned>(except);
+        return (e == first || close_descriptors(first, e - 1, cloexec)) &&
+               (e == last || close_descriptors(e + 1, last, cloexec));
+    }
     if (::syscall(SYS_close_range, first, last, cloexec ? 4U /* CLOSE_RANGE_CLOEXEC */ : 0U) == 0)
         return true;
     struct LinuxDirent64 {
@@ -150,14 +155,40 @@ Result setup_network(Context& ctx) {
     if (::unshare(CLONE_NEWNET) != 0) return fail("create the network namespace");
     if (!ctx.config.network) return std::nullopt;
     if (auto r = bring_up_loopback(ctx)) return r;
+    if (auto r = redirect_to_proxy(ctx)) return r;
     return create_listeners(ctx);
+}
+
+// The message that carries the seccomp listener to the supervisor: this number (never an exit status, which
+// the report carries) and the descriptor. No allocation (runs in the command process).
+constexpr int kNotifyFdMessage = 0x4e4f5449;
+
+bool send_notify_fd(int sock, int fd) {
+    int tag = kNotifyFdMessage;
+    iovec iov{&tag, sizeof tag};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    for (;;) {
+        ssize_t n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+        if (n == static_cast<ssize_t>(sizeof tag)) return true;
+        if (n < 0 && errno == EINTR) continue;
+        return false;
+    }
 }
 
 // The command process: restrictions in dependency order, then exec. Runs with vfork semantics (see
 // setup.hpp): system calls on prepared data only. Never returns.
 int exec_command(void* arg) {
     Context& ctx = *static_cast<Context*>(arg);
-    ::close(ctx.supervisor_fd);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -169,6 +200,18 @@ int exec_command(void* arg) {
                               {"Landlock", enforce_landlock, true},
                               {"seccomp filter", enforce_seccomp, true}});
     if (!ok) ::_exit(kSetupFailed);
+    // The seccomp listener goes to the supervisor (on a socket of its own: the socketpair's reads are not
+    // all framed) and is closed here: whoever holds it answers the jail's calls.
+    if (ctx.notify_fd >= 0) {
+        if (!send_notify_fd(ctx.notify_sock, ctx.notify_fd)) {
+            say("cannot set up the jail: hand over the seccomp listener: " +
+                std::string(std::strerror(errno)));
+            ::_exit(kSetupFailed);
+        }
+        ::close(ctx.notify_fd);
+    }
+    if (ctx.notify_sock >= 0) ::close(ctx.notify_sock);
+    ::close(ctx.supervisor_fd);
     // A file descriptor inherited from the caller reaches whatever it points to, whatever the mounts say:
     // only 0-2 survive exec.
     if (!close_descriptors(3U, ~0U, true)) cannot_close_descriptors();
@@ -301,6 +344,10 @@ bool send_plan(int fd, const MountPlan& plan) {
     put_u32(body, plan.placeholders.size());
     for (const auto& ph : plan.placeholders)
         put_string(body, ph.path.string());
+    put_u32(body, plan.read_scope ? 1 : 0);
+    put_u32(body, plan.readable_roots.size());
+    for (const auto& root : plan.readable_roots)
+        put_string(body, root.string());
     return send_frame(fd, body);
 }
 
@@ -342,6 +389,9 @@ bool receive_plan(int fd, MountPlan& plan) {
         plan.writable_roots.emplace_back(in.string());
     for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i)
         plan.placeholders.push_back({in.string(), false, {}});
+    plan.read_scope = in.u32() == 1;
+    for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i)
+        plan.readable_roots.emplace_back(in.string());
     return in.done();
 }
 
@@ -405,6 +455,7 @@ struct Prepared {
     cpu_set_t cpus{};  // our CPU affinity, which the child takes back once placed (see place_child)
     bool have_cpus = false;
     std::optional<std::uint64_t> rlimit_as, rlimit_nproc;  // the limits no cgroup holds
+    int notify_sock = -1;  // the jail's end of the socket for the seccomp listener (JailConfig::user_notify)
 };
 
 // Why: a new child starts on its parent's CPU and waits there, behind the parent (busy loading the policy),
@@ -436,10 +487,15 @@ void place_child(pid_t child, const Prepared& prep) {
         supervisor_pidfd = ::fcntl(supervisor_pidfd, F_DUPFD_CLOEXEC, fd + 1);
         if (supervisor_pidfd < 0) ::_exit(kSetupFailed);
     }
+    // The socket that carries the command's seccomp listener to the supervisor (JailConfig::user_notify).
+    if (prep.notify_sock >= 0) {
+        prep.notify_sock = ::fcntl(prep.notify_sock, F_DUPFD_CLOEXEC, std::max(fd, supervisor_pidfd) + 1);
+        if (prep.notify_sock < 0) ::_exit(kSetupFailed);
+    }
     const unsigned keep_low = static_cast<unsigned>(fd);
-    const unsigned keep_high = static_cast<unsigned>(std::max(fd, supervisor_pidfd));
+    const unsigned keep_high = static_cast<unsigned>(std::max({fd, supervisor_pidfd, prep.notify_sock}));
     if (!close_descriptors(3U, keep_low - 1, false) ||
-        !close_descriptors(keep_low + 1, keep_high - 1, false) ||
+        !close_descriptors(keep_low + 1, keep_high - 1, false, supervisor_pidfd) ||
         !close_descriptors(keep_high + 1, ~0U, false))
         cannot_close_descriptors();
     pollfd dead{supervisor_pidfd, POLLIN, 0};
@@ -461,6 +517,7 @@ void place_child(pid_t child, const Prepared& prep) {
     Context ctx{config, fd, {}, {}, -1, read_last_cap(), {}, {}, read_mount_points(), {}};
     ctx.rlimit_as = prep.rlimit_as;
     ctx.rlimit_nproc = prep.rlimit_nproc;
+    ctx.notify_sock = prep.notify_sock;
     // The first half runs while the supervisor loads the policy; the mount plan comes from it (nothing comes
     // when it could not load the policy: it kills us then).
     bool ok = run_steps(ctx, {{"hostname", set_hostname, true},
@@ -531,6 +588,7 @@ class JailImpl final : public Jail {
             if (l.fd >= 0) ::close(l.fd);
         if (sigfd_ >= 0) ::close(sigfd_);
         if (sock_ >= 0) ::close(sock_);
+        if (notify_sock_ >= 0) ::close(notify_sock_);
         ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
     }
 
@@ -540,6 +598,35 @@ class JailImpl final : public Jail {
     int report_fd() const override { return sock_; }
 
     std::optional<std::string> configure(MountPlan plan, bool allow_all_unix_sockets) override;
+
+    int notify_socket() const override { return notify_sock_; }
+
+    int take_notify_fd() override {
+        if (notify_sock_ < 0) return -1;
+        int tag = 0;
+        iovec iov{&tag, sizeof tag};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        ssize_t n = ::recvmsg(notify_sock_, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return -1;
+        int passed = -1;
+        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+                c->cmsg_len == CMSG_LEN(sizeof(int)))
+                std::memcpy(&passed, CMSG_DATA(c), sizeof passed);
+        // One message, once: the socket is done with either way.
+        ::close(notify_sock_);
+        notify_sock_ = -1;
+        if (passed >= 0 && (n != static_cast<ssize_t>(sizeof tag) || tag != kNotifyFdMessage)) {
+            ::close(passed);
+            passed = -1;
+        }
+        return passed;
+    }
 
     std::optional<int> read_report(bool& closed) override {
         int code = 0;
@@ -609,6 +696,7 @@ class JailImpl final : public Jail {
     bool reaped_ = false;
     bool reported_ = false;
     std::vector<Listener> listeners_;
+    int notify_sock_ = -1;  // our end of the socket the command sends its seccomp listener on
     struct Made {
         std::filesystem::path path;
         mode_t type;  // S_IFREG, S_IFIFO or S_IFDIR
@@ -751,6 +839,14 @@ bool JailImpl::start(const JailConfig& config, std::string& error) {
         prep.rlimit_as = limits_.rlimit_as;
         prep.rlimit_nproc = limits_.rlimit_nproc;
     }
+    int notify_pair[2] = {-1, -1};
+    if (config.user_notify && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, notify_pair) != 0) {
+        error = std::string("socketpair: ") + std::strerror(errno);
+        ::close(pair[1]);
+        return false;
+    }
+    notify_sock_ = notify_pair[0];
+    prep.notify_sock = notify_pair[1];
     prep.maps = id_maps(config);
     const IdMaps& maps = prep.maps;
     prep.have_cpus = ::sched_getaffinity(0, sizeof prep.cpus, &prep.cpus) == 0;
@@ -770,6 +866,7 @@ bool JailImpl::start(const JailConfig& config, std::string& error) {
     pid_ = static_cast<pid_t>(child);
     place_child(pid_, prep);
     ::close(pair[1]);
+    if (prep.notify_sock >= 0) ::close(prep.notify_sock);
     // Before the init starts the command (it waits for the plan): every process of the jail is counted.
     if (auto message = limits_.enter(pid_)) {
         error = *message;

@@ -42,13 +42,23 @@ struct JailConfig {
     // TCP ports to listen on inside the jail's network namespace (127.0.0.1 and ::1, up to 4), handed to the
     // caller (take_listeners) to serve.
     std::vector<std::uint16_t> listen_ports;
+    // Transparent proxying (jail/net_filter.cpp): when not 0, every outbound TCP connection is redirected to
+    // a listener on this port (127.0.0.1 and ::1), and a DNS stub's sockets (UDP and TCP on 127.0.0.1:53)
+    // are created too, all handed over with the proxy's; /etc/resolv.conf is bound over to name the stub.
+    std::uint16_t transparent_port = 0;
     std::string id;  // `cordon-PID-RANDOM`: names the jail's cgroup
+    // The seccomp filter sends the calls that create, replace, remove or open a name for writing to the
+    // supervisor (jail/notify.hpp); the command hands over the listener (take_notify_fd). False: the
+    // old-kernel fallback (placeholders).
+    bool user_notify = false;
 };
 
 // The proxy's listening sockets created inside the jail's network namespace.
 struct Listener {
+    enum class Kind { Proxy, Transparent, DnsUdp, DnsTcp };
     std::string address;  // "127.0.0.1:PORT", "[::1]:PORT"
     int fd = -1;
+    Kind kind = Kind::Proxy;
 };
 
 class Jail {
@@ -77,6 +87,11 @@ class Jail {
     // Returns nullopt otherwise; `closed` tells that no report will come (stop polling report_fd()).
     virtual int report_fd() const = 0;
     virtual std::optional<int> read_report(bool& closed) = 0;
+    // Readable when the command hands over its seccomp listener (JailConfig::user_notify); -1 without.
+    virtual int notify_socket() const = 0;
+    // The listener, once notify_socket() was readable, else -1 (then no listener will come: the command
+    // did not start). Ownership passes to the caller; call once.
+    virtual int take_notify_fd() = 0;
     // Kills everything in the jail (SIGKILL to its init).
     virtual void kill() = 0;
     // Waits for the jail to exit (after kill()) and returns its status.

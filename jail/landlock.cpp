@@ -1,6 +1,7 @@
 // Landlock, a second layer under the mounts: even if a mount were wrong, the command can write only below the
-// writable roots; with ABI 6 it can neither signal processes outside its domain nor connect to abstract Unix
-// sockets created outside it.
+// writable roots (and with the project read scope read and execute files only below what the plan shows);
+// with ABI 6 it can neither signal processes outside its domain nor connect to abstract Unix sockets created
+// outside it.
 #include <fcntl.h>
 #include <linux/landlock.h>
 #include <sys/prctl.h>
@@ -23,6 +24,7 @@ namespace cordon::jail::detail {
 namespace {
 
 // The kernel headers of the build machine may predate the newer ABIs; the values are stable.
+constexpr std::uint64_t kExecute = 1ULL << 0, kReadFile = 1ULL << 2;
 constexpr std::uint64_t kWriteFile = 1ULL << 1, kRemoveDir = 1ULL << 4, kRemoveFile = 1ULL << 5,
                         kMakeChar = 1ULL << 6, kMakeDir = 1ULL << 7, kMakeReg = 1ULL << 8,
                         kMakeSock = 1ULL << 9, kMakeFifo = 1ULL << 10, kMakeBlock = 1ULL << 11,
@@ -69,8 +71,12 @@ Result prepare_landlock(Context& ctx) {
     if (abi >= 3) file_rights |= kTruncate;
     if (abi >= 5) file_rights |= kIoctlDev;
     dir_rights |= file_rights;
+    // The project read scope: reading and executing files, only below what the mounts show (a second layer
+    // under the "/" mask). Listing directories stays unhandled: the mounts decide what a listing shows, and
+    // a rule on the jail's "/" (the mask, listing only the scope's mount points) would cover everything.
+    const std::uint64_t read_rights = ctx.plan.read_scope ? (kReadFile | kExecute) : 0;
 
-    RulesetAttr attr{dir_rights, 0, 0};
+    RulesetAttr attr{dir_rights | read_rights, 0, 0};
     std::size_t size = sizeof(std::uint64_t);
     if (abi >= 6) {
         attr.scoped = kScopeAbstractUnix | kScopeSignal;
@@ -95,7 +101,7 @@ Result prepare_landlock(Context& ctx) {
         }
         struct stat st {};
         ::fstat(fd, &st);
-        PathBeneath rule{S_ISDIR(st.st_mode) ? dir_access : (dir_access & file_rights), fd};
+        PathBeneath rule{S_ISDIR(st.st_mode) ? dir_access : (dir_access & (file_rights | read_rights)), fd};
         long rc = ::syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &rule, 0);
         int err = errno;
         ::close(fd);
@@ -109,6 +115,8 @@ Result prepare_landlock(Context& ctx) {
     Result result;
     for (const auto& root : ctx.plan.writable_roots)
         if ((result = allow(root.string(), dir_rights, false))) break;
+    for (const auto& root : ctx.plan.readable_roots)
+        if (!result) result = allow(root.string(), read_rights, false);
     // Device files (/dev/null, /dev/tty, the jail's ptys) and /proc/self knobs are written, not created; the
     // read-only mounts on /dev and /proc/sys still apply.
     if (!result) result = allow("/dev", file_rights, true);
@@ -119,13 +127,15 @@ Result prepare_landlock(Context& ctx) {
     // open for writing, and never a directory: /proc/self/fd/N reopens the caller's file through the host's
     // mount, so a rule for a file given only for reading (`< file`) would let `echo X > /proc/self/fd/0`
     // overwrite it. (A directory or O_PATH descriptor never gets here: Jail::start replaces it.)
+    // With the read scope, those open for reading may be read again through /dev/stdin & co.
     for (int fd = 0; fd <= 2 && !result; ++fd) {
         int flags = ::fcntl(fd, F_GETFL);
         struct stat st {};
-        if (flags < 0 || (flags & O_PATH) || (flags & O_ACCMODE) == O_RDONLY || ::fstat(fd, &st) != 0 ||
-            S_ISDIR(st.st_mode))
-            continue;
-        allow("/proc/self/fd/" + std::to_string(fd), file_rights, false);
+        if (flags < 0 || (flags & O_PATH) || ::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) continue;
+        const int mode = flags & O_ACCMODE;
+        std::uint64_t rights = mode == O_RDONLY ? 0 : file_rights;
+        if (mode != O_WRONLY) rights |= read_rights & kReadFile;
+        if (rights != 0) allow("/proc/self/fd/" + std::to_string(fd), rights, false);
     }
     if (result) {
         ::close(ruleset);

@@ -1,5 +1,7 @@
 #include "jail/mount_plan.hpp"
 
+#include "jail/read_scope.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -497,6 +499,7 @@ class Planner {
             protect_existing(p, why);
             return;
         }
+        if (!in_.placeholders) return;  // enforced by the supervisor (jail/notify.cpp)
         // Find the first missing component: its parent exists.
         fs::path first = p;
         fs::path parent = first.parent_path();
@@ -570,7 +573,7 @@ class Planner {
         for (const auto& root : roots) {
             for (const auto& name : in_.filesystem.always_read_only_names)
                 protect_name(root, name);
-            scan_nested(root);
+            if (in_.placeholders) scan_nested(root);
         }
         // Home directories inside a writable area (`cd ~ && cordon run --allow-write .`, a writable /home or
         // /): their own names (.ssh, .local/bin, .config/systemd, bin, .claude, ...) and the common ones.
@@ -704,11 +707,18 @@ MountPlan make_mount_plan(const PlanInput& input) {
         Guard(const Guard&) = delete;
         Guard& operator=(const Guard&) = delete;
     } guard(&cache, &stats);
-    return Planner(input).build();
+    if (input.filesystem.read_scope.scope != policy::ReadScope::Project) return Planner(input).build();
+    // The project read scope (read_scope.cpp): "/" masked, the scope re-exposed.
+    const PlanInput scoped = with_read_scope(input);
+    MountPlan plan = Planner(scoped).build();
+    plan.read_scope = true;
+    plan.readable_roots = shown_roots(plan);
+    return plan;
 }
 
 MountPlan make_mount_plan(const policy::Policy& policy, const fs::path& cwd, const fs::path& home,
-                          const std::vector<fs::path>& supervisor_files, const fs::path& self_exe) {
+                          const std::vector<fs::path>& supervisor_files, const fs::path& self_exe,
+                          bool placeholders) {
     const auto& wd = policy.filesystem().working_directory;
     PlanInput input;
     input.filesystem = policy.filesystem();
@@ -718,6 +728,7 @@ MountPlan make_mount_plan(const policy::Policy& policy, const fs::path& cwd, con
     input.cwd_writable = wd.refusal.empty() || wd.writable;
     input.supervisor_files = supervisor_files;
     input.self_exe = self_exe;
+    input.placeholders = placeholders;
     MountPlan plan = make_mount_plan(input);
     if (!input.cwd_writable)
         plan.errors.insert(

@@ -69,6 +69,10 @@ struct MountPlan {
     std::vector<Placeholder> placeholders;
     // The roots where the command may write (for Landlock): the working directory, /tmp, allowWrite.
     std::vector<std::filesystem::path> writable_roots;
+    // The project read scope (policy::ReadScope::Project): "/" is masked and the scope bound back in;
+    // `readable_roots` are what the mounts show, where Landlock lets the command read and execute files.
+    bool read_scope = false;
+    std::vector<std::filesystem::path> readable_roots;
     // Things the user should know: a glob enforced only on what exists, an allowWrite path that does not
     // exist or is a dangling symlink.
     std::vector<std::string> notices;
@@ -93,6 +97,10 @@ struct PlanInput {
     // How deep to look for existing always-read-only names (.git/hooks, .bashrc, ...) below each writable
     // root.
     int scan_depth = 3;
+    // Missing protected paths get placeholders, and existing ones below the top of each writable root are
+    // looked for (scan_depth): only on kernels without seccomp user notification (jail/notify.hpp), which
+    // otherwise enforces them at the system-call boundary.
+    bool placeholders = true;
 };
 
 MountPlan make_mount_plan(const PlanInput& input);
@@ -101,7 +109,7 @@ MountPlan make_mount_plan(const PlanInput& input);
 MountPlan make_mount_plan(const policy::Policy& policy, const std::filesystem::path& cwd,
                           const std::filesystem::path& home,
                           const std::vector<std::filesystem::path>& supervisor_files = {},
-                          const std::filesystem::path& self_exe = {});
+                          const std::filesystem::path& self_exe = {}, bool placeholders = true);
 
 // Creates the audit log `path` (as the proxy would: append, mode 0640) when it does not exist yet, so that
 // the plan can protect it before the command starts, and returns it resolved through symlinks (the name the

@@ -398,6 +398,8 @@ Result apply_mount_plan(Context& ctx) {
                               MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr))
             return r;
 
+    if (auto r = bind_resolv_conf(ctx)) return r;
+
     // Into the jail's root; the staging root (with the host's root below it) is stacked on top by
     // pivot_root(".", ".") and detached, so no path leads back to the host's tree.
     if (::chdir(kNew) != 0) return fail("chdir /newroot");

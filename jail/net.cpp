@@ -19,10 +19,17 @@ namespace cordon::jail::detail {
 namespace {
 
 constexpr std::size_t kMaxPorts = 4;
-constexpr std::size_t kMaxListeners = 2 * kMaxPorts;
+// The proxy's ports on both loopback addresses, the transparent listener on both, the DNS stub's UDP and TCP
+// sockets on both.
+constexpr std::size_t kMaxListeners = 2 * kMaxPorts + 6;
 
-Result listen_on(int family, const char* ip, std::uint16_t port, std::vector<Listener>& out) {
-    int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+// On the wire to the supervisor, each address is prefixed by its kind's letter.
+constexpr char kKindLetters[] = {'p', 't', 'u', 'd'};
+
+Result listen_on(int family, const char* ip, std::uint16_t port, std::vector<Listener>& out,
+                 Listener::Kind kind = Listener::Kind::Proxy) {
+    bool udp = kind == Listener::Kind::DnsUdp;
+    int fd = ::socket(family, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) return fail(std::string("socket for ") + ip);
     int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -41,14 +48,14 @@ Result listen_on(int family, const char* ip, std::uint16_t port, std::vector<Lis
         ::inet_pton(AF_INET6, ip, &a.sin6_addr);
         rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
     }
-    if (rc != 0 || ::listen(fd, 4096) != 0) {
+    if (rc != 0 || (!udp && ::listen(fd, 4096) != 0)) {
         Failure f = fail("listen on " + std::string(family == AF_INET6 ? "[" : "") + ip +
                          (family == AF_INET6 ? "]" : "") + ":" + std::to_string(port));
         ::close(fd);
         return f;
     }
     std::string name = family == AF_INET6 ? "[" + std::string(ip) + "]" : std::string(ip);
-    out.push_back({name + ":" + std::to_string(port), fd});
+    out.push_back({name + ":" + std::to_string(port), fd, kind});
     return std::nullopt;
 }
 
@@ -81,6 +88,21 @@ Result create_listeners(Context& ctx) {
     for (auto port : ports)
         v6 = v6 && !listen_on(AF_INET6, "::1", port, ctx.listeners);
     if (!v6) say("note: no IPv6 loopback in the jail; the proxy listens on 127.0.0.1 only");
+    if (ctx.config.transparent_port != 0) {
+        // Where the nftables rules redirect every outbound TCP connection (net_filter.cpp), and the DNS stub
+        // that /etc/resolv.conf names.
+        using Kind = Listener::Kind;
+        const auto port = ctx.config.transparent_port;
+        if (auto r = listen_on(AF_INET, "127.0.0.1", port, ctx.listeners, Kind::Transparent)) return r;
+        if (v6 && listen_on(AF_INET6, "::1", port, ctx.listeners, Kind::Transparent))
+            say("note: no IPv6 transparent listener in the jail");
+        if (auto r = listen_on(AF_INET, "127.0.0.1", 53, ctx.listeners, Kind::DnsUdp)) return r;
+        if (auto r = listen_on(AF_INET, "127.0.0.1", 53, ctx.listeners, Kind::DnsTcp)) return r;
+        // For DNS sent to an IPv6 server, which the nftables rules redirect to ::1:53.
+        if (v6 && (listen_on(AF_INET6, "::1", 53, ctx.listeners, Kind::DnsUdp) ||
+                   listen_on(AF_INET6, "::1", 53, ctx.listeners, Kind::DnsTcp)))
+            say("note: no IPv6 DNS stub in the jail");
+    }
     return std::nullopt;
 }
 
@@ -89,6 +111,7 @@ Result send_listeners(Context& ctx) {
     std::string names;
     std::vector<int> fds;
     for (const auto& l : ctx.listeners) {
+        names += kKindLetters[static_cast<int>(l.kind)];
         names += l.address;
         names.push_back('\0');
         fds.push_back(l.fd);
@@ -144,7 +167,13 @@ std::optional<std::vector<Listener>> receive_listeners(int fd) {
     for (int f : fds) {
         std::string name(names + pos);
         pos += name.size() + 1;
-        out.push_back({name, f});
+        Listener l{name, f, Listener::Kind::Proxy};
+        for (std::size_t k = 0; !name.empty() && k < sizeof kKindLetters; ++k)
+            if (name[0] == kKindLetters[k]) {
+                l.kind = static_cast<Listener::Kind>(k);
+                l.address = name.substr(1);
+            }
+        out.push_back(std::move(l));
     }
     return out;
 }

@@ -1,7 +1,9 @@
 // The seccomp filter: everything is allowed except what a jailed command could use to leave the jail or
 // attack the kernel or the terminal. Refused calls fail with an errno (programs see a normal error), never
 // kill.
+#include <fcntl.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -37,6 +39,37 @@ Result refuse(scmp_filter_ctx ctx, const char* name, int err, unsigned count = 0
         return fail(std::string("seccomp rule for ") + name);
     }
     return std::nullopt;
+}
+
+// The calls the supervisor decides and performs (jail/notify.cpp): every call that creates, replaces or
+// removes a name, and the opens that can create or write (the flags are in a register, checkable here; an
+// open for reading only costs nothing). And umask, which the supervisor notes: it creates with the caller's.
+Result add_notify_rules(scmp_filter_ctx ctx) {
+    auto notify = [&](const char* name, unsigned count = 0, const scmp_arg_cmp* args = nullptr) -> Result {
+        int nr = seccomp_syscall_resolve_name(name);
+        if (nr == __NR_SCMP_ERROR) return std::nullopt;  // not on this architecture
+        int rc = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY, nr, count, args);
+        if (rc != 0) {
+            errno = -rc;
+            return fail(std::string("seccomp notification rule for ") + name);
+        }
+        return std::nullopt;
+    };
+    Result r;
+    for (scmp_datum_t bit :
+         {scmp_datum_t(O_CREAT), scmp_datum_t(O_WRONLY), scmp_datum_t(O_RDWR), scmp_datum_t(O_TRUNC)}) {
+        scmp_arg_cmp open_arg = SCMP_A1(SCMP_CMP_MASKED_EQ, bit, bit);
+        scmp_arg_cmp openat_arg = SCMP_A2(SCMP_CMP_MASKED_EQ, bit, bit);
+        if (!r) r = notify("open", 1, &open_arg);
+        if (!r) r = notify("openat", 1, &openat_arg);
+    }
+    for (const char* name :
+         {"creat", "openat2", "truncate", "mkdir", "mkdirat", "mknod", "mknodat", "link", "linkat", "symlink",
+          "symlinkat", "rename", "renameat", "renameat2", "unlink", "unlinkat", "rmdir", "umask"}) {
+        if (r) break;
+        r = notify(name);
+    }
+    return r;
 }
 
 }  // namespace
@@ -126,6 +159,7 @@ Result compile_seccomp(const JailConfig& config, bool allow_all_unix_sockets,
         scmp_arg_cmp arg = SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, request);
         r = refuse(f.ctx, "ioctl", EPERM, 1, &arg);
     }
+    if (!r && config.user_notify) r = add_notify_rules(f.ctx);
     if (r) return r;
 
     // Exported as raw BPF once, in the supervisor; the command process only loads it.
@@ -151,6 +185,13 @@ Result compile_seccomp(const JailConfig& config, bool allow_all_unix_sockets,
 Result enforce_seccomp(Context& ctx) {
     if (ctx.seccomp.empty()) return std::nullopt;  // not compiled: best effort, already reported
     sock_fprog prog{static_cast<unsigned short>(ctx.seccomp.size()), ctx.seccomp.data()};
+    if (ctx.config.user_notify) {
+        // The listener comes back from the kernel: sent to the supervisor before exec (jail.cpp).
+        long fd = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+        if (fd < 0) return fail("load the seccomp filter with a notification listener");
+        ctx.notify_fd = static_cast<int>(fd);
+        return std::nullopt;
+    }
     if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0)
         return fail("load the seccomp filter");
     return std::nullopt;

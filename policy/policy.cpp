@@ -59,11 +59,20 @@ std::string_view to_string(Reason reason) {
             return "default-deny";
         case Reason::AlwaysReadOnly:
             return "always-read-only";
+        case Reason::OutsideReadScope:
+            return "outside-read-scope";
     }
     return "unknown";
 }
 
+std::string_view to_string(ReadScope scope) {
+    return scope == ReadScope::Project ? "project" : "all";
+}
+
 namespace {
+
+constexpr const char* kPrivateTmpWhy =
+    "read scope: the jail's private /tmp (the host's files there are not shown)";
 
 json source_json(const Source& source) {
     return json{{"layer", std::string(to_string(source.layer))},
@@ -81,18 +90,6 @@ json path_rule_json(const PathRule& rule) {
                 {"path", rule.path.string()},
                 {"glob", rule.glob},
                 {"source", source_json(rule.rule.source)}};
-}
-
-// True when `sequence` occurs as consecutive components of `path` (".git/hooks" in /w/p/sub/.git/hooks/x).
-bool contains_sequence(const std::vector<std::string>& path, const std::vector<std::string>& sequence) {
-    if (sequence.empty() || sequence.size() > path.size()) return false;
-    for (std::size_t i = 0; i + sequence.size() <= path.size(); ++i) {
-        bool all = true;
-        for (std::size_t k = 0; k < sequence.size() && all; ++k)
-            all = path[i + k] == sequence[k];
-        if (all) return true;
-    }
-    return false;
 }
 
 // The home directory of `uid` in /etc/passwd (read directly: a statically linked glibc loads the host's NSS
@@ -197,6 +194,11 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             name_components_.push_back(detail::split_components(name));
             fs_.deny_write.push_back(PathRule{c.cwd / name, false, rule});
         }
+        for (const std::string& name : git_dir_names()) {
+            name_rules_.push_back(
+                Rule{name, Source{Layer::Default, "", "always read-only in a git directory", 0}});
+            name_components_.push_back(detail::split_components(name));
+        }
         for (const std::string& name : home_read_only_names()) {
             fs_.home_read_only_names.push_back(name);
             home_rules_.push_back(
@@ -210,6 +212,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             fs_.deny_write.push_back(std::move(rule));
         fs_.deny_read = std::move(c.deny_read);
         fs_.allow_read = std::move(c.allow_read);
+        if (c.read_scope_project) make_read_scope(std::move(*c.read_scope_project));
     }
 
     Decision decide_connect(std::string_view host, std::uint16_t port) const override {
@@ -234,27 +237,79 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
 
     Decision decide_read(const fs::path& path) const override {
         const std::string p = normal(path);
-        const PathRule* deny = longest(fs_.deny_read, p);
-        if (deny == nullptr) return make(Verdict::Allow, Reason::DefaultAllow, nullptr);
-        const PathRule* allow = longest(fs_.allow_read, p);
-        if (allow != nullptr && allow->path.string().size() > deny->path.string().size())
-            return make(Verdict::Allow, Reason::AllowedByRule, &allow->rule);
-        return make(Verdict::Deny, Reason::BlockedByDenylist, &deny->rule);
+        if (fs_.read_scope.scope == ReadScope::All) return decide_read_rules(p);
+        // The project scope: the jail shows only the scope, so a read reaches its file only when the path,
+        // every symlink looked up on the way and where they lead lie in it (and no deny rule hides them).
+        const PathRule* first = nullptr;
+        for (const std::string& step : lookup_chain(p)) {
+            Decision d = decide_read_rules(step);
+            if (!d.allowed()) return d;
+            for (const PathRule& hidden : fs_.read_scope.hidden)
+                if (detail::path_covers(hidden.path.string(), hidden.glob, step))
+                    return make(Verdict::Deny, Reason::BlockedByDenylist, &hidden.rule);
+            const PathRule* in = longest(fs_.read_scope.include, step);
+            if (in == nullptr) return make(Verdict::Deny, Reason::OutsideReadScope, &fs_.read_scope.rule);
+            // The jail's /tmp is its own: what the host has there is not shown (what the command makes is).
+            struct stat st {};
+            if (in->rule.source.where == kPrivateTmpWhy && step != "/tmp" && ::lstat(step.c_str(), &st) == 0)
+                return make(Verdict::Deny, Reason::OutsideReadScope, &in->rule);
+            if (first == nullptr) first = in;
+        }
+        return make(Verdict::Allow, Reason::AllowedByRule, &first->rule);
     }
 
     // A write goes where the path leads through symlinks: decided on the resolved path (`ua/src/x` with
     // `ua/src -> /etc` is a write to /etc/x), and a deny rule also holds at the path as written. Rules are
     // compared as written and resolved, as the jail binds them.
     Decision decide_write(const fs::path& path) const override {
-        resolve_write_rules();
         const std::string lexical = normal(path);
-        const std::string resolved = resolve_existing(lexical);
+        return decide(lexical, resolve_existing(lexical), nullptr);
+    }
+
+    Decision decide_write_resolved(
+        const std::string& path,
+        const std::function<bool(const std::string&)>& git_dir_existed) const override {
+        // The jail's supervisor passes normal paths (a directory's path from the kernel and a name).
+        const bool plain = path.size() > 1 && path[0] == '/' && path.back() != '/' &&
+                           path.find("//") == std::string::npos && path.find("/./") == std::string::npos &&
+                           path.find("/../") == std::string::npos && !path.ends_with("/.") &&
+                           !path.ends_with("/..");
+        const std::string p = plain ? path : detail::normal_path(path);
+        return decide(p, p, &git_dir_existed);
+    }
+
+    bool holds_protected_names(const std::string& path) const override {
+        const std::vector<std::string> components = detail::split_components(detail::normal_path(path));
+        auto tail_is_prefix = [&](const std::vector<std::string>& name) {
+            for (std::size_t n = 1; n < name.size() && n <= components.size(); ++n)
+                if (std::equal(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(n),
+                               components.end() - static_cast<std::ptrdiff_t>(n),
+                               [](const std::string& x, const std::string& p) { return x == "*" || x == p; }))
+                    return true;
+            return false;
+        };
+        for (const auto& name : name_components_)
+            if (tail_is_prefix(name)) return true;
+        for (const auto& name : home_components_) {
+            for (std::size_t n = 1; n < name.size(); ++n) {
+                std::vector<std::string> head(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(n));
+                if (in_a_home(components, head)) return true;
+            }
+        }
+        return false;
+    }
+
+    // `git_dir_existed`: null for `cordon check` (every existing git directory counts), otherwise asked
+    // about the git directory of a `.git/...` name.
+    Decision decide(const std::string& lexical, const std::string& resolved,
+                    const std::function<bool(const std::string&)>* git_dir_existed) const {
+        resolve_write_rules();
         for (const std::string* p : {&lexical, &resolved}) {
             for (const PathRule& rule : settings_rules_)
-                if (rule.path.string() == *p) return make(Verdict::Deny, Reason::AlwaysReadOnly, &rule.rule);
+                if (rule.path.native() == *p) return make(Verdict::Deny, Reason::AlwaysReadOnly, &rule.rule);
             const std::vector<std::string> components = detail::split_components(*p);
             for (std::size_t i = 0; i < name_components_.size(); ++i)
-                if (contains_sequence(components, name_components_[i]))
+                if (matches_name(components, name_components_[i], git_dir_existed))
                     return make(Verdict::Deny, Reason::AlwaysReadOnly, &name_rules_[i]);
             for (std::size_t i = 0; i < home_components_.size(); ++i)
                 if (in_a_home(components, home_components_[i]))
@@ -262,7 +317,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             for (std::size_t i = 0; i < fs_.deny_write.size(); ++i) {
                 const PathRule& rule = fs_.deny_write[i];
                 if (rule.rule.source.layer == Layer::Default) continue;  // checked above
-                if (detail::path_covers(rule.path.string(), rule.glob, *p) ||
+                if (detail::path_covers(rule.path.native(), rule.glob, *p) ||
                     detail::path_covers(deny_resolved_[i], rule.glob, *p))
                     return make(Verdict::Deny, Reason::BlockedByDenylist, &rule.rule);
             }
@@ -321,18 +376,123 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
               {"allowRead", paths(fs_.allow_read)},
               {"alwaysReadOnlyNames", fs_.always_read_only_names},
               {"homeReadOnlyNames", fs_.home_read_only_names},
+              {"gitDirectoryNames", git_dir_names()},
               {"workingDirectory",
                {{"path", fs_.working_directory.path.string()},
                 {"writable", fs_.working_directory.writable},
                 {"refusal", fs_.working_directory.refusal.empty() ? json(nullptr)
                                                                   : json(fs_.working_directory.refusal)}}},
-              {"allowGitConfig", fs_.allow_git_config}}},
+              {"allowGitConfig", fs_.allow_git_config},
+              {"readScope",
+               {{"scope", std::string(to_string(fs_.read_scope.scope))},
+                {"source",
+                 fs_.read_scope.scope == ReadScope::Project ? rule_json(fs_.read_scope.rule) : json(nullptr)},
+                {"includes", paths(fs_.read_scope.include)},
+                {"hidden", paths(fs_.read_scope.hidden)}}}}},
             {"filesRead", files},
             {"warnings", warnings_},
         };
     }
 
   private:
+    // denyRead / allowRead alone (srt's semantics: everything readable but denyRead).
+    Decision decide_read_rules(const std::string& p) const {
+        const PathRule* deny = longest(fs_.deny_read, p);
+        if (deny == nullptr) return make(Verdict::Allow, Reason::DefaultAllow, nullptr);
+        const PathRule* allow = longest(fs_.allow_read, p);
+        if (allow != nullptr && allow->path.string().size() > deny->path.string().size())
+            return make(Verdict::Allow, Reason::AllowedByRule, &allow->rule);
+        return make(Verdict::Deny, Reason::BlockedByDenylist, &deny->rule);
+    }
+
+    // The paths a lookup of `path` (absolute, normal) visits that the jail must show: the path as written,
+    // every symlink met on the way (at its own place), and the path it leads to. Missing components are
+    // taken as written.
+    static std::vector<std::string> lookup_chain(const std::string& path) {
+        std::vector<std::string> chain{path};
+        std::vector<std::string> rest = detail::split_components(path);
+        std::reverse(rest.begin(), rest.end());  // a stack: the next component last
+        std::string at;                          // resolved so far ("" is /)
+        int links = 0;
+        bool missing = false;
+        while (!rest.empty()) {
+            std::string part = std::move(rest.back());
+            rest.pop_back();
+            if (part == ".") continue;
+            if (part == "..") {
+                at = at.substr(0, at.rfind('/'));
+                continue;
+            }
+            std::string next = at + "/" + part;
+            struct stat st {};
+            if (!missing && ::lstat(next.c_str(), &st) != 0) missing = true;
+            if (missing || !S_ISLNK(st.st_mode) || ++links > 40) {
+                at = std::move(next);
+                continue;
+            }
+            chain.push_back(next);
+            std::error_code ec;
+            const std::string target = fs::read_symlink(next, ec).string();
+            if (ec || target.empty()) {
+                at = std::move(next);
+                continue;
+            }
+            if (target.front() == '/') at.clear();
+            std::vector<std::string> parts = detail::split_components(target);
+            for (auto it = parts.rbegin(); it != parts.rend(); ++it)
+                rest.push_back(std::move(*it));
+        }
+        std::string end = at.empty() ? "/" : at;
+        if (end != path) chain.push_back(std::move(end));
+        return chain;
+    }
+
+    // The project read scope (see policy.hpp ReadScope): what the jail shows, each entry with why.
+    void make_read_scope(Rule asked) {
+        auto& scope = fs_.read_scope;
+        scope.scope = ReadScope::Project;
+        scope.rule = std::move(asked);
+        auto add = [&](const fs::path& path, bool glob, const std::string& text, const std::string& why) {
+            scope.include.push_back(PathRule{path, glob, Rule{text, Source{Layer::Default, "", why, 0}}});
+        };
+        for (const std::string& system : read_scope_system_paths()) {
+            struct stat st {};
+            if (system == "/tmp")
+                add(system, false, system, kPrivateTmpWhy);
+            else if (::lstat(system.c_str(), &st) == 0)  // /lib32, /libx32: where they exist
+                add(system, false, system, "read scope: system path");
+        }
+        // A resolv.conf managed elsewhere (systemd-resolved: /run/systemd/resolve/stub-resolv.conf).
+        std::error_code ec;
+        if (fs::is_symlink("/etc/resolv.conf", ec)) {
+            fs::path target = fs::weakly_canonical("/etc/resolv.conf", ec);
+            if (!ec) add(target, false, target.string(), "read scope: where /etc/resolv.conf leads");
+        }
+        // cordon's own binary: the jail's GIT_SSH_COMMAND runs it as `cordon connect`.
+        fs::path self = fs::read_symlink("/proc/self/exe", ec);
+        if (!ec && self.is_absolute()) add(self, false, self.string(), "read scope: cordon's own binary");
+        for (const PathRule& rule : fs_.allow_write) {
+            if (rule.rule.source.layer == Layer::Default && rule.path == "/tmp") continue;  // above
+            PathRule in = rule;
+            in.rule.source.where = "read scope: writable (" + rule.rule.source.where + ")";
+            if (rule.rule.source.layer != Layer::Default) in.rule = rule.rule;
+            scope.include.push_back(std::move(in));
+        }
+        // Below the host's /tmp the jail shows only writable roots and cordon's binary (its /tmp is its own).
+        auto below_tmp = [](const fs::path& p) {
+            return p != "/tmp" && detail::path_covers("/tmp", false, p.string());
+        };
+        for (const PathRule& rule : settings_rules_)
+            if (!below_tmp(rule.path))
+                add(rule.path, false, rule.path.string(), "read scope: settings file read");
+        for (const PathRule& rule : fs_.allow_read)
+            if (!below_tmp(rule.path)) scope.include.push_back(rule);
+        for (const std::string& hidden : read_scope_hidden_paths())
+            scope.hidden.push_back(
+                PathRule{hidden, detail::has_glob(hidden),
+                         Rule{hidden, Source{Layer::Default, "", "read scope: secret", 0}}});
+    }
+
     std::string normal(const fs::path& path) const {
         return detail::normal_path(path.is_absolute() ? path : cwd_ / path);
     }
@@ -369,6 +529,24 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
                 deny_resolved_.push_back(rule.rule.source.layer == Layer::Default ? std::string()
                                                                                   : resolved_rule_path(rule));
         });
+    }
+
+    // True when `name` occurs in `path`; a name inside a git directory (`.git/hooks`) only where that git
+    // directory existed when the run started (asked of `git_dir_existed`, when given).
+    static bool matches_name(const std::vector<std::string>& path, const std::vector<std::string>& name,
+                             const std::function<bool(const std::string&)>* git_dir_existed) {
+        if (name.empty() || name.size() > path.size()) return false;
+        for (std::size_t i = 0; i + name.size() <= path.size(); ++i) {
+            if (!std::equal(name.begin(), name.end(), path.begin() + static_cast<std::ptrdiff_t>(i),
+                            [](const std::string& n, const std::string& p) { return n == "*" || n == p; }))
+                continue;
+            if (!git_dir_existed || !*git_dir_existed || name[0] != ".git" || name.size() < 2) return true;
+            std::string dir;
+            for (std::size_t k = 0; k <= i; ++k)
+                dir += "/" + path[k];
+            if ((*git_dir_existed)(dir)) return true;
+        }
+        return false;
     }
 
     // True when `path` is `name` (components) inside a home: the caller's, /root or /home/*.
@@ -498,6 +676,18 @@ const std::vector<std::string>& always_read_only_names() {
     return names;
 }
 
+const std::vector<std::string>& git_dir_names() {
+    static const std::vector<std::string> names = {
+        ".git/commondir",
+        ".git/config.worktree",
+        ".git/modules",
+        ".git/worktrees/*/commondir",
+        ".git/worktrees/*/gitdir",
+        ".git/worktrees/*/config.worktree",
+    };
+    return names;
+}
+
 const std::vector<std::string>& home_read_only_names() {
     // Each a way to run code on the host later: ssh keys and authorized_keys, login and logout scripts, git's
     // own config directory, systemd user units, autostart entries, the directories on most users' PATH, and
@@ -508,6 +698,20 @@ const std::vector<std::string>& home_read_only_names() {
         ".local/bin",   "bin",         ".claude",         ".claude.json",
     };
     return names;
+}
+
+const std::vector<std::string>& read_scope_system_paths() {
+    static const std::vector<std::string> paths = {"/usr",    "/bin", "/sbin", "/lib",  "/lib32", "/lib64",
+                                                   "/libx32", "/etc", "/opt",  "/proc", "/dev",   "/tmp"};
+    return paths;
+}
+
+const std::vector<std::string>& read_scope_hidden_paths() {
+    // Password hashes and their backups, sudo's rules, ssh host keys, TLS private keys, old passwords.
+    static const std::vector<std::string> paths = {"/etc/shadow*",     "/etc/gshadow*",
+                                                   "/etc/sudoers*",    "/etc/ssh/*_key",
+                                                   "/etc/ssl/private", "/etc/security/opasswd"};
+    return paths;
 }
 
 std::string working_directory_refusal(const fs::path& cwd, const fs::path& home) {

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,7 @@ enum class Reason {
     DefaultAllow,        // filesystem: reads are allowed unless denied
     DefaultDeny,         // filesystem: writes outside writable areas
     AlwaysReadOnly,      // filesystem: a protected path (settings, shell start-up files, .git/hooks, ...)
+    OutsideReadScope,    // filesystem: a read outside the project read scope (--read-scope project)
 };
 std::string_view to_string(Reason reason);  // "allowed", "blocked-by-denylist", "blocked-by-allowlist", ...
 
@@ -81,6 +83,30 @@ struct PathRule {
     bool glob = false;
     Rule rule;
 };
+
+// What a jailed command may read (`--read-scope`, `sandbox.filesystem.readScope`). `All` (srt's behaviour,
+// the default): everything but denyRead. `Project`: only `include` (the working directory, every writable
+// root, the system paths of read_scope_system_paths(), the settings files read, cordon's own binary, every
+// allowRead entry), minus `hidden` (read_scope_hidden_paths(): /etc/shadow & co) and denyRead.
+//
+// A restriction is never lowered: "project" from any layer (managed, --settings, project, local, user, the
+// flag) holds, and "all" elsewhere, the flag included, does not undo it. `rule` names the highest layer that
+// asked for "project".
+enum class ReadScope { All, Project };
+std::string_view to_string(ReadScope scope);  // "all", "project"
+
+struct ReadScopePolicy {
+    ReadScope scope = ReadScope::All;
+    Rule rule;                      // who asked for "project" (Default layer with All)
+    std::vector<PathRule> include;  // Project: the readable paths (empty with All)
+    std::vector<PathRule> hidden;   // Project: secrets hidden even where `include` covers them
+};
+
+// The system paths readable with the project scope: a program needs them to run (/usr, /bin, /sbin, /lib*,
+// /etc, /opt) or the jail makes its own (/proc, /dev, /tmp).
+const std::vector<std::string>& read_scope_system_paths();
+// Secrets below those system paths, hidden with the project scope whatever allowRead says (gitignore globs).
+const std::vector<std::string>& read_scope_hidden_paths();
 
 struct FilesystemPolicy {
     std::vector<PathRule> allow_write;  // includes the working directory and the private temp dir (Default)
@@ -108,6 +134,8 @@ struct FilesystemPolicy {
         std::string refusal;  // empty: a project directory
     } working_directory;
 
+    ReadScopePolicy read_scope;
+
     // srt's `filesystem.allowGitConfig`: `.git/config` is then not in always_read_only_names (git can write
     // it: `git config`, `git remote add`); `.git/hooks` stays protected.
     bool allow_git_config = false;
@@ -128,6 +156,11 @@ struct AddressRange {
 // plan.
 const std::vector<std::string>& always_read_only_names();
 const std::vector<std::string>& home_read_only_names();
+// Inside a git directory that existed when the run started (besides `.git/hooks` and `.git/config` above):
+// `commondir`, `config.worktree`, `modules` (each submodule's git directory), `worktrees/*/{commondir,gitdir,
+// config.worktree}` (`*`: one component). Enforced only at the system-call boundary (jail/notify.cpp): no
+// mount, no placeholder (an empty `commondir` would break git).
+const std::vector<std::string>& git_dir_names();
 
 // Why `cwd` must not be writable by default (see FilesystemPolicy::WorkingDirectory), or empty. Both paths
 // absolute and normal.
@@ -155,6 +188,7 @@ struct LoadOptions {
     std::vector<std::string> allow_write, deny_write;        // --allow-write, --deny-write
     std::vector<std::string> allow_read, deny_read;          // --allow-read, --deny-read
     std::vector<std::string> allow_addresses;                // --allow-address (CIDR)
+    std::string read_scope;                                  // --read-scope: "", "all" or "project"
 };
 
 // A settings or flag error a user can fix: names the file, the JSON path (or line:column for bad JSON) and
@@ -169,9 +203,23 @@ class Policy {
     // and port, before any DNS. Names are normalised (case, trailing dot, IDN to punycode). Cost does not
     // depend on the number of rules.
     virtual Decision decide_connect(std::string_view host, std::uint16_t port) const = 0;
-    // Decides access to an absolute path (lexically normalised, not resolved through symlinks).
+    // Decides access to an absolute path (lexically normalised, not resolved through symlinks; with the
+    // project read scope also every symlink on the way and where it leads must lie in the scope, as in the
+    // jail, where whatever is outside does not exist).
     virtual Decision decide_read(const std::filesystem::path& path) const = 0;
     virtual Decision decide_write(const std::filesystem::path& path) const = 0;
+    // The jail's supervisor (jail/notify.cpp) decides a write it performs for the command on `path`, an
+    // absolute normal path already resolved in the jail's view (where the write lands): decide_write without
+    // resolving again on the host. The names inside a git directory (`.git/hooks`, `.git/config`) hold only
+    // where `git_dir_existed(dir)` says that git directory (`.../.git`) existed when the run started: a
+    // repository created during the run (`git init`, `git clone`) works normally.
+    virtual Decision decide_write_resolved(
+        const std::string& path, const std::function<bool(const std::string&)>& git_dir_existed) const = 0;
+    // True when the directory `path` (absolute, normal) holds or would hold protected names: its last
+    // components are a proper prefix of one (`.claude` for `.claude/settings.json`, `.git` for `.git/hooks`,
+    // `~/.config` for `.config/git`). Such a directory is neither renamed nor linked into place or away: `mv
+    // x .claude` would bring a prepared `settings.json` along.
+    virtual bool holds_protected_names(const std::string& path) const = 0;
 
     virtual const NetworkPolicy& network() const = 0;
     virtual const FilesystemPolicy& filesystem() const = 0;

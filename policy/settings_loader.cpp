@@ -102,7 +102,7 @@ constexpr KnownKey kNetworkKeys[] = {
 constexpr KnownKey kFilesystemKeys[] = {
     {"allowWrite", KeyUse::Honoured, ""},     {"denyWrite", KeyUse::Honoured, ""},
     {"denyRead", KeyUse::Honoured, ""},       {"allowRead", KeyUse::Honoured, ""},
-    {"allowGitConfig", KeyUse::Honoured, ""},
+    {"allowGitConfig", KeyUse::Honoured, ""}, {"readScope", KeyUse::Honoured, ""},
 };
 
 template <std::size_t N>
@@ -406,6 +406,24 @@ class FileLoader {
                 out_.allow_git_config_layer = layer_;
             }
         }
+        read_scope(filesystem, base);
+    }
+
+    // readScope: "all" or "project". A restriction: a value cordon cannot interpret stops the load (never
+    // fail open), and "project" holds whatever another layer says (the first one asked is the source).
+    void read_scope(const json& filesystem, const std::string& base) {
+        auto it = filesystem.find("readScope");
+        if (it == filesystem.end()) return;
+        const std::string where = append_key(base, "readScope");
+        if (!it->is_string()) fail(where, "expected \"all\" or \"project\", found " + type_name(*it));
+        const std::string& value = it->get_ref<const std::string&>();
+        if (value == "project") {
+            if (!out_.read_scope_project) out_.read_scope_project = Rule{"readScope: project", source(where)};
+        } else if (value == "all") {
+            out_.read_scope_all.push_back(Rule{"readScope: all", source(where)});
+        } else {
+            fail(where, "invalid read scope " + json_quoted(value) + ": expected \"all\" or \"project\"");
+        }
     }
 
     std::string file_;
@@ -551,6 +569,28 @@ void load_flags(const LoadOptions& options, Collected& out) {
     paths(options.deny_write, "--deny-write", out.deny_write);
     paths(options.allow_read, "--allow-read", out.allow_read);
     paths(options.deny_read, "--deny-read", out.deny_read);
+
+    if (options.read_scope == "project" && !out.read_scope_project) {
+        out.read_scope_project = Rule{"--read-scope project", flag_source("--read-scope")};
+    } else if (options.read_scope == "all") {
+        out.read_scope_all.push_back(Rule{"--read-scope all", flag_source("--read-scope")});
+    } else if (!options.read_scope.empty() && options.read_scope != "all" &&
+               options.read_scope != "project") {
+        throw Failure{"--read-scope " + json_quoted(options.read_scope) + ": expected all or project"};
+    }
+
+    if (out.read_scope_project)
+        for (const Rule& all : out.read_scope_all) {
+            // As the loader words its warnings: file:line: JSON path (or the flag).
+            std::string where = "--read-scope all";
+            if (!all.source.file.empty())
+                where = all.source.file +
+                        (all.source.line > 0 ? ":" + std::to_string(all.source.line) : std::string()) + ": " +
+                        all.source.where;
+            out.warnings.push_back(where + ": read scope \"all\" does not lower \"project\" (" +
+                                   format_source(out.read_scope_project->source) +
+                                   "): a restriction from any source holds");
+        }
 
     for (const std::string& text : options.allow_addresses) {
         auto range = parse_cidr(text);

@@ -40,6 +40,10 @@ struct Collected {
     Layer allow_all_unix_sockets_layer = Layer::Default;
     std::optional<bool> allow_git_config;
     Layer allow_git_config_layer = Layer::Default;
+    // The first (highest-precedence) entry that asked for readScope "project"; a restriction, so no other
+    // layer lowers it (see policy.hpp ReadScope).
+    std::optional<Rule> read_scope_project;
+    std::vector<Rule> read_scope_all;  // entries that asked for "all": a warning each when "project" holds
     std::vector<std::filesystem::path> files_read;
     std::vector<std::string> warnings;
 

@@ -67,6 +67,22 @@ std::string format_decision(const DecisionEvent& e, const std::string& sandbox,
     j["upstream_ip"] = e.upstream_ip.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.upstream_ip);
     if (!e.error.empty()) j["error"] = e.error;
     if (e.status != 0) j["status"] = e.status;
+    if (!e.original_dst.empty()) j["original_dst"] = e.original_dst;
+    if (!e.sni.empty()) j["sni"] = e.sni;
+    if (e.sni_mismatch) j["sni_mismatch"] = true;
+    return dump(j);
+}
+
+std::string format_dns(const DnsEvent& e, const std::string& sandbox,
+                       std::chrono::system_clock::time_point now) {
+    nlohmann::json j = common_fields("dns", e, sandbox, now);
+    j["qtype"] = e.qtype;
+    j["decision"] = e.decision;
+    j["rule"] = e.rule.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.rule);
+    if (!e.source.empty()) j["source"] = e.source;
+    j["reason"] = e.reason;
+    j["rcode"] = e.rcode;
+    j["answer"] = e.answer.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.answer);
     return dump(j);
 }
 
@@ -262,6 +278,11 @@ AuditLog::~AuditLog() {
 void AuditLog::decision(const DecisionEvent& e) {
     if (!writer_) return;
     enqueue(format_decision(e, sandbox_, std::chrono::system_clock::now()));
+}
+
+void AuditLog::dns(const DnsEvent& e) {
+    if (!writer_) return;
+    enqueue(format_dns(e, sandbox_, std::chrono::system_clock::now()));
 }
 
 void AuditLog::close(const CloseEvent& e) {

@@ -30,6 +30,24 @@ struct DecisionEvent {
     std::string
         error;       // upstream failure for an allowed request: "nxdomain", "connect-refused", "timeout", ...
     int status = 0;  // the HTTP status / SOCKS reply code sent to the client when the proxy answered itself
+    // proto "transparent": where the client connected ("198.18.0.7:443"), and the TLS ClientHello's server
+    // name when it sent one (`sni_mismatch` when it names another host than `host`).
+    std::string original_dst;
+    std::string sni;
+    bool sni_mismatch = false;
+};
+
+// One query to the jail's DNS stub. `host` is the name asked for, `port` 53.
+struct DnsEvent {
+    std::uint64_t id = 0;
+    std::string proto;  // "udp" | "tcp"
+    std::string host;   // the name (lower case, no trailing dot)
+    std::uint16_t port = 53;
+    std::string qtype;     // "A", "AAAA", "MX", ...
+    std::string decision;  // "allow" | "deny"
+    std::string rule, source, reason;
+    std::string rcode;   // "NOERROR" | "NXDOMAIN" | "SERVFAIL" | "NOTIMP"
+    std::string answer;  // the fake address given, empty for none
 };
 
 struct CloseEvent {
@@ -47,6 +65,8 @@ struct CloseEvent {
 // Formats one line (without the newline). `now` is the wall-clock time written as `ts`.
 std::string format_decision(const DecisionEvent& e, const std::string& sandbox,
                             std::chrono::system_clock::time_point now);
+std::string format_dns(const DnsEvent& e, const std::string& sandbox,
+                       std::chrono::system_clock::time_point now);
 std::string format_close(const CloseEvent& e, const std::string& sandbox,
                          std::chrono::system_clock::time_point now);
 // RFC 3339 UTC with milliseconds: 2026-11-29T19:30:00.123Z
@@ -73,6 +93,7 @@ class AuditLog {
 
     void decision(const DecisionEvent& e);
     void close(const CloseEvent& e);
+    void dns(const DnsEvent& e);
     // Waits until every line queued so far is written, then fdatasync for files. Bounded: gives up when the
     // reader has taken nothing for `stall` or after `limit` in all (the rest is counted as dropped), and
     // waits only 100 ms more when a previous flush gave up and nothing moved since. True when everything was

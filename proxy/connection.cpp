@@ -12,6 +12,7 @@
 #include "proxy/http_frontend.hpp"
 #include "proxy/socks5.hpp"
 #include "proxy/socks5_frontend.hpp"
+#include "proxy/transparent_frontend.hpp"
 
 namespace cordon::proxy {
 
@@ -22,10 +23,11 @@ char* Connection::scratch_buffer() {
     return buffer;
 }
 
-Connection::Connection(Context& context, int fd, bool over_limit)
+Connection::Connection(Context& context, int fd, bool over_limit, bool transparent)
     : context_(context),
       id_(context.next_id++),
       over_limit_(over_limit),
+      transparent_(transparent),
       started_(std::chrono::steady_clock::now()),
       decision_(context),
       timer_(new uv_timer_t) {
@@ -50,6 +52,12 @@ void Connection::start() {
     std::uint64_t tick = static_cast<std::uint64_t>(std::clamp<long long>(shortest.count() / 4, 50, 5000));
     uv_timer_start(timer_, &Connection::on_timer, tick, tick);
     client_->want_read(true);
+    if (transparent_) {
+        // Redirected by the jail's nftables rules: the target is known without a byte from the client.
+        proto_ = Proto::Transparent;
+        front_ = std::make_unique<TransparentFrontEnd>(*this);
+        front_->read();
+    }
 }
 
 void Connection::touch() {
@@ -64,6 +72,8 @@ const char* Connection::proto_name() const {
             return "connect";
         case Proto::Socks5:
             return "socks5";
+        case Proto::Transparent:
+            return "transparent";
         case Proto::Unknown:
             break;
     }
@@ -92,6 +102,10 @@ void Connection::read_client() {
     if (n == 0) {
         client_eof_ = true;
         client_->want_read(false);
+        if (phase_ == Phase::Reading && proto_ == Proto::Transparent) {
+            front_->read();  // decides without waiting for more first bytes
+            return;
+        }
         if (phase_ == Phase::Closing || (phase_ == Phase::Reading && proto_ == Proto::Unknown)) {
             close("");
             return;
@@ -232,6 +246,9 @@ void Connection::conclude(Verdict v) {
     e.upstream_ip = request_.upstream_ip;
     e.error = v.error;
     e.status = v.status;
+    e.original_dst = request_.original_dst;
+    e.sni = request_.sni;
+    e.sni_mismatch = request_.sni_mismatch;
     last_host_ = request_.host;
     last_port_ = request_.port;
     last_upstream_ip_ = request_.upstream_ip;

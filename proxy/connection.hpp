@@ -1,6 +1,7 @@
 // One client connection, from accept to close. Each request takes one path:
 //
-//   front-end (front_end.hpp: Socks5FrontEnd | HttpFrontEnd, picked by the first byte) reads a request:
+//   front-end (front_end.hpp: Socks5FrontEnd | HttpFrontEnd, picked by the first byte; TransparentFrontEnd
+//   for connections from a jail's transparent listener) reads a request:
 //     a target -> decide (policy, on the name, before DNS) -> resolve -> guard (DecisionPoint, decision.hpp)
 //              -> dial (exactly the guarded addresses)
 //     or its own refusal (malformed, unauthenticated, unsupported)
@@ -35,7 +36,8 @@ struct Context;
 class Connection final : public SocketOwner {
   public:
     // Takes ownership of the accepted `fd`. `over_limit`: answer the first request with 503 / SOCKS 0x01.
-    Connection(Context& context, int fd, bool over_limit);
+    // `transparent`: accepted on the jail's transparent listener (TransparentFrontEnd, no first byte needed).
+    Connection(Context& context, int fd, bool over_limit, bool transparent = false);
     ~Connection() override;
 
     void start();
@@ -54,6 +56,7 @@ class Connection final : public SocketOwner {
     // The front-ends read requests into the pipeline and answer its verdicts (front_end.hpp).
     friend class HttpFrontEnd;
     friend class Socks5FrontEnd;
+    friend class TransparentFrontEnd;
 
     // Where the connection is in the pipeline. What a front-end has read so far is its own state.
     enum class Phase {
@@ -66,7 +69,7 @@ class Connection final : public SocketOwner {
         Closing,    // flushing a final answer to the client
         Closed,
     };
-    enum class Proto { Unknown, Http, Connect, Socks5 };
+    enum class Proto { Unknown, Http, Connect, Socks5, Transparent };
 
     // The request being decided (one per HTTP request, one per tunnel).
     struct Request {
@@ -74,7 +77,9 @@ class Connection final : public SocketOwner {
         std::uint16_t port = 0;
         std::string method, path;
         std::string upstream_ip;
-        std::string guard_class;  // refused by the address guard: why (upstream_ip is the address)
+        std::string guard_class;        // refused by the address guard: why (upstream_ip is the address)
+        std::string original_dst, sni;  // transparent: where the client connected, its TLS server name
+        bool sni_mismatch = false;
     };
 
     static constexpr std::size_t kScratchSize = 64 * 1024;
@@ -101,6 +106,7 @@ class Connection final : public SocketOwner {
     Context& context_;
     std::uint64_t id_;
     bool over_limit_;
+    bool transparent_;
     std::chrono::steady_clock::time_point started_;
     std::unique_ptr<Socket> client_;
     std::unique_ptr<Socket> upstream_;

@@ -9,6 +9,7 @@
 #include "policy/policy.hpp"
 #include "proxy/address_guard.hpp"
 #include "proxy/audit_log.hpp"
+#include "proxy/fake_addresses.hpp"
 #include "proxy/metrics.hpp"
 #include "proxy/proxy.hpp"
 #include "proxy/resolver.hpp"
@@ -28,6 +29,8 @@ struct Context {
     std::unique_ptr<AuditLog> audit;
     Metrics metrics;
     RefusalSummary refusals;
+    // The DNS stub's names and their fake addresses, which the transparent front-end maps back.
+    FakeAddresses fake;
     std::uint64_t next_id = 1;
     // Bytes held by half-read request heads across every connection, bounded by kMaxHeadBytes.
     static constexpr std::size_t kMaxHeadBytes = 16 * 1024 * 1024;

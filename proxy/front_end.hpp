@@ -1,4 +1,4 @@
-// The front-ends' interface. A front-end speaks one client protocol (HTTP, SOCKS5; later transparent and
+// The front-ends' interface. A front-end speaks one client protocol (HTTP, SOCKS5, transparent; later
 // TLS-terminated): it reads the client's bytes into requests and answers each request's verdict. It never
 // decides, resolves, dials or writes the audit log; the pipeline in Connection does (connection.hpp):
 //

@@ -123,11 +123,14 @@ struct Client {
 
 class UvMetricsServer final : public MetricsServer {
   public:
-    UvMetricsServer(uv_loop_t* loop, const std::string& address, const Metrics& metrics) : metrics_(metrics) {
+    UvMetricsServer(uv_loop_t* loop, const std::string& address, const Metrics& metrics, bool health_only)
+        : metrics_(metrics), health_only_(health_only) {
+        const char* flag = health_only ? "--health" : "--metrics";
         std::string ip;
         std::uint16_t port = 0;
         if (!split_host_port(address, ip, port))
-            throw std::runtime_error("bad --metrics address '" + address + "' (expected ADDR:PORT)");
+            throw std::runtime_error(std::string("bad ") + flag + " address '" + address +
+                                     "' (expected ADDR:PORT)");
         auto a = Address::parse(ip, port);
         server_ = new uv_tcp_t;
         uv_tcp_init(loop, server_);
@@ -137,7 +140,9 @@ class UvMetricsServer final : public MetricsServer {
             rc = uv_listen(reinterpret_cast<uv_stream_t*>(server_), 128, &UvMetricsServer::on_connection);
         if (rc != 0) {
             close();
-            throw std::runtime_error("cannot listen for metrics on " + address + ": " + uv_strerror(rc));
+            throw std::runtime_error(std::string("cannot listen for ") +
+                                     (health_only ? "health checks" : "metrics") + " on " + address + ": " +
+                                     uv_strerror(rc));
         }
         sockaddr_storage ss{};
         int len = sizeof ss;
@@ -212,15 +217,46 @@ class UvMetricsServer final : public MetricsServer {
             return;
         c->answered = true;
         uv_read_stop(stream);
-        std::string body = c->server ? c->server->metrics_.render() : std::string();
-        c->response = "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
-                      std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+        c->response = c->server ? c->server->answer(c->request) : std::string();
         uv_buf_t out = uv_buf_init(c->response.data(), static_cast<unsigned>(c->response.size()));
         uv_write(&c->write, stream, &out, 1,
                  [](uv_write_t* w, int) { close_client(static_cast<Client*>(w->handle->data)); });
     }
 
+    // The response to one request: /healthz, /readyz, otherwise the metrics (404 on a --health listener).
+    std::string answer(const std::string& request) const {
+        std::string path;
+        auto space = request.find(' ');
+        if (space != std::string::npos) {
+            auto end = request.find_first_of(" ?\r\n", space + 1);
+            path = request.substr(space + 1, end == std::string::npos ? std::string::npos : end - space - 1);
+        }
+        std::string status = "200 OK", type = "text/plain; charset=utf-8", body;
+        if (path == "/healthz") {
+            body = "ok\n";
+        } else if (path == "/readyz") {
+            if (metrics_.draining) {
+                status = "503 Service Unavailable";
+                body = "draining\n";
+            } else if (metrics_.listeners == 0) {
+                status = "503 Service Unavailable";
+                body = "not listening\n";
+            } else {
+                body = "ready\n";
+            }
+        } else if (health_only_) {
+            status = "404 Not Found";
+            body = "/healthz or /readyz\n";
+        } else {
+            type = "text/plain; version=0.0.4";
+            body = metrics_.render();
+        }
+        return "HTTP/1.1 " + status + "\r\nContent-Type: " + type +
+               "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    }
+
     const Metrics& metrics_;
+    bool health_only_;
     std::set<Client*> clients_;
     uv_tcp_t* server_ = nullptr;
     std::uint16_t port_ = 0;
@@ -229,8 +265,8 @@ class UvMetricsServer final : public MetricsServer {
 }  // namespace
 
 std::unique_ptr<MetricsServer> MetricsServer::create(uv_loop_s* loop, const std::string& address,
-                                                     const Metrics& metrics) {
-    return std::make_unique<UvMetricsServer>(loop, address, metrics);
+                                                     const Metrics& metrics, bool health_only) {
+    return std::make_unique<UvMetricsServer>(loop, address, metrics, health_only);
 }
 
 }  // namespace cordon::proxy

@@ -1,5 +1,7 @@
 // Prometheus metrics: counters the proxy bumps as it works, rendered as text exposition format, and a small
-// HTTP endpoint (`--metrics ADDR:PORT`) that serves them on any path.
+// HTTP endpoint (`--metrics ADDR:PORT`) that serves them on any path but two: `/healthz` (200 while the
+// process serves) and `/readyz` (200 when listening with a policy, 503 while draining), for load balancers
+// and Kubernetes probes. `--health ADDR:PORT` serves only those two.
 #pragma once
 
 #include <array>
@@ -25,12 +27,17 @@ struct Metrics {
     std::uint64_t bytes_up = 0, bytes_down = 0;
     std::uint64_t policy_reloads = 0, policy_reload_failures = 0;
     std::uint64_t dns_cache_hits = 0;
+    std::uint64_t dns_malformed = 0;  // DNS stub: packets dropped as malformed
     // DNS lookup latency histogram (seconds).
     static constexpr std::array<double, 9> kDnsBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025,
                                                           0.05,  0.1,    0.5,   2.5};
     std::array<std::uint64_t, kDnsBuckets.size()> dns_bucket_counts{};
     std::uint64_t dns_count = 0;
     double dns_sum = 0;
+    // Readiness (/readyz): listening on at least one socket (the policy is loaded before the proxy exists),
+    // and not draining.
+    std::size_t listeners = 0;
+    bool draining = false;
     // The audit log's drop counters are its own (its writer thread counts too); rendered from here.
     const AuditLog* audit = nullptr;
 
@@ -45,7 +52,7 @@ class MetricsServer {
   public:
     // Listens on ADDR:PORT; throws std::runtime_error on failure. Returns the bound port via port().
     static std::unique_ptr<MetricsServer> create(uv_loop_s* loop, const std::string& address,
-                                                 const Metrics& metrics);
+                                                 const Metrics& metrics, bool health_only = false);
     virtual std::uint16_t port() const = 0;
     virtual void close() = 0;
     virtual ~MetricsServer() = default;

@@ -9,6 +9,7 @@
 
 #include "proxy/connection.hpp"
 #include "proxy/context.hpp"
+#include "proxy/dns_stub.hpp"
 #include "proxy/listener.hpp"
 
 namespace cordon::proxy {
@@ -55,7 +56,9 @@ class ProxyImpl final : public Proxy {
             conn->close("proxy destroyed");
         graveyard_.clear();
         listeners_.clear();
+        dns_.reset();
         if (metrics_server_) metrics_server_->close();
+        if (health_server_) health_server_->close();
         context_.resolver->close();
         reaper_->data = nullptr;
         grace_timer_->data = nullptr;
@@ -76,6 +79,20 @@ class ProxyImpl final : public Proxy {
         auto listener = std::make_unique<Listener>(context_.loop, fd, [this](int client) { accept(client); });
         context_.guard.add_own_listener(listener->local_address());
         listeners_.push_back(std::move(listener));
+        context_.metrics.listeners = listeners_.size();
+    }
+
+    void listen_transparent_fd(int fd) override {
+        auto listener =
+            std::make_unique<Listener>(context_.loop, fd, [this](int client) { accept(client, true); });
+        context_.guard.add_own_listener(listener->local_address());
+        listeners_.push_back(std::move(listener));
+        context_.metrics.listeners = listeners_.size();
+    }
+
+    void serve_dns_fd(int fd) override {
+        if (!dns_) dns_ = std::make_unique<DnsStub>(context_);
+        dns_->serve(fd);
     }
 
     void set_policy(policy::PolicyPtr policy) override {
@@ -87,8 +104,10 @@ class ProxyImpl final : public Proxy {
     void shutdown(std::chrono::milliseconds grace, std::function<void()> done) override {
         if (context_.draining) return;
         context_.draining = true;
+        context_.metrics.draining = true;  // /readyz answers 503 from now on
         shutdown_done_ = std::move(done);
         listeners_.clear();
+        if (dns_) dns_->close();
         std::vector<Connection*> all;
         for (auto& [ptr, conn] : connections_)
             all.push_back(ptr);
@@ -120,6 +139,11 @@ class ProxyImpl final : public Proxy {
         return metrics_server_->port();
     }
 
+    std::uint16_t serve_health(const std::string& address) override {
+        health_server_ = MetricsServer::create(context_.loop, address, context_.metrics, true);
+        return health_server_->port();
+    }
+
     void count_policy_reload(bool ok) override {
         if (ok)
             ++context_.metrics.policy_reloads;
@@ -132,14 +156,14 @@ class ProxyImpl final : public Proxy {
     std::optional<std::string> reopen_audit_log() override { return context_.audit->reopen(); }
 
   private:
-    void accept(int fd) {
+    void accept(int fd, bool transparent = false) {
         if (context_.draining || connections_.size() >= context_.options.max_connections + kOverLimitSlack) {
             ++context_.metrics.connections_rejected;
             ::close(fd);
             return;
         }
         bool over = connections_.size() >= context_.options.max_connections;
-        auto conn = std::make_unique<Connection>(context_, fd, over);
+        auto conn = std::make_unique<Connection>(context_, fd, over, transparent);
         Connection* ptr = conn.get();
         connections_.emplace(ptr, std::move(conn));
         ++context_.metrics.connections_total;
@@ -168,6 +192,7 @@ class ProxyImpl final : public Proxy {
         if (!shutdown_done_) return;
         uv_timer_stop(grace_timer_);
         if (metrics_server_) metrics_server_->close();
+        if (health_server_) health_server_->close();
         if (context_.audit) context_.audit->flush();
         auto done = std::move(shutdown_done_);
         shutdown_done_ = nullptr;
@@ -178,7 +203,8 @@ class ProxyImpl final : public Proxy {
     std::vector<std::unique_ptr<Listener>> listeners_;
     std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;
     std::vector<std::unique_ptr<Connection>> graveyard_;
-    std::unique_ptr<MetricsServer> metrics_server_;
+    std::unique_ptr<MetricsServer> metrics_server_, health_server_;
+    std::unique_ptr<DnsStub> dns_;
     uv_check_t* reaper_;
     uv_timer_t* grace_timer_;
     std::function<void()> shutdown_done_;

@@ -5,7 +5,8 @@
 //
 // This header is the seam the jail uses; the internals (one concern per file: listener, socket, http_parser
 // and http_frontend, socks5 and socks5_frontend, decision, resolver and dns_cache, address_guard, dialer,
-// relay, audit_log, metrics, auth) stay behind it. Connections flow through connection.hpp top to bottom.
+// relay, audit_log, metrics, auth; for a jail: transparent_frontend with client_hello, dns_stub with
+// dns_message and fake_addresses) stay behind it. Connections flow through connection.hpp top to bottom.
 #pragma once
 
 #include <chrono>
@@ -34,6 +35,9 @@ struct Options {
     std::chrono::milliseconds header_timeout{30'000};
     std::chrono::milliseconds idle_timeout{300'000};
     std::size_t max_connections = 10'000;
+    // Transparent connections whose TLS ClientHello names another host than the one connected to are
+    // refused (--strict-sni); otherwise the mismatch is only logged.
+    bool strict_sni = false;
 };
 
 // What the proxy refused (and what failed upstream) during its life, for the jail's end-of-run summary.
@@ -73,6 +77,11 @@ class Proxy {
     // Serves an already-listening TCP socket, e.g. one created inside a jail's network namespace and handed
     // over with SCM_RIGHTS. The proxy takes ownership of `fd`.
     virtual void listen_fd(int fd) = 0;
+    // Serves a jail's transparent listener (connections redirected by its nftables rules; the target is their
+    // original destination). Takes ownership of `fd`.
+    virtual void listen_transparent_fd(int fd) = 0;
+    // Serves a jail's DNS stub socket (UDP, or listening TCP) on 127.0.0.1:53. Takes ownership of `fd`.
+    virtual void serve_dns_fd(int fd) = 0;
 
     // Swaps the policy: new requests use it, open tunnels continue.
     virtual void set_policy(policy::PolicyPtr policy) = 0;
@@ -85,6 +94,8 @@ class Proxy {
     // Serves Prometheus metrics on ADDR:PORT (`--metrics`). Returns the bound port; throws
     // std::runtime_error.
     virtual std::uint16_t serve_metrics(const std::string& address) = 0;
+    // Serves only /healthz and /readyz on ADDR:PORT (`--health`; --metrics serves them too). Throws as above.
+    virtual std::uint16_t serve_health(const std::string& address) = 0;
     // Counts a policy reload (SIGHUP) in the metrics; `ok` false for a reload that was refused.
     virtual void count_policy_reload(bool ok) = 0;
     // Connections open now.

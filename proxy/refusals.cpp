@@ -1,5 +1,6 @@
 // The end-of-run summary of what the proxy refused, grouped by why, with the advice that fits each reason.
 #include <algorithm>
+#include <string_view>
 #include <vector>
 
 #include "proxy/proxy.hpp"
@@ -29,9 +30,13 @@ std::string format_refusals(const RefusalSummary& summary) {
     std::vector<Item> items(summary.hosts.begin(), summary.hosts.end());
     std::stable_sort(items.begin(), items.end(),
                      [](const Item& a, const Item& b) { return a.second.count > b.second.count; });
-    std::size_t refused = 0, failed = 0;
-    for (const auto& [host, e] : items)
-        (e.why == Why::Upstream ? failed : refused) += e.count;
+    std::size_t refused = 0, failed = 0, lookups = 0;
+    constexpr std::string_view kDns = " (DNS)";  // a name the jail's DNS stub refused (dns_stub.cpp)
+    for (const auto& [host, e] : items) {
+        bool dns =
+            host.size() > kDns.size() && host.compare(host.size() - kDns.size(), kDns.size(), kDns) == 0;
+        (e.why == Why::Upstream ? failed : dns ? lookups : refused) += e.count;
+    }
 
     constexpr std::size_t kMax = 15;  // per section
     auto section = [&](Why why, const std::string& title, auto&& detail, const std::string& advice) {
@@ -49,7 +54,11 @@ std::string format_refusals(const RefusalSummary& summary) {
     auto nothing = [](const RefusalSummary::Entry&) { return std::string(); };
 
     std::string out;
-    if (refused > 0) out += "cordon: refused " + std::to_string(refused) + " connection(s):\n";
+    if (refused > 0 || lookups > 0)
+        out +=
+            "cordon: refused " +
+            (refused > 0 ? std::to_string(refused) + " connection(s)" + (lookups > 0 ? " and " : "") : "") +
+            (lookups > 0 ? std::to_string(lookups) + " DNS lookup(s)" : "") + ":\n";
     out += section(Why::NotAllowed, "not in the allow list", nothing,
                    "allow with --allow-domain HOST or sandbox.network.allowedDomains; `cordon check HOST` "
                    "explains");

@@ -11,6 +11,8 @@ namespace cordon::run {
 
 constexpr std::uint16_t kHttpProxyPort = 3128;   // HTTP proxy and SOCKS5 on one port
 constexpr std::uint16_t kSocksProxyPort = 1080;  // SOCKS5 (ALL_PROXY)
+// Where the jail's nftables rules redirect every other outbound TCP connection (127.0.0.1 and ::1).
+constexpr std::uint16_t kTransparentPort = 3129;
 
 // The ports the jail creates listeners on, for the proxy to serve.
 std::vector<std::uint16_t> proxy_ports();

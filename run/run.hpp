@@ -25,6 +25,9 @@ namespace cordon::run {
 struct Options {
     std::vector<std::string> command;
     bool strict = false, best_effort = false, allow_ptrace = false, quiet = false, network = true;
+    // Transparent proxying (--no-transparent turns it off): every TCP connection goes through the proxy,
+    // names through the DNS stub.
+    bool transparent = true;
     std::optional<std::uint64_t> memory, pids;
     std::optional<double> timeout;
     std::optional<std::pair<uid_t, gid_t>> user;
@@ -32,6 +35,10 @@ struct Options {
     // Loads the policy for the working directory `cwd` (called while the jail sets up), reporting errors and
     // warnings on stderr itself; nullptr when it could not.
     std::function<policy::PolicyPtr(const std::filesystem::path& cwd)> load_policy;
+    // --watch: called once the proxy runs, with the policy the jail was made from; what it returns (the
+    // watch) lives until the command ends. Throws std::runtime_error when it cannot watch (exit 125).
+    std::function<std::shared_ptr<void>(uv_loop_s* loop, proxy::Proxy& proxy, policy::PolicyPtr policy)>
+        watch;
 };
 
 // Runs the command jailed. When the command has run, exits the process with its status (the command's, 128+N

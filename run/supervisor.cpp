@@ -10,6 +10,8 @@
 #include <random>
 
 #include "jail/jail.hpp"
+#include "jail/notify.hpp"
+#include "policy/syntax.hpp"
 #include "proxy/fd_limit.hpp"
 #include "run/environment.hpp"
 #include "run/run.hpp"
@@ -31,12 +33,26 @@ std::string make_jail_id() {
 struct Supervisor {
     jail::Jail* jail = nullptr;
     proxy::Proxy* proxy = nullptr;
+    policy::PolicyPtr policy;
+    timespec run_start{};
+    std::unique_ptr<jail::Notifier> notifier;  // the protected names (jail/notify.hpp)
+    std::vector<std::string> mount_points;     // of the plan, for the notifier
+    std::shared_ptr<void> watch;               // --watch
     uv_loop_t loop{};
     uv_poll_t signals{};
     uv_poll_t report{};
+    uv_poll_t notify{};  // the command's seccomp listener arrives (closed once it did)
     uv_timer_t timer{};
     std::optional<int> status;
     bool timed_out = false;
+
+    bool notify_open = false;
+    void close_notify() {
+        if (!notify_open) return;
+        notify_open = false;
+        uv_poll_stop(&notify);
+        uv_close(reinterpret_cast<uv_handle_t*>(&notify), nullptr);
+    }
 
     void finish(int s) {
         if (status) return;
@@ -47,6 +63,8 @@ struct Supervisor {
         uv_close(reinterpret_cast<uv_handle_t*>(&signals), nullptr);
         uv_close(reinterpret_cast<uv_handle_t*>(&report), nullptr);
         uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr);
+        close_notify();
+        watch.reset();
         // The jail is gone, and with it every client socket: let the proxy finish what is left (upstream
         // sides, the audit log) and stop.
         if (proxy) proxy->shutdown(std::chrono::milliseconds(1000), [this] { uv_stop(&loop); });
@@ -55,6 +73,18 @@ struct Supervisor {
 
 void print_refusals(const proxy::RefusalSummary& summary) {
     std::cerr << proxy::format_refusals(summary);
+}
+
+// Why a note and not a count: a path outside the read scope does not exist inside the jail, so its refusal
+// is an ENOENT that nothing sees (no system call reaches cordon). A failed command may have looked for one.
+void note_read_scope(const policy::Policy& policy, const std::filesystem::path& cwd) {
+    const auto& scope = policy.filesystem().read_scope;
+    if (scope.scope != policy::ReadScope::Project) return;
+    std::cerr
+        << "cordon: note: the read scope is project (" << policy::format_source(scope.rule.source)
+        << "): outside " << cwd.string()
+        << ", the writable and system paths and allowRead, files do not exist in the jail; `cordon check` "
+           "with the same flags and read:PATH says whether PATH is in the scope\n";
 }
 
 }  // namespace
@@ -67,8 +97,12 @@ int run(const Options& options) {
         return 125;
     }
 
+    // Before anything of the run exists: git directories born later were created by the run.
+    timespec run_start{};
+    ::clock_gettime(CLOCK_REALTIME, &run_start);
     // The jail's namespaces are created first, while the policy loads (the plan follows in configure()).
     jail::JailConfig config;
+    config.user_notify = jail::user_notification_supported();
     config.argv = options.command;
     config.env = jail_environment(environ, options.network);
     config.cwd = cwd;
@@ -80,6 +114,7 @@ int run(const Options& options) {
     config.max_pids = options.pids;
     config.network = options.network;
     config.listen_ports = proxy_ports();
+    if (options.network && options.transparent) config.transparent_port = kTransparentPort;
     config.id = make_jail_id();
     auto started = jail::Jail::start(config);
     if (auto* error = std::get_if<std::string>(&started)) {
@@ -105,8 +140,11 @@ int run(const Options& options) {
     }
     std::error_code exe_error;
     const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", exe_error);
-    jail::MountPlan plan =
-        jail::make_mount_plan(*policy, cwd, policy->filesystem().home, supervisor_files, self);
+    jail::MountPlan plan = jail::make_mount_plan(*policy, cwd, policy->filesystem().home, supervisor_files,
+                                                 self, !config.user_notify);
+    if (!config.user_notify && !options.quiet)
+        std::cerr << "cordon: note: this kernel has no seccomp user notification with ADDFD (Linux 5.14); "
+                     "missing protected names are kept by placeholder files during the run\n";
     for (const auto& notice : plan.notices)
         std::cerr << "cordon: note: " << notice << "\n";
     for (const auto& error : plan.errors)
@@ -117,6 +155,10 @@ int run(const Options& options) {
         std::cerr
             << "cordon: note: allowUnixSockets paths cannot be enforced one by one on Linux; Unix sockets "
                "stay refused (allowAllUnixSockets allows them all)\n";
+    std::vector<std::string> mount_points;
+    if (config.user_notify)
+        for (const auto& op : plan.ops)
+            if (op.path != "/") mount_points.push_back(op.path.string());
     if (auto error = jail->configure(std::move(plan), net.allow_all_unix_sockets)) {
         std::cerr << "cordon: " << *error << "\n";
         return 125;
@@ -126,6 +168,9 @@ int run(const Options& options) {
     uv_loop_init(&sup.loop);
     sup.loop.data = &sup;
     sup.jail = jail.get();
+    sup.policy = policy;
+    sup.run_start = run_start;
+    sup.mount_points = std::move(mount_points);
     std::unique_ptr<proxy::Proxy> proxy;
     if (options.network) {
         proxy_options.sandbox_id = config.id;
@@ -139,15 +184,31 @@ int run(const Options& options) {
             return 125;
         }
         sup.proxy = proxy.get();
+        if (options.watch) {
+            try {
+                sup.watch = options.watch(&sup.loop, *proxy, policy);
+            } catch (const std::exception& e) {
+                std::cerr << "cordon: " << e.what() << "\n";
+                proxy.reset();
+                uv_run(&sup.loop, UV_RUN_NOWAIT);
+                uv_loop_close(&sup.loop);
+                return 125;
+            }
+        }
     }
     // After the jail started: it must not inherit an ignored SIGPIPE (`yes | head` relies on it).
     ::signal(SIGPIPE, SIG_IGN);
     proxy::raise_fd_limit();
     for (auto& listener : jail->take_listeners()) {
-        if (proxy)
-            proxy->listen_fd(listener.fd);
-        else
+        using Kind = jail::Listener::Kind;
+        if (!proxy)
             ::close(listener.fd);
+        else if (listener.kind == Kind::Transparent)
+            proxy->listen_transparent_fd(listener.fd);
+        else if (listener.kind == Kind::DnsUdp || listener.kind == Kind::DnsTcp)
+            proxy->serve_dns_fd(listener.fd);
+        else
+            proxy->listen_fd(listener.fd);
     }
 
     uv_poll_init(&sup.loop, &sup.signals, jail->signal_fd());
@@ -165,6 +226,18 @@ int run(const Options& options) {
         if (auto st = s->jail->read_report(closed)) s->finish(s->timed_out ? 124 : *st);
         if (closed && !s->status) uv_poll_stop(handle);
     });
+    // The command's seccomp listener: the protected names are decided by a thread of ours (jail/notify.hpp).
+    if (jail->notify_socket() >= 0) {
+        uv_poll_init(&sup.loop, &sup.notify, jail->notify_socket());
+        sup.notify.data = &sup;
+        sup.notify_open = true;
+        uv_poll_start(&sup.notify, UV_READABLE, [](uv_poll_t* handle, int, int) {
+            auto* s = static_cast<Supervisor*>(handle->data);
+            s->close_notify();
+            if (int fd = s->jail->take_notify_fd(); fd >= 0)
+                s->notifier = jail::Notifier::start(fd, s->policy, s->run_start, std::move(s->mount_points));
+        });
+    }
     uv_timer_init(&sup.loop, &sup.timer);
     sup.timer.data = &sup;
     if (options.timeout) {
@@ -184,12 +257,19 @@ int run(const Options& options) {
     uv_run(&sup.loop, UV_RUN_DEFAULT);
     int status = sup.status.value_or(125);
     jail.reset();  // placeholders removed
+    if (sup.notifier && !options.quiet) {
+        auto repos = sup.notifier->new_repositories();
+        for (const auto& repo : repos)
+            std::cerr << "cordon: note: a git repository was created during the run: " << repo
+                      << " (its hooks and config were not protected)\n";
+    }
     if (proxy) {
         if (!options.quiet) print_refusals(proxy->refusals());
         proxy.reset();
         uv_run(&sup.loop, UV_RUN_NOWAIT);  // close callbacks
     }
     uv_loop_close(&sup.loop);
+    if (!options.quiet && status != 0) note_read_scope(*policy, cwd);
     // Everything with an effect outside this process is done (jail reaped, placeholders removed, audit log
     // closed): leave without running the destructors of the policy, the plan and the runtime, which only
     // touch memory about to be dropped anyway.

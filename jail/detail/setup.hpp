@@ -35,6 +35,8 @@ struct Context {
     MountPlan plan;                        // received from the supervisor (ops, writable roots)
     // The limits no cgroup holds, which the command sets on itself (decided by the supervisor).
     std::optional<std::uint64_t> rlimit_as{}, rlimit_nproc{};
+    int notify_fd = -1;    // the seccomp listener (command process), sent to the supervisor
+    int notify_sock = -1;  // the socket it is sent on
 };
 
 // jail/mounts.cpp: the mount points of the caller's mount table (read by the jail child before it mounts;
@@ -50,6 +52,10 @@ std::vector<std::string> read_mount_points();
 Result bring_up_loopback(Context& ctx);
 Result create_listeners(Context& ctx);
 Result send_listeners(Context& ctx);
+// jail/net_filter.cpp: the default routes via lo and the nftables rules (transparent_port != 0).
+Result redirect_to_proxy(Context& ctx);
+// jail/net_filter.cpp: /etc/resolv.conf naming the DNS stub, bound read-only (before the pivot).
+Result bind_resolv_conf(Context& ctx);
 std::optional<std::vector<Listener>> receive_listeners(int fd);  // supervisor side; nullopt on EOF
 // jail/caps.cpp: no_new_privs, capabilities (bounding, ambient, inheritable, permitted, effective), uid
 // change.

@@ -104,6 +104,23 @@ TEST_CASE("existing always-read-only paths in a writable root are bound read-onl
     CHECK_FALSE(has_placeholder(plan, s.root / "project/.bashrc", false));
 }
 
+TEST_CASE("with the supervisor deciding (user notification): no placeholder, no scan below the top") {
+    Scratch s;
+    s.dir("project/.git");
+    s.file("project/.bashrc");
+    s.file("project/vendor/lib/.git/hooks/pre-commit");
+    auto in = s.input();
+    in.placeholders = false;
+    auto plan = make_mount_plan(in);
+    const fs::path p = s.root / "project";
+    CHECK(plan.placeholders.empty());
+    // What exists at the top keeps its read-only bind (it also stops chmod, xattrs, utimes).
+    CHECK(find(plan, MountKind::ReadOnly, p / ".bashrc") >= 0);
+    // Nothing below the top is looked for: the supervisor decides there at each call.
+    CHECK(find(plan, MountKind::ReadOnly, p / "vendor/lib/.git/hooks") < 0);
+    CHECK(find(plan, MountKind::ReadOnly, p / ".git/hooks") < 0);
+}
+
 TEST_CASE("missing always-read-only paths get a placeholder at their first missing component") {
     Scratch s;
     s.dir("project/.git");  // a repository without hooks yet

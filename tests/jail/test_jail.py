@@ -417,8 +417,6 @@ class JailCase:
             ".profile": "echo evil > .profile",
             ".gitconfig": "echo evil > .gitconfig",
             ".mcp.json": "echo '{}' > .mcp.json",
-            ".git/hooks": "mkdir -p .git/hooks && echo x > .git/hooks/pre-commit",
-            ".git/config": "mkdir -p .git && echo x > .git/config",
             ".claude/settings.json": "mkdir -p .claude && echo '{}' > .claude/settings.json",
             ".vscode": "mkdir -p .vscode && echo x > .vscode/settings.json",
             ".idea": "mkdir -p .idea && echo x > .idea/x",
@@ -428,8 +426,9 @@ class JailCase:
         for name in attempts:
             self.assertNotIn(f"MADE {name}", out, err)
         self.assertNotIn("LINKED", out)
-        # After the run: nothing left behind (placeholders removed), the directory otherwise untouched.
-        self.assertEqual(sorted(os.listdir(self.cwd)), [])
+        # After the run: only the empty directory the attempts made (no placeholder was ever created).
+        self.assertEqual(sorted(os.listdir(self.cwd)), [".claude"])
+        self.assertEqual(os.listdir(os.path.join(self.cwd, ".claude")), [])
 
     def test_git_hooks_missing_in_existing_repo(self):
         self.write(os.path.join(self.cwd, ".git/HEAD"), "ref: refs/heads/main\n")
@@ -500,9 +499,9 @@ class JailCase:
         sub = self.mkdir("repo/sub")
         env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": self.home}
         subprocess.run(["git", "init", "-q", repo], check=True, env=env, **self._identity())
-        out, err = self.sh("stat -c %F .git; git rev-parse --show-toplevel && git status --porcelain && echo GIT-OK",
-                           cwd=sub)
-        self.assertIn("fifo", out, err)
+        out, err = self.sh("test -e .git || echo NO-DOTGIT; git rev-parse --show-toplevel && git status --porcelain "
+                           "&& echo GIT-OK", cwd=sub)
+        self.assertIn("NO-DOTGIT", out, err)
         self.assertIn(repo, out, err)
         self.assertIn("GIT-OK", out, err)
         self.assertEqual(os.listdir(sub), [])
@@ -943,9 +942,21 @@ class JailCase:
         out, err = self.sh(f"curl -sS --max-time 5 {url}", "--allow-domain", TestHost.addr, "--allow-address",
                            "10.202.0.0/16")
         self.assertEqual(out, "test-host\n", err)
+        # Without transparent proxying, a program that ignores the proxy variables reaches nothing.
         out, err = self.sh(f"curl -sS --noproxy '*' --max-time 3 {url} && echo REACHED; true", "--allow-domain",
-                           TestHost.addr, "--allow-address", "10.202.0.0/16")
+                           TestHost.addr, "--allow-address", "10.202.0.0/16", "--no-transparent")
         self.assertNotIn("REACHED", out)
+        # With it (the default), the same connection is redirected to the proxy, which decides it: allowed
+        # by the rule naming the address, it goes through the proxy (proto "transparent" in the audit log).
+        audit = os.path.join(self.dir, "audit-transparent.log")
+        self.own(self.dir)
+        out, err = self.sh(f"curl -sS --noproxy '*' --max-time 3 {url} && echo REACHED; true", "--allow-domain",
+                           TestHost.addr, "--allow-address", "10.202.0.0/16", "--audit-log", audit)
+        self.assertIn("REACHED", out, err)
+        with open(audit) as f:
+            decisions = [json.loads(line) for line in f if '"decision"' in line]
+        self.assertEqual([(d["proto"], d["decision"], d["host"]) for d in decisions if d["event"] == "decision"],
+                         [("transparent", "allow", TestHost.addr)])
 
     def test_no_network_flag(self):
         out, err = self.sh("curl -sS --max-time 3 http://example.com/ && echo REACHED; echo ${HTTP_PROXY:-none}",
@@ -1117,7 +1128,9 @@ class AsRoot(JailCase, unittest.TestCase):
         self.assertIn("NOTES", out, err)
         for word in ("SSH", "BIN", "ZSHENV"):
             self.assertNotIn(word, out, err)
-        self.assertEqual(os.listdir(bob), ["notes"])
+        # `mkdir -p .local/bin` made `.local` (empty); nothing that runs code.
+        self.assertEqual(sorted(os.listdir(bob)), [".local", "notes"])
+        self.assertEqual(os.listdir(os.path.join(bob, ".local")), [])
 
 
 class AsUser(JailCase, unittest.TestCase):

@@ -1,0 +1,959 @@
+// The supervisor's side of the seccomp user notification (see notify.hpp and jail/README.md).
+#include "jail/notify.hpp"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace cordon::jail {
+
+bool user_notification_supported() {
+    const char* off = std::getenv("CORDON_TEST_NO_USER_NOTIF");
+    if (off && *off && std::strcmp(off, "0") != 0) return false;
+    utsname u{};
+    if (::uname(&u) != 0) return false;
+    int major = 0, minor = 0;
+    if (std::sscanf(u.release, "%d.%d", &major, &minor) != 2) return false;
+    return major > 5 || (major == 5 && minor >= 14);
+}
+
+namespace {
+
+// A descriptor closed when it goes out of scope.
+struct Fd {
+    int fd = -1;
+    Fd() = default;
+    explicit Fd(int f) : fd(f) {}
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    Fd(Fd&& o) noexcept : fd(o.fd) { o.fd = -1; }
+    Fd& operator=(Fd&& o) noexcept {
+        if (this != &o) {
+            reset();
+            fd = o.fd;
+            o.fd = -1;
+        }
+        return *this;
+    }
+    ~Fd() { reset(); }
+    void reset() {
+        if (fd >= 0) ::close(fd);
+        fd = -1;
+    }
+};
+
+// What the kernel's /proc/PID/status says of the caller: its credentials for file system access, its umask,
+// its ids in the jail's PID namespace (for /proc/self).
+struct Caller {
+    pid_t pid = 0;   // the thread, in our PID namespace
+    long tgid = -1;  // the process, in our PID namespace
+    long ns_tgid = -1, ns_pid = -1;
+    uid_t fsuid = 0;
+    gid_t fsgid = 0;
+    std::vector<gid_t> groups;
+    mode_t umask = 022;
+};
+
+bool read_caller(pid_t pid, Caller& c) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(pid));
+    Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+    if (fd.fd < 0) return false;
+    char buf[4096];
+    ssize_t n = ::read(fd.fd, buf, sizeof buf - 1);
+    if (n <= 0) return false;
+    buf[n] = '\0';
+    c.pid = pid;
+    auto last_number = [](const char* line) {
+        long v = -1;
+        const char* p = line;
+        while (*p && *p != '\n') {
+            while (*p == ' ' || *p == '\t')
+                ++p;
+            if (*p >= '0' && *p <= '9') {
+                v = std::strtol(p, const_cast<char**>(&p), 10);
+            } else if (*p && *p != '\n') {
+                ++p;
+            }
+        }
+        return v;
+    };
+    bool uid = false, gid = false;
+    for (char* line = buf; line && *line; line = std::strchr(line, '\n'), line = line ? line + 1 : nullptr) {
+        if (std::strncmp(line, "Umask:", 6) == 0) {
+            c.umask = static_cast<mode_t>(std::strtoul(line + 6, nullptr, 8));
+        } else if (std::strncmp(line, "Uid:", 4) == 0) {
+            c.fsuid = static_cast<uid_t>(last_number(line + 4));
+            uid = true;
+        } else if (std::strncmp(line, "Gid:", 4) == 0) {
+            c.fsgid = static_cast<gid_t>(last_number(line + 4));
+            gid = true;
+        } else if (std::strncmp(line, "Groups:", 7) == 0) {
+            const char* p = line + 7;
+            while (*p && *p != '\n') {
+                char* end = nullptr;
+                unsigned long g = std::strtoul(p, &end, 10);
+                if (end == p) {
+                    ++p;
+                    continue;
+                }
+                c.groups.push_back(static_cast<gid_t>(g));
+                p = end;
+            }
+        } else if (std::strncmp(line, "Tgid:", 5) == 0) {
+            c.tgid = std::strtol(line + 5, nullptr, 10);
+        } else if (std::strncmp(line, "NStgid:", 7) == 0) {
+            c.ns_tgid = last_number(line + 7);
+        } else if (std::strncmp(line, "NSpid:", 6) == 0) {
+            c.ns_pid = last_number(line + 6);
+        }
+    }
+    return uid && gid;
+}
+
+// Reads a NUL-terminated string of the caller's memory (page by page: a path may end just before an unmapped
+// page). 0 or an errno (EFAULT, ENAMETOOLONG).
+int read_string(pid_t pid, std::uint64_t addr, std::string& out) {
+    out.clear();
+    const std::size_t page = 4096;
+    char buf[4096];
+    while (out.size() <= PATH_MAX) {
+        std::size_t chunk = page - (addr % page);
+        iovec local{buf, chunk};
+        iovec remote{reinterpret_cast<void*>(addr), chunk};
+        ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (n <= 0) return errno == ESRCH ? ESRCH : EFAULT;
+        const char* nul = static_cast<const char*>(std::memchr(buf, '\0', static_cast<std::size_t>(n)));
+        if (nul) {
+            out.append(buf, static_cast<std::size_t>(nul - buf));
+            return out.size() >= PATH_MAX ? ENAMETOOLONG : 0;
+        }
+        out.append(buf, static_cast<std::size_t>(n));
+        addr += static_cast<std::uint64_t>(n);
+    }
+    return ENAMETOOLONG;
+}
+
+std::string readlink_str(const std::string& path, int& err) {
+    char buf[PATH_MAX + 1];
+    ssize_t n = ::readlink(path.c_str(), buf, PATH_MAX);
+    if (n < 0) {
+        err = errno;
+        return {};
+    }
+    err = 0;
+    return std::string(buf, static_cast<std::size_t>(n));
+}
+
+// Splits on '/', dropping empty and "." components ("a//./b" = a, b); ".." stays (symlinks decide it).
+std::vector<std::string> components(const std::string& p) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= p.size()) {
+        std::size_t end = p.find('/', start);
+        if (end == std::string::npos) end = p.size();
+        std::string part = p.substr(start, end - start);
+        if (!part.empty() && part != ".") out.push_back(std::move(part));
+        start = end + 1;
+    }
+    return out;
+}
+
+std::string join(const std::vector<std::string>& parts, std::size_t count) {
+    std::string out;
+    for (std::size_t i = 0; i < count; ++i)
+        out += "/" + parts[i];
+    return out.empty() ? "/" : out;
+}
+
+bool all_digits(const std::string& s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
+// A path that reaches one of the caller's descriptors through a magic link (/dev/stdout, /dev/fd/N,
+// /proc/self/fd/N, /proc/<own pid>/fd/N): the descriptor's number. -1: not such a path; -2: a path inside
+// another process's /proc directory (refused: we would open it with our own rights, not the caller's).
+long magic_descriptor(const std::vector<std::string>& parts, const Caller& c) {
+    if (parts.size() == 2 && parts[0] == "dev") {
+        if (parts[1] == "stdin") return 0;
+        if (parts[1] == "stdout") return 1;
+        if (parts[1] == "stderr") return 2;
+    }
+    if (parts.size() == 3 && parts[0] == "dev" && parts[1] == "fd" && all_digits(parts[2]))
+        return std::strtol(parts[2].c_str(), nullptr, 10);
+    if (parts.size() < 2 || parts[0] != "proc") return -1;
+    std::size_t i = 1;
+    const std::string& who = parts[1];
+    if (who == "self" || who == "thread-self") {
+        i = 2;
+    } else if (all_digits(who)) {
+        long n = std::strtol(who.c_str(), nullptr, 10);
+        if (n != c.ns_tgid && n != c.ns_pid) return -2;
+        i = 2;
+    } else {
+        return -1;
+    }
+    if (i + 1 < parts.size() && parts[i] == "task" && all_digits(parts[i + 1])) i += 2;
+    if (i + 2 == parts.size() && parts[i] == "fd" && all_digits(parts[i + 1]))
+        return std::strtol(parts[i + 1].c_str(), nullptr, 10);
+    return -1;
+}
+
+// What a path names for a call: the directory that holds its last component (opened, so the call lands in
+// exactly the directory that was checked), that directory's path in the jail's view, and the name.
+struct Target {
+    Fd dir;
+    std::string dir_path;
+    std::string name;
+    long magic = -1;  // a caller's descriptor reached through a magic link (see magic_descriptor)
+    std::string path() const {
+        if (name == ".") return dir_path;
+        return dir_path == "/" ? "/" + name : dir_path + "/" + name;
+    }
+};
+
+class NotifierImpl final : public Notifier {
+  public:
+    NotifierImpl(int fd, policy::PolicyPtr policy, timespec run_start, std::vector<std::string> mount_points)
+        : listener_(fd),
+          policy_(std::move(policy)),
+          run_start_(run_start),
+          mount_points_(mount_points.begin(), mount_points.end()) {
+        for (const auto& rule : policy_->filesystem().allow_write)
+            if (!rule.glob) writable_roots_.insert(rule.path.string());
+        stop_ = Fd(::eventfd(0, EFD_CLOEXEC));
+        privileged_ = ::geteuid() == 0;
+        thread_ = std::thread([this] { serve(); });
+    }
+
+    ~NotifierImpl() override {
+        std::uint64_t one = 1;
+        if (stop_.fd >= 0 && ::write(stop_.fd, &one, sizeof one) < 0) {
+        }
+        if (thread_.joinable()) thread_.join();
+    }
+
+    std::set<std::string> new_repositories() const override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return new_repos_;
+    }
+
+  private:
+    // Per thread: what the thread's file system credentials and umask are now (changed only when a caller's
+    // differ: most calls come from one process).
+    struct ThreadState {
+        bool ready = false;
+        uid_t fsuid = static_cast<uid_t>(-1);
+        gid_t fsgid = static_cast<gid_t>(-1);
+        std::vector<gid_t> groups;
+        bool groups_set = false;
+        mode_t umask = 0;
+    };
+    static thread_local ThreadState state_;
+
+    // The thread's own umask (unshare CLONE_FS) and, started by root, effective capabilities of CAP_SETUID
+    // and CAP_SETGID only: the call is performed with the caller's rights, and the command has no
+    // capability (CAP_DAC_OVERRIDE would let root's command write what it cannot).
+    bool prepare_thread() {
+        if (state_.ready) return true;
+        if (::unshare(CLONE_FS) != 0) return false;
+        state_.umask = ::umask(022);
+        ::umask(state_.umask);
+        if (privileged_ && !restrict_capabilities()) return false;
+        state_.ready = true;
+        return true;
+    }
+
+    static bool restrict_capabilities() {
+        __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
+        if (::syscall(SYS_capget, &header, caps) != 0) return false;
+        caps[0].effective = (1U << CAP_SETUID) | (1U << CAP_SETGID);
+        caps[1].effective = 0;
+        return ::syscall(SYS_capset, &header, caps) == 0;
+    }
+
+    bool become(const Caller& c) {
+        if (!prepare_thread()) return false;
+        if (c.umask != state_.umask) {
+            ::umask(c.umask);
+            state_.umask = c.umask;
+        }
+        if (!privileged_) return true;  // the command has our ids and groups
+        bool changed = false;
+        if (!state_.groups_set || c.groups != state_.groups) {
+            if (::syscall(SYS_setgroups, c.groups.size(), c.groups.data()) != 0) return false;
+            state_.groups = c.groups;
+            state_.groups_set = true;
+        }
+        if (c.fsgid != state_.fsgid) {
+            ::syscall(SYS_setfsgid, c.fsgid);
+            if (static_cast<gid_t>(::syscall(SYS_setfsgid, -1)) != c.fsgid) return false;
+            state_.fsgid = c.fsgid;
+            changed = true;
+        }
+        if (c.fsuid != state_.fsuid) {
+            ::syscall(SYS_setfsuid, c.fsuid);
+            if (static_cast<uid_t>(::syscall(SYS_setfsuid, -1)) != c.fsuid) return false;
+            state_.fsuid = c.fsuid;
+            changed = true;
+        }
+        // Going back to fsuid 0 raises the file system capabilities again.
+        return !changed || restrict_capabilities();
+    }
+
+    void serve() {
+        for (;;) {
+            pollfd fds[2] = {{listener_.fd, POLLIN, 0}, {stop_.fd, POLLIN, 0}};
+            int n = ::poll(fds, 2, -1);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 || (fds[1].revents & POLLIN)) return;
+            if (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) return;
+            if (!(fds[0].revents & POLLIN)) continue;
+            seccomp_notif req{};
+            if (::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) {
+                if (errno == EINTR || errno == ENOENT) continue;
+                return;
+            }
+            handle(req);
+        }
+    }
+
+    bool valid(std::uint64_t id) const {
+        return ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+    }
+
+    void reply(std::uint64_t id, int err, long long val = 0) const {
+        seccomp_notif_resp resp{};
+        resp.id = id;
+        resp.error = err ? -err : 0;
+        resp.val = err ? 0 : val;
+        ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    }
+
+    // The jail's root, opened once (every process of the jail has it: the command can neither chroot nor
+    // pivot_root).
+    int root(pid_t pid) {
+        if (root_.fd < 0) {
+            char path[64];
+            std::snprintf(path, sizeof path, "/proc/%d/root", static_cast<int>(pid));
+            root_ = Fd(::open(path, O_PATH | O_DIRECTORY | O_CLOEXEC));
+        }
+        return root_.fd;
+    }
+
+    // The absolute path (jail view) of `path` relative to `dirfd` of the caller. 0 or an errno.
+    int absolute(const Caller& c, int dirfd, const std::string& path, std::string& out) {
+        if (path.empty()) return ENOENT;
+        if (path[0] == '/') {
+            out = path;
+            return 0;
+        }
+        char link[64];
+        if (dirfd == AT_FDCWD)
+            std::snprintf(link, sizeof link, "/proc/%d/cwd", static_cast<int>(c.pid));
+        else
+            std::snprintf(link, sizeof link, "/proc/%d/fd/%d", static_cast<int>(c.pid), dirfd);
+        int err = 0;
+        std::string base = readlink_str(link, err);
+        if (err) return err == ENOENT && dirfd != AT_FDCWD ? EBADF : err;
+        if (base.empty() || base[0] != '/') return ENOTDIR;  // a pipe, a socket, an anonymous inode
+        static const std::string deleted = " (deleted)";
+        if (base.size() > deleted.size() &&
+            base.compare(base.size() - deleted.size(), deleted.size(), deleted) == 0)
+            return ENOENT;
+        out = base + "/" + path;
+        return 0;
+    }
+
+    // Resolves `abs` in the jail's view to the directory holding its last component. `follow`: a symlink as
+    // the last component is followed (open without O_NOFOLLOW, truncate). 0 or an errno.
+    int resolve(const Caller& c, std::string abs, bool follow, Target& t) {
+        int rootfd = root(c.pid);
+        if (rootfd < 0) return EACCES;
+        for (int hops = 0; hops < 40; ++hops) {
+            std::vector<std::string> parts = components(abs);
+            const bool has_dotdot = std::find(parts.begin(), parts.end(), "..") != parts.end();
+            if (!has_dotdot) {
+                long m = magic_descriptor(parts, c);
+                if (m == -2) return EACCES;
+                if (m >= 0) {
+                    t.magic = m;
+                    return 0;
+                }
+                // /proc/self names the caller, not us (we have no PID in the jail's namespace).
+                if (parts.size() >= 2 && parts[0] == "proc" &&
+                    (parts[1] == "self" || parts[1] == "thread-self")) {
+                    if (parts[1] == "thread-self") {
+                        parts[1] = std::to_string(c.ns_tgid);
+                        parts.insert(parts.begin() + 2, {"task", std::to_string(c.ns_pid)});
+                    } else {
+                        parts[1] = std::to_string(c.ns_tgid);
+                    }
+                }
+            }
+            std::string parent;
+            if (parts.empty()) {
+                parent = "/";
+                t.name = ".";
+            } else if (parts.back() == "..") {
+                parent = join(parts, parts.size());
+                t.name = ".";
+            } else {
+                parent = join(parts, parts.size() - 1);
+                t.name = parts.back();
+            }
+            open_how how{};
+            how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+            // Without a symlink or ".." on the way, the directory's path is the one asked for: the kernel
+            // need not be asked for it (most calls).
+            how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS;
+            Fd dir;
+            if (!has_dotdot) {
+                dir = Fd(static_cast<int>(::syscall(SYS_openat2, rootfd, parent.c_str(), &how, sizeof how)));
+                if (dir.fd < 0 && errno != ELOOP) return errno;
+            }
+            if (dir.fd >= 0) {
+                t.dir_path = parent;
+            } else {
+                how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+                dir = Fd(static_cast<int>(::syscall(SYS_openat2, rootfd, parent.c_str(), &how, sizeof how)));
+                if (dir.fd < 0) return errno;
+                char self[64];
+                std::snprintf(self, sizeof self, "/proc/self/fd/%d", dir.fd);
+                int err = 0;
+                t.dir_path = readlink_str(self, err);
+                if (err) return err;
+            }
+            if (t.dir_path.empty() || t.dir_path[0] != '/') return EACCES;
+            t.dir = std::move(dir);
+            if (!follow || t.name == ".") return 0;
+            char target[PATH_MAX + 1];
+            ssize_t n = ::readlinkat(t.dir.fd, t.name.c_str(), target, PATH_MAX);
+            if (n < 0) return 0;  // not a link (EINVAL), or missing (ENOENT): the call says
+            std::string to(target, static_cast<std::size_t>(n));
+            abs = to[0] == '/' ? to : (t.dir_path == "/" ? "" : t.dir_path) + "/" + to;
+        }
+        return ELOOP;
+    }
+
+    // Whether the git directory `dir` (jail view) existed when the run started: its birth time, or existing
+    // when the file system does not record one.
+    bool git_dir_existed(const std::string& dir) {
+        auto it = git_dirs_.find(dir);
+        if (it != git_dirs_.end()) return it->second;
+        bool existed = true;
+        open_how how{};
+        how.flags = O_PATH | O_CLOEXEC;
+        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+        Fd fd(static_cast<int>(::syscall(SYS_openat2, root_.fd, dir.c_str(), &how, sizeof how)));
+        struct statx stx {};
+        if (fd.fd >= 0 && ::statx(fd.fd, "", AT_EMPTY_PATH, STATX_BTIME, &stx) == 0 &&
+            (stx.stx_mask & STATX_BTIME)) {
+            existed = stx.stx_btime.tv_sec < run_start_.tv_sec ||
+                      (stx.stx_btime.tv_sec == run_start_.tv_sec &&
+                       static_cast<long>(stx.stx_btime.tv_nsec) < run_start_.tv_nsec);
+        } else if (fd.fd < 0 && errno == ENOENT) {
+            return false;  // not there yet: it will be new (not cached)
+        }
+        if (!existed) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            new_repos_.insert(dir);
+        }
+        git_dirs_.emplace(dir, existed);
+        return existed;
+    }
+
+    // 0 when the policy lets the caller write `path` (jail view), otherwise the errno to return: EROFS
+    // outside the writable areas (as the read-only mounts say), EACCES for a protected path.
+    int decide(const std::string& path, bool creates) {
+        auto under = [&](const char* root) {
+            std::size_t n = std::strlen(root);
+            return path.compare(0, n, root) == 0 && (path.size() == n || path[n] == '/');
+        };
+        // The jail's own areas: its POSIX shared memory; device files and /proc knobs are written, not
+        // created (as the jail's Landlock rules say; the read-only mounts there still apply).
+        if (under("/dev/shm")) return 0;
+        if (under("/dev") || under("/proc")) return creates ? EACCES : 0;
+        policy::Decision d = policy_->decide_write_resolved(
+            path, [this](const std::string& dir) { return git_dir_existed(dir); });
+        if (d.allowed()) return 0;
+        return d.reason == policy::Reason::DefaultDeny ? EROFS : EACCES;
+    }
+
+    // A directory being moved or removed that holds protected names, or a pre-existing git directory.
+    // decide() for a target, with what only the file system tells: an existing gitfile (`.git` as a file,
+    // pointing to the git directory) is neither written, replaced nor removed; and the bare-repository trick:
+    // `HEAD` next to `objects` or `refs` at the top of a writable root that is no git directory (git would
+    // read a `config` there as a repository's) is not created, nor the reverse.
+    int decide_at(const Target& t, bool creates) {
+        if (int err = decide(t.path(), creates)) return err;
+        struct stat st {};
+        if (t.name == ".git" && ::fstatat(t.dir.fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode))
+            return EACCES;
+        if (creates && (t.name == "HEAD" || t.name == "objects" || t.name == "refs") &&
+            writable_roots_.count(t.dir_path)) {
+            auto has = [&](const char* n) { return ::fstatat(t.dir.fd, n, &st, AT_SYMLINK_NOFOLLOW) == 0; };
+            if (t.name == "HEAD" ? (has("objects") || has("refs")) : has("HEAD")) return EACCES;
+        }
+        return 0;
+    }
+
+    // Whether two targets' directories lie on one mount (a rename or link between mounts is EXDEV, which the
+    // kernel says before anything else: `mv` then copies).
+    static bool same_mount(const Target& a, const Target& b) {
+        struct statx x {
+        }, y{};
+        if (::statx(a.dir.fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &x) != 0 ||
+            ::statx(b.dir.fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &y) != 0 || !(x.stx_mask & STATX_MNT_ID) ||
+            !(y.stx_mask & STATX_MNT_ID))
+            return true;  // unknown: the call decides
+        return x.stx_mnt_id == y.stx_mnt_id;
+    }
+
+    // A `.git` counts only when it existed before the run (a repository the run created may go).
+    int decide_directory_move(const std::string& path, int dirfd, const std::string& name) {
+        struct stat st {};
+        if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) return 0;
+        if (!policy_->holds_protected_names(path)) return 0;
+        const std::size_t slash = path.rfind('/');
+        if (path.compare(slash + 1, std::string::npos, ".git") == 0) {
+            std::string dir;
+            // The directory itself (not the path it is moved to): where it lies now.
+            char self[64];
+            std::snprintf(self, sizeof self, "/proc/self/fd/%d", dirfd);
+            int err = 0;
+            dir = readlink_str(self, err);
+            if (err) return EACCES;
+            dir = (dir == "/" ? "" : dir) + "/" + name;
+            if (!git_dir_existed(dir)) return 0;
+        }
+        return EACCES;
+    }
+
+    // The caller's descriptor `n`, reopened with `flags` (a write only through a descriptor open for
+    // writing, never a directory or O_PATH one: the reopen writes only where the original could).
+    int reopen(pid_t pid, long n, int flags, mode_t mode, Fd& out) {
+        Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+        if (pidfd.fd < 0) return errno;
+        Fd orig(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.fd, static_cast<int>(n), 0)));
+        if (orig.fd < 0) return errno == EBADF ? ENOENT : errno;
+        int oflags = ::fcntl(orig.fd, F_GETFL);
+        struct stat st {};
+        if (oflags < 0 || ::fstat(orig.fd, &st) != 0) return EACCES;
+        const bool wants_write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+        if (wants_write && ((oflags & O_PATH) || (oflags & O_ACCMODE) == O_RDONLY || S_ISDIR(st.st_mode)))
+            return EACCES;
+        char self[64];
+        std::snprintf(self, sizeof self, "/proc/self/fd/%d", orig.fd);
+        out = Fd(::open(self, (flags & ~O_NOFOLLOW) | O_CLOEXEC | O_NOCTTY, mode));
+        return out.fd < 0 ? errno : 0;
+    }
+
+    // Hands `fd` to the caller as the call's result (atomically answering the notification).
+    void send_fd(std::uint64_t id, int fd, int flags) const {
+        seccomp_notif_addfd add{};
+        add.id = id;
+        add.flags = SECCOMP_ADDFD_FLAG_SEND;
+        add.srcfd = static_cast<std::uint32_t>(fd);
+        add.newfd_flags = static_cast<std::uint32_t>(flags & O_CLOEXEC);
+        ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+    }
+
+    int do_open(const seccomp_notif& req, const Caller& c, int dirfd, const std::string& path, int flags,
+                mode_t mode, Fd& result) {
+        std::string abs;
+        if (int err = absolute(c, dirfd, path, abs)) return err;
+        if ((flags & O_PATH)) flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+        const bool tmpfile = (flags & O_TMPFILE) == O_TMPFILE;
+        const bool follow = tmpfile || (!(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL)));
+        Target t;
+        if (int err = resolve(c, abs, follow, t)) return err;
+        if (tmpfile && t.magic < 0 && t.name != ".") {
+            // O_TMPFILE names the directory the unnamed file goes to.
+            Fd d(::openat(t.dir.fd, t.name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+            if (d.fd < 0) return errno;
+            t.dir_path = t.path();
+            t.dir = std::move(d);
+            t.name = ".";
+        }
+        if (!valid(req.id)) return -1;
+        const bool writes =
+            !(flags & O_PATH) && ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) || tmpfile);
+        if (t.magic >= 0) {
+            if (!become(c)) return EPERM;
+            return reopen(c.pid, t.magic, flags, mode, result);
+        }
+        struct stat st {};
+        const bool exists = ::fstatat(t.dir.fd, t.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+        if (!exists && !(flags & O_CREAT)) return errno;
+        if (writes || (flags & O_CREAT)) {
+            if (tmpfile) {
+                if (int err = decide(t.dir_path == "/" ? "/x" : t.dir_path + "/x", true)) return err;
+            } else if (int err = decide_at(t, !exists)) {
+                return err;
+            }
+        }
+        if (!become(c)) return EPERM;
+        const int open_flags = (flags & ~O_CLOEXEC) | O_CLOEXEC | O_NOCTTY | (tmpfile ? 0 : O_NOFOLLOW);
+        if (exists && S_ISFIFO(st.st_mode) && !(flags & O_NONBLOCK)) {
+            // Opening a FIFO waits for the other side: on a thread of its own, not to hold up every other
+            // call.
+            Fd dir = std::move(t.dir);
+            std::string name = t.name;
+            Caller who = c;
+            std::uint64_t id = req.id;
+            std::thread([this, dir = std::move(dir), name, who, id, open_flags, mode, flags]() mutable {
+                if (!become(who)) return reply(id, EPERM);
+                Fd fd(::openat(dir.fd, name.c_str(), open_flags, mode));
+                if (fd.fd < 0) return reply(id, errno);
+                send_fd(id, fd.fd, flags);
+            }).detach();
+            return -1;
+        }
+        result = Fd(::openat(t.dir.fd, t.name.c_str(), open_flags, mode));
+        return result.fd < 0 ? errno : 0;
+    }
+
+    // The caller's status, read once per thread: the jail's credentials never change (no capability, no
+    // setuid binary under no_new_privs) and its umask only through umask(2), which is notified too (see
+    // note_umask). A thread's pidfd tells when the id is gone (and may be reused by another process).
+    const Caller* caller(pid_t tid) {
+        auto it = callers_.find(tid);
+        if (it != callers_.end()) {
+            pollfd p{it->second.pidfd.fd, POLLIN, 0};
+            if (::poll(&p, 1, 0) == 0) return &it->second.caller;
+            callers_.erase(it);
+        }
+        if (callers_.size() > 4096) callers_.clear();
+        // The pidfd first: the status read next is then that thread's (or the read fails).
+        constexpr unsigned kPidfdThread = O_EXCL;  // PIDFD_THREAD (Linux 6.9)
+        Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, tid, kPidfdThread)));
+        Cached entry;
+        if (!read_caller(tid, entry.caller)) return nullptr;
+        if (pidfd.fd < 0) {
+            uncached_ = entry.caller;
+            return &uncached_;
+        }
+        entry.pidfd = std::move(pidfd);
+        return &callers_.emplace(tid, std::move(entry)).first->second.caller;
+    }
+
+    // umask(2): the new mask is noted for every known thread of the process (they share it), and the kernel
+    // performs the call (nothing in it depends on memory).
+    void note_umask(const seccomp_notif& req) {
+        if (const Caller* c = caller(static_cast<pid_t>(req.pid))) {
+            const long tgid = c->tgid;
+            for (auto& [tid, entry] : callers_)
+                if (entry.caller.tgid == tgid)
+                    entry.caller.umask = static_cast<mode_t>(req.data.args[0] & 0777);
+        }
+        seccomp_notif_resp resp{};
+        resp.id = req.id;
+        resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+        ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    }
+
+    void handle(const seccomp_notif& req) {
+        if (req.data.nr == SYS_umask) return note_umask(req);
+        const Caller* known = caller(static_cast<pid_t>(req.pid));
+        if (!known) return reply(req.id, EPERM);
+        const Caller& c = *known;
+        const auto& a = req.data.args;
+        auto arg_fd = [&](int i) { return static_cast<int>(static_cast<std::uint32_t>(a[i])); };
+        auto arg_int = [&](int i) { return static_cast<int>(static_cast<std::uint32_t>(a[i])); };
+        std::string p1, p2;
+        auto read = [&](int i, std::string& out) { return read_string(c.pid, a[i], out); };
+        int err = 0;
+        switch (req.data.nr) {
+#ifdef SYS_open
+            case SYS_open:
+            case SYS_creat:
+#endif
+            case SYS_openat: {
+                int dirfd = AT_FDCWD, flags = 0;
+                mode_t mode = 0;
+                int at = 0;
+                if (req.data.nr == SYS_openat) {
+                    dirfd = arg_fd(0);
+                    at = 1;
+                    flags = arg_int(2);
+                    mode = static_cast<mode_t>(a[3]);
+#ifdef SYS_open
+                } else if (req.data.nr == SYS_creat) {
+                    flags = O_CREAT | O_WRONLY | O_TRUNC;
+                    mode = static_cast<mode_t>(a[1]);
+                } else {
+                    flags = arg_int(1);
+                    mode = static_cast<mode_t>(a[2]);
+#endif
+                }
+                if ((err = read(at, p1))) break;
+                Fd fd;
+                err = do_open(req, c, dirfd, p1, flags, mode & 07777, fd);
+                if (err < 0) return;  // answered elsewhere, or the caller is gone
+                if (err == 0) return send_fd(req.id, fd.fd, flags);
+                break;
+            }
+            case SYS_openat2:
+                // Its resolve flags would need resolving as the caller asked: refused as on a kernel before
+                // 5.6 (programs fall back to openat).
+                err = ENOSYS;
+                break;
+            default:
+                err = handle_path_call(req, c, p1, p2);
+                if (err < 0) return;
+                break;
+        }
+        reply(req.id, err);
+    }
+
+    // mkdir*, mknod*, unlink*, rmdir, rename*, link*, symlink*, truncate. 0 or an errno; -1: not to be
+    // answered (the caller is gone).
+    int handle_path_call(const seccomp_notif& req, const Caller& c, std::string& p1, std::string& p2) {
+        const auto& a = req.data.args;
+        auto arg_int = [&](int i) { return static_cast<int>(static_cast<std::uint32_t>(a[i])); };
+        int err = 0;
+        auto target = [&](int dirfd, int path_arg, bool follow, Target& t, std::string& text) {
+            if (int e = read_string(c.pid, a[path_arg], text)) return e;
+            std::string abs;
+            if (int e = absolute(c, dirfd, text, abs)) return e;
+            if (int e = resolve(c, abs, follow, t)) return e;
+            return t.magic >= 0 ? EACCES : 0;
+        };
+        const long nr = static_cast<long>(req.data.nr);
+        Target t1, t2;
+        switch (nr) {
+#ifdef SYS_mkdir
+            case SYS_mkdir:
+#endif
+            case SYS_mkdirat: {
+                const bool at = nr == SYS_mkdirat;
+                if ((err = target(at ? arg_int(0) : AT_FDCWD, at ? 1 : 0, false, t1, p1))) return err;
+                if (!valid(req.id)) return -1;
+                if (t1.name == ".") return EEXIST;
+                if ((err = decide_at(t1, true))) return err;
+                if (!become(c)) return EPERM;
+                const mode_t mode = static_cast<mode_t>(a[at ? 2 : 1]) & 07777;
+                return ::mkdirat(t1.dir.fd, t1.name.c_str(), mode) == 0 ? 0 : errno;
+            }
+#ifdef SYS_mknod
+            case SYS_mknod:
+#endif
+            case SYS_mknodat: {
+                const bool at = nr == SYS_mknodat;
+                if ((err = target(at ? arg_int(0) : AT_FDCWD, at ? 1 : 0, false, t1, p1))) return err;
+                if (!valid(req.id)) return -1;
+                if (t1.name == ".") return EEXIST;
+                if ((err = decide_at(t1, true))) return err;
+                if (!become(c)) return EPERM;
+                const mode_t mode = static_cast<mode_t>(a[at ? 2 : 1]);
+                const dev_t dev = static_cast<dev_t>(a[at ? 3 : 2]);
+                return ::mknodat(t1.dir.fd, t1.name.c_str(), mode, dev) == 0 ? 0 : errno;
+            }
+#ifdef SYS_unlink
+            case SYS_unlink:
+            case SYS_rmdir:
+#endif
+            case SYS_unlinkat: {
+                const bool at = nr == SYS_unlinkat;
+                int flags = at ? arg_int(2) & AT_REMOVEDIR : 0;
+#ifdef SYS_rmdir
+                if (nr == SYS_rmdir) flags = AT_REMOVEDIR;
+#endif
+                if ((err = target(at ? arg_int(0) : AT_FDCWD, at ? 1 : 0, false, t1, p1))) return err;
+                if (!valid(req.id)) return -1;
+                if (t1.name == ".") return flags ? EINVAL : EISDIR;
+                if (mount_points_.count(t1.path())) return EBUSY;
+                if ((err = decide_at(t1, false))) return err;
+                if ((err = decide_directory_move(t1.path(), t1.dir.fd, t1.name))) return err;
+                if (!become(c)) return EPERM;
+                return ::unlinkat(t1.dir.fd, t1.name.c_str(), flags) == 0 ? 0 : errno;
+            }
+#ifdef SYS_rename
+            case SYS_rename:
+#endif
+            case SYS_renameat:
+            case SYS_renameat2: {
+                int olddir = AT_FDCWD, newdir = AT_FDCWD, oldarg = 0, newarg = 1;
+                unsigned flags = 0;
+                if (nr != static_cast<long>(
+#ifdef SYS_rename
+                              SYS_rename
+#else
+                              -1
+#endif
+                              )) {
+                    olddir = arg_int(0);
+                    oldarg = 1;
+                    newdir = arg_int(2);
+                    newarg = 3;
+                    if (nr == SYS_renameat2) flags = static_cast<unsigned>(a[4]);
+                }
+                if ((err = target(olddir, oldarg, false, t1, p1))) return err;
+                if ((err = target(newdir, newarg, false, t2, p2))) return err;
+                if (!valid(req.id)) return -1;
+                if (t1.name == "." || t2.name == ".") return EBUSY;
+                if (!same_mount(t1, t2)) return EXDEV;  // as the kernel says first
+                if (mount_points_.count(t1.path()) || mount_points_.count(t2.path())) return EBUSY;
+                if ((err = decide_at(t1, false)) || (err = decide_at(t2, true))) return err;
+                if ((err = decide_directory_move(t1.path(), t1.dir.fd, t1.name)) ||
+                    (err = decide_directory_move(t2.path(), t1.dir.fd, t1.name)) ||
+                    (err = decide_directory_move(t2.path(), t2.dir.fd, t2.name)))
+                    return err;
+                // RENAME_EXCHANGE moves the target to the source's name too.
+                if ((flags & RENAME_EXCHANGE) && (err = decide_directory_move(t1.path(), t2.dir.fd, t2.name)))
+                    return err;
+                if (!become(c)) return EPERM;
+                return ::syscall(SYS_renameat2, t1.dir.fd, t1.name.c_str(), t2.dir.fd, t2.name.c_str(),
+                                 flags) == 0
+                           ? 0
+                           : errno;
+            }
+#ifdef SYS_link
+            case SYS_link:
+#endif
+            case SYS_linkat: {
+                int olddir = AT_FDCWD, newdir = AT_FDCWD, oldarg = 0, newarg = 1, flags = 0;
+                if (nr == SYS_linkat) {
+                    olddir = arg_int(0);
+                    oldarg = 1;
+                    newdir = arg_int(2);
+                    newarg = 3;
+                    flags = arg_int(4);
+                }
+                if ((err = read_string(c.pid, a[oldarg], p1))) return err;
+                if (p1.empty() && (flags & AT_EMPTY_PATH)) return ENOENT;  // needs CAP_DAC_READ_SEARCH
+                std::string abs;
+                if ((err = absolute(c, olddir, p1, abs))) return err;
+                if ((err = resolve(c, abs, flags & AT_SYMLINK_FOLLOW, t1))) return err;
+                if ((err = target(newdir, newarg, false, t2, p2))) return err;
+                if (!valid(req.id)) return -1;
+                if (t2.name == ".") return EEXIST;
+                if ((err = decide_at(t2, true))) return err;
+                if (t1.magic >= 0) {
+                    // An O_TMPFILE file given a name (linkat of /proc/self/fd/N): a file that has a name
+                    // already is decided where it lies (a link would give a protected file a writable name).
+                    Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, c.pid, 0)));
+                    if (pidfd.fd < 0) return errno;
+                    Fd orig(static_cast<int>(
+                        ::syscall(SYS_pidfd_getfd, pidfd.fd, static_cast<int>(t1.magic), 0)));
+                    if (orig.fd < 0) return errno == EBADF ? ENOENT : errno;
+                    struct stat st {};
+                    if (::fstat(orig.fd, &st) != 0) return errno;
+                    char self[64];
+                    std::snprintf(self, sizeof self, "/proc/self/fd/%d", orig.fd);
+                    if (st.st_nlink > 0) {
+                        int e = 0;
+                        std::string where = readlink_str(self, e);
+                        if (e || where.empty() || where[0] != '/') return EACCES;
+                        if ((err = decide(where, false))) return err;
+                    }
+                    if (!become(c)) return EPERM;
+                    return ::linkat(AT_FDCWD, self, t2.dir.fd, t2.name.c_str(), AT_SYMLINK_FOLLOW) == 0
+                               ? 0
+                               : errno;
+                }
+                if (t1.name == ".") return EPERM;
+                if (!same_mount(t1, t2)) return EXDEV;  // as the kernel says first
+                // The source gets a second name: it must be writable where it is.
+                if ((err = decide_at(t1, false))) return err;
+                if (!become(c)) return EPERM;
+                return ::linkat(t1.dir.fd, t1.name.c_str(), t2.dir.fd, t2.name.c_str(), 0) == 0 ? 0 : errno;
+            }
+#ifdef SYS_symlink
+            case SYS_symlink:
+#endif
+            case SYS_symlinkat: {
+                const bool at = nr == SYS_symlinkat;
+                if ((err = read_string(c.pid, a[0], p1))) return err;
+                if ((err = target(at ? arg_int(1) : AT_FDCWD, at ? 2 : 1, false, t2, p2))) return err;
+                if (!valid(req.id)) return -1;
+                if (t2.name == ".") return EEXIST;
+                if ((err = decide_at(t2, true))) return err;
+                if (!become(c)) return EPERM;
+                return ::symlinkat(p1.c_str(), t2.dir.fd, t2.name.c_str()) == 0 ? 0 : errno;
+            }
+            case SYS_truncate: {
+                if ((err = read_string(c.pid, a[0], p1))) return err;
+                std::string abs;
+                if ((err = absolute(c, AT_FDCWD, p1, abs))) return err;
+                if ((err = resolve(c, abs, true, t1))) return err;
+                if (!valid(req.id)) return -1;
+                const auto length = static_cast<off_t>(a[1]);
+                if (t1.magic >= 0) {
+                    Fd fd;
+                    if (!become(c)) return EPERM;
+                    if ((err = reopen(c.pid, t1.magic, O_WRONLY, 0, fd))) return err;
+                    return ::ftruncate(fd.fd, length) == 0 ? 0 : errno;
+                }
+                struct stat st {};
+                if (::fstatat(t1.dir.fd, t1.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return errno;
+                if ((err = decide_at(t1, false))) return err;
+                if (!become(c)) return EPERM;
+                Fd fd(::openat(t1.dir.fd, t1.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+                if (fd.fd < 0) return errno;
+                char self[64];
+                std::snprintf(self, sizeof self, "/proc/self/fd/%d", fd.fd);
+                return ::truncate(self, length) == 0 ? 0 : errno;
+            }
+            default:
+                return ENOSYS;
+        }
+    }
+
+    Fd listener_;
+    Fd stop_;
+    Fd root_;
+    policy::PolicyPtr policy_;
+    timespec run_start_;
+    bool privileged_ = false;
+    std::map<std::string, bool> git_dirs_;
+    struct Cached {
+        Caller caller;
+        Fd pidfd;
+    };
+    std::unordered_map<pid_t, Cached> callers_;
+    Caller uncached_;
+    std::unordered_set<std::string> mount_points_;
+    std::unordered_set<std::string> writable_roots_;  // allowWrite entries, the working directory, /tmp
+    mutable std::mutex mutex_;
+    std::set<std::string> new_repos_;
+    std::thread thread_;
+};
+
+thread_local NotifierImpl::ThreadState NotifierImpl::state_;
+
+}  // namespace
+
+std::unique_ptr<Notifier> Notifier::start(int fd, policy::PolicyPtr policy, timespec run_start,
+                                          std::vector<std::string> mount_points) {
+    return std::make_unique<NotifierImpl>(fd, std::move(policy), run_start, std::move(mount_points));
+}
+
+}  // namespace cordon::jail

@@ -1,0 +1,41 @@
+// The protected names at the system-call boundary. The jail's seccomp filter sends every call that creates,
+// replaces, removes or opens a name for writing (open/openat/creat with O_CREAT O_WRONLY O_RDWR O_TRUNC,
+// openat2, truncate, mkdir*, mknod*, link*, symlink*, rename*, unlink*, rmdir) to the supervisor
+// (SECCOMP_RET_USER_NOTIF). A Notifier thread there resolves the path in the jail's view, decides with the
+// policy (policy::Policy::decide_write_resolved: the whole write policy, since the call it performs is not
+// under the jail's Landlock) and performs the call itself, as the caller (its fsuid, fsgid, groups, umask),
+// returning the result or injecting the new descriptor (SECCOMP_IOCTL_NOTIF_ADDFD). It never lets the kernel
+// continue a call whose decision depended on a path in the caller's memory. See jail/README.md.
+#pragma once
+
+#include <ctime>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "policy/policy.hpp"
+
+namespace cordon::jail {
+
+// True when the kernel has what the mechanism needs (user notification with SECCOMP_ADDFD_FLAG_SEND: Linux
+// 5.14) and the test switch CORDON_TEST_NO_USER_NOTIF=1 does not ask for the old-kernel fallback
+// (placeholders, see mount_plan.hpp).
+bool user_notification_supported();
+
+class Notifier {
+  public:
+    // Serves the listener `fd` (ownership passes) on its own thread until the jail is gone. `run_start`
+    // (CLOCK_REALTIME_COARSE, the clock of the file systems' timestamps) tells git directories that existed
+    // before the run from those the run created.
+    // `mount_points`: the paths the mount plan mounts on (jail view). The supervisor works from the host's
+    // mount namespace, where they are no mount points: it refuses to remove or rename them (EBUSY) as the
+    // jail's namespace would.
+    static std::unique_ptr<Notifier> start(int fd, policy::PolicyPtr policy, timespec run_start,
+                                           std::vector<std::string> mount_points);
+    // The git directories (`.../.git`, jail view) the run created and wrote into, for the end-of-run summary.
+    virtual std::set<std::string> new_repositories() const = 0;
+    virtual ~Notifier() = default;
+};
+
+}  // namespace cordon::jail

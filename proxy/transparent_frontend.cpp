@@ -1,0 +1,127 @@
+// The transparent front-end (transparent_frontend.hpp).
+#include "proxy/transparent_frontend.hpp"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#include <cstring>
+
+#include "proxy/client_hello.hpp"
+#include "proxy/context.hpp"
+
+namespace cordon::proxy {
+
+namespace {
+// <linux/netfilter_ipv4.h> SO_ORIGINAL_DST and <linux/netfilter_ipv6/ip6_tables.h> IP6T_SO_ORIGINAL_DST (both
+// 80); those headers clash with glibc's.
+constexpr int kSoOriginalDst = 80;
+}  // namespace
+
+TransparentFrontEnd::TransparentFrontEnd(Connection& connection) : c_(connection), timer_(new uv_timer_t) {
+    uv_timer_init(c_.context_.loop, timer_);
+    timer_->data = this;
+}
+
+TransparentFrontEnd::~TransparentFrontEnd() {
+    timer_->data = nullptr;
+    uv_close(reinterpret_cast<uv_handle_t*>(timer_),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+}
+
+// The original destination, and what it stands for: a name of the DNS stub, or an address as itself.
+bool TransparentFrontEnd::find_target() {
+    targeted_ = true;
+    int fd = c_.client_->fd();
+    sockaddr_storage local{};
+    socklen_t len = sizeof local;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) return false;
+    sockaddr_storage dst{};
+    len = sizeof dst;
+    int level = local.ss_family == AF_INET6 ? SOL_IPV6 : SOL_IP;
+    if (::getsockopt(fd, level, kSoOriginalDst, &dst, &len) != 0) {
+        // Connected to the listener's own address (not redirected): there is no destination to decide.
+        refusal_ = "no original destination (not a redirected connection)";
+        return false;
+    }
+    Address a = Address::from_sockaddr(reinterpret_cast<sockaddr*>(&dst), len).unmapped();
+    original_dst_ = a.to_string();
+    port_ = a.port();
+    if (auto name = c_.context_.fake.name_for(a)) {
+        host_ = *name;
+    } else if (FakeAddresses::in_pool(a)) {
+        refusal_ = "an address of the DNS stub's pool that it never gave out";
+        host_ = a.ip();
+        return false;
+    } else {
+        host_ = a.ip();
+    }
+    return true;
+}
+
+void TransparentFrontEnd::read() {
+    if (deciding_ || c_.closed()) return;  // later bytes wait in the connection's buffer for the tunnel
+    if (!targeted_ && !find_target()) {
+        c_.request_.host = host_;
+        c_.request_.port = port_;
+        c_.request_.original_dst = original_dst_;
+        c_.conclude({Verdict::Kind::Rejected, "bad-request", refusal_, 0, ""});
+        return;
+    }
+    auto hello = client_hello_sni(
+        std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(c_.in_.data()), c_.in_.size()));
+    if (hello.status == ClientHelloSni::Status::NeedMore && !waited_ && !c_.client_eof_) {
+        if (!uv_is_active(reinterpret_cast<uv_handle_t*>(timer_)))
+            uv_timer_start(timer_, &TransparentFrontEnd::on_timer,
+                           c_.context_.options.strict_sni ? kStrictFirstBytesMs : kFirstBytesMs, 0);
+        return;
+    }
+    uv_timer_stop(timer_);
+    deciding_ = true;
+    c_.request_.original_dst = original_dst_;
+    c_.request_.sni.clear();
+    c_.request_.sni_mismatch = false;
+    if (hello.status == ClientHelloSni::Status::Found) {
+        c_.request_.sni = hello.name;
+        c_.request_.sni_mismatch = hello.name != host_;
+        if (c_.request_.sni_mismatch && c_.context_.options.strict_sni) {
+            c_.request_.host = host_;
+            c_.request_.port = port_;
+            c_.conclude({Verdict::Kind::Rejected, "sni-mismatch",
+                         "TLS server name " + hello.name + " is not " + host_ + " (--strict-sni)", 0, ""});
+            return;
+        }
+    }
+    c_.decide(host_, port_);
+}
+
+void TransparentFrontEnd::on_timer(uv_timer_t* timer) {
+    auto* self = static_cast<TransparentFrontEnd*>(timer->data);
+    if (!self) return;
+    self->waited_ = true;
+    self->read();
+}
+
+void TransparentFrontEnd::answer(const Verdict& v) {
+    switch (v.kind) {
+        case Verdict::Kind::Connected:
+            c_.start_tunnel();
+            return;
+        case Verdict::Kind::Aborted:
+            return;
+        case Verdict::Kind::Denied:
+        case Verdict::Kind::Failed:
+        case Verdict::Kind::Rejected:
+            break;
+    }
+    // No protocol to answer in: reset the connection, so the client fails at once (ECONNRESET) rather than
+    // reading an orderly end it might take for an empty answer.
+    linger reset{1, 0};
+    ::setsockopt(c_.client_->fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    std::string error = v.error.empty() ? v.reason : v.error;
+    if (!c_.request_.guard_class.empty())
+        error = "blocked-by-address-guard: " + c_.request_.upstream_ip + " (" + c_.request_.guard_class + ")";
+    c_.close(error);
+}
+
+}  // namespace cordon::proxy

@@ -1,0 +1,311 @@
+#!/usr/bin/python3
+"""Integration tests for the protected names at the system-call boundary (seccomp user notification, issue 11):
+real jailed commands, as root and as an unprivileged user created for the run. Needs root.
+
+    python3 tests/jail/test_notify.py --cordon build/cordon [-k pattern]
+"""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_jail  # noqa: E402  (Env, JailCase: the fixtures of the jail tests)
+
+Env = test_jail.Env
+
+
+def snapshot(root):
+    """Every entry below `root` with its inode, type, mode, size and mtime: byte-for-byte enough to see a
+    placeholder come or go, or anything else change."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            out[os.path.relpath(path, root)] = (st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns)
+    return out
+
+
+GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+
+
+class NotifyCase:
+    """The fixtures of test_jail.JailCase, without its tests."""
+    AS_USER = False
+    for _name in ("setUp", "tearDown", "own", "mkdir", "write", "read", "_identity", "env", "popen", "run_jail",
+                  "sh"):
+        locals()[_name] = getattr(test_jail.JailCase, _name)
+
+    def git(self, *args, cwd=None):
+        env = {**os.environ, **GIT_ENV, "HOME": self.home}
+        return subprocess.run(["git", *args], cwd=cwd or self.cwd, check=True, capture_output=True, text=True,
+                               env=env, **self._identity())
+
+    def existing_repo(self, rel="."):
+        path = os.path.join(self.cwd, rel)
+        os.makedirs(path, exist_ok=True)
+        self.own(path)
+        self.git("init", "-q", path)
+        # Birth times before the run (the file system's clock is coarse).
+        time.sleep(0.02)
+        return path
+
+    # 1. git redirection: commondir, a linked worktree's files, a submodule's config, config.worktree.
+    def test_git_redirection_refused_in_existing_repository(self):
+        self.existing_repo()
+        self.write(os.path.join(self.cwd, ".git/worktrees/w/gitdir"), "/elsewhere/.git\n")
+        self.write(os.path.join(self.cwd, ".git/modules/sub/config"), "[core]\n")
+        attempts = {
+            "commondir": "echo ../evil > .git/commondir",
+            "worktree-gitdir": "echo /tmp/evil > .git/worktrees/w/gitdir",
+            "worktree-commondir": "echo ../evil > .git/worktrees/w/commondir",
+            "submodule": "git config -f .git/modules/sub/config core.fsmonitor 'touch /tmp/pwned'",
+            "new-submodule": "mkdir -p .git/modules/other && echo x > .git/modules/other/config",
+            "config-worktree": "echo '[core]' > .git/config.worktree",
+            "config": "git config core.fsmonitor 'touch /tmp/pwned'",
+            "hook": "mkdir -p .git/hooks && echo x > .git/hooks/pre-commit",
+            "move-git-away": "mv .git g2",
+            "remove-config": "rm -f .git/config",
+        }
+        script = "; ".join(f"({cmd}) 2>/dev/null && echo MADE-{key}" for key, cmd in attempts.items())
+        out, err = self.sh(script + "; echo x > .git/description && echo DESC; git status --porcelain >/dev/null "
+                           "&& echo STATUS; true", expect=None)
+        for key in attempts:
+            self.assertNotIn(f"MADE-{key}", out, err)
+        self.assertIn("DESC", out, err)
+        self.assertIn("STATUS", out, err)
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, ".git/commondir")))
+        self.assertEqual(self.read(os.path.join(self.cwd, ".git/worktrees/w/gitdir")), "/elsewhere/.git\n")
+        self.assertEqual(self.read(os.path.join(self.cwd, ".git/modules/sub/config")), "[core]\n")
+        self.assertNotIn("fsmonitor", self.read(os.path.join(self.cwd, ".git/config")))
+
+    def test_gitfile_and_bare_repository_trick(self):
+        self.write(os.path.join(self.cwd, "wt/.git"), "gitdir: /elsewhere/.git/worktrees/wt\n")
+        attempts = {
+            "gitfile-rewrite": "echo 'gitdir: /tmp/evil' > wt/.git",
+            "gitfile-remove": "rm -f wt/.git",
+            "gitfile-rename": "mv wt/.git wt/g",
+            "bare-head": "mkdir objects refs && echo 'ref: refs/heads/main' > HEAD",
+        }
+        script = "; ".join(f"({cmd}) 2>/dev/null && echo MADE-{key}" for key, cmd in attempts.items())
+        out, err = self.sh(script + "; rmdir objects refs; echo x > HEAD && echo HEAD-ALONE; "
+                           "(mkdir refs) 2>/dev/null && echo MADE-bare-refs; true")
+        for key in list(attempts) + ["bare-refs"]:
+            self.assertNotIn(f"MADE-{key}", out, err)
+        self.assertIn("HEAD-ALONE", out)
+        self.assertEqual(self.read(os.path.join(self.cwd, "wt/.git")), "gitdir: /elsewhere/.git/worktrees/wt\n")
+
+    def test_new_repository_works_and_is_named(self):
+        out, err = self.sh("git init -q fresh && cd fresh && git config user.name x && echo x > f && git add f && "
+                           "git -c user.email=t@t commit -qm one && echo COMMITTED && cd .. && rm -rf fresh && "
+                           "echo REMOVED")
+        self.assertIn("COMMITTED", out, err)
+        self.assertIn("REMOVED", out, err)
+        self.assertIn("a git repository was created during the run", err)
+        self.assertIn(os.path.join(self.cwd, "fresh/.git"), err)
+
+    # 2. concurrent jails in one directory.
+    def test_two_concurrent_jails(self):
+        self.existing_repo()
+        first = self.popen(["-c", "echo ready; read x; echo done"], stdin=subprocess.PIPE)
+        self.assertEqual(first.stdout.readline().strip(), "ready")
+        second = self.popen(["-c", "echo ready; read x; for f in .bashrc .claude/settings.json "
+                                   ".git/hooks/pre-commit; do mkdir -p $(dirname $f); (echo x > $f) 2>/dev/null && "
+                                   "echo MADE $f; done; true"], stdin=subprocess.PIPE)
+        self.assertEqual(second.stdout.readline().strip(), "ready")
+        first.communicate("go\n", timeout=30)
+        self.assertEqual(first.returncode, 0)
+        out, err = second.communicate("go\n", timeout=30)
+        self.assertEqual(second.returncode, 0, err)
+        self.assertNotIn("MADE", out, err)
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, ".bashrc")))
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, ".claude/settings.json")))
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, ".git/hooks/pre-commit")))
+
+    # 3. no scan budget: a run that made more than 20,000 entries leaves the next run's protection whole.
+    def test_many_entries_do_not_end_protection(self):
+        self.sh("mkdir many && cd many && seq 1 20500 | xargs touch")
+        self.existing_repo("a/b/c/d/nested")
+        out, err = self.sh("mkdir -p a/b/c/d/nested/.git/hooks 2>/dev/null && "
+                           "(echo x > a/b/c/d/nested/.git/hooks/pre-commit) 2>/dev/null && echo HOOK; "
+                           "(echo x > a/b/c/d/nested/.git/config) 2>/dev/null && echo CONFIG; true")
+        self.assertNotIn("HOOK", out, err)
+        self.assertNotIn("CONFIG", out, err)
+
+    # 4. SIGKILL of the supervisor leaves the directory as it was; during the run git sees nothing new.
+    def test_supervisor_killed_leaves_directory_unchanged(self):
+        self.existing_repo()
+        self.write(os.path.join(self.cwd, "tracked"), "t\n")
+        before = snapshot(self.cwd)
+        p = self.popen(["-c", "echo ready; sleep 60"])
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        self.assertEqual(snapshot(self.cwd), before)
+        p.send_signal(signal.SIGKILL)
+        p.communicate(timeout=30)
+        time.sleep(0.2)
+        self.assertEqual(snapshot(self.cwd), before)
+
+    def test_git_status_from_outside_during_a_run(self):
+        self.existing_repo()
+        os.makedirs(os.path.join(self.cwd, "sub"))
+        self.own(os.path.join(self.cwd, "sub"))
+        before = self.git("status", "--porcelain", "--ignored").stdout
+        p = self.popen(["-c", "echo ready; read x"], stdin=subprocess.PIPE)
+        try:
+            self.assertEqual(p.stdout.readline().strip(), "ready")
+            during = self.git("status", "--porcelain", "--ignored").stdout
+            during_sub = self.git("status", "--porcelain", "--ignored", cwd=os.path.join(self.cwd, "sub")).stdout
+        finally:
+            p.communicate("go\n", timeout=30)
+        self.assertEqual(during, before)
+        self.assertEqual(during_sub, before)
+
+    # 5. depth: protected names below the first level.
+    def test_protected_names_at_any_depth(self):
+        self.existing_repo("x/y/z/deep")
+        attempts = {
+            "claude-settings": "mkdir -p sub/.claude && echo '{}' > sub/.claude/settings.json",
+            "claude-commands": "mkdir -p a/b/c/d/.claude/commands",
+            "vscode": "mkdir -p sub/deeper/.vscode",
+            "bashrc": "echo x > sub/deeper/.bashrc",
+            "deep-hooks": "mkdir -p x/y/z/deep/.git/hooks && echo x > x/y/z/deep/.git/hooks/pre-commit",
+            "link-into": "ln -s /etc/passwd sub/.mcp.json",
+            "rename-into": "mkdir -p t other && echo '{}' > t/settings.json && mv t other/.claude",
+        }
+        script = "; ".join(f"({cmd}) 2>/dev/null && echo MADE-{key}" for key, cmd in attempts.items())
+        out, err = self.sh(script + "; true")
+        for key in attempts:
+            self.assertNotIn(f"MADE-{key}", out, err)
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, "sub/.claude/settings.json")))
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, "other/.claude")))
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, "x/y/z/deep/.git/hooks/pre-commit")))
+
+    # The mechanism's pitfalls.
+    def test_magic_links_and_descriptors(self):
+        ro = self.write(os.path.join(self.outside, "input"), "data\n")
+        # Pipes made inside the jail (one the test made as root could not be reopened by the test user, with or
+        # without cordon: a pipe's inode is its creator's, mode 0600).
+        out, err = self.sh("(echo to-stderr > /dev/stderr) 2>&1 | cat; (echo to-stdout > /dev/stdout) | cat; "
+                           "(echo fd1 > /proc/self/fd/1) | cat; "
+                           "(echo x > /proc/self/fd/0) 2>/dev/null && echo STDIN-WRITTEN; "
+                           "(echo x > /dev/fd/0) 2>/dev/null && echo FD0-WRITTEN; true", stdin=open(ro))
+        self.assertIn("to-stdout", out)
+        self.assertIn("fd1", out)
+        self.assertIn("to-stderr", out)
+        self.assertNotIn("WRITTEN", out)
+        self.assertEqual(self.read(ro), "data\n")
+
+    def test_credentials_umask_cloexec_and_errors(self):
+        out, err = self.sh(
+            "umask 027; echo x > f; mkdir d; stat -c '%a %u' f d; "
+            "(echo x > missing/f) 2>&1; (mkdir f) 2>&1; (rmdir nothere) 2>&1; "
+            f"{test_jail.PY} -c \"import os, fcntl; fd = os.open('g', os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC); "
+            "print('cloexec', bool(fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC)); "
+            "import ctypes; fd2 = ctypes.CDLL(None).open(b'h', os.O_CREAT | os.O_WRONLY, 0o644); "
+            "print('plain', bool(fcntl.fcntl(fd2, fcntl.F_GETFD) & fcntl.FD_CLOEXEC))\"", expect=None)
+        uid = str(Env.uid if self.AS_USER else 0)
+        self.assertIn(f"640 {uid}", out, err)
+        self.assertIn(f"750 {uid}", out, err)
+        self.assertIn("No such file or directory", out)
+        self.assertIn("File exists", out)
+        self.assertIn("cloexec True", out)
+        self.assertIn("plain False", out)
+
+    def test_symlinks_tmpfile_and_moves(self):
+        # A symlink as the last component is followed where the call follows it, and decided where it leads;
+        # O_TMPFILE and linkat through /proc/self/fd work; a move from /tmp (another mount) copies.
+        out, err = self.sh(
+            "ln -s .bashrc rc && (echo x > rc) 2>/dev/null && echo THROUGH-LINK; "
+            "ln -s /etc/cordon-notify-test out && (echo x > out) 2>/dev/null && echo OUTSIDE; "
+            "ln -s real ok && echo fine > ok && cat real; "
+            "echo t > /tmp/t && mv /tmp/t moved && cat moved; "
+            f"{test_jail.PY} -c \"import os; fd = os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o644); os.write(fd, b'anon'); "
+            "os.link(f'/proc/self/fd/{fd}', 'named', follow_symlinks=True); print(open('named').read())\"; "
+            "mkdir d1 d2 && touch d1/a && mv -T d1 d2 2>/dev/null; ls d2", expect=None)
+        self.assertNotIn("THROUGH-LINK", out, err)
+        self.assertNotIn("OUTSIDE", out, err)
+        self.assertIn("fine", out, err)
+        self.assertIn("t\n", out, err)
+        self.assertIn("anon", out, err)
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, ".bashrc")))
+        self.assertFalse(os.path.exists("/etc/cordon-notify-test"))
+
+    def test_racing_threads_cannot_escape(self):
+        # One thread flips a path buffer between a harmless name and `.bashrc` while another creates files
+        # through it: the supervisor decides on the string it read and performs the call on that string.
+        script = (
+            "import ctypes, os, threading\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "buf = ctypes.create_string_buffer(b'harmless', 64)\n"
+            "stop = False\n"
+            "def flip():\n"
+            "    while not stop:\n"
+            "        ctypes.memmove(buf, b'.bashrc\\0', 8)\n"
+            "        ctypes.memmove(buf, b'harmless\\0', 9)\n"
+            "t = threading.Thread(target=flip); t.start()\n"
+            "made = 0\n"
+            "for i in range(3000):\n"
+            "    fd = libc.open(buf, os.O_CREAT | os.O_WRONLY, 0o644)\n"
+            "    if fd >= 0:\n"
+            "        made += 1; os.close(fd)\n"
+            "stop = True; t.join()\n"
+            "print('made', made, 'bashrc', os.path.exists('.bashrc'))\n")
+        out, err = self.run_py(script)
+        self.assertIn("bashrc False", out, err)
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, ".bashrc")))
+
+    def run_py(self, script):
+        path = os.path.join(self.dir, "script.py")
+        with open(path, "w") as f:
+            f.write(script)
+        os.chmod(path, 0o644)
+        rc, out, err = self.run_jail(["--", test_jail.PY, path])
+        self.assertEqual(rc, 0, err)
+        return out, err
+
+    def test_fallback_placeholders_on_old_kernels(self):
+        # CORDON_TEST_NO_USER_NOTIF=1: as on a kernel before 5.14, placeholders with a one-line notice, removed
+        # at the end.
+        env = {**self.env(), "CORDON_TEST_NO_USER_NOTIF": "1"}
+        p = subprocess.Popen([Env.cordon, "run", "--no-discover", "-c",
+                              "(echo x > .bashrc) 2>/dev/null && echo MADE; ls -a"], cwd=self.cwd, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **self._identity())
+        out, err = p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertNotIn("MADE", out)
+        self.assertIn(".bashrc", out)  # the placeholder, visible during the run
+        self.assertIn("no seccomp user notification", err)
+        self.assertEqual(os.listdir(self.cwd), [])
+
+
+class AsRoot(NotifyCase, unittest.TestCase):
+    AS_USER = False
+
+
+class AsUser(NotifyCase, unittest.TestCase):
+    AS_USER = True
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cordon", required=True)
+    args, rest = parser.parse_known_args()
+    test_jail.CORDON_SRC = os.path.abspath(args.cordon)
+    if os.geteuid() != 0:
+        print("jail integration tests need root (they create a user)", file=sys.stderr)
+        return 77
+    Env.setup()
+    try:
+        prog = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)
+        return 0 if prog.result.wasSuccessful() else 1
+    finally:
+        Env.teardown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
