@@ -735,12 +735,9 @@ class JailFaultTest(unittest.TestCase):
         self.assertTrue(wait_for(lambda: not self.cgroups(), 10), self.cgroups())
         self.assertEqual(self.host_mounts(), self.mounts)
 
-    @unittest.expectedFailure
     def test_sigkill_of_the_supervisor_leaves_no_placeholders(self):
-        # Known defect (issue 11 replaces the placeholders with seccomp user notification): the empty
-        # placeholders the supervisor creates for protected names that do not exist (.bashrc, .git, .vscode,
-        # ...) stay in the working directory when the supervisor is killed with SIGKILL. When this test
-        # passes (an unexpected success), drop the expectedFailure.
+        # The working directory stays empty even when the supervisor cannot clean up (before issue 11 the
+        # placeholders of missing protected names, .bashrc, .git, .vscode, ..., stayed behind).
         p = self.popen(["-c", "echo READY; exec %s 300" % self.sleep])
         self.assertEqual(p.stdout.readline().strip(), "READY")
         p.kill()
