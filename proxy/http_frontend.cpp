@@ -237,10 +237,13 @@ void HttpFrontEnd::backpressure() {
     // interest costs system calls on every request of a keep-alive connection.
     bool body_blocked = c_.phase_ == Phase::Exchange && !request_done_ && c_.upstream_ &&
                         c_.upstream_->queued() >= kHighWater;
-    bool client_read = !c_.client_eof_ && !body_blocked && c_.in_.size() < Connection::kMaxBuffered &&
-                       c_.client_->queued() < kHighWater &&
-                       (c_.phase_ == Phase::Reading || c_.phase_ == Phase::Exchange ||
-                        c_.phase_ == Phase::Deciding || c_.phase_ == Phase::Dialing);
+    // A connection closing after its final answer (a 407, a refusal) keeps reading: the lingering read is
+    // what notices the client's close or reset at once (it used to wait for the timer).
+    bool client_read =
+        !c_.client_eof_ && !body_blocked && c_.in_.size() < Connection::kMaxBuffered &&
+        (c_.phase_ == Phase::Closing || (c_.client_->queued() < kHighWater &&
+                                         (c_.phase_ == Phase::Reading || c_.phase_ == Phase::Exchange ||
+                                          c_.phase_ == Phase::Deciding || c_.phase_ == Phase::Dialing)));
     c_.client_->want_read(client_read);
     if (c_.upstream_) {
         bool upstream_read =

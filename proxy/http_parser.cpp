@@ -239,11 +239,15 @@ HttpParser::Result HttpParser::feed(std::string_view data) {
             last_ = c;
         }
     }
-    llhttp_errno_t err = llhttp_execute(parser_.get(), data.data(), data.size());
+    // llhttp computes `data + len`: an empty view's null data would be undefined behaviour (found by
+    // tests/fuzz/fuzz_proxy: an answered request's empty body is fed to complete it).
+    static const char kNothing = 0;
+    const char* begin = data.empty() ? &kNothing : data.data();
+    llhttp_errno_t err = llhttp_execute(parser_.get(), begin, data.size());
     if (err == HPE_OK) return {Status::Ok, data.size()};
     std::size_t consumed = data.size();
-    if (const char* pos = llhttp_get_error_pos(parser_.get()); pos && pos >= data.data()) {
-        consumed = std::min(data.size(), static_cast<std::size_t>(pos - data.data()));
+    if (const char* pos = llhttp_get_error_pos(parser_.get()); pos && pos >= begin) {
+        consumed = std::min(data.size(), static_cast<std::size_t>(pos - begin));
     }
     if (err == HPE_PAUSED && pause_ != Status::Ok) return {pause_, consumed};
     failed_ = true;

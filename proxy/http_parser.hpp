@@ -94,7 +94,6 @@ class HttpParser {
     std::unique_ptr<::llhttp__internal_s> parser_;
     HttpHead head_;
     std::string field_, value_;
-    bool in_value_ = false;
     bool in_message_ = false;
     bool no_body_ = false;
     Status pause_ = Status::Ok;

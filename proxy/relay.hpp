@@ -57,10 +57,10 @@ class Relay final : public SocketOwner {
     void check_done();
     void fail(int error);
 
+    Stats stats_;  // before up_ and down_, which point into it
     Direction up_, down_;
     Done done_;
     Activity activity_;
-    Stats stats_;
     bool finished_ = false;
 };
 

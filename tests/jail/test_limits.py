@@ -218,6 +218,8 @@ class AsRoot(LimitsCase, unittest.TestCase):
         # getpwnam & co come from the system's libc.so (NSS modules match it), not from a static copy.
         syms = subprocess.run(["readelf", "--dyn-syms", "--wide", Env.cordon], capture_output=True, text=True,
                               check=True).stdout
+        if "__asan_init" in syms:
+            self.skipTest("the sanitized build (scripts/test) intercepts getpwnam & co in its ASan runtime")
         self.assertRegex(syms, r"UND getpwnam@GLIBC")
         self.assertRegex(syms, r"UND getpwuid@GLIBC")
 

@@ -357,6 +357,21 @@ class AttackTest(TempDirTest):
             self.assertEqual(sum(e["event"] == "close" for e in lines), n + 1, lines)
             s.close()
 
+    def test_client_gone_after_final_answer_is_closed_at_once(self):
+        # A client that reads its 407 (or 400) and closes or resets: the proxy notices at once, instead of
+        # holding the connection until its linger timer (which took 5 s under the default timeouts).
+        self.start("--auth-token", "s3cret")
+        requests = (b"GET http://good.test/ HTTP/1.1\r\nHost: good.test\r\n\r\n", b"BROKEN\r\n\r\n")
+        for n, (request, reset) in enumerate([(r, reset) for r in requests for reset in (False, True)]):
+            s = self.p.connect()
+            s.sendall(request)
+            self.assertIn(read_http_response(s)[0], (400, 407))
+            if reset:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()
+            lines = self.p.wait_audit(lambda l: sum(e["event"] == "close" for e in l) > n, timeout=0.6)
+            self.assertEqual(sum(e["event"] == "close" for e in lines), n + 1, (request, reset, lines))
+
     def test_sigterm_does_not_wait_for_a_lingering_client(self):
         self.start("--auth-token", "s3cret")
         s = self.p.connect()
