@@ -264,14 +264,15 @@ class Planner {
         add_links_in_masks();
         add_protections();
         add_self();
-        std::stable_sort(plan_.ops.begin(), plan_.ops.end(), [](const MountOp& a, const MountOp& b) {
-            int ra = rank(a.kind), rb = rank(b.kind);
-            if ((ra == 5) != (rb == 5)) return rb == 5;  // /proc and /dev last
-            if (depth(a.path) != depth(b.path)) return depth(a.path) < depth(b.path);
-            return ra < rb;
-        });
         add({MountKind::Proc, "/proc", "fresh /proc of the jail's PID namespace"});
         add({MountKind::Dev, "/dev", "minimal /dev"});
+        // Why: shallower mounts first, so that nothing a rule mounts is hidden by a later mount above it.
+        // /proc and /dev are mounted in their place by depth too: a project below /dev/shm (a scratch tmpfs,
+        // the jail has its own) is bound onto the jail's /dev after it exists, and a mask below /dev applies.
+        std::stable_sort(plan_.ops.begin(), plan_.ops.end(), [](const MountOp& a, const MountOp& b) {
+            if (depth(a.path) != depth(b.path)) return depth(a.path) < depth(b.path);
+            return rank(a.kind) < rank(b.kind);
+        });
         return std::move(plan_);
     }
 

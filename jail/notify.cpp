@@ -511,13 +511,15 @@ class NotifierImpl final : public Notifier {
             std::size_t n = std::strlen(root);
             return path.compare(0, n, root) == 0 && (path.size() == n || path[n] == '/');
         };
-        // The jail's own areas: its POSIX shared memory; device files and /proc knobs are written, not
-        // created (as the jail's Landlock rules say; the read-only mounts there still apply).
-        if (under("/dev/shm")) return 0;
-        if (under("/dev") || under("/proc")) return creates ? EACCES : 0;
+        // The jail's own areas: device files and /proc knobs are written, not created (as the jail's Landlock
+        // rules say; the read-only mounts there still apply).
+        if (!under("/dev/shm") && (under("/dev") || under("/proc"))) return creates ? EACCES : 0;
         policy::Decision d = policy_->decide_write_resolved(
             path, [this](const std::string& dir) { return git_dir_existed(dir); });
         if (d.allowed()) return 0;
+        // Why: the jail's /dev/shm is its own tmpfs (POSIX shared memory), free to write, except a project
+        // bound below it (a writable root there): its protected names are refused like anywhere else.
+        if (under("/dev/shm") && d.reason == policy::Reason::DefaultDeny) return 0;
         return d.reason == policy::Reason::DefaultDeny ? EROFS : EACCES;
     }
 

@@ -68,15 +68,22 @@ bool has_placeholder(const MountPlan& plan, const fs::path& path, bool fifo) {
 
 }  // namespace
 
-TEST_CASE("default plan: read-only root, private /tmp, writable cwd, /proc and /dev last") {
+TEST_CASE("default plan: read-only root, private /tmp, /proc and /dev, then deeper mounts such as the cwd") {
     Scratch s;
     auto plan = make_mount_plan(s.input());
     REQUIRE(plan.ops.size() >= 5);
     CHECK(plan.ops.front().kind == MountKind::RootReadOnly);
     CHECK(find(plan, MountKind::PrivateTmp, "/tmp") == 1);
-    CHECK(find(plan, MountKind::Writable, s.root / "project") > 1);
-    CHECK(plan.ops[plan.ops.size() - 2].kind == MountKind::Proc);
-    CHECK(plan.ops.back().kind == MountKind::Dev);
+    int proc = find(plan, MountKind::Proc, "/proc"), dev = find(plan, MountKind::Dev, "/dev");
+    REQUIRE(proc > 1);
+    REQUIRE(dev > 1);
+    // Mounted by depth: a writable root below /dev/shm (a project on the scratch tmpfs) lands on the jail's
+    // /dev instead of being hidden by it.
+    CHECK(find(plan, MountKind::Writable, s.root / "project") > std::max(proc, dev));
+    for (std::size_t i = 1; i < plan.ops.size(); ++i) {
+        auto depth = [](const std::filesystem::path& p) { return std::distance(p.begin(), p.end()); };
+        CHECK(depth(plan.ops[i - 1].path) <= depth(plan.ops[i].path));
+    }
     CHECK(std::find(plan.writable_roots.begin(), plan.writable_roots.end(), s.root / "project") !=
           plan.writable_roots.end());
 }

@@ -185,6 +185,26 @@ class NotifyCase:
         self.assertFalse(os.path.exists(os.path.join(self.cwd, "other/.claude")))
         self.assertFalse(os.path.exists(os.path.join(self.cwd, "x/y/z/deep/.git/hooks/pre-commit")))
 
+    def test_project_below_dev_shm(self):
+        # A project on the /dev/shm scratch tmpfs is the real directory inside the jail (bound onto the jail's
+        # own /dev/shm), and its protected names are refused like anywhere else; the jail's own /dev/shm stays
+        # free for POSIX shared memory and leaves nothing on the host's.
+        import tempfile
+        project = tempfile.mkdtemp(prefix="cordon-test-", dir="/dev/shm")
+        try:
+            os.chmod(project, 0o755)
+            self.own(project)
+            self.write(os.path.join(project, "input"), "from the host\n")
+            out, err = self.sh("cat input; echo made > made; (echo x > .bashrc) 2>/dev/null && echo MADE-bashrc; "
+                               "(mkdir -p sub/.vscode) 2>/dev/null && echo MADE-vscode; "
+                               "echo shm > /dev/shm/cordon-own-shm && cat /dev/shm/cordon-own-shm", cwd=project)
+            self.assertEqual(out, "from the host\nshm\n", err)
+            self.assertEqual(open(os.path.join(project, "made")).read(), "made\n")
+            self.assertFalse(os.path.exists(os.path.join(project, ".bashrc")))
+            self.assertFalse(os.path.exists("/dev/shm/cordon-own-shm"))
+        finally:
+            subprocess.run(["rm", "-rf", project])
+
     # The mechanism's pitfalls.
     def test_magic_links_and_descriptors(self):
         ro = self.write(os.path.join(self.outside, "input"), "data\n")
