@@ -43,6 +43,7 @@ ClientHelloSni found(std::span<const std::uint8_t> name) {
         r.name.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c));
     }
     if (r.name.back() == '.') r.name.pop_back();
+    if (r.name.empty()) return {Status::NotTls, {}};  // "." names no host (found by fuzz_client_hello)
     return r;
 }
 

@@ -218,6 +218,8 @@ TEST_CASE("ClientHello: no SNI, not TLS, malformed", "[unit]") {
     Bytes bad_length = client_hello("a.com");
     bad_length.back() = 0;  // inside the name: still a name
     CHECK(sni_of(records(bad_length, 16384)).status == ClientHelloSni::Status::NotTls);
+    // A server name of "." (the root) names no host: it was reported as Found with an empty name.
+    CHECK(sni_of(records(client_hello("."), 16384)).status == ClientHelloSni::Status::NotTls);
     std::mt19937 rng(7);
     Bytes good = records(client_hello("example.com"), 16384);
     for (int i = 0; i < 20000; ++i) {
