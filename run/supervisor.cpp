@@ -97,11 +97,9 @@ int run(const Options& options) {
         return 125;
     }
 
-    // Before anything of the run exists: git directories born later were created by the run. Why the coarse
-    // clock: file systems stamp birth times with it (a tick behind the precise clock), so a directory the run
-    // creates right after this point must not look older than the run.
+    // Before anything of the run exists: git directories born later were created by the run.
     timespec run_start{};
-    ::clock_gettime(CLOCK_REALTIME_COARSE, &run_start);
+    ::clock_gettime(CLOCK_REALTIME, &run_start);
     // The jail's namespaces are created first, while the policy loads (the plan follows in configure()).
     jail::JailConfig config;
     config.user_notify = jail::user_notification_supported();
