@@ -745,6 +745,9 @@ class JailCase:
                                          preexec_fn=without_syscalls(SYS_CLOSE_RANGE))
             self.assertEqual(rc, 0, err)
             self.assertEqual(sorted(int(x) for x in out.split()), [0, 1, 2, 3])
+            # Without getdents64 LeakSanitizer cannot list the threads at exit (the sanitized build scripts/test
+            # drives): it would turn the exit status into 1.
+            self.env = lambda: {**type(self).env(self), "ASAN_OPTIONS": "detect_leaks=0"}
             rc, out, err = self.run_jail(["--", "/bin/echo", "RAN"], pass_fds=(fd,),
                                          preexec_fn=without_syscalls(SYS_CLOSE_RANGE, SYS_GETDENTS64))
         finally:
