@@ -378,7 +378,13 @@ class NotifierImpl final : public Notifier {
             if (stopping_.load()) break;
             seccomp_notif req{};
             if (::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) {
-                if (errno == EINTR || errno == ENOENT) continue;
+                if (errno == EINTR) continue;
+                // ENOENT: the caller died before we took its call, or (Linux 6.6 on) the jail is gone and the
+                // receive no longer waits, which only the listener's POLLHUP tells.
+                pollfd p{listener_.fd, POLLIN, 0};
+                if (errno == ENOENT &&
+                    !(::poll(&p, 1, 0) >= 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL))))
+                    continue;
                 break;
             }
             handle(req);
