@@ -48,6 +48,25 @@ bool user_notification_supported() {
     return major > 5 || (major == 5 && minor >= 14);
 }
 
+RunStart RunStart::now() {
+    RunStart start;
+    ::clock_gettime(CLOCK_REALTIME_COARSE, &start.coarse);
+    ::clock_gettime(CLOCK_REALTIME, &start.fine);
+    return start;
+}
+
+namespace {
+bool before(const timespec& a, const timespec& b) {
+    return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
+}
+}  // namespace
+
+bool existed_before(const RunStart& start, const timespec& btime, bool made_by_run) {
+    if (before(btime, start.coarse)) return true;  // older than any inode the run can make
+    if (before(start.fine, btime)) return false;   // younger than the run's start
+    return !made_by_run;
+}
+
 namespace {
 
 // Linux 6.6: the notifying thread hands its CPU to the supervisor and back (a synchronous wake-up on the
@@ -254,7 +273,7 @@ struct Target {
 
 class NotifierImpl final : public Notifier {
   public:
-    NotifierImpl(int fd, policy::PolicyPtr policy, timespec run_start, std::vector<std::string> mount_points)
+    NotifierImpl(int fd, policy::PolicyPtr policy, RunStart run_start, std::vector<std::string> mount_points)
         : listener_(fd),
           policy_(std::move(policy)),
           run_start_(run_start),
@@ -512,6 +531,18 @@ class NotifierImpl final : public Notifier {
         return ELOOP;
     }
 
+    static std::pair<std::uint64_t, std::uint64_t> inode_of(const struct statx& stx) {
+        return {(static_cast<std::uint64_t>(stx.stx_dev_major) << 32) | stx.stx_dev_minor, stx.stx_ino};
+    }
+
+    // A directory just made, in the run's first tick (its birth time may read as before the run): noted, so
+    // that it counts as the run's own when it is (or holds) a git directory.
+    void note_made_early(const Target& t) {
+        struct statx stx {};
+        if (::statx(t.dir.fd, t.name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_INO, &stx) == 0)
+            made_early_.insert(inode_of(stx));
+    }
+
     // Whether the git directory `dir` (jail view) existed when the run started: its birth time, or existing
     // when the file system does not record one.
     bool git_dir_existed(const std::string& dir) {
@@ -523,11 +554,11 @@ class NotifierImpl final : public Notifier {
         how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
         Fd fd(static_cast<int>(::syscall(SYS_openat2, root_.fd, dir.c_str(), &how, sizeof how)));
         struct statx stx {};
-        if (fd.fd >= 0 && ::statx(fd.fd, "", AT_EMPTY_PATH, STATX_BTIME, &stx) == 0 &&
+        if (fd.fd >= 0 && ::statx(fd.fd, "", AT_EMPTY_PATH, STATX_BTIME | STATX_INO, &stx) == 0 &&
             (stx.stx_mask & STATX_BTIME)) {
-            existed = stx.stx_btime.tv_sec < run_start_.tv_sec ||
-                      (stx.stx_btime.tv_sec == run_start_.tv_sec &&
-                       static_cast<long>(stx.stx_btime.tv_nsec) < run_start_.tv_nsec);
+            const timespec btime{static_cast<time_t>(stx.stx_btime.tv_sec),
+                                 static_cast<long>(stx.stx_btime.tv_nsec)};
+            existed = existed_before(run_start_, btime, made_early_.count(inode_of(stx)) > 0);
         } else if (fd.fd < 0 && errno == ENOENT) {
             return false;  // not there yet: it will be new (not cached)
         }
@@ -861,7 +892,12 @@ class NotifierImpl final : public Notifier {
                 if ((err = decide_at(t1, true))) return err;
                 if (!become(c)) return EPERM;
                 const mode_t mode = static_cast<mode_t>(a[at ? 2 : 1]) & 07777;
-                return ::mkdirat(t1.dir.fd, t1.name.c_str(), mode) == 0 ? 0 : errno;
+                timespec now{};
+                ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+                if (::mkdirat(t1.dir.fd, t1.name.c_str(), mode) != 0) return errno;
+                // Born at `now` or later (the coarse clock): possibly before run_start_.fine.
+                if (!before(run_start_.fine, now)) note_made_early(t1);
+                return 0;
             }
 #ifdef SYS_mknod
             case SYS_mknod:
@@ -1106,7 +1142,10 @@ class NotifierImpl final : public Notifier {
     std::condition_variable stopped_cv_;
     Fd root_;
     policy::PolicyPtr policy_;
-    timespec run_start_;
+    RunStart run_start_;
+    // Directories the run made while their birth time could still fall before run_start_.fine (see
+    // existed_before): the first tick of the run only.
+    std::set<std::pair<std::uint64_t, std::uint64_t>> made_early_;
     bool privileged_ = false;
     std::map<std::string, bool> git_dirs_;
     struct Cached {
@@ -1127,7 +1166,7 @@ thread_local NotifierImpl::ThreadState NotifierImpl::state_;
 
 }  // namespace
 
-std::unique_ptr<Notifier> Notifier::start(int fd, policy::PolicyPtr policy, timespec run_start,
+std::unique_ptr<Notifier> Notifier::start(int fd, policy::PolicyPtr policy, RunStart run_start,
                                           std::vector<std::string> mount_points) {
     return std::make_unique<NotifierImpl>(fd, std::move(policy), run_start, std::move(mount_points));
 }

@@ -110,6 +110,14 @@ class NotifyCase:
         self.assertIn(os.path.join(self.cwd, "fresh/.git"), err)
 
     # 2. concurrent jails in one directory.
+    def test_repository_made_in_the_first_milliseconds_is_new(self):
+        # File systems stamp a new directory with the coarse clock (a tick, ~4 ms, behind): a repository the
+        # command makes right after the jail starts read as born before the run, and its hooks were refused.
+        for i in range(40):
+            rc, out, err = self.run_jail(["--", "/bin/mkdir", "-p", f"r{i}/.git/hooks"])
+            self.assertEqual(rc, 0, f"run {i}: {err}")
+            self.assertIn(f"r{i}/.git", err)  # named as a repository the run created
+
     def test_two_concurrent_jails(self):
         self.existing_repo()
         first = self.popen(["-c", "echo ready; read x; echo done"], stdin=subprocess.PIPE)
