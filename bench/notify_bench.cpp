@@ -6,9 +6,9 @@
 //             the cheapest answer there is; unsafe for a decision on a path, shown as the bound),
 //   addfd     performing the openat itself and handing the descriptor over with SECCOMP_IOCTL_NOTIF_ADDFD
 //             (SECCOMP_ADDFD_FLAG_SEND), as cordon does,
-//   addfd-pin the same with the caller kept on the supervisor's CPU while it installs the descriptor
-//   (cordon's
-//             send_fd).
+//   addfd-pin the same with the caller kept on the supervisor's CPU while it installs the descriptor (ADDFD
+//             wakes the caller with an ordinary wake-up, which on an idle machine sends it to another,
+//             sleeping CPU): tried for cordon and left out, faster on an idle machine, slower on a busy one.
 // Synchronous wake-ups (Linux 6.6) are asked for; an older kernel uses ordinary ones. Prints one line per
 // mode: microseconds per file (median of ROUNDS rounds).
 //
@@ -37,12 +37,7 @@
 #include <thread>
 #include <vector>
 
-#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
-#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
-#endif
-#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
-#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
-#endif
+#include "jail/seccomp_notify_compat.hpp"
 
 namespace {
 

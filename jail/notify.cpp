@@ -34,6 +34,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "jail/seccomp_notify_compat.hpp"
 #include "jail/unix_sockets.hpp"
 
 namespace cordon::jail {
@@ -68,15 +69,6 @@ bool existed_before(const RunStart& start, const timespec& btime, bool made_by_r
 }
 
 namespace {
-
-// Linux 6.6: the notifying thread hands its CPU to the supervisor and back (a synchronous wake-up on the
-// current CPU instead of a wake-up of the other thread wherever it last ran). Older headers lack them.
-#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
-#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
-#endif
-#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
-#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
-#endif
 
 // A descriptor closed when it goes out of scope.
 struct Fd {
