@@ -322,22 +322,9 @@ void HttpFrontEnd::head_complete() {
             return;
         }
         // A Host header naming another host than the URI is how requests get routed past a filter.
-        if (auto h = head.header("host")) {
-            std::string hraw, hhost;
-            std::uint16_t hport = 0;
-            bool has_port = split_authority(*h, hraw, hport);
-            if (!has_port) {
-                hraw = std::string(*h);
-                if (!hraw.empty() && hraw.front() == '[' && hraw.back() == ']')
-                    hraw = hraw.substr(1, hraw.size() - 2);
-            }
-            std::string why2;
-            // A Host without a port names the URI's host on whatever port the URI says.
-            if (!normalise_host(hraw, has_port ? hport : port, hhost, why2) || hhost != host ||
-                (has_port && hport != port)) {
-                bad_request("Host header '" + std::string(*h) + "' names another host than the request URI");
-                return;
-            }
+        if (auto h = head.header("host"); h && !host_header_names(*h, host, port)) {
+            bad_request("Host header '" + std::string(*h) + "' names another host than the request URI");
+            return;
         }
         c_.request_.path = path;
         if (head.upgrade) {

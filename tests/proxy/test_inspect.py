@@ -459,6 +459,11 @@ class RunInspectTest(InspectBase):
         self.assertEqual(json.loads(echo)["path"], "/repos/acme/echo?t=" + sentinel)
         # Header, URL, body, Basic credentials inside inspected connections; a header of a plain http:// request.
         self.assertEqual(out.count("X-Proxy-Error: blocked-by-secret-scope"), 5)
+        tail = " carries the sentinel of GITHUB_TOKEN, which may go to its injectHosts only\n"
+        self.assertEqual(out.count("cordon: header Authorization" + tail), 2, out)  # a token, Basic credentials
+        self.assertEqual(out.count("cordon: the request URL" + tail), 1, out)
+        self.assertEqual(out.count("cordon: the request body" + tail), 1, out)
+        self.assertEqual(out.count("cordon: the request" + tail), 1, out)  # the plain http:// request
         self.assertEqual(self.plain.requests, [])
         with open(self.audit_path) as f:
             self.assertNotIn(real, f.read())
