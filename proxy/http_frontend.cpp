@@ -23,32 +23,6 @@ std::string chunk_header(std::size_t n) {
     return buf;
 }
 
-const char* status_text(int status) {
-    switch (status) {
-        case 400:
-            return "Bad Request";
-        case 403:
-            return "Forbidden";
-        case 407:
-            return "Proxy Authentication Required";
-        case 408:
-            return "Request Timeout";
-        case 414:
-            return "URI Too Long";
-        case 431:
-            return "Request Header Fields Too Large";
-        case 501:
-            return "Not Implemented";
-        case 502:
-            return "Bad Gateway";
-        case 503:
-            return "Service Unavailable";
-        case 504:
-            return "Gateway Timeout";
-    }
-    return "Error";
-}
-
 bool starts_with_icase(std::string_view s, std::string_view prefix) {
     return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
 }
@@ -406,7 +380,7 @@ void HttpFrontEnd::send_error(int status, const std::string& reason, const std::
         keep_alive = false;
     bool head_method = request_head_.method == "HEAD";
     std::string out =
-        "HTTP/1.1 " + std::to_string(status) + " " + (reason.empty() ? status_text(status) : reason) +
+        "HTTP/1.1 " + std::to_string(status) + " " + (reason.empty() ? reason_phrase(status) : reason) +
         "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
     if (!x_proxy_error.empty()) out += "X-Proxy-Error: " + x_proxy_error + "\r\n";
     if (!keep_alive) out += "Connection: close\r\n";
@@ -461,7 +435,7 @@ void HttpFrontEnd::reject(const Verdict& v) {
         c_.finish_after_flush();
         return;
     }
-    send_error(v.status, status_text(v.status), v.reason, v.message, false);
+    send_error(v.status, reason_phrase(v.status), v.reason, v.message, false);
 }
 
 void HttpFrontEnd::upstream_failure(int status, const std::string& error, const std::string& detail) {
@@ -474,7 +448,7 @@ void HttpFrontEnd::upstream_failure(int status, const std::string& error, const 
         return;
     }
     c_.error_ = error;
-    send_error(status, status_text(status), status == 504 ? "upstream-timeout" : "upstream-failure",
+    send_error(status, reason_phrase(status), status == 504 ? "upstream-timeout" : "upstream-failure",
                "cordon: " + detail + "\n", true);
 }
 

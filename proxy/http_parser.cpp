@@ -58,6 +58,34 @@ bool host_header_names(std::string_view value, const std::string& host, std::uin
     return named && named->host == host;
 }
 
+const char* reason_phrase(int status) {
+    switch (status) {
+        case 400:
+            return "Bad Request";
+        case 403:
+            return "Forbidden";
+        case 407:
+            return "Proxy Authentication Required";
+        case 408:
+            return "Request Timeout";
+        case 414:
+            return "URI Too Long";
+        case 421:
+            return "Misdirected Request";
+        case 431:
+            return "Request Header Fields Too Large";
+        case 501:
+            return "Not Implemented";
+        case 502:
+            return "Bad Gateway";
+        case 503:
+            return "Service Unavailable";
+        case 504:
+            return "Gateway Timeout";
+    }
+    return "Error";
+}
+
 bool is_hop_by_hop(std::string_view name, const std::vector<std::string>& tokens) {
     static const char* const kHop[] = {"connection",
                                        "keep-alive",

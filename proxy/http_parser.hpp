@@ -121,4 +121,7 @@ bool iequals(std::string_view a, std::string_view b);
 // Host names anything else.
 bool host_header_names(std::string_view value, const std::string& host, std::uint16_t port);
 
+// The reason phrase of a status the proxy answers with itself ("Error" for others).
+const char* reason_phrase(int status);
+
 }  // namespace cordon::proxy

@@ -52,20 +52,6 @@ const Options::Secret* substitute_sentinels(const TlsInspector& tls, std::string
     return nullptr;
 }
 
-const char* status_text(int status) {
-    switch (status) {
-        case 400:
-            return "Bad Request";
-        case 403:
-            return "Forbidden";
-        case 421:
-            return "Misdirected Request";
-        case 501:
-            return "Not Implemented";
-    }
-    return "Error";
-}
-
 }  // namespace
 
 InspectedTunnel::InspectedTunnel(Connection& connection) : c_(connection) {
@@ -577,7 +563,7 @@ void InspectedTunnel::refuse(int status, const std::string& x_proxy_error, const
                              const std::string& body, const std::string& rule, const std::string& source) {
     rule_ = rule;
     source_ = source;
-    std::string out = "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) +
+    std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) +
                       "\r\nContent-Type: text/plain\r\nX-Proxy-Error: " + x_proxy_error +
                       "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" +
                       (keep_alive_ ? "" : "Connection: close\r\n") + "\r\n" + (method_ == "HEAD" ? "" : body);
