@@ -23,6 +23,20 @@ std::string chunk_header(std::size_t n) {
     return buf;
 }
 
+// A message's end-to-end headers, then its framing, which is the proxy's own: chunked (`chunked`) or the
+// Content-Length it parsed, whatever headers the sender listed in Connection.
+void append_forwarded_headers(std::string& out, const HttpHead& head, bool chunked) {
+    auto tokens = connection_tokens(head);
+    for (const auto& [name, value] : head.headers) {
+        if (is_hop_by_hop(name, tokens) || iequals(name, "content-length")) continue;
+        out += name + ": " + value + "\r\n";
+    }
+    if (chunked)
+        out += "Transfer-Encoding: chunked\r\n";
+    else if (head.content_length)
+        out += "Content-Length: " + std::to_string(*head.content_length) + "\r\n";
+}
+
 bool starts_with_icase(std::string_view s, std::string_view prefix) {
     return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
 }
@@ -455,7 +469,6 @@ void HttpFrontEnd::upstream_failure(int status, const std::string& error, const 
 void HttpFrontEnd::connected() {
     c_.phase_ = Phase::Exchange;
     const HttpHead& h = request_head_;
-    auto tokens = connection_tokens(h);
     std::string out;
     out.reserve(512);
     out += h.method + " " + c_.request_.path + " HTTP/1.1\r\n";
@@ -465,16 +478,8 @@ void HttpFrontEnd::connected() {
         if (c_.request_.port != 80) out += ":" + std::to_string(c_.request_.port);
         out += "\r\n";
     }
-    for (const auto& [name, value] : h.headers) {
-        if (is_hop_by_hop(name, tokens) || iequals(name, "content-length")) continue;
-        out += name + ": " + value + "\r\n";
-    }
-    // The framing is the proxy's own: what it parsed, whatever headers the client listed in Connection.
     chunk_request_ = h.chunked;
-    if (chunk_request_)
-        out += "Transfer-Encoding: chunked\r\n";
-    else if (h.content_length)
-        out += "Content-Length: " + std::to_string(*h.content_length) + "\r\n";
+    append_forwarded_headers(out, h, chunk_request_);
     out += "\r\n";
     if (!response_parser_)
         response_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Response, &response_sink_);
@@ -602,19 +607,11 @@ void HttpFrontEnd::response_head(const HttpHead& head) {
             close_after_response_ = true;
     }
     if (!req.keep_alive || c_.context_.draining) close_after_response_ = true;
-    auto tokens = connection_tokens(head);
     std::string out;
     out.reserve(512);
     out += "HTTP/1.1 " + std::to_string(head.status) + " " + head.reason + "\r\n";
-    for (const auto& [name, value] : head.headers) {
-        if (is_hop_by_hop(name, tokens) || iequals(name, "content-length")) continue;
-        out += name + ": " + value + "\r\n";
-    }
-    // Framing written by the proxy from what it parsed (for HEAD, 204 and 304 a Content-Length only informs).
-    if (chunk_response_)
-        out += "Transfer-Encoding: chunked\r\n";
-    else if (head.content_length)
-        out += "Content-Length: " + std::to_string(*head.content_length) + "\r\n";
+    // (For HEAD, 204 and 304 a Content-Length only informs.)
+    append_forwarded_headers(out, head, chunk_response_);
     if (close_after_response_)
         out += "Connection: close\r\n";
     else if (!client_11)
