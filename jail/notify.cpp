@@ -6,8 +6,9 @@
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
-#include <sys/eventfd.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -17,8 +18,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,6 +46,25 @@ bool user_notification_supported() {
     int major = 0, minor = 0;
     if (std::sscanf(u.release, "%d.%d", &major, &minor) != 2) return false;
     return major > 5 || (major == 5 && minor >= 14);
+}
+
+RunStart RunStart::now() {
+    RunStart start;
+    ::clock_gettime(CLOCK_REALTIME_COARSE, &start.coarse);
+    ::clock_gettime(CLOCK_REALTIME, &start.fine);
+    return start;
+}
+
+namespace {
+bool before(const timespec& a, const timespec& b) {
+    return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
+}
+}  // namespace
+
+bool existed_before(const RunStart& start, const timespec& btime, bool made_by_run) {
+    if (before(btime, start.coarse)) return true;  // older than any inode the run can make
+    if (before(start.fine, btime)) return false;   // younger than the run's start
+    return !made_by_run;
 }
 
 namespace {
@@ -250,7 +273,7 @@ struct Target {
 
 class NotifierImpl final : public Notifier {
   public:
-    NotifierImpl(int fd, policy::PolicyPtr policy, timespec run_start, std::vector<std::string> mount_points)
+    NotifierImpl(int fd, policy::PolicyPtr policy, RunStart run_start, std::vector<std::string> mount_points)
         : listener_(fd),
           policy_(std::move(policy)),
           run_start_(run_start),
@@ -259,18 +282,25 @@ class NotifierImpl final : public Notifier {
             if (!rule.glob) writable_roots_.insert(rule.path.string());
         listed_sockets_ = unix_sockets::listed_paths(policy_->network().allow_unix_sockets,
                                                      policy_->filesystem().home.string());
-        stop_ = Fd(::eventfd(0, EFD_CLOEXEC));
         privileged_ = ::geteuid() == 0;
         // A speed-up only: an older kernel (EINVAL) serves the same calls with ordinary wake-ups.
         ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
+        install_wake_signal();
         thread_ = std::thread([this] { serve(); });
     }
 
     ~NotifierImpl() override {
-        std::uint64_t one = 1;
-        if (stop_.fd >= 0 && ::write(stop_.fd, &one, sizeof one) < 0) {
+        // The thread waits in SECCOMP_IOCTL_NOTIF_RECV, which only a signal interrupts (the listener does not
+        // wake a receiver when the jail is gone): signalled until it has seen `stopping_` and returned.
+        stopping_.store(true);
+        if (thread_.joinable()) {
+            while (!stopped_.load()) {
+                ::pthread_kill(thread_.native_handle(), wake_signal());
+                std::unique_lock<std::mutex> lock(mutex_);
+                stopped_cv_.wait_for(lock, std::chrono::milliseconds(5), [this] { return stopped_.load(); });
+            }
+            thread_.join();
         }
-        if (thread_.joinable()) thread_.join();
     }
 
     std::set<std::string> new_repositories() const override {
@@ -342,21 +372,45 @@ class NotifierImpl final : public Notifier {
         return !changed || restrict_capabilities();
     }
 
+    // The signal that interrupts the thread's wait (a real-time one glibc leaves to programs; its handler
+    // does nothing and has no SA_RESTART, so the wait returns EINTR).
+    static int wake_signal() { return SIGRTMIN + 3; }
+
+    static void install_wake_signal() {
+        static std::once_flag once;
+        std::call_once(once, [] {
+            struct sigaction sa {};
+            sa.sa_handler = [](int) {};
+            sigemptyset(&sa.sa_mask);
+            ::sigaction(wake_signal(), &sa, nullptr);
+        });
+    }
+
+    // Receives with a blocking SECCOMP_IOCTL_NOTIF_RECV rather than poll + receive: one system call less per
+    // call, and the jail's synchronous wake-up hands the CPU straight to the waiting receiver.
     void serve() {
+        sigset_t wake;
+        sigemptyset(&wake);
+        sigaddset(&wake, wake_signal());
+        ::pthread_sigmask(SIG_UNBLOCK, &wake, nullptr);
         for (;;) {
-            pollfd fds[2] = {{listener_.fd, POLLIN, 0}, {stop_.fd, POLLIN, 0}};
-            int n = ::poll(fds, 2, -1);
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0 || (fds[1].revents & POLLIN)) return;
-            if (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) return;
-            if (!(fds[0].revents & POLLIN)) continue;
+            if (stopping_.load()) break;
             seccomp_notif req{};
             if (::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) {
-                if (errno == EINTR || errno == ENOENT) continue;
-                return;
+                if (errno == EINTR) continue;
+                // ENOENT: the caller died before we took its call, or (Linux 6.6 on) the jail is gone and the
+                // receive no longer waits, which only the listener's POLLHUP tells.
+                pollfd p{listener_.fd, POLLIN, 0};
+                if (errno == ENOENT &&
+                    !(::poll(&p, 1, 0) >= 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL))))
+                    continue;
+                break;
             }
             handle(req);
         }
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopped_.store(true);
+        stopped_cv_.notify_all();
     }
 
     bool valid(std::uint64_t id) const {
@@ -477,6 +531,18 @@ class NotifierImpl final : public Notifier {
         return ELOOP;
     }
 
+    static std::pair<std::uint64_t, std::uint64_t> inode_of(const struct statx& stx) {
+        return {(static_cast<std::uint64_t>(stx.stx_dev_major) << 32) | stx.stx_dev_minor, stx.stx_ino};
+    }
+
+    // A directory just made, in the run's first tick (its birth time may read as before the run): noted, so
+    // that it counts as the run's own when it is (or holds) a git directory.
+    void note_made_early(const Target& t) {
+        struct statx stx {};
+        if (::statx(t.dir.fd, t.name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_INO, &stx) == 0)
+            made_early_.insert(inode_of(stx));
+    }
+
     // Whether the git directory `dir` (jail view) existed when the run started: its birth time, or existing
     // when the file system does not record one.
     bool git_dir_existed(const std::string& dir) {
@@ -488,11 +554,11 @@ class NotifierImpl final : public Notifier {
         how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
         Fd fd(static_cast<int>(::syscall(SYS_openat2, root_.fd, dir.c_str(), &how, sizeof how)));
         struct statx stx {};
-        if (fd.fd >= 0 && ::statx(fd.fd, "", AT_EMPTY_PATH, STATX_BTIME, &stx) == 0 &&
+        if (fd.fd >= 0 && ::statx(fd.fd, "", AT_EMPTY_PATH, STATX_BTIME | STATX_INO, &stx) == 0 &&
             (stx.stx_mask & STATX_BTIME)) {
-            existed = stx.stx_btime.tv_sec < run_start_.tv_sec ||
-                      (stx.stx_btime.tv_sec == run_start_.tv_sec &&
-                       static_cast<long>(stx.stx_btime.tv_nsec) < run_start_.tv_nsec);
+            const timespec btime{static_cast<time_t>(stx.stx_btime.tv_sec),
+                                 static_cast<long>(stx.stx_btime.tv_nsec)};
+            existed = existed_before(run_start_, btime, made_early_.count(inode_of(stx)) > 0);
         } else if (fd.fd < 0 && errno == ENOENT) {
             return false;  // not there yet: it will be new (not cached)
         }
@@ -603,12 +669,48 @@ class NotifierImpl final : public Notifier {
         ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
     }
 
+    static constexpr int kSlowPath = -2;
+
+    // O_CREAT|O_EXCL (tar, git's checkout and lock files) of a path the policy lets the caller create, with
+    // no ".." and no name whose decision needs the file system: created in one system call that refuses to
+    // cross a symlink (so the file lands at the path decided). kSlowPath: not such a call, or a symlink on
+    // the way (resolve() follows it); otherwise as do_open.
+    int create_exclusive(const seccomp_notif& req, const Caller& c, const std::string& abs, int flags,
+                         mode_t mode, Fd& result) {
+        const std::vector<std::string> parts = components(abs);
+        if (parts.empty() || parts[0] == "proc" || parts[0] == "dev") return kSlowPath;
+        for (const std::string& part : parts)
+            if (part == "..") return kSlowPath;
+        const std::string& name = parts.back();
+        if (name == ".git" || name == "HEAD" || name == "objects" || name == "refs") return kSlowPath;
+        const std::string where = join(parts, parts.size());
+        if (decide(where, true) != 0) return kSlowPath;  // refused: the slow path says with which errno
+        const int rootfd = root(c.pid);
+        if (rootfd < 0) return kSlowPath;
+        if (!valid(req.id)) return -1;
+        if (!become(c)) return EPERM;
+        open_how how{};
+        how.flags = static_cast<std::uint64_t>((flags & ~O_CLOEXEC) | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        how.mode = mode;
+        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS;
+        result = Fd(static_cast<int>(::syscall(SYS_openat2, rootfd, where.c_str(), &how, sizeof how)));
+        if (result.fd >= 0) return 0;
+        // ELOOP: a symlink on the way; EINVAL: a flag openat2 refuses and openat ignores.
+        return errno == ELOOP || errno == EINVAL ? kSlowPath : errno;
+    }
+
     int do_open(const seccomp_notif& req, const Caller& c, int dirfd, const std::string& path, int flags,
                 mode_t mode, Fd& result) {
         std::string abs;
         if (int err = absolute(c, dirfd, path, abs)) return err;
         if ((flags & O_PATH)) flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
         const bool tmpfile = (flags & O_TMPFILE) == O_TMPFILE;
+        // "name/" never names a file to create (the kernel's answer).
+        if ((flags & O_CREAT) && !tmpfile && abs.back() == '/') return EISDIR;
+        if ((flags & O_CREAT) && (flags & O_EXCL) && !tmpfile) {
+            const int err = create_exclusive(req, c, abs, flags, mode, result);
+            if (err != kSlowPath) return err;
+        }
         const bool follow = tmpfile || (!(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL)));
         Target t;
         if (int err = resolve(c, abs, follow, t)) return err;
@@ -790,7 +892,12 @@ class NotifierImpl final : public Notifier {
                 if ((err = decide_at(t1, true))) return err;
                 if (!become(c)) return EPERM;
                 const mode_t mode = static_cast<mode_t>(a[at ? 2 : 1]) & 07777;
-                return ::mkdirat(t1.dir.fd, t1.name.c_str(), mode) == 0 ? 0 : errno;
+                timespec now{};
+                ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+                if (::mkdirat(t1.dir.fd, t1.name.c_str(), mode) != 0) return errno;
+                // Born at `now` or later (the coarse clock): possibly before run_start_.fine.
+                if (!before(run_start_.fine, now)) note_made_early(t1);
+                return 0;
             }
 #ifdef SYS_mknod
             case SYS_mknod:
@@ -1031,10 +1138,14 @@ class NotifierImpl final : public Notifier {
     }
 
     Fd listener_;
-    Fd stop_;
+    std::atomic<bool> stopping_{false}, stopped_{false};
+    std::condition_variable stopped_cv_;
     Fd root_;
     policy::PolicyPtr policy_;
-    timespec run_start_;
+    RunStart run_start_;
+    // Directories the run made while their birth time could still fall before run_start_.fine (see
+    // existed_before): the first tick of the run only.
+    std::set<std::pair<std::uint64_t, std::uint64_t>> made_early_;
     bool privileged_ = false;
     std::map<std::string, bool> git_dirs_;
     struct Cached {
@@ -1055,7 +1166,7 @@ thread_local NotifierImpl::ThreadState NotifierImpl::state_;
 
 }  // namespace
 
-std::unique_ptr<Notifier> Notifier::start(int fd, policy::PolicyPtr policy, timespec run_start,
+std::unique_ptr<Notifier> Notifier::start(int fd, policy::PolicyPtr policy, RunStart run_start,
                                           std::vector<std::string> mount_points) {
     return std::make_unique<NotifierImpl>(fd, std::move(policy), run_start, std::move(mount_points));
 }

@@ -104,6 +104,14 @@ class NotifyCase(JailFixtures):
         self.assertIn(os.path.join(self.cwd, "fresh/.git"), err)
 
     # 2. concurrent jails in one directory.
+    def test_repository_made_in_the_first_milliseconds_is_new(self):
+        # File systems stamp a new directory with the coarse clock (a tick, ~4 ms, behind): a repository the
+        # command makes right after the jail starts read as born before the run, and its hooks were refused.
+        for i in range(40):
+            rc, out, err = self.run_jail(["--", "/bin/mkdir", "-p", f"r{i}/.git/hooks"])
+            self.assertEqual(rc, 0, f"run {i}: {err}")
+            self.assertIn(f"r{i}/.git", err)  # named as a repository the run created
+
     def test_two_concurrent_jails(self):
         self.existing_repo()
         first = self.popen(["-c", "echo ready; read x; echo done"], stdin=subprocess.PIPE)
@@ -249,6 +257,35 @@ class NotifyCase(JailFixtures):
         self.assertFalse(os.path.exists(os.path.join(self.cwd, ".bashrc")))
         self.assertFalse(os.path.exists("/etc/cordon-notify-test"))
 
+    def test_exclusive_creates_land_where_decided(self):
+        # O_CREAT|O_EXCL (tar, git's checkout) takes a one-call path in the supervisor: a symlinked directory or
+        # ".." on the way still leads to the decision where the file lands; "name/" is EISDIR and creates nothing.
+        self.existing_repo()
+        script = (
+            "import os\n"
+            "os.symlink('.git/hooks', 'hk')\n"
+            "os.mkdir('d')\n"
+            "def excl(path):\n"
+            "    try:\n"
+            "        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)); return 'made'\n"
+            "    except OSError as e:\n"
+            "        return e.strerror\n"
+            "print('hook', excl('hk/pre-commit'))\n"
+            "print('dotdot', excl('d/../.bashrc'))\n"
+            "print('deep', excl('d/.vscode'))\n"
+            "print('plain', excl('d/f'))\n"
+            "print('again', excl('d/f'))\n"
+            "print('slash', excl('newf/'))\n")
+        out, err = self.run_py(script)
+        self.assertIn("hook Permission denied", out, err)
+        self.assertIn("dotdot Permission denied", out, err)
+        self.assertIn("deep Permission denied", out, err)
+        self.assertIn("plain made", out, err)
+        self.assertIn("again File exists", out, err)
+        self.assertIn("slash Is a directory", out, err)
+        for name in (".git/hooks/pre-commit", ".bashrc", "d/.vscode", "newf"):
+            self.assertFalse(os.path.lexists(os.path.join(self.cwd, name)), name)
+
     def test_racing_threads_cannot_escape(self):
         # One thread flips a path buffer between a harmless name and `.bashrc` while another creates files
         # through it: the supervisor decides on the string it read and performs the call on that string.
@@ -263,10 +300,12 @@ class NotifyCase(JailFixtures):
             "        ctypes.memmove(buf, b'harmless\\0', 9)\n"
             "t = threading.Thread(target=flip); t.start()\n"
             "made = 0\n"
-            "for i in range(3000):\n"
-            "    fd = libc.open(buf, os.O_CREAT | os.O_WRONLY, 0o644)\n"
-            "    if fd >= 0:\n"
-            "        made += 1; os.close(fd)\n"
+            "for flags in (os.O_CREAT | os.O_WRONLY, os.O_CREAT | os.O_EXCL | os.O_WRONLY):\n"
+            "    for i in range(3000):\n"
+            "        fd = libc.open(buf, flags, 0o644)\n"
+            "        if fd >= 0:\n"
+            "            made += 1; os.close(fd)\n"
+            "            if flags & os.O_EXCL and os.path.exists('harmless'): os.unlink('harmless')\n"
             "stop = True; t.join()\n"
             "print('made', made, 'bashrc', os.path.exists('.bashrc'))\n")
         out, err = self.run_py(script)
