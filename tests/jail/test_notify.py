@@ -4,7 +4,6 @@ real jailed commands, as root and as an unprivileged user created for the run. N
 
     python3 tests/jail/test_notify.py --cordon build/cordon [-k pattern]
 """
-import argparse
 import os
 import signal
 import subprocess
@@ -13,9 +12,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_jail  # noqa: E402  (Env, JailCase: the fixtures of the jail tests)
-
-Env = test_jail.Env
+import jailtest  # noqa: E402  (the fixtures shared by the jail tests)
+from jailtest import PY, Env, JailFixtures  # noqa: E402
 
 
 def snapshot(root):
@@ -34,12 +32,8 @@ GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
 
 
-class NotifyCase:
-    """The fixtures of test_jail.JailCase, without its tests."""
-    AS_USER = False
-    for _name in ("setUp", "tearDown", "own", "mkdir", "write", "read", "_identity", "env", "popen", "run_jail",
-                  "sh"):
-        locals()[_name] = getattr(test_jail.JailCase, _name)
+class NotifyCase(JailFixtures):
+    """The fixtures of the jail tests (JailFixtures), for the protected names."""
 
     def git(self, *args, cwd=None):
         env = {**os.environ, **GIT_ENV, "HOME": self.home}
@@ -232,7 +226,7 @@ class NotifyCase:
         out, err = self.sh(
             "umask 027; echo x > f; mkdir d; stat -c '%a %u' f d; "
             "(echo x > missing/f) 2>&1; (mkdir f) 2>&1; (rmdir nothere) 2>&1; "
-            f"{test_jail.PY} -c \"import os, fcntl; fd = os.open('g', os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC); "
+            f"{PY} -c \"import os, fcntl; fd = os.open('g', os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC); "
             "print('cloexec', bool(fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC)); "
             "import ctypes; fd2 = ctypes.CDLL(None).open(b'h', os.O_CREAT | os.O_WRONLY, 0o644); "
             "print('plain', bool(fcntl.fcntl(fd2, fcntl.F_GETFD) & fcntl.FD_CLOEXEC))\"", expect=None)
@@ -252,7 +246,7 @@ class NotifyCase:
             "ln -s /etc/cordon-notify-test out && (echo x > out) 2>/dev/null && echo OUTSIDE; "
             "ln -s real ok && echo fine > ok && cat real; "
             "echo t > /tmp/t && mv /tmp/t moved && cat moved; "
-            f"{test_jail.PY} -c \"import os; fd = os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o644); os.write(fd, b'anon'); "
+            f"{PY} -c \"import os; fd = os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o644); os.write(fd, b'anon'); "
             "os.link(f'/proc/self/fd/{fd}', 'named', follow_symlinks=True); print(open('named').read())\"; "
             "mkdir d1 d2 && touch d1/a && mv -T d1 d2 2>/dev/null; ls d2", expect=None)
         self.assertNotIn("THROUGH-LINK", out, err)
@@ -315,7 +309,7 @@ class NotifyCase:
         with open(path, "w") as f:
             f.write(script)
         os.chmod(path, 0o644)
-        rc, out, err = self.run_jail(["--", test_jail.PY, path, *args])
+        rc, out, err = self.run_jail(["--", PY, path, *args])
         self.assertEqual(rc, 0, err)
         return out, err
 
@@ -342,21 +336,5 @@ class AsUser(NotifyCase, unittest.TestCase):
     AS_USER = True
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cordon", required=True)
-    args, rest = parser.parse_known_args()
-    test_jail.CORDON_SRC = os.path.abspath(args.cordon)
-    if os.geteuid() != 0:
-        print("jail integration tests need root (they create a user)", file=sys.stderr)
-        return 77
-    Env.setup()
-    try:
-        prog = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)
-        return 0 if prog.result.wasSuccessful() else 1
-    finally:
-        Env.teardown()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(jailtest.run_main([Env], "they create a user"))
