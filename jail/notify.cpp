@@ -614,9 +614,9 @@ class NotifierImpl final : public Notifier {
 
     // A `.git` counts only when it existed before the run (a repository the run created may go).
     int decide_directory_move(const std::string& path, int dirfd, const std::string& name) {
+        if (!policy_->holds_protected_names(path)) return 0;
         struct stat st {};
         if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) return 0;
-        if (!policy_->holds_protected_names(path)) return 0;
         const std::size_t slash = path.rfind('/');
         if (path.compare(slash + 1, std::string::npos, ".git") == 0) {
             std::string dir;
@@ -948,16 +948,18 @@ class NotifierImpl final : public Notifier {
                 if ((err = target(newdir, newarg, false, t2, p2))) return err;
                 if (!valid(req.id)) return -1;
                 if (t1.name == "." || t2.name == ".") return EBUSY;
-                if (!same_mount(t1, t2)) return EXDEV;  // as the kernel says first
-                if (mount_points_.count(t1.path()) || mount_points_.count(t2.path())) return EBUSY;
-                if ((err = decide_at(t1, false)) || (err = decide_at(t2, true))) return err;
+                // Between mounts the kernel says EXDEV before anything else (`mv` then copies): it says so
+                // itself for a call performed, so the mounts are compared only for a call refused here.
+                auto refused = [&](int e) { return same_mount(t1, t2) ? e : EXDEV; };
+                if (mount_points_.count(t1.path()) || mount_points_.count(t2.path())) return refused(EBUSY);
+                if ((err = decide_at(t1, false)) || (err = decide_at(t2, true))) return refused(err);
                 if ((err = decide_directory_move(t1.path(), t1.dir.fd, t1.name)) ||
                     (err = decide_directory_move(t2.path(), t1.dir.fd, t1.name)) ||
                     (err = decide_directory_move(t2.path(), t2.dir.fd, t2.name)))
-                    return err;
+                    return refused(err);
                 // RENAME_EXCHANGE moves the target to the source's name too.
                 if ((flags & RENAME_EXCHANGE) && (err = decide_directory_move(t1.path(), t2.dir.fd, t2.name)))
-                    return err;
+                    return refused(err);
                 if (!become(c)) return EPERM;
                 return ::syscall(SYS_renameat2, t1.dir.fd, t1.name.c_str(), t2.dir.fd, t2.name.c_str(),
                                  flags) == 0
@@ -1009,9 +1011,9 @@ class NotifierImpl final : public Notifier {
                                : errno;
                 }
                 if (t1.name == ".") return EPERM;
-                if (!same_mount(t1, t2)) return EXDEV;  // as the kernel says first
-                // The source gets a second name: it must be writable where it is.
-                if ((err = decide_at(t1, false))) return err;
+                // The source gets a second name: it must be writable where it is (between mounts EXDEV, as
+                // the kernel says first and says itself for a call performed).
+                if ((err = decide_at(t1, false))) return same_mount(t1, t2) ? err : EXDEV;
                 if (!become(c)) return EPERM;
                 return ::linkat(t1.dir.fd, t1.name.c_str(), t2.dir.fd, t2.name.c_str(), 0) == 0 ? 0 : errno;
             }

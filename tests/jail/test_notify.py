@@ -248,12 +248,15 @@ class NotifyCase(JailFixtures):
             "echo t > /tmp/t && mv /tmp/t moved && cat moved; "
             f"{PY} -c \"import os; fd = os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o644); os.write(fd, b'anon'); "
             "os.link(f'/proc/self/fd/{fd}', 'named', follow_symlinks=True); print(open('named').read())\"; "
-            "mkdir d1 d2 && touch d1/a && mv -T d1 d2 2>/dev/null; ls d2", expect=None)
+            "mkdir d1 d2 && touch d1/a && mv -T d1 d2 2>/dev/null; ls d2; "
+            "echo u > /tmp/u && (mv /tmp/u .bashrc) 2>/dev/null || echo MV-REFUSED; (ln /tmp/u hl) 2>&1", expect=None)
         self.assertNotIn("THROUGH-LINK", out, err)
         self.assertNotIn("OUTSIDE", out, err)
         self.assertIn("fine", out, err)
         self.assertIn("t\n", out, err)
         self.assertIn("anon", out, err)
+        self.assertIn("MV-REFUSED", out, err)
+        self.assertIn("Invalid cross-device link", out, err)
         self.assertFalse(os.path.exists(os.path.join(self.cwd, ".bashrc")))
         self.assertFalse(os.path.exists("/etc/cordon-notify-test"))
 
