@@ -316,12 +316,12 @@ class NotifierImpl final : public Notifier {
     // The thread's own umask (unshare CLONE_FS) and, started by root, effective capabilities of CAP_SETUID
     // and CAP_SETGID only: the call is performed with the caller's rights, and the command has no
     // capability (CAP_DAC_OVERRIDE would let root's command write what it cannot).
-    bool prepare_thread() {
+    static bool prepare_thread(bool privileged) {
         if (state_.ready) return true;
         if (::unshare(CLONE_FS) != 0) return false;
         state_.umask = ::umask(022);
         ::umask(state_.umask);
-        if (privileged_ && !restrict_capabilities()) return false;
+        if (privileged && !restrict_capabilities()) return false;
         state_.ready = true;
         return true;
     }
@@ -335,13 +335,16 @@ class NotifierImpl final : public Notifier {
         return ::syscall(SYS_capset, &header, caps) == 0;
     }
 
-    bool become(const Caller& c) {
-        if (!prepare_thread()) return false;
+    bool become(const Caller& c) const { return become(c, privileged_); }
+
+    // Static: the threads that wait for a FIFO or a connect may outlive the notifier.
+    static bool become(const Caller& c, bool privileged) {
+        if (!prepare_thread(privileged)) return false;
         if (c.umask != state_.umask) {
             ::umask(c.umask);
             state_.umask = c.umask;
         }
-        if (!privileged_) return true;  // the command has our ids and groups
+        if (!privileged) return true;  // the command has our ids and groups
         bool changed = false;
         if (!state_.groups_set || c.groups != state_.groups) {
             if (::syscall(SYS_setgroups, c.groups.size(), c.groups.data()) != 0) return false;
@@ -652,13 +655,15 @@ class NotifierImpl final : public Notifier {
     }
 
     // Hands `fd` to the caller as the call's result (atomically answering the notification).
-    void send_fd(std::uint64_t id, int fd, int flags) const {
+    void send_fd(std::uint64_t id, int fd, int flags) const { send_fd_on(listener_.fd, id, fd, flags); }
+
+    static void send_fd_on(int listener, std::uint64_t id, int fd, int flags) {
         seccomp_notif_addfd add{};
         add.id = id;
         add.flags = SECCOMP_ADDFD_FLAG_SEND;
         add.srcfd = static_cast<std::uint32_t>(fd);
         add.newfd_flags = static_cast<std::uint32_t>(flags & O_CLOEXEC);
-        ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+        ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
     }
 
     static constexpr int kSlowPath = -2;
@@ -742,15 +747,14 @@ class NotifierImpl final : public Notifier {
         if (exists && S_ISFIFO(st.st_mode) && !(flags & O_NONBLOCK)) {
             // Opening a FIFO waits for the other side: on a thread of its own, not to hold up every other
             // call.
-            Fd dir = std::move(t.dir);
-            std::string name = t.name;
-            Caller who = c;
-            std::uint64_t id = req.id;
-            std::thread([this, dir = std::move(dir), name, who, id, open_flags, mode, flags]() mutable {
-                if (!become(who)) return reply(id, EPERM);
+            // It may outlive the notifier (no reader ever comes): it answers on a listener of its own.
+            Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
+            std::thread([dir = std::move(t.dir), name = t.name, who = c, id = req.id,
+                         answer = std::move(answer), privileged = privileged_, open_flags, mode, flags]() {
+                if (!become(who, privileged)) return reply_on(answer.fd, id, EPERM);
                 Fd fd(::openat(dir.fd, name.c_str(), open_flags, mode));
-                if (fd.fd < 0) return reply(id, errno);
-                send_fd(id, fd.fd, flags);
+                if (fd.fd < 0) return reply_on(answer.fd, id, errno);
+                send_fd_on(answer.fd, id, fd.fd, flags);
             }).detach();
             return -1;
         }
@@ -1091,9 +1095,9 @@ class NotifierImpl final : public Notifier {
                 // The thread may outlive the notifier (a peer that never answers): after become() it answers
                 // on a listener of its own.
                 Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
-                std::thread([this, sock = std::move(sock), answer = std::move(answer), addr, len, who = c,
-                             id = req.id]() {
-                    if (!become(who)) return reply_on(answer.fd, id, EPERM);
+                std::thread([sock = std::move(sock), answer = std::move(answer), addr, len, who = c,
+                             id = req.id, privileged = privileged_]() {
+                    if (!become(who, privileged)) return reply_on(answer.fd, id, EPERM);
                     const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
                     reply_on(answer.fd, id, ::connect(sock.fd, sa, len) == 0 ? 0 : errno);
                 }).detach();
@@ -1111,9 +1115,9 @@ class NotifierImpl final : public Notifier {
             if (int err = unix_sockets::open_listed(root(c.pid), abs, listed_sockets_, target.fd)) return err;
             if (blocking) {
                 Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
-                std::thread([this, sock = std::move(sock), target = std::move(target),
-                             answer = std::move(answer), who = c, id = req.id]() mutable {
-                    if (!become(who)) return reply_on(answer.fd, id, EPERM);
+                std::thread([sock = std::move(sock), target = std::move(target), answer = std::move(answer),
+                             who = c, id = req.id, privileged = privileged_]() {
+                    if (!become(who, privileged)) return reply_on(answer.fd, id, EPERM);
                     reply_on(answer.fd, id, unix_sockets::connect_to(sock.fd, target.fd));
                 }).detach();
                 return -1;

@@ -281,6 +281,12 @@ class NotifyCase(JailFixtures):
         for name in (".git/hooks/pre-commit", ".bashrc", "d/.vscode", "newf"):
             self.assertFalse(os.path.lexists(os.path.join(self.cwd, name)), name)
 
+    def test_fifo_open_waits_without_holding_up_other_calls(self):
+        # A writer's open of a FIFO waits for a reader, on a thread of its own: other calls go on meanwhile.
+        out, err = self.sh("mkfifo p && { echo through-fifo > p & } && sleep 0.3 && mkdir made && echo MADE && "
+                           "cat p && wait")
+        self.assertEqual(out, "MADE\nthrough-fifo\n", err)
+
     def test_racing_threads_cannot_escape(self):
         # One thread flips a path buffer between a harmless name and `.bashrc` while another creates files
         # through it: the supervisor decides on the string it read and performs the call on that string.
