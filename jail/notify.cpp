@@ -666,24 +666,22 @@ class NotifierImpl final : public Notifier {
         ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
     }
 
-    static constexpr int kSlowPath = -2;
-
     // O_CREAT|O_EXCL (tar, git's checkout and lock files) of a path the policy lets the caller create, with
     // no ".." and no name whose decision needs the file system: created in one system call that refuses to
-    // cross a symlink (so the file lands at the path decided). kSlowPath: not such a call, or a symlink on
+    // cross a symlink (so the file lands at the path decided). nullopt: not such a call, or a symlink on
     // the way (resolve() follows it); otherwise as do_open.
-    int create_exclusive(const seccomp_notif& req, const Caller& c, const std::string& abs, int flags,
-                         mode_t mode, Fd& result) {
+    std::optional<int> create_exclusive(const seccomp_notif& req, const Caller& c, const std::string& abs,
+                                        int flags, mode_t mode, Fd& result) {
         const std::vector<std::string> parts = components(abs);
-        if (parts.empty() || parts[0] == "proc" || parts[0] == "dev") return kSlowPath;
+        if (parts.empty() || parts[0] == "proc" || parts[0] == "dev") return std::nullopt;
         for (const std::string& part : parts)
-            if (part == "..") return kSlowPath;
+            if (part == "..") return std::nullopt;
         const std::string& name = parts.back();
-        if (name == ".git" || name == "HEAD" || name == "objects" || name == "refs") return kSlowPath;
+        if (name == ".git" || name == "HEAD" || name == "objects" || name == "refs") return std::nullopt;
         const std::string where = join(parts, parts.size());
-        if (decide(where, true) != 0) return kSlowPath;  // refused: the slow path says with which errno
+        if (decide(where, true) != 0) return std::nullopt;  // refused: the slow path says with which errno
         const int rootfd = root(c.pid);
-        if (rootfd < 0) return kSlowPath;
+        if (rootfd < 0) return std::nullopt;
         if (!valid(req.id)) return -1;
         if (!become(c)) return EPERM;
         open_how how{};
@@ -693,7 +691,8 @@ class NotifierImpl final : public Notifier {
         result = Fd(static_cast<int>(::syscall(SYS_openat2, rootfd, where.c_str(), &how, sizeof how)));
         if (result.fd >= 0) return 0;
         // ELOOP: a symlink on the way; EINVAL: a flag openat2 refuses and openat ignores.
-        return errno == ELOOP || errno == EINVAL ? kSlowPath : errno;
+        if (errno == ELOOP || errno == EINVAL) return std::nullopt;
+        return errno;
     }
 
     int do_open(const seccomp_notif& req, const Caller& c, int dirfd, const std::string& path, int flags,
@@ -705,8 +704,8 @@ class NotifierImpl final : public Notifier {
         // "name/" never names a file to create (the kernel's answer).
         if ((flags & O_CREAT) && !tmpfile && abs.back() == '/') return EISDIR;
         if ((flags & O_CREAT) && (flags & O_EXCL) && !tmpfile) {
-            const int err = create_exclusive(req, c, abs, flags, mode, result);
-            if (err != kSlowPath) return err;
+            if (const std::optional<int> err = create_exclusive(req, c, abs, flags, mode, result))
+                return *err;
         }
         const bool follow = tmpfile || (!(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL)));
         Target t;
