@@ -199,26 +199,26 @@ int run(const Options& options) {
             return 125;
         }
         sup.proxy = proxy.get();
+        // A control channel or a settings watch that cannot be set up stops the run before the command.
+        auto setup_failed = [&](const std::exception& e) {
+            std::cerr << "cordon: " << e.what() << "\n";
+            proxy.reset();
+            uv_run(&sup.loop, UV_RUN_NOWAIT);
+            uv_loop_close(&sup.loop);
+            return 125;
+        };
         if (options.control_fd) {
             try {
                 proxy->serve_control_fd(*options.control_fd);
             } catch (const std::exception& e) {
-                std::cerr << "cordon: " << e.what() << "\n";
-                proxy.reset();
-                uv_run(&sup.loop, UV_RUN_NOWAIT);
-                uv_loop_close(&sup.loop);
-                return 125;
+                return setup_failed(e);
             }
         }
         if (options.watch) {
             try {
                 sup.watch = options.watch(&sup.loop, *proxy, policy);
             } catch (const std::exception& e) {
-                std::cerr << "cordon: " << e.what() << "\n";
-                proxy.reset();
-                uv_run(&sup.loop, UV_RUN_NOWAIT);
-                uv_loop_close(&sup.loop);
-                return 125;
+                return setup_failed(e);
             }
         }
     }
