@@ -3,13 +3,11 @@
 #include <string>
 #include <vector>
 
+#include "agent/shell_split.hpp"
+
 namespace cordon::agent {
 
 namespace {
-
-bool space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
 
 // A pattern of literal pieces joined by `*` (any characters). `\*` and `\\` are literals.
 struct Wildcard {
@@ -57,24 +55,16 @@ bool has_unescaped_star(std::string_view pattern) {
     return false;
 }
 
-std::string_view trim(std::string_view text) {
-    while (!text.empty() && space(text.front()))
-        text.remove_prefix(1);
-    while (!text.empty() && space(text.back()))
-        text.remove_suffix(1);
-    return text;
-}
-
 bool prefix_matches(std::string_view prefix, std::string_view command) {
     if (command.substr(0, prefix.size()) != prefix) return false;
-    return command.size() == prefix.size() || space(command[prefix.size()]);
+    return command.size() == prefix.size() || shell_space(command[prefix.size()]);
 }
 
 }  // namespace
 
 bool specifier_matches(std::string_view specifier, std::string_view command) {
-    command = trim(command);
-    specifier = trim(specifier);
+    command = trim_shell_space(command);
+    specifier = trim_shell_space(specifier);
     if (specifier.empty() || specifier == "*") return true;
     if (specifier.size() > 2 && specifier.substr(specifier.size() - 2) == ":*" &&
         !has_unescaped_star(specifier.substr(0, specifier.size() - 2)))
@@ -84,7 +74,7 @@ bool specifier_matches(std::string_view specifier, std::string_view command) {
     if (wildcard_matches(w, command)) return true;
     // `ls *`: one trailing ` *` is optional, so the bare `ls` matches too.
     if (w.pieces.size() == 2 && w.pieces[1].empty() && !w.pieces[0].empty() && w.pieces[0].back() == ' ')
-        return command == trim(w.pieces[0]);
+        return command == trim_shell_space(w.pieces[0]);
     return false;
 }
 
@@ -97,15 +87,15 @@ bool bash_rule_matches(std::string_view rule, std::string_view command) {
 }
 
 bool excluded_command_matches(std::string_view entry, std::string_view command) {
-    entry = trim(entry);
+    entry = trim_shell_space(entry);
     if (entry.size() > 6 && entry.substr(0, 5) == "Bash(" && entry.back() == ')')
         entry = entry.substr(5, entry.size() - 6);
     if (has_unescaped_star(entry)) return specifier_matches(entry, command);
-    return prefix_matches(entry, trim(command));
+    return prefix_matches(entry, trim_shell_space(command));
 }
 
 std::string_view without_assignments(std::string_view command) {
-    command = trim(command);
+    command = trim_shell_space(command);
     for (;;) {
         std::size_t k = 0;
         auto name_char = [](char c, bool first) {
@@ -116,13 +106,13 @@ std::string_view without_assignments(std::string_view command) {
             ++k;
         if (k == 0 || k >= command.size() || command[k] != '=') return command;
         std::size_t end = k + 1;
-        while (end < command.size() && !space(command[end])) {
+        while (end < command.size() && !shell_space(command[end])) {
             char c = command[end];
             if (c == '\'' || c == '"' || c == '$' || c == '`' || c == '\\') return command;
             ++end;
         }
         if (end >= command.size()) return command;  // only assignments: nothing runs
-        command = trim(command.substr(end));
+        command = trim_shell_space(command.substr(end));
     }
 }
 

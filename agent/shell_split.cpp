@@ -5,30 +5,31 @@
 
 namespace cordon::agent {
 
+bool shell_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+std::string_view trim_shell_space(std::string_view text) {
+    while (!text.empty() && shell_space(text.front()))
+        text.remove_prefix(1);
+    while (!text.empty() && shell_space(text.back()))
+        text.remove_suffix(1);
+    return text;
+}
+
 namespace {
 
 bool blank(char c) {
     return c == ' ' || c == '\t';
 }
-bool space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
 // Characters that end an unquoted word.
 bool word_end(char c) {
-    return space(c) || c == ';' || c == '&' || c == '|' || c == '<' || c == '>' || c == '(' || c == ')';
-}
-
-std::string_view trim(std::string_view text) {
-    while (!text.empty() && space(text.front()))
-        text.remove_prefix(1);
-    while (!text.empty() && space(text.back()))
-        text.remove_suffix(1);
-    return text;
+    return shell_space(c) || c == ';' || c == '&' || c == '|' || c == '<' || c == '>' || c == '(' || c == ')';
 }
 
 std::string_view first_word(std::string_view text) {
     std::size_t end = 0;
-    while (end < text.size() && !space(text[end]))
+    while (end < text.size() && !shell_space(text[end]))
         ++end;
     return text.substr(0, end);
 }
@@ -43,7 +44,7 @@ constexpr std::array<std::string_view, 6> kUnsupported = {"case",   "esac",     
 // Removes leading reserved words (and a lone `done`) from a simple command's text.
 std::string_view strip_keywords(std::string_view text) {
     for (;;) {
-        text = trim(text);
+        text = trim_shell_space(text);
         std::string_view word = first_word(text);
         bool keyword = word == "done" || std::find(kLeadingKeywords.begin(), kLeadingKeywords.end(), word) !=
                                              kLeadingKeywords.end();

@@ -23,4 +23,9 @@ std::variant<std::vector<std::string>, std::string> split_command(std::string_vi
 // (newlines, `$( )`, backslashes, here-document bodies) survives exactly.
 std::string shell_quote(std::string_view text);
 
+// What the splitter and the Bash rules both skip: a space, tab, newline or carriage return, and `text`
+// without them at either end.
+bool shell_space(char c);
+std::string_view trim_shell_space(std::string_view text);
+
 }  // namespace cordon::agent

@@ -241,6 +241,14 @@ if "files_extract_bwrap" in R:
                    f"{fmt(num(f'files_clone_{t}'), '{:.2f} s')} | {R.get(f'files_extract_all_{t}', '')}; "
                    f"{R.get(f'files_clone_all_{t}', '')} |")
     out.append("")
+    if "files_floor_kernel_us" in R:
+        out.append("The floor (`notify_bench`: `open(O_CREAT|O_EXCL)` + `close` of 20,000 files on the same tmpfs, "
+                   "nothing of cordon in it), µs per file: answered by the kernel "
+                   f"{fmt(num('files_floor_kernel_us'), '{:.2f}')}; by a supervisor thread continuing the call "
+                   f"{fmt(num('files_floor_send_us'), '{:.2f}')}; performing it and handing the descriptor over with "
+                   f"ADDFD, as cordon does, {fmt(num('files_floor_addfd_us'), '{:.2f}')}; the same with the caller kept "
+                   f"on the supervisor's CPU {fmt(num('files_floor_addfd_pin_us'), '{:.2f}')}.")
+        out.append("")
     for task, name in (("extract", "tar x"), ("clone", "git clone --local")):
         r = ratio(num(f"files_{task}_cordon"), num(f"files_{task}_bwrap"))
         target(f"7 {name}", "cordon ≤ 1.3× bwrap", fmt(r, "{:.2f}×"), None if r is None else r <= 1.3)

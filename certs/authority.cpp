@@ -171,6 +171,19 @@ std::string write_file(const std::filesystem::path& path, const std::string& tex
     return {};
 }
 
+// What `write` writes into a memory BIO (PEM, a printed name).
+template <typename Write>
+std::string bio_text(Write write) {
+    BIO* b = BIO_new(BIO_s_mem());
+    if (!b) return {};
+    write(b);
+    char* data = nullptr;
+    long n = BIO_get_mem_data(b, &data);
+    std::string out = n > 0 ? std::string(data, static_cast<std::size_t>(n)) : std::string();
+    BIO_free(b);  // a memory BIO's buffer is cleansed when freed (the key's PEM)
+    return out;
+}
+
 }  // namespace
 
 std::string Authority::save(const std::filesystem::path& dir, bool force) const {
@@ -181,12 +194,8 @@ std::string Authority::save(const std::filesystem::path& dir, bool force) const 
     const auto cert_path = dir / kCertFile, key_path = dir / kKeyFile;
     if (!force && (std::filesystem::exists(cert_path, ec) || std::filesystem::exists(key_path, ec)))
         return "a CA exists already in " + dir.string() + " (--force replaces it)";
-    BIO* b = BIO_new(BIO_s_mem());
-    PEM_write_bio_PrivateKey(b, key_, nullptr, nullptr, 0, nullptr, nullptr);
-    char* data = nullptr;
-    long n = BIO_get_mem_data(b, &data);
-    std::string key_text(data, static_cast<std::size_t>(n));
-    BIO_free(b);
+    std::string key_text =
+        bio_text([&](BIO* b) { PEM_write_bio_PrivateKey(b, key_, nullptr, nullptr, 0, nullptr, nullptr); });
     // Why the key first and 0600: whoever reads it can mint certificates every program in a jail trusts.
     std::string error = write_file(key_path, key_text, 0600);
     OPENSSL_cleanse(key_text.data(), key_text.size());
@@ -195,23 +204,13 @@ std::string Authority::save(const std::filesystem::path& dir, bool force) const 
 }
 
 std::string Authority::cert_pem() const {
-    BIO* b = BIO_new(BIO_s_mem());
-    PEM_write_bio_X509(b, cert_);
-    char* data = nullptr;
-    long n = BIO_get_mem_data(b, &data);
-    std::string out(data, static_cast<std::size_t>(n));
-    BIO_free(b);
-    return out;
+    return bio_text([&](BIO* b) { PEM_write_bio_X509(b, cert_); });
 }
 
 std::string Authority::subject() const {
-    BIO* b = BIO_new(BIO_s_mem());
-    X509_NAME_print_ex(b, X509_get_subject_name(cert_), 0, XN_FLAG_ONELINE & ~ASN1_STRFLGS_ESC_MSB);
-    char* data = nullptr;
-    long n = BIO_get_mem_data(b, &data);
-    std::string out(data, static_cast<std::size_t>(n));
-    BIO_free(b);
-    return out;
+    return bio_text([&](BIO* b) {
+        X509_NAME_print_ex(b, X509_get_subject_name(cert_), 0, XN_FLAG_ONELINE & ~ASN1_STRFLGS_ESC_MSB);
+    });
 }
 
 std::string Authority::fingerprint_sha256() const {

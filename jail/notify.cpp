@@ -6,8 +6,9 @@
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
-#include <sys/eventfd.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -17,8 +18,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,6 +34,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "jail/seccomp_notify_compat.hpp"
 #include "jail/unix_sockets.hpp"
 
 namespace cordon::jail {
@@ -44,16 +49,26 @@ bool user_notification_supported() {
     return major > 5 || (major == 5 && minor >= 14);
 }
 
-namespace {
+RunStart RunStart::now() {
+    RunStart start;
+    ::clock_gettime(CLOCK_REALTIME_COARSE, &start.coarse);
+    ::clock_gettime(CLOCK_REALTIME, &start.fine);
+    return start;
+}
 
-// Linux 6.6: the notifying thread hands its CPU to the supervisor and back (a synchronous wake-up on the
-// current CPU instead of a wake-up of the other thread wherever it last ran). Older headers lack them.
-#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
-#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
-#endif
-#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
-#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
-#endif
+namespace {
+bool before(const timespec& a, const timespec& b) {
+    return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
+}
+}  // namespace
+
+bool existed_before(const RunStart& start, const timespec& btime, bool made_by_run) {
+    if (before(btime, start.coarse)) return true;  // older than any inode the run can make
+    if (before(start.fine, btime)) return false;   // younger than the run's start
+    return !made_by_run;
+}
+
+namespace {
 
 // A descriptor closed when it goes out of scope.
 struct Fd {
@@ -250,7 +265,7 @@ struct Target {
 
 class NotifierImpl final : public Notifier {
   public:
-    NotifierImpl(int fd, policy::PolicyPtr policy, timespec run_start, std::vector<std::string> mount_points)
+    NotifierImpl(int fd, policy::PolicyPtr policy, RunStart run_start, std::vector<std::string> mount_points)
         : listener_(fd),
           policy_(std::move(policy)),
           run_start_(run_start),
@@ -259,18 +274,25 @@ class NotifierImpl final : public Notifier {
             if (!rule.glob) writable_roots_.insert(rule.path.string());
         listed_sockets_ = unix_sockets::listed_paths(policy_->network().allow_unix_sockets,
                                                      policy_->filesystem().home.string());
-        stop_ = Fd(::eventfd(0, EFD_CLOEXEC));
         privileged_ = ::geteuid() == 0;
         // A speed-up only: an older kernel (EINVAL) serves the same calls with ordinary wake-ups.
         ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
+        install_wake_signal();
         thread_ = std::thread([this] { serve(); });
     }
 
     ~NotifierImpl() override {
-        std::uint64_t one = 1;
-        if (stop_.fd >= 0 && ::write(stop_.fd, &one, sizeof one) < 0) {
+        // The thread waits in SECCOMP_IOCTL_NOTIF_RECV, which only a signal interrupts (the listener does not
+        // wake a receiver when the jail is gone): signalled until it has seen `stopping_` and returned.
+        stopping_.store(true);
+        if (thread_.joinable()) {
+            while (!stopped_.load()) {
+                ::pthread_kill(thread_.native_handle(), wake_signal());
+                std::unique_lock<std::mutex> lock(mutex_);
+                stopped_cv_.wait_for(lock, std::chrono::milliseconds(5), [this] { return stopped_.load(); });
+            }
+            thread_.join();
         }
-        if (thread_.joinable()) thread_.join();
     }
 
     std::set<std::string> new_repositories() const override {
@@ -294,12 +316,12 @@ class NotifierImpl final : public Notifier {
     // The thread's own umask (unshare CLONE_FS) and, started by root, effective capabilities of CAP_SETUID
     // and CAP_SETGID only: the call is performed with the caller's rights, and the command has no
     // capability (CAP_DAC_OVERRIDE would let root's command write what it cannot).
-    bool prepare_thread() {
+    static bool prepare_thread(bool privileged) {
         if (state_.ready) return true;
         if (::unshare(CLONE_FS) != 0) return false;
         state_.umask = ::umask(022);
         ::umask(state_.umask);
-        if (privileged_ && !restrict_capabilities()) return false;
+        if (privileged && !restrict_capabilities()) return false;
         state_.ready = true;
         return true;
     }
@@ -313,13 +335,16 @@ class NotifierImpl final : public Notifier {
         return ::syscall(SYS_capset, &header, caps) == 0;
     }
 
-    bool become(const Caller& c) {
-        if (!prepare_thread()) return false;
+    bool become(const Caller& c) const { return become(c, privileged_); }
+
+    // Static: the threads that wait for a FIFO or a connect may outlive the notifier.
+    static bool become(const Caller& c, bool privileged) {
+        if (!prepare_thread(privileged)) return false;
         if (c.umask != state_.umask) {
             ::umask(c.umask);
             state_.umask = c.umask;
         }
-        if (!privileged_) return true;  // the command has our ids and groups
+        if (!privileged) return true;  // the command has our ids and groups
         bool changed = false;
         if (!state_.groups_set || c.groups != state_.groups) {
             if (::syscall(SYS_setgroups, c.groups.size(), c.groups.data()) != 0) return false;
@@ -342,21 +367,45 @@ class NotifierImpl final : public Notifier {
         return !changed || restrict_capabilities();
     }
 
+    // The signal that interrupts the thread's wait (a real-time one glibc leaves to programs; its handler
+    // does nothing and has no SA_RESTART, so the wait returns EINTR).
+    static int wake_signal() { return SIGRTMIN + 3; }
+
+    static void install_wake_signal() {
+        static std::once_flag once;
+        std::call_once(once, [] {
+            struct sigaction sa {};
+            sa.sa_handler = [](int) {};
+            sigemptyset(&sa.sa_mask);
+            ::sigaction(wake_signal(), &sa, nullptr);
+        });
+    }
+
+    // Receives with a blocking SECCOMP_IOCTL_NOTIF_RECV rather than poll + receive: one system call less per
+    // call, and the jail's synchronous wake-up hands the CPU straight to the waiting receiver.
     void serve() {
+        sigset_t wake;
+        sigemptyset(&wake);
+        sigaddset(&wake, wake_signal());
+        ::pthread_sigmask(SIG_UNBLOCK, &wake, nullptr);
         for (;;) {
-            pollfd fds[2] = {{listener_.fd, POLLIN, 0}, {stop_.fd, POLLIN, 0}};
-            int n = ::poll(fds, 2, -1);
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0 || (fds[1].revents & POLLIN)) return;
-            if (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) return;
-            if (!(fds[0].revents & POLLIN)) continue;
+            if (stopping_.load()) break;
             seccomp_notif req{};
             if (::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) {
-                if (errno == EINTR || errno == ENOENT) continue;
-                return;
+                if (errno == EINTR) continue;
+                // ENOENT: the caller died before we took its call, or (Linux 6.6 on) the jail is gone and the
+                // receive no longer waits, which only the listener's POLLHUP tells.
+                pollfd p{listener_.fd, POLLIN, 0};
+                if (errno == ENOENT &&
+                    !(::poll(&p, 1, 0) >= 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL))))
+                    continue;
+                break;
             }
             handle(req);
         }
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopped_.store(true);
+        stopped_cv_.notify_all();
     }
 
     bool valid(std::uint64_t id) const {
@@ -477,6 +526,18 @@ class NotifierImpl final : public Notifier {
         return ELOOP;
     }
 
+    static std::pair<std::uint64_t, std::uint64_t> inode_of(const struct statx& stx) {
+        return {(static_cast<std::uint64_t>(stx.stx_dev_major) << 32) | stx.stx_dev_minor, stx.stx_ino};
+    }
+
+    // A directory just made, in the run's first tick (its birth time may read as before the run): noted, so
+    // that it counts as the run's own when it is (or holds) a git directory.
+    void note_made_early(const Target& t) {
+        struct statx stx {};
+        if (::statx(t.dir.fd, t.name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_INO, &stx) == 0)
+            made_early_.insert(inode_of(stx));
+    }
+
     // Whether the git directory `dir` (jail view) existed when the run started: its birth time, or existing
     // when the file system does not record one.
     bool git_dir_existed(const std::string& dir) {
@@ -488,11 +549,11 @@ class NotifierImpl final : public Notifier {
         how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
         Fd fd(static_cast<int>(::syscall(SYS_openat2, root_.fd, dir.c_str(), &how, sizeof how)));
         struct statx stx {};
-        if (fd.fd >= 0 && ::statx(fd.fd, "", AT_EMPTY_PATH, STATX_BTIME, &stx) == 0 &&
+        if (fd.fd >= 0 && ::statx(fd.fd, "", AT_EMPTY_PATH, STATX_BTIME | STATX_INO, &stx) == 0 &&
             (stx.stx_mask & STATX_BTIME)) {
-            existed = stx.stx_btime.tv_sec < run_start_.tv_sec ||
-                      (stx.stx_btime.tv_sec == run_start_.tv_sec &&
-                       static_cast<long>(stx.stx_btime.tv_nsec) < run_start_.tv_nsec);
+            const timespec btime{static_cast<time_t>(stx.stx_btime.tv_sec),
+                                 static_cast<long>(stx.stx_btime.tv_nsec)};
+            existed = existed_before(run_start_, btime, made_early_.count(inode_of(stx)) > 0);
         } else if (fd.fd < 0 && errno == ENOENT) {
             return false;  // not there yet: it will be new (not cached)
         }
@@ -556,9 +617,9 @@ class NotifierImpl final : public Notifier {
 
     // A `.git` counts only when it existed before the run (a repository the run created may go).
     int decide_directory_move(const std::string& path, int dirfd, const std::string& name) {
+        if (!policy_->holds_protected_names(path)) return 0;
         struct stat st {};
         if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) return 0;
-        if (!policy_->holds_protected_names(path)) return 0;
         const std::size_t slash = path.rfind('/');
         if (path.compare(slash + 1, std::string::npos, ".git") == 0) {
             std::string dir;
@@ -594,13 +655,44 @@ class NotifierImpl final : public Notifier {
     }
 
     // Hands `fd` to the caller as the call's result (atomically answering the notification).
-    void send_fd(std::uint64_t id, int fd, int flags) const {
+    void send_fd(std::uint64_t id, int fd, int flags) const { send_fd_on(listener_.fd, id, fd, flags); }
+
+    static void send_fd_on(int listener, std::uint64_t id, int fd, int flags) {
         seccomp_notif_addfd add{};
         add.id = id;
         add.flags = SECCOMP_ADDFD_FLAG_SEND;
         add.srcfd = static_cast<std::uint32_t>(fd);
         add.newfd_flags = static_cast<std::uint32_t>(flags & O_CLOEXEC);
-        ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+        ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+    }
+
+    // O_CREAT|O_EXCL (tar, git's checkout and lock files) of a path the policy lets the caller create, with
+    // no ".." and no name whose decision needs the file system: created in one system call that refuses to
+    // cross a symlink (so the file lands at the path decided). nullopt: not such a call, or a symlink on
+    // the way (resolve() follows it); otherwise as do_open.
+    std::optional<int> create_exclusive(const seccomp_notif& req, const Caller& c, const std::string& abs,
+                                        int flags, mode_t mode, Fd& result) {
+        const std::vector<std::string> parts = components(abs);
+        if (parts.empty() || parts[0] == "proc" || parts[0] == "dev") return std::nullopt;
+        for (const std::string& part : parts)
+            if (part == "..") return std::nullopt;
+        const std::string& name = parts.back();
+        if (name == ".git" || name == "HEAD" || name == "objects" || name == "refs") return std::nullopt;
+        const std::string where = join(parts, parts.size());
+        if (decide(where, true) != 0) return std::nullopt;  // refused: the slow path says with which errno
+        const int rootfd = root(c.pid);
+        if (rootfd < 0) return std::nullopt;
+        if (!valid(req.id)) return -1;
+        if (!become(c)) return EPERM;
+        open_how how{};
+        how.flags = static_cast<std::uint64_t>((flags & ~O_CLOEXEC) | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        how.mode = mode;
+        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS;
+        result = Fd(static_cast<int>(::syscall(SYS_openat2, rootfd, where.c_str(), &how, sizeof how)));
+        if (result.fd >= 0) return 0;
+        // ELOOP: a symlink on the way; EINVAL: a flag openat2 refuses and openat ignores.
+        if (errno == ELOOP || errno == EINVAL) return std::nullopt;
+        return errno;
     }
 
     int do_open(const seccomp_notif& req, const Caller& c, int dirfd, const std::string& path, int flags,
@@ -609,6 +701,12 @@ class NotifierImpl final : public Notifier {
         if (int err = absolute(c, dirfd, path, abs)) return err;
         if ((flags & O_PATH)) flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
         const bool tmpfile = (flags & O_TMPFILE) == O_TMPFILE;
+        // "name/" never names a file to create (the kernel's answer).
+        if ((flags & O_CREAT) && !tmpfile && abs.back() == '/') return EISDIR;
+        if ((flags & O_CREAT) && (flags & O_EXCL) && !tmpfile) {
+            if (const std::optional<int> err = create_exclusive(req, c, abs, flags, mode, result))
+                return *err;
+        }
         const bool follow = tmpfile || (!(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL)));
         Target t;
         if (int err = resolve(c, abs, follow, t)) return err;
@@ -648,15 +746,14 @@ class NotifierImpl final : public Notifier {
         if (exists && S_ISFIFO(st.st_mode) && !(flags & O_NONBLOCK)) {
             // Opening a FIFO waits for the other side: on a thread of its own, not to hold up every other
             // call.
-            Fd dir = std::move(t.dir);
-            std::string name = t.name;
-            Caller who = c;
-            std::uint64_t id = req.id;
-            std::thread([this, dir = std::move(dir), name, who, id, open_flags, mode, flags]() mutable {
-                if (!become(who)) return reply(id, EPERM);
+            // It may outlive the notifier (no reader ever comes): it answers on a listener of its own.
+            Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
+            std::thread([dir = std::move(t.dir), name = t.name, who = c, id = req.id,
+                         answer = std::move(answer), privileged = privileged_, open_flags, mode, flags]() {
+                if (!become(who, privileged)) return reply_on(answer.fd, id, EPERM);
                 Fd fd(::openat(dir.fd, name.c_str(), open_flags, mode));
-                if (fd.fd < 0) return reply(id, errno);
-                send_fd(id, fd.fd, flags);
+                if (fd.fd < 0) return reply_on(answer.fd, id, errno);
+                send_fd_on(answer.fd, id, fd.fd, flags);
             }).detach();
             return -1;
         }
@@ -790,7 +887,12 @@ class NotifierImpl final : public Notifier {
                 if ((err = decide_at(t1, true))) return err;
                 if (!become(c)) return EPERM;
                 const mode_t mode = static_cast<mode_t>(a[at ? 2 : 1]) & 07777;
-                return ::mkdirat(t1.dir.fd, t1.name.c_str(), mode) == 0 ? 0 : errno;
+                timespec now{};
+                ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+                if (::mkdirat(t1.dir.fd, t1.name.c_str(), mode) != 0) return errno;
+                // Born at `now` or later (the coarse clock): possibly before run_start_.fine.
+                if (!before(run_start_.fine, now)) note_made_early(t1);
+                return 0;
             }
 #ifdef SYS_mknod
             case SYS_mknod:
@@ -849,16 +951,18 @@ class NotifierImpl final : public Notifier {
                 if ((err = target(newdir, newarg, false, t2, p2))) return err;
                 if (!valid(req.id)) return -1;
                 if (t1.name == "." || t2.name == ".") return EBUSY;
-                if (!same_mount(t1, t2)) return EXDEV;  // as the kernel says first
-                if (mount_points_.count(t1.path()) || mount_points_.count(t2.path())) return EBUSY;
-                if ((err = decide_at(t1, false)) || (err = decide_at(t2, true))) return err;
+                // Between mounts the kernel says EXDEV before anything else (`mv` then copies): it says so
+                // itself for a call performed, so the mounts are compared only for a call refused here.
+                auto refused = [&](int e) { return same_mount(t1, t2) ? e : EXDEV; };
+                if (mount_points_.count(t1.path()) || mount_points_.count(t2.path())) return refused(EBUSY);
+                if ((err = decide_at(t1, false)) || (err = decide_at(t2, true))) return refused(err);
                 if ((err = decide_directory_move(t1.path(), t1.dir.fd, t1.name)) ||
                     (err = decide_directory_move(t2.path(), t1.dir.fd, t1.name)) ||
                     (err = decide_directory_move(t2.path(), t2.dir.fd, t2.name)))
-                    return err;
+                    return refused(err);
                 // RENAME_EXCHANGE moves the target to the source's name too.
                 if ((flags & RENAME_EXCHANGE) && (err = decide_directory_move(t1.path(), t2.dir.fd, t2.name)))
-                    return err;
+                    return refused(err);
                 if (!become(c)) return EPERM;
                 return ::syscall(SYS_renameat2, t1.dir.fd, t1.name.c_str(), t2.dir.fd, t2.name.c_str(),
                                  flags) == 0
@@ -910,9 +1014,9 @@ class NotifierImpl final : public Notifier {
                                : errno;
                 }
                 if (t1.name == ".") return EPERM;
-                if (!same_mount(t1, t2)) return EXDEV;  // as the kernel says first
-                // The source gets a second name: it must be writable where it is.
-                if ((err = decide_at(t1, false))) return err;
+                // The source gets a second name: it must be writable where it is (between mounts EXDEV, as
+                // the kernel says first and says itself for a call performed).
+                if ((err = decide_at(t1, false))) return same_mount(t1, t2) ? err : EXDEV;
                 if (!become(c)) return EPERM;
                 return ::linkat(t1.dir.fd, t1.name.c_str(), t2.dir.fd, t2.name.c_str(), 0) == 0 ? 0 : errno;
             }
@@ -990,9 +1094,9 @@ class NotifierImpl final : public Notifier {
                 // The thread may outlive the notifier (a peer that never answers): after become() it answers
                 // on a listener of its own.
                 Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
-                std::thread([this, sock = std::move(sock), answer = std::move(answer), addr, len, who = c,
-                             id = req.id]() {
-                    if (!become(who)) return reply_on(answer.fd, id, EPERM);
+                std::thread([sock = std::move(sock), answer = std::move(answer), addr, len, who = c,
+                             id = req.id, privileged = privileged_]() {
+                    if (!become(who, privileged)) return reply_on(answer.fd, id, EPERM);
                     const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
                     reply_on(answer.fd, id, ::connect(sock.fd, sa, len) == 0 ? 0 : errno);
                 }).detach();
@@ -1010,9 +1114,9 @@ class NotifierImpl final : public Notifier {
             if (int err = unix_sockets::open_listed(root(c.pid), abs, listed_sockets_, target.fd)) return err;
             if (blocking) {
                 Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
-                std::thread([this, sock = std::move(sock), target = std::move(target),
-                             answer = std::move(answer), who = c, id = req.id]() mutable {
-                    if (!become(who)) return reply_on(answer.fd, id, EPERM);
+                std::thread([sock = std::move(sock), target = std::move(target), answer = std::move(answer),
+                             who = c, id = req.id, privileged = privileged_]() {
+                    if (!become(who, privileged)) return reply_on(answer.fd, id, EPERM);
                     reply_on(answer.fd, id, unix_sockets::connect_to(sock.fd, target.fd));
                 }).detach();
                 return -1;
@@ -1031,10 +1135,14 @@ class NotifierImpl final : public Notifier {
     }
 
     Fd listener_;
-    Fd stop_;
+    std::atomic<bool> stopping_{false}, stopped_{false};
+    std::condition_variable stopped_cv_;
     Fd root_;
     policy::PolicyPtr policy_;
-    timespec run_start_;
+    RunStart run_start_;
+    // Directories the run made while their birth time could still fall before run_start_.fine (see
+    // existed_before): the first tick of the run only.
+    std::set<std::pair<std::uint64_t, std::uint64_t>> made_early_;
     bool privileged_ = false;
     std::map<std::string, bool> git_dirs_;
     struct Cached {
@@ -1055,7 +1163,7 @@ thread_local NotifierImpl::ThreadState NotifierImpl::state_;
 
 }  // namespace
 
-std::unique_ptr<Notifier> Notifier::start(int fd, policy::PolicyPtr policy, timespec run_start,
+std::unique_ptr<Notifier> Notifier::start(int fd, policy::PolicyPtr policy, RunStart run_start,
                                           std::vector<std::string> mount_points) {
     return std::make_unique<NotifierImpl>(fd, std::move(policy), run_start, std::move(mount_points));
 }

@@ -23,15 +23,27 @@ namespace cordon::jail {
 // (placeholders, see mount_plan.hpp).
 bool user_notification_supported();
 
+// When the run started, by the two clocks a birth time is compared with. File systems stamp a new inode with
+// the coarse clock (up to a tick, ~4 ms, behind the fine one), so a git directory born between `coarse` and
+// `fine` may be older or younger than the run: the notifier then asks whether the run made it.
+struct RunStart {
+    timespec coarse{};  // CLOCK_REALTIME_COARSE, read first
+    timespec fine{};    // CLOCK_REALTIME, read right after
+    static RunStart now();
+};
+
+// Whether a directory born at `btime` existed when the run started: before `coarse`, yes; after `fine`, no;
+// in between, unless the run made it (`made_by_run`).
+bool existed_before(const RunStart& start, const timespec& btime, bool made_by_run);
+
 class Notifier {
   public:
-    // Serves the listener `fd` (ownership passes) on its own thread until the jail is gone. `run_start`
-    // (CLOCK_REALTIME_COARSE, the clock of the file systems' timestamps) tells git directories that existed
-    // before the run from those the run created.
+    // Serves the listener `fd` (ownership passes) on its own thread until the jail is gone. `run_start` tells
+    // git directories that existed before the run from those the run created.
     // `mount_points`: the paths the mount plan mounts on (jail view). The supervisor works from the host's
     // mount namespace, where they are no mount points: it refuses to remove or rename them (EBUSY) as the
     // jail's namespace would.
-    static std::unique_ptr<Notifier> start(int fd, policy::PolicyPtr policy, timespec run_start,
+    static std::unique_ptr<Notifier> start(int fd, policy::PolicyPtr policy, RunStart run_start,
                                            std::vector<std::string> mount_points);
     // The git directories (`.../.git`, jail view) the run created and wrote into, for the end-of-run summary.
     virtual std::set<std::string> new_repositories() const = 0;

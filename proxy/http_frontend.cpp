@@ -23,30 +23,18 @@ std::string chunk_header(std::size_t n) {
     return buf;
 }
 
-const char* status_text(int status) {
-    switch (status) {
-        case 400:
-            return "Bad Request";
-        case 403:
-            return "Forbidden";
-        case 407:
-            return "Proxy Authentication Required";
-        case 408:
-            return "Request Timeout";
-        case 414:
-            return "URI Too Long";
-        case 431:
-            return "Request Header Fields Too Large";
-        case 501:
-            return "Not Implemented";
-        case 502:
-            return "Bad Gateway";
-        case 503:
-            return "Service Unavailable";
-        case 504:
-            return "Gateway Timeout";
+// A message's end-to-end headers, then its framing, which is the proxy's own: chunked (`chunked`) or the
+// Content-Length it parsed, whatever headers the sender listed in Connection.
+void append_forwarded_headers(std::string& out, const HttpHead& head, bool chunked) {
+    auto tokens = connection_tokens(head);
+    for (const auto& [name, value] : head.headers) {
+        if (is_hop_by_hop(name, tokens) || iequals(name, "content-length")) continue;
+        out += name + ": " + value + "\r\n";
     }
-    return "Error";
+    if (chunked)
+        out += "Transfer-Encoding: chunked\r\n";
+    else if (head.content_length)
+        out += "Content-Length: " + std::to_string(*head.content_length) + "\r\n";
 }
 
 bool starts_with_icase(std::string_view s, std::string_view prefix) {
@@ -322,22 +310,9 @@ void HttpFrontEnd::head_complete() {
             return;
         }
         // A Host header naming another host than the URI is how requests get routed past a filter.
-        if (auto h = head.header("host")) {
-            std::string hraw, hhost;
-            std::uint16_t hport = 0;
-            bool has_port = split_authority(*h, hraw, hport);
-            if (!has_port) {
-                hraw = std::string(*h);
-                if (!hraw.empty() && hraw.front() == '[' && hraw.back() == ']')
-                    hraw = hraw.substr(1, hraw.size() - 2);
-            }
-            std::string why2;
-            // A Host without a port names the URI's host on whatever port the URI says.
-            if (!normalise_host(hraw, has_port ? hport : port, hhost, why2) || hhost != host ||
-                (has_port && hport != port)) {
-                bad_request("Host header '" + std::string(*h) + "' names another host than the request URI");
-                return;
-            }
+        if (auto h = head.header("host"); h && !host_header_names(*h, host, port)) {
+            bad_request("Host header '" + std::string(*h) + "' names another host than the request URI");
+            return;
         }
         c_.request_.path = path;
         if (head.upgrade) {
@@ -419,7 +394,7 @@ void HttpFrontEnd::send_error(int status, const std::string& reason, const std::
         keep_alive = false;
     bool head_method = request_head_.method == "HEAD";
     std::string out =
-        "HTTP/1.1 " + std::to_string(status) + " " + (reason.empty() ? status_text(status) : reason) +
+        "HTTP/1.1 " + std::to_string(status) + " " + (reason.empty() ? reason_phrase(status) : reason) +
         "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
     if (!x_proxy_error.empty()) out += "X-Proxy-Error: " + x_proxy_error + "\r\n";
     if (!keep_alive) out += "Connection: close\r\n";
@@ -474,7 +449,7 @@ void HttpFrontEnd::reject(const Verdict& v) {
         c_.finish_after_flush();
         return;
     }
-    send_error(v.status, status_text(v.status), v.reason, v.message, false);
+    send_error(v.status, reason_phrase(v.status), v.reason, v.message, false);
 }
 
 void HttpFrontEnd::upstream_failure(int status, const std::string& error, const std::string& detail) {
@@ -487,14 +462,13 @@ void HttpFrontEnd::upstream_failure(int status, const std::string& error, const 
         return;
     }
     c_.error_ = error;
-    send_error(status, status_text(status), status == 504 ? "upstream-timeout" : "upstream-failure",
+    send_error(status, reason_phrase(status), status == 504 ? "upstream-timeout" : "upstream-failure",
                "cordon: " + detail + "\n", true);
 }
 
 void HttpFrontEnd::connected() {
     c_.phase_ = Phase::Exchange;
     const HttpHead& h = request_head_;
-    auto tokens = connection_tokens(h);
     std::string out;
     out.reserve(512);
     out += h.method + " " + c_.request_.path + " HTTP/1.1\r\n";
@@ -504,16 +478,8 @@ void HttpFrontEnd::connected() {
         if (c_.request_.port != 80) out += ":" + std::to_string(c_.request_.port);
         out += "\r\n";
     }
-    for (const auto& [name, value] : h.headers) {
-        if (is_hop_by_hop(name, tokens) || iequals(name, "content-length")) continue;
-        out += name + ": " + value + "\r\n";
-    }
-    // The framing is the proxy's own: what it parsed, whatever headers the client listed in Connection.
     chunk_request_ = h.chunked;
-    if (chunk_request_)
-        out += "Transfer-Encoding: chunked\r\n";
-    else if (h.content_length)
-        out += "Content-Length: " + std::to_string(*h.content_length) + "\r\n";
+    append_forwarded_headers(out, h, chunk_request_);
     out += "\r\n";
     if (!response_parser_)
         response_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Response, &response_sink_);
@@ -641,19 +607,11 @@ void HttpFrontEnd::response_head(const HttpHead& head) {
             close_after_response_ = true;
     }
     if (!req.keep_alive || c_.context_.draining) close_after_response_ = true;
-    auto tokens = connection_tokens(head);
     std::string out;
     out.reserve(512);
     out += "HTTP/1.1 " + std::to_string(head.status) + " " + head.reason + "\r\n";
-    for (const auto& [name, value] : head.headers) {
-        if (is_hop_by_hop(name, tokens) || iequals(name, "content-length")) continue;
-        out += name + ": " + value + "\r\n";
-    }
-    // Framing written by the proxy from what it parsed (for HEAD, 204 and 304 a Content-Length only informs).
-    if (chunk_response_)
-        out += "Transfer-Encoding: chunked\r\n";
-    else if (head.content_length)
-        out += "Content-Length: " + std::to_string(*head.content_length) + "\r\n";
+    // (For HEAD, 204 and 304 a Content-Length only informs.)
+    append_forwarded_headers(out, head, chunk_response_);
     if (close_after_response_)
         out += "Connection: close\r\n";
     else if (!client_11)

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cctype>
 
+#include "policy/policy.hpp"
+#include "policy/syntax.hpp"
+
 namespace cordon::proxy {
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -44,6 +47,43 @@ std::vector<std::string> connection_tokens(const HttpHead& head) {
         }
     }
     return out;
+}
+
+bool host_header_names(std::string_view value, const std::string& host, std::uint16_t port) {
+    auto parts = policy::split_host_port(value, policy::PortSpec::Optional);
+    const auto* text = std::get_if<policy::HostPortText>(&parts);
+    if (!text || (text->port && *text->port != port)) return false;
+    auto normal = policy::parse_target_host(text->host, port);
+    const auto* named = std::get_if<policy::HostPort>(&normal);
+    return named && named->host == host;
+}
+
+const char* reason_phrase(int status) {
+    switch (status) {
+        case 400:
+            return "Bad Request";
+        case 403:
+            return "Forbidden";
+        case 407:
+            return "Proxy Authentication Required";
+        case 408:
+            return "Request Timeout";
+        case 414:
+            return "URI Too Long";
+        case 421:
+            return "Misdirected Request";
+        case 431:
+            return "Request Header Fields Too Large";
+        case 501:
+            return "Not Implemented";
+        case 502:
+            return "Bad Gateway";
+        case 503:
+            return "Service Unavailable";
+        case 504:
+            return "Gateway Timeout";
+    }
+    return "Error";
 }
 
 bool is_hop_by_hop(std::string_view name, const std::vector<std::string>& tokens) {

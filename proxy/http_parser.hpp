@@ -114,4 +114,14 @@ bool is_hop_by_hop(std::string_view name, const std::vector<std::string>& connec
 std::vector<std::string> connection_tokens(const HttpHead& head);
 bool iequals(std::string_view a, std::string_view b);
 
+// Whether a Host header's value names `host` (normalised, IPv6 without brackets) and `port`. The value is
+// `name`, `name:port`, `[v6]`, `[v6]:port` or a bare IPv6 literal, its name normalised as the policy does
+// (policy::parse_target_host); without a port it names the host on whatever port the request is for. Both
+// HTTP front-ends (absolute-form requests, and requests inside an inspected tunnel) refuse a request whose
+// Host names anything else.
+bool host_header_names(std::string_view value, const std::string& host, std::uint16_t port);
+
+// The reason phrase of a status the proxy answers with itself ("Error" for others).
+const char* reason_phrase(int status);
+
 }  // namespace cordon::proxy

@@ -39,18 +39,17 @@ std::string openssl_reason() {
     return r ? r : "handshake failed";
 }
 
-const char* status_text(int status) {
-    switch (status) {
-        case 400:
-            return "Bad Request";
-        case 403:
-            return "Forbidden";
-        case 421:
-            return "Misdirected Request";
-        case 501:
-            return "Not Implemented";
+// Replaces every sentinel in `text` by its secret's value. Returns the first secret that may not go to `host`
+// (then `text` may hold values already substituted: wipe it), or null.
+const Options::Secret* substitute_sentinels(const TlsInspector& tls, std::string& text,
+                                            const std::string& host) {
+    while (const auto* s = tls.sentinel_in(text)) {
+        if (!TlsInspector::may_inject(*s, host)) return s;
+        for (std::size_t at = text.find(s->sentinel); at != std::string::npos;
+             at = text.find(s->sentinel, at + s->value.size()))
+            text.replace(at, s->sentinel.size(), s->value);
     }
-    return "Error";
+    return nullptr;
 }
 
 }  // namespace
@@ -425,21 +424,12 @@ void InspectedTunnel::request_head() {
     }
     // The Host must name the host the connection was decided for (srt's requireHostMatch): a shared front
     // (a CDN) would otherwise route the request to a host the policy never saw.
-    if (auto h = head.header("host")) {
-        auto parts = policy::split_host_port(*h, policy::PortSpec::Optional);
-        bool same = false;
-        if (auto* hp = std::get_if<policy::HostPortText>(&parts)) {
-            auto normal = policy::parse_target_host(hp->host, port);
-            if (auto* n = std::get_if<policy::HostPort>(&normal))
-                same = n->host == host && (!hp->port || *hp->port == port);
-        }
-        if (!same) {
-            refuse(421, "misdirected-request", "misdirected-request",
-                   "cordon: this connection is for " + authority + "; the Host header names '" +
-                       std::string(*h) + "'\n",
-                   "", "");
-            return;
-        }
+    if (auto h = head.header("host"); h && !host_header_names(*h, host, port)) {
+        refuse(421, "misdirected-request", "misdirected-request",
+               "cordon: this connection is for " + authority + "; the Host header names '" + std::string(*h) +
+                   "'\n",
+               "", "");
+        return;
     }
     // Request rules (deny wins; a host with rules and no matching one is denied), on the path as a server may
     // read it; shapes servers disagree on are refused.
@@ -470,11 +460,7 @@ void InspectedTunnel::request_head() {
     }
     // Secrets: never towards a host that may not have them. The refusal names the variable, never a value.
     if (const auto* s = tls.sentinel_in(path_); s && !TlsInspector::may_inject(*s, host)) {
-        refuse(403, "blocked-by-secret-scope", "blocked-by-secret-scope",
-               "cordon: the request URL carries the sentinel of " + s->name +
-                   ", which may go to its "
-                   "injectHosts only\n",
-               "", "");
+        refuse_secret("the request URL", *s);
         return;
     }
     std::string out = method_ + " " + path_ + " HTTP/" + std::to_string(head.version_major) + "." +
@@ -487,37 +473,20 @@ void InspectedTunnel::request_head() {
             iequals(std::string_view(v).substr(0, 6), "basic ")) {
             if (auto decoded = base64_decode(std::string_view(v).substr(6))) {
                 std::string plain = *decoded;
-                bool changed = false;
-                while (const auto* s = tls.sentinel_in(plain)) {
-                    if (!TlsInspector::may_inject(*s, host)) {
-                        ::explicit_bzero(decoded->data(), decoded->size());
-                        refuse(403, "blocked-by-secret-scope", "blocked-by-secret-scope",
-                               "cordon: header " + name + " carries the sentinel of " + s->name +
-                                   ", which may go to its injectHosts only\n",
-                               "", "");
-                        return;
-                    }
-                    for (std::size_t at = plain.find(s->sentinel); at != std::string::npos;
-                         at = plain.find(s->sentinel, at + s->value.size()))
-                        plain.replace(at, s->sentinel.size(), s->value);
-                    changed = true;
-                }
-                if (changed) v = "Basic " + base64_encode(plain);
+                const auto* refused = substitute_sentinels(tls, plain, host);
+                if (!refused && plain != *decoded) v = "Basic " + base64_encode(plain);
+                ::explicit_bzero(decoded->data(), decoded->size());
                 ::explicit_bzero(plain.data(), plain.size());
+                if (refused) {
+                    refuse_secret("header " + name, *refused);
+                    return;
+                }
             }
         }
-        while (const auto* s = tls.sentinel_in(v)) {
-            if (!TlsInspector::may_inject(*s, host)) {
-                refuse(403, "blocked-by-secret-scope", "blocked-by-secret-scope",
-                       "cordon: header " + name + " carries the sentinel of " + s->name +
-                           ", which may go to its injectHosts only\n",
-                       "", "");
-                return;
-            }
-            // Why headers only: a body or URL is data the program chose to send; a header is where tokens go.
-            for (std::size_t at = v.find(s->sentinel); at != std::string::npos;
-                 at = v.find(s->sentinel, at + s->value.size()))
-                v.replace(at, s->sentinel.size(), s->value);
+        // Why headers only: a body or URL is data the program chose to send; a header is where tokens go.
+        if (const auto* refused = substitute_sentinels(tls, v, host)) {
+            refuse_secret("header " + name, *refused);
+            return;
         }
         out += name + ": " + v + "\r\n";
     }
@@ -562,10 +531,7 @@ void InspectedTunnel::release_hold() {
     if (s && !TlsInspector::may_inject(*s, c_.request_.host)) {
         std::string().swap(hold_);
         std::string().swap(head_out_);
-        refuse(403, "blocked-by-secret-scope", "blocked-by-secret-scope",
-               "cordon: the request body carries the sentinel of " + s->name +
-                   ", which may go to its injectHosts only\n",
-               "", "");
+        refuse_secret("the request body", *s);
         return;
     }
     write_upstream(head_out_);
@@ -586,11 +552,18 @@ void InspectedTunnel::request_end() {
     flush();
 }
 
+void InspectedTunnel::refuse_secret(const std::string& where, const Options::Secret& secret) {
+    refuse(403, "blocked-by-secret-scope", "blocked-by-secret-scope",
+           "cordon: " + where + " carries the sentinel of " + secret.name +
+               ", which may go to its injectHosts only\n",
+           "", "");
+}
+
 void InspectedTunnel::refuse(int status, const std::string& x_proxy_error, const std::string& reason,
                              const std::string& body, const std::string& rule, const std::string& source) {
     rule_ = rule;
     source_ = source;
-    std::string out = "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) +
+    std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) +
                       "\r\nContent-Type: text/plain\r\nX-Proxy-Error: " + x_proxy_error +
                       "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" +
                       (keep_alive_ ? "" : "Connection: close\r\n") + "\r\n" + (method_ == "HEAD" ? "" : body);

@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "proxy/http_parser.hpp"
+#include "proxy/proxy.hpp"
 #include "proxy/socket.hpp"
 
 typedef struct ssl_st SSL;
@@ -75,6 +76,9 @@ class InspectedTunnel final : public SocketOwner {
     void request_end();
     void release_hold();
     void scan_body(std::string_view data);
+    // 403 blocked-by-secret-scope: `where` ("header NAME", "the request URL", ...) carries `secret`'s
+    // sentinel.
+    void refuse_secret(const std::string& where, const Options::Secret& secret);
     void refuse(int status, const std::string& x_proxy_error, const std::string& reason,
                 const std::string& body, const std::string& rule, const std::string& source);
     void response_complete();

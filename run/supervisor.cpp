@@ -34,7 +34,7 @@ struct Supervisor {
     jail::Jail* jail = nullptr;
     proxy::Proxy* proxy = nullptr;
     policy::PolicyPtr policy;
-    timespec run_start{};
+    jail::RunStart run_start;
     std::unique_ptr<jail::Notifier> notifier;  // the protected names (jail/notify.hpp)
     std::vector<std::string> mount_points;     // of the plan, for the notifier
     std::shared_ptr<void> watch;               // --watch
@@ -98,8 +98,7 @@ int run(const Options& options) {
     }
 
     // Before anything of the run exists: git directories born later were created by the run.
-    timespec run_start{};
-    ::clock_gettime(CLOCK_REALTIME, &run_start);
+    const jail::RunStart run_start = jail::RunStart::now();
     // The jail's namespaces are created first, while the policy loads (the plan follows in configure()).
     jail::JailConfig config;
     config.user_notify = jail::user_notification_supported();
@@ -200,26 +199,26 @@ int run(const Options& options) {
             return 125;
         }
         sup.proxy = proxy.get();
+        // A control channel or a settings watch that cannot be set up stops the run before the command.
+        auto setup_failed = [&](const std::exception& e) {
+            std::cerr << "cordon: " << e.what() << "\n";
+            proxy.reset();
+            uv_run(&sup.loop, UV_RUN_NOWAIT);
+            uv_loop_close(&sup.loop);
+            return 125;
+        };
         if (options.control_fd) {
             try {
                 proxy->serve_control_fd(*options.control_fd);
             } catch (const std::exception& e) {
-                std::cerr << "cordon: " << e.what() << "\n";
-                proxy.reset();
-                uv_run(&sup.loop, UV_RUN_NOWAIT);
-                uv_loop_close(&sup.loop);
-                return 125;
+                return setup_failed(e);
             }
         }
         if (options.watch) {
             try {
                 sup.watch = options.watch(&sup.loop, *proxy, policy);
             } catch (const std::exception& e) {
-                std::cerr << "cordon: " << e.what() << "\n";
-                proxy.reset();
-                uv_run(&sup.loop, UV_RUN_NOWAIT);
-                uv_loop_close(&sup.loop);
-                return 125;
+                return setup_failed(e);
             }
         }
     }

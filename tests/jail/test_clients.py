@@ -7,144 +7,51 @@ policy: allowGitConfig lets `git config` write .git/config, and `Read(~/.ssh/**)
 
     python3 tests/jail/test_clients.py --cordon build/cordon
 """
-import argparse
-import http.server
 import json
 import os
 import shutil
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 import unittest
 
-CORDON = None
-NAME = "repo.cordon.example"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import jailtest  # noqa: E402  (the fixtures shared by the jail tests)
+from jailtest import Upstream, make_git_repo, start_sshd  # noqa: E402
+from proxytest import can_connect, wait_for  # noqa: E402
 
-
-class Dns:
-    """Answers A queries for NAME with 127.0.0.1, NXDOMAIN for anything else."""
-
-    def __init__(self):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        while True:
-            try:
-                data, peer = self.sock.recvfrom(512)
-            except OSError:
-                return
-            try:
-                pos, labels = 12, []
-                while data[pos]:
-                    labels.append(data[pos + 1:pos + 1 + data[pos]].decode())
-                    pos += 1 + data[pos]
-                qtype, = struct.unpack("!H", data[pos + 1:pos + 3])
-                question = data[12:pos + 5]
-                qid, = struct.unpack("!H", data[:2])
-                if ".".join(labels).lower() != NAME:
-                    self.sock.sendto(struct.pack("!HHHHHH", qid, 0x8183, 1, 0, 0, 0) + question, peer)
-                    continue
-                answer = b""
-                if qtype == 1:
-                    answer = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + bytes([127, 0, 0, 1])
-                self.sock.sendto(struct.pack("!HHHHHH", qid, 0x8180, 1, 1 if answer else 0, 0, 0) + question +
-                                 answer, peer)
-            except (IndexError, struct.error, UnicodeDecodeError):
-                continue
-
-    def close(self):
-        self.sock.close()
+NAME = Upstream.NAME
 
 
 class Fixture:
-    """One upstream for every client: an HTTP server (a page, and a bare git repository served by git's dumb
-    HTTP protocol), an sshd whose only key is ours, and the DNS server."""
+    """For the clients, besides Upstream's page: a bare git repository in Upstream.srv (served by git's dumb HTTP
+    protocol), and an sshd whose only key is ours."""
 
-    base = dns = http = sshd = None
+    base = sshd = None
 
     @classmethod
     def setup(cls):
         cls.base = tempfile.mkdtemp(prefix="cordon-clients-", dir="/var/tmp")
-        cls.dns = Dns()
         # A bare repository with one commit.
-        work = os.path.join(cls.base, "work")
-        cls.repo = os.path.join(cls.base, "srv", "repo.git")
-        git_env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
-                       GIT_COMMITTER_EMAIL="t@t", HOME=cls.base, GIT_CONFIG_NOSYSTEM="1")
-        subprocess.run(["git", "init", "-q", work], check=True, env=git_env)
-        with open(os.path.join(work, "hello.txt"), "w") as f:
-            f.write("hello from the repository\n")
-        subprocess.run(["git", "-C", work, "add", "hello.txt"], check=True, env=git_env)
-        subprocess.run(["git", "-C", work, "commit", "-qm", "one"], check=True, env=git_env)
-        subprocess.run(["git", "clone", "-q", "--bare", work, cls.repo], check=True, env=git_env)
-        subprocess.run(["git", "-C", cls.repo, "update-server-info"], check=True, env=git_env)
-
-        srv = os.path.join(cls.base, "srv")
-        with open(os.path.join(srv, "index.html"), "w") as f:
-            f.write("hello from upstream\n")
-
-        class Handler(http.server.SimpleHTTPRequestHandler):
-            def __init__(self, *a, **kw):
-                super().__init__(*a, directory=srv, **kw)
-
-            def log_message(self, *args):
-                pass
-
-        cls.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        cls.http_port = cls.http.server_address[1]
-        threading.Thread(target=cls.http.serve_forever, daemon=True).start()
-
+        cls.repo = os.path.join(Upstream.srv, "repo.git")
+        make_git_repo(cls.base, cls.repo, "hello from the repository\n")
         cls.sshd_port = None
         if shutil.which("sshd") or os.path.exists("/usr/sbin/sshd"):
-            cls._start_sshd()
-
-    @classmethod
-    def _start_sshd(cls):
-        d = os.path.join(cls.base, "ssh")
-        os.mkdir(d, 0o700)
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(d, "host")], check=True)
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(d, "client")],
-                       check=True)
-        shutil.copy(os.path.join(d, "client.pub"), os.path.join(d, "authorized_keys"))
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        cls.sshd_port = s.getsockname()[1]
-        s.close()
-        config = os.path.join(d, "sshd_config")
-        with open(config, "w") as f:
-            f.write(f"ListenAddress 127.0.0.1:{cls.sshd_port}\nHostKey {d}/host\nAuthorizedKeysFile {d}/authorized_keys\n"
-                    "StrictModes no\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-                    "PermitRootLogin prohibit-password\nPidFile none\n")
-        os.makedirs("/run/sshd", exist_ok=True)
-        cls.sshd = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", config], stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL)
-        cls.ssh_key = os.path.join(d, "client")
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", cls.sshd_port), timeout=1).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError("sshd did not come up")
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            s.close()
+            cls.sshd, cls.ssh_key = start_sshd(os.path.join(cls.base, "ssh"), [f"127.0.0.1:{port}"])
+            if not wait_for(lambda: can_connect("127.0.0.1", port), 10):
+                raise RuntimeError("sshd did not come up")
+            cls.sshd_port = port
 
     @classmethod
     def teardown(cls):
         if cls.sshd:
             cls.sshd.kill()
             cls.sshd.wait()
-        if cls.http:
-            cls.http.shutdown()
-            cls.http.server_close()
-        if cls.dns:
-            cls.dns.close()
         if cls.base:
             shutil.rmtree(cls.base, ignore_errors=True)
 
@@ -161,12 +68,11 @@ class JailTest(unittest.TestCase):
     def run_jail(self, shell, *flags, env=None, timeout=60):
         e = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.home, "LANG": "C.UTF-8"}
         e.update(env or {})
-        return subprocess.run([CORDON, "run", "--no-discover", "--quiet", *flags, "-c", shell], cwd=self.cwd,
+        return subprocess.run([jailtest.CORDON_SRC, "run", "--no-discover", "--quiet", *flags, "-c", shell], cwd=self.cwd,
                               env=e, capture_output=True, text=True, timeout=timeout)
 
     def net(self):
-        return ["--allow-domain", NAME, "--dns-server", f"127.0.0.1:{Fixture.dns.port}", "--allow-address",
-                "127.0.0.0/8"]
+        return ["--allow-domain", NAME, *Upstream.flags()]
 
 
 class Environment(JailTest):
@@ -200,26 +106,23 @@ class Environment(JailTest):
 
 
 class Clients(JailTest):
-    def url(self, path="/"):
-        return f"http://{NAME}:{Fixture.http_port}{path}"
-
     def test_curl(self):
-        r = self.run_jail(f"curl -sS --max-time 10 {self.url()}", *self.net())
+        r = self.run_jail(f"curl -sS --max-time 10 {Upstream.url()}", *self.net())
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, "hello from upstream\n")
         # The same request is refused when the name is not allowed: the proxy, not luck, let it through.
-        r = self.run_jail(f"curl -sS --max-time 10 -o /dev/null -w '%{{http_code}}' {self.url()}",
-                          "--dns-server", f"127.0.0.1:{Fixture.dns.port}", "--allow-address", "127.0.0.0/8")
+        r = self.run_jail(f"curl -sS --max-time 10 -o /dev/null -w '%{{http_code}}' {Upstream.url()}",
+                          *Upstream.flags())
         self.assertEqual(r.stdout, "403")
 
     def test_python3(self):
-        code = f"import urllib.request; print(urllib.request.urlopen('{self.url()}', timeout=10).read().decode(), end='')"
+        code = f"import urllib.request; print(urllib.request.urlopen('{Upstream.url()}', timeout=10).read().decode(), end='')"
         r = self.run_jail(f"/usr/bin/python3 -c \"{code}\"", *self.net())
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, "hello from upstream\n")
 
     def test_git_over_http(self):
-        r = self.run_jail(f"git clone -q {self.url('/repo.git')} clone && cat clone/hello.txt", *self.net())
+        r = self.run_jail(f"git clone -q {Upstream.url('/repo.git')} clone && cat clone/hello.txt", *self.net())
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, "hello from the repository\n")
 
@@ -233,8 +136,7 @@ class Clients(JailTest):
         self.assertEqual(r.stdout, "hello from the repository\n")
         # Not allowed: `cordon connect` reports the proxy's refusal and git fails.
         r = self.run_jail(f"git clone -q ssh://root@{NAME}:{Fixture.sshd_port}{Fixture.repo} refused",
-                          "--dns-server", f"127.0.0.1:{Fixture.dns.port}", "--allow-address", "127.0.0.0/8",
-                          env={"GIT_SSH_COMMAND": ssh})
+                          *Upstream.flags(), env={"GIT_SSH_COMMAND": ssh})
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("cordon connect: the proxy refused " + NAME, r.stderr)
 
@@ -254,7 +156,7 @@ public class Fetch {
   }
 }
 """)
-        r = self.run_jail(f"java Fetch.java {self.url()}", *self.net(), timeout=120)
+        r = self.run_jail(f"java Fetch.java {Upstream.url()}", *self.net(), timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, "hello from upstream\nsocks=127.0.0.1:1080\n")
 
@@ -295,7 +197,7 @@ class PolicyInTheJail(JailTest):
         settings = os.path.join(self.dir, "cc.json")
         with open(settings, "w") as f:
             json.dump({"permissions": {"deny": ["Read(~/.ssh/**)"]}}, f)
-        r = subprocess.run([CORDON, "check", "--no-discover", "--settings", settings, "read:~/.ssh"],
+        r = subprocess.run([jailtest.CORDON_SRC, "check", "--no-discover", "--settings", settings, "read:~/.ssh"],
                            cwd=self.cwd, env={"HOME": self.home, "PATH": "/usr/bin:/bin"}, capture_output=True,
                            text=True)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
@@ -304,22 +206,5 @@ class PolicyInTheJail(JailTest):
         self.assertNotIn("secret", r.stdout)
 
 
-def main():
-    global CORDON
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cordon", required=True)
-    args, rest = parser.parse_known_args()
-    CORDON = os.path.abspath(args.cordon)
-    if os.geteuid() != 0:
-        print("test_clients.py needs root", file=sys.stderr)
-        return 77
-    Fixture.setup()
-    try:
-        prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False)
-        return 0 if prog.result.wasSuccessful() else 1
-    finally:
-        Fixture.teardown()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(jailtest.run_main([Upstream, Fixture], "they start an sshd and jails as root"))

@@ -5,12 +5,10 @@ and to a network namespace the tests create.
 
     python3 tests/jail/test_jail.py --cordon build/cordon [-k pattern]
 """
-import argparse
 import ctypes
 import json
 import os
 import platform
-import pwd
 import secrets
 import shutil
 import signal
@@ -21,44 +19,9 @@ import tempfile
 import time
 import unittest
 
-CORDON_SRC = None  # the binary under test (copied where the test user can run it)
-HERE = os.path.dirname(os.path.abspath(__file__))
-PY = "/usr/bin/python3"  # the system interpreter: readable by every user
-
-
-class Env:
-    """Shared fixtures: a base directory readable by the test user, the binary and probe inside it, the user."""
-
-    base = None
-    cordon = None
-    probe = None
-    user = None
-    uid = gid = None
-
-    @classmethod
-    def setup(cls):
-        cls.base = tempfile.mkdtemp(prefix="cordon-jail-test-", dir="/var/tmp")
-        os.chmod(cls.base, 0o755)
-        bindir = os.path.join(cls.base, "bin")
-        os.mkdir(bindir, 0o755)
-        cls.cordon = os.path.join(bindir, "cordon")
-        shutil.copy2(CORDON_SRC, cls.cordon)
-        os.chmod(cls.cordon, 0o755)
-        cls.probe = os.path.join(bindir, "probe.py")
-        shutil.copy2(os.path.join(HERE, "probe.py"), cls.probe)
-        os.chmod(cls.probe, 0o644)
-        cls.user = "cordontest" + secrets.token_hex(3)
-        subprocess.run(["useradd", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/bin/sh",
-                        "--user-group", cls.user], check=True)
-        pw = pwd.getpwnam(cls.user)
-        cls.uid, cls.gid = pw.pw_uid, pw.pw_gid
-
-    @classmethod
-    def teardown(cls):
-        if cls.user:
-            subprocess.run(["userdel", cls.user], check=False, stderr=subprocess.DEVNULL)
-        if cls.base:
-            shutil.rmtree(cls.base, ignore_errors=True)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import jailtest  # noqa: E402  (the fixtures shared by the jail tests)
+from jailtest import PY, Env, JailFixtures, NetnsHost, Upstream  # noqa: E402
 
 
 def without_syscalls(*numbers):
@@ -90,76 +53,8 @@ without_new_mount_api = without_syscalls(428, 429, 442)
 SYS_CLOSE_RANGE, SYS_GETDENTS64 = 436, 217
 
 
-class JailCase:
-    """Mixed into a TestCase per identity: AS_USER False runs as root, True as the unprivileged test user."""
-
-    AS_USER = False
-
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="case-", dir=Env.base)
-        os.chmod(self.dir, 0o755)
-        self.cwd = self.mkdir("project")
-        self.outside = self.mkdir("outside")
-        self.home = self.mkdir("home")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def own(self, path):
-        if self.AS_USER:
-            os.lchown(path, Env.uid, Env.gid)
-        return path
-
-    def mkdir(self, rel):
-        path = os.path.join(self.dir, rel)
-        os.makedirs(path, exist_ok=True)
-        for p in [path] + [os.path.join(self.dir, rel.split("/")[0])]:
-            self.own(p)
-        return path
-
-    def write(self, path, content="original\n"):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        d = os.path.dirname(path)
-        while d.startswith(self.dir) and d != self.dir:
-            self.own(d)
-            d = os.path.dirname(d)
-        with open(path, "w") as f:
-            f.write(content)
-        self.own(path)
-        return path
-
-    def read(self, path):
-        with open(path) as f:
-            return f.read()
-
-    def _identity(self):
-        if not self.AS_USER:
-            return {}
-        return {"user": Env.uid, "group": Env.gid, "extra_groups": []}
-
-    def env(self):
-        return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.home, "LANG": "C.UTF-8"}
-
-    def popen(self, args, cwd=None, **kw):
-        return subprocess.Popen([Env.cordon, "run", "--no-discover", *args], cwd=cwd or self.cwd, env=self.env(),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **self._identity(),
-                                **kw)
-
-    def run_jail(self, args, cwd=None, timeout=30, **kw):
-        p = self.popen(args, cwd=cwd, **kw)
-        try:
-            out, err = p.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            out, err = p.communicate()
-            self.fail(f"cordon run {args} timed out; stderr: {err}")
-        return p.returncode, out, err
-
-    def sh(self, script, *flags, expect=0, **kw):
-        rc, out, err = self.run_jail([*flags, "-c", script], **kw)
-        if expect is not None:
-            self.assertEqual(rc, expect, f"script: {script}\nstdout: {out}\nstderr: {err}")
-        return out, err
+class JailCase(JailFixtures):
+    """The tests of a jailed command, run per identity (AS_USER: JailFixtures)."""
 
     # --- process model ------------------------------------------------------------------------------------
 
@@ -979,136 +874,28 @@ class JailCase:
 
 
 class TestHost:
-    """A network namespace with a veth to the host and an HTTP server: an address the jail must not reach."""
+    """A test host (NetnsHost) with an HTTP server: an address the jail must not reach."""
 
-    ns = None
+    host = None
     addr = None
     port = 8080
-    server = None
 
     @classmethod
     def setup(cls):
-        tag = secrets.token_hex(3)
-        cls.ns = f"cordon-th-{tag}"
-        octet = 1 + secrets.randbelow(250)
-        host_if, ns_if = f"cth{tag}a", f"cth{tag}b"
-        cls.addr = f"10.202.{octet}.2"
-        cmds = [["ip", "netns", "add", cls.ns],
-                ["ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if],
-                ["ip", "link", "set", ns_if, "netns", cls.ns],
-                ["ip", "addr", "add", f"10.202.{octet}.1/24", "dev", host_if],
-                ["ip", "link", "set", host_if, "up"],
-                ["ip", "-n", cls.ns, "addr", "add", f"{cls.addr}/24", "dev", ns_if],
-                ["ip", "-n", cls.ns, "link", "set", ns_if, "up"],
-                ["ip", "-n", cls.ns, "link", "set", "lo", "up"]]
-        cls.host_if = host_if
-        for c in cmds:
-            subprocess.run(c, check=True)
+        cls.host = NetnsHost(f"10.202.{1 + secrets.randbelow(250)}")
+        cls.addr = cls.host.v4
         root = tempfile.mkdtemp(prefix="cordon-th-", dir=Env.base)
         with open(os.path.join(root, "index.html"), "w") as f:
             f.write("test-host\n")
-        cls.server = subprocess.Popen(["ip", "netns", "exec", cls.ns, PY, "-m", "http.server", "--bind", cls.addr,
-                                       str(cls.port), "--directory", root], stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL)
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            r = subprocess.run(["curl", "-s", "--noproxy", "*", "--max-time", "1",
-                                f"http://{cls.addr}:{cls.port}/"], stdout=subprocess.PIPE, text=True)
-            if "test-host" in r.stdout:
-                return
-            time.sleep(0.1)
-        raise RuntimeError("test host did not come up")
+        cls.host.start([PY, "-m", "http.server", "--bind", cls.addr, str(cls.port), "--directory", root],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cls.host.wait_for_ports(cls.port, timeout=10)
 
     @classmethod
     def teardown(cls):
-        if cls.server:
-            cls.server.kill()
-            cls.server.wait()
-        if cls.ns:
-            subprocess.run(["ip", "netns", "del", cls.ns], check=False)
-            subprocess.run(["ip", "link", "del", cls.host_if], check=False, stderr=subprocess.DEVNULL)
+        if cls.host:
+            cls.host.close()
 
-
-class Upstream:
-    """A test upstream on the host's loopback: an HTTP server and a DNS server that resolves
-    test.cordon.example (and only that) to 127.0.0.1."""
-
-    NAME = "test.cordon.example"
-    http = None
-    http_port = None
-    dns = None
-    dns_port = None
-
-    @classmethod
-    def setup(cls):
-        import http.server
-        import socket
-        import threading
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                body = b"hello from upstream\n"
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        cls.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        cls.http_port = cls.http.server_address[1]
-        threading.Thread(target=cls.http.serve_forever, daemon=True).start()
-
-        cls.dns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        cls.dns.bind(("127.0.0.1", 0))
-        cls.dns_port = cls.dns.getsockname()[1]
-        threading.Thread(target=cls._serve_dns, daemon=True).start()
-
-    @classmethod
-    def _serve_dns(cls):
-        import struct
-        while True:
-            try:
-                data, peer = cls.dns.recvfrom(512)
-            except OSError:
-                return
-            if len(data) < 12:
-                continue
-            qid, = struct.unpack("!H", data[:2])
-            pos, labels = 12, []
-            while pos < len(data) and data[pos] != 0:
-                n = data[pos]
-                labels.append(data[pos + 1:pos + 1 + n].decode(errors="replace"))
-                pos += 1 + n
-            question = data[12:pos + 5]
-            qtype, = struct.unpack("!H", data[pos + 1:pos + 3])
-            name = ".".join(labels).lower()
-            if name != cls.NAME:
-                cls.dns.sendto(struct.pack("!HHHHHH", qid, 0x8183, 1, 0, 0, 0) + question, peer)
-                continue
-            answers = b""
-            count = 0
-            if qtype == 1:
-                answers = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + bytes([127, 0, 0, 1])
-                count = 1
-            cls.dns.sendto(struct.pack("!HHHHHH", qid, 0x8180, 1, count, 0, 0) + question + answers, peer)
-
-    @classmethod
-    def teardown(cls):
-        if cls.http:
-            cls.http.shutdown()
-            cls.http.server_close()
-        if cls.dns:
-            cls.dns.close()
-
-    @classmethod
-    def url(cls):
-        return f"http://{cls.NAME}:{cls.http_port}/"
-
-    @classmethod
-    def flags(cls):
-        return ["--dns-server", f"127.0.0.1:{cls.dns_port}", "--allow-address", "127.0.0.0/8"]
 
 
 class AsRoot(JailCase, unittest.TestCase):
@@ -1170,26 +957,5 @@ class AsUser(JailCase, unittest.TestCase):
         self.assertRegex(out + err, "fork|Resource temporarily unavailable|Cannot fork")
 
 
-def main():
-    global CORDON_SRC
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cordon", required=True)
-    args, rest = parser.parse_known_args()
-    CORDON_SRC = os.path.abspath(args.cordon)
-    if os.geteuid() != 0:
-        print("jail integration tests need root (they create a user and network namespaces)", file=sys.stderr)
-        return 77
-    Env.setup()
-    try:
-        Upstream.setup()
-        TestHost.setup()
-        prog = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)
-        return 0 if prog.result.wasSuccessful() else 1
-    finally:
-        TestHost.teardown()
-        Upstream.teardown()
-        Env.teardown()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(jailtest.run_main([Env, Upstream, TestHost], "they create a user and network namespaces"))

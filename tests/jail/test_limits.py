@@ -4,20 +4,17 @@ unprivileged user created for the run (removed afterwards). Needs root. No netwo
 
     python3 tests/jail/test_limits.py --cordon build/cordon [-k pattern]
 """
-import argparse
 import os
-import pwd
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
-CORDON_SRC = None  # the binary under test (copied where the test user can run it)
-PY = "/usr/bin/python3"  # the system interpreter: readable by every user
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import jailtest  # noqa: E402  (the fixtures shared by the jail tests)
+from jailtest import PY, Env, JailFixtures  # noqa: E402
 
 
 def cgroup_dirs():
@@ -109,67 +106,11 @@ WITHOUT_CGROUPS = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
                    "done; exec \"$@\"", "sh"]
 
 
-class Env:
-    """A base directory readable by the test user, the binary inside it, the user."""
-
-    base = cordon = user = None
-    uid = gid = None
-
-    @classmethod
-    def setup(cls):
-        cls.base = tempfile.mkdtemp(prefix="cordon-limits-test-", dir="/var/tmp")
-        os.chmod(cls.base, 0o755)
-        cls.cordon = os.path.join(cls.base, "cordon")
-        shutil.copy2(CORDON_SRC, cls.cordon)
-        os.chmod(cls.cordon, 0o755)
-        cls.user = "cordonlim" + secrets.token_hex(3)
-        subprocess.run(["useradd", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/bin/sh",
-                        "--user-group", cls.user], check=True)
-        pw = pwd.getpwnam(cls.user)
-        cls.uid, cls.gid = pw.pw_uid, pw.pw_gid
-
-    @classmethod
-    def teardown(cls):
-        if cls.user:
-            subprocess.run(["userdel", cls.user], check=False, stderr=subprocess.DEVNULL)
-        if cls.base:
-            shutil.rmtree(cls.base, ignore_errors=True)
-
-
-class LimitsCase:
-    """Mixed into a TestCase per identity: AS_USER False runs cordon as root, True as the test user."""
-
-    AS_USER = False
-
-    def setUp(self):
-        self.cwd = tempfile.mkdtemp(prefix="case-", dir=Env.base)
-        # The home directory beside the working directory: cordon does not make a home directory writable by
-        # default.
-        self.home = tempfile.mkdtemp(prefix="home-", dir=Env.base)
-        for d in (self.cwd, self.home):
-            os.chmod(d, 0o755)
-            if self.AS_USER:
-                os.chown(d, Env.uid, Env.gid)
-
-    def tearDown(self):
-        shutil.rmtree(self.cwd, ignore_errors=True)
-        shutil.rmtree(self.home, ignore_errors=True)
-
-    def popen(self, args, prefix=()):
-        identity = {"user": Env.uid, "group": Env.gid, "extra_groups": []} if self.AS_USER else {}
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.home, "LANG": "C.UTF-8"}
-        return subprocess.Popen([*prefix, Env.cordon, "run", "--no-discover", *args], cwd=self.cwd, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **identity)
+class LimitsCase(JailFixtures):
+    """The jail tests' fixtures, with a minute per run by default (forks and memory take their time)."""
 
     def run_jail(self, args, timeout=60, prefix=()):
-        p = self.popen(args, prefix)
-        try:
-            out, err = p.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            out, err = p.communicate()
-            self.fail(f"cordon run {args} timed out; stderr: {err}")
-        return p.returncode, out, err
+        return super().run_jail(args, timeout=timeout, prefix=prefix)
 
 
 class AsRoot(LimitsCase, unittest.TestCase):
@@ -383,22 +324,5 @@ class AsUser(LimitsCase, unittest.TestCase):
         self.assertRegex(notes[0], r"--memory 1G (for the whole jail \(cgroup v2\)|per process \(rlimit)")
 
 
-def main():
-    global CORDON_SRC
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cordon", required=True)
-    args, rest = parser.parse_known_args()
-    CORDON_SRC = os.path.abspath(args.cordon)
-    if os.geteuid() != 0:
-        print("limits integration tests need root (they create a user and cgroups)", file=sys.stderr)
-        return 77
-    Env.setup()
-    try:
-        prog = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)
-        return 0 if prog.result.wasSuccessful() else 1
-    finally:
-        Env.teardown()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(jailtest.run_main([Env], "they create a user and cgroups"))

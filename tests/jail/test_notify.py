@@ -4,7 +4,6 @@ real jailed commands, as root and as an unprivileged user created for the run. N
 
     python3 tests/jail/test_notify.py --cordon build/cordon [-k pattern]
 """
-import argparse
 import os
 import signal
 import subprocess
@@ -13,9 +12,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_jail  # noqa: E402  (Env, JailCase: the fixtures of the jail tests)
-
-Env = test_jail.Env
+import jailtest  # noqa: E402  (the fixtures shared by the jail tests)
+from jailtest import PY, Env, JailFixtures  # noqa: E402
 
 
 def snapshot(root):
@@ -34,12 +32,8 @@ GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
 
 
-class NotifyCase:
-    """The fixtures of test_jail.JailCase, without its tests."""
-    AS_USER = False
-    for _name in ("setUp", "tearDown", "own", "mkdir", "write", "read", "_identity", "env", "popen", "run_jail",
-                  "sh"):
-        locals()[_name] = getattr(test_jail.JailCase, _name)
+class NotifyCase(JailFixtures):
+    """The fixtures of the jail tests (JailFixtures), for the protected names."""
 
     def git(self, *args, cwd=None):
         env = {**os.environ, **GIT_ENV, "HOME": self.home}
@@ -110,6 +104,14 @@ class NotifyCase:
         self.assertIn(os.path.join(self.cwd, "fresh/.git"), err)
 
     # 2. concurrent jails in one directory.
+    def test_repository_made_in_the_first_milliseconds_is_new(self):
+        # File systems stamp a new directory with the coarse clock (a tick, ~4 ms, behind): a repository the
+        # command makes right after the jail starts read as born before the run, and its hooks were refused.
+        for i in range(40):
+            rc, out, err = self.run_jail(["--", "/bin/mkdir", "-p", f"r{i}/.git/hooks"])
+            self.assertEqual(rc, 0, f"run {i}: {err}")
+            self.assertIn(f"r{i}/.git", err)  # named as a repository the run created
+
     def test_two_concurrent_jails(self):
         self.existing_repo()
         first = self.popen(["-c", "echo ready; read x; echo done"], stdin=subprocess.PIPE)
@@ -224,7 +226,7 @@ class NotifyCase:
         out, err = self.sh(
             "umask 027; echo x > f; mkdir d; stat -c '%a %u' f d; "
             "(echo x > missing/f) 2>&1; (mkdir f) 2>&1; (rmdir nothere) 2>&1; "
-            f"{test_jail.PY} -c \"import os, fcntl; fd = os.open('g', os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC); "
+            f"{PY} -c \"import os, fcntl; fd = os.open('g', os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC); "
             "print('cloexec', bool(fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC)); "
             "import ctypes; fd2 = ctypes.CDLL(None).open(b'h', os.O_CREAT | os.O_WRONLY, 0o644); "
             "print('plain', bool(fcntl.fcntl(fd2, fcntl.F_GETFD) & fcntl.FD_CLOEXEC))\"", expect=None)
@@ -244,16 +246,46 @@ class NotifyCase:
             "ln -s /etc/cordon-notify-test out && (echo x > out) 2>/dev/null && echo OUTSIDE; "
             "ln -s real ok && echo fine > ok && cat real; "
             "echo t > /tmp/t && mv /tmp/t moved && cat moved; "
-            f"{test_jail.PY} -c \"import os; fd = os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o644); os.write(fd, b'anon'); "
+            f"{PY} -c \"import os; fd = os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o644); os.write(fd, b'anon'); "
             "os.link(f'/proc/self/fd/{fd}', 'named', follow_symlinks=True); print(open('named').read())\"; "
-            "mkdir d1 d2 && touch d1/a && mv -T d1 d2 2>/dev/null; ls d2", expect=None)
+            "mkdir d1 d2 && touch d1/a && mv -T d1 d2 2>/dev/null; ls d2; "
+            "echo u > /tmp/u && (mv /tmp/u .bashrc) 2>/dev/null || echo MV-REFUSED; (ln /tmp/u hl) 2>&1", expect=None)
         self.assertNotIn("THROUGH-LINK", out, err)
         self.assertNotIn("OUTSIDE", out, err)
         self.assertIn("fine", out, err)
         self.assertIn("t\n", out, err)
         self.assertIn("anon", out, err)
+        self.assertIn("MV-REFUSED", out, err)
+        self.assertIn("Invalid cross-device link", out, err)
         self.assertFalse(os.path.exists(os.path.join(self.cwd, ".bashrc")))
         self.assertFalse(os.path.exists("/etc/cordon-notify-test"))
+
+    def test_exclusive_creates_land_where_decided(self):
+        # O_CREAT|O_EXCL (tar, git's checkout) takes a one-call path in the supervisor: a symlinked directory or
+        # ".." on the way still leads to the decision where the file lands; "name/" is EISDIR and creates nothing.
+        self.existing_repo()
+        cases = [("hk/pre-commit", "Permission denied"), ("d/../.bashrc", "Permission denied"),
+                 ("d/.vscode", "Permission denied"), ("d/f", "made"), ("d/f", "File exists"),
+                 ("newf/", "Is a directory")]
+        script = (
+            "import os, sys\n"
+            "os.symlink('.git/hooks', 'hk')\n"
+            "os.mkdir('d')\n"
+            "for path in sys.argv[1:]:\n"
+            "    try:\n"
+            "        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)); print(path, 'made')\n"
+            "    except OSError as e:\n"
+            "        print(path, e.strerror)\n")
+        out, err = self.run_py(script, *[path for path, _ in cases])
+        self.assertEqual(out.splitlines(), [f"{path} {result}" for path, result in cases], err)
+        for name in (".git/hooks/pre-commit", ".bashrc", "d/.vscode", "newf"):
+            self.assertFalse(os.path.lexists(os.path.join(self.cwd, name)), name)
+
+    def test_fifo_open_waits_without_holding_up_other_calls(self):
+        # A writer's open of a FIFO waits for a reader, on a thread of its own: other calls go on meanwhile.
+        out, err = self.sh("mkfifo p && { echo through-fifo > p & } && sleep 0.3 && mkdir made && echo MADE && "
+                           "cat p && wait")
+        self.assertEqual(out, "MADE\nthrough-fifo\n", err)
 
     def test_racing_threads_cannot_escape(self):
         # One thread flips a path buffer between a harmless name and `.bashrc` while another creates files
@@ -269,22 +301,24 @@ class NotifyCase:
             "        ctypes.memmove(buf, b'harmless\\0', 9)\n"
             "t = threading.Thread(target=flip); t.start()\n"
             "made = 0\n"
-            "for i in range(3000):\n"
-            "    fd = libc.open(buf, os.O_CREAT | os.O_WRONLY, 0o644)\n"
-            "    if fd >= 0:\n"
-            "        made += 1; os.close(fd)\n"
+            "for flags in (os.O_CREAT | os.O_WRONLY, os.O_CREAT | os.O_EXCL | os.O_WRONLY):\n"
+            "    for i in range(3000):\n"
+            "        fd = libc.open(buf, flags, 0o644)\n"
+            "        if fd >= 0:\n"
+            "            made += 1; os.close(fd)\n"
+            "            if flags & os.O_EXCL and os.path.exists('harmless'): os.unlink('harmless')\n"
             "stop = True; t.join()\n"
             "print('made', made, 'bashrc', os.path.exists('.bashrc'))\n")
         out, err = self.run_py(script)
         self.assertIn("bashrc False", out, err)
         self.assertFalse(os.path.exists(os.path.join(self.cwd, ".bashrc")))
 
-    def run_py(self, script):
+    def run_py(self, script, *args):
         path = os.path.join(self.dir, "script.py")
         with open(path, "w") as f:
             f.write(script)
         os.chmod(path, 0o644)
-        rc, out, err = self.run_jail(["--", test_jail.PY, path])
+        rc, out, err = self.run_jail(["--", PY, path, *args])
         self.assertEqual(rc, 0, err)
         return out, err
 
@@ -311,21 +345,5 @@ class AsUser(NotifyCase, unittest.TestCase):
     AS_USER = True
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cordon", required=True)
-    args, rest = parser.parse_known_args()
-    test_jail.CORDON_SRC = os.path.abspath(args.cordon)
-    if os.geteuid() != 0:
-        print("jail integration tests need root (they create a user)", file=sys.stderr)
-        return 77
-    Env.setup()
-    try:
-        prog = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)
-        return 0 if prog.result.wasSuccessful() else 1
-    finally:
-        Env.teardown()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(jailtest.run_main([Env], "they create a user"))

@@ -5,7 +5,6 @@ Needs root (user creation). Hermetic: no network at all.
 
     python3 tests/jail/test_read_scope.py --cordon build/cordon [-k pattern]
 """
-import argparse
 import ctypes
 import json
 import os
@@ -16,9 +15,8 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_jail  # noqa: E402  (Env: the binary copied where the test user can run it, the test user)
-
-Env = test_jail.Env
+import jailtest  # noqa: E402  (the fixtures shared by the jail tests)
+from jailtest import Env, JailFixtures  # noqa: E402
 
 
 def landlock_abi():
@@ -27,10 +25,8 @@ def landlock_abi():
     return max(0, libc.syscall(444, None, 0, 1))  # landlock_create_ruleset(NULL, 0, VERSION)
 
 
-class ScopeCase:
+class ScopeCase(JailFixtures):
     """Mixed into a TestCase per identity: AS_USER False runs as root, True as the unprivileged test user."""
-
-    AS_USER = False
 
     def setUp(self):
         # Below /var/tmp (as Env.base): the host's /tmp is not the jail's.
@@ -43,30 +39,6 @@ class ScopeCase:
         self.write(os.path.join(self.sibling, "other.txt"), "SIBLING\n")
         self.write(os.path.join(self.home, "secret.txt"), "HOME\n")
         self.write(os.path.join(self.home, ".gitconfig"), "[user]\n\tname = Scope Tester\n\temail = t@example.invalid\n")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def own(self, path):
-        if self.AS_USER:
-            os.lchown(path, Env.uid, Env.gid)
-        return path
-
-    def mkdir(self, rel):
-        path = os.path.join(self.dir, rel)
-        os.makedirs(path, exist_ok=True)
-        return self.own(path)
-
-    def write(self, path, content):
-        with open(path, "w") as f:
-            f.write(content)
-        return self.own(path)
-
-    def _identity(self):
-        return {"user": Env.uid, "group": Env.gid, "extra_groups": []} if self.AS_USER else {}
-
-    def env(self):
-        return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.home, "LANG": "C.UTF-8"}
 
     def cordon(self, args, stdin=None, stdout=subprocess.PIPE, timeout=60):
         p = subprocess.run([Env.cordon, *args], cwd=self.cwd, env=self.env(), stdin=stdin, stdout=stdout,
@@ -170,7 +142,7 @@ class ScopeCase:
 
     def test_example_settings(self):
         # examples/read-scope.json: the home paths users commonly need, as a documented example.
-        example = os.path.join(os.path.dirname(os.path.dirname(test_jail.HERE)), "examples", "read-scope.json")
+        example = os.path.join(os.path.dirname(os.path.dirname(jailtest.HERE)), "examples", "read-scope.json")
         settings = self.write(os.path.join(self.dir, "example.json"), open(example).read())
         rc, out, err = self.cordon(["policy", "--no-discover", "--settings", settings])
         self.assertEqual(rc, 0, err)
@@ -265,21 +237,5 @@ class AsUser(ScopeCase, unittest.TestCase):
     AS_USER = True
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cordon", required=True)
-    args, rest = parser.parse_known_args()
-    test_jail.CORDON_SRC = os.path.abspath(args.cordon)
-    if os.geteuid() != 0:
-        print("read scope integration tests need root (they create a user)", file=sys.stderr)
-        return 77
-    Env.setup()
-    try:
-        prog = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)
-        return 0 if prog.result.wasSuccessful() else 1
-    finally:
-        Env.teardown()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(jailtest.run_main([Env], "they create a user"))

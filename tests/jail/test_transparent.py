@@ -6,23 +6,20 @@ HTTP, HTTPS and an sshd; our own DNS server on 127.0.0.1 counts every query it g
 
     python3 tests/jail/test_transparent.py --cordon build/cordon [-k pattern]
 """
-import argparse
 import json
 import os
-import pwd
 import secrets
 import shutil
-import socket
-import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
-CORDON_SRC = None
-PY = "/usr/bin/python3"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import jailtest  # noqa: E402  (the fixtures shared by the jail tests)
+from jailtest import PY, DnsServer, Env, NetnsHost, make_cert, make_git_repo, start_sshd  # noqa: E402
+
 TAG = secrets.token_hex(3)
 WEB = f"web-{TAG}.cordon-test.example"        # allowed on every port
 SSH = f"ssh-{TAG}.cordon-test.example"        # allowed on the sshd's port only
@@ -32,93 +29,25 @@ PROXY_VARIABLES = ("HTTP_PROXY HTTPS_PROXY http_proxy https_proxy ALL_PROXY all_
                    "CLOUDSDK_PROXY_TYPE CLOUDSDK_PROXY_ADDRESS CLOUDSDK_PROXY_PORT JAVA_TOOL_OPTIONS GIT_SSH_COMMAND")
 
 
-class Dns:
-    """The test host's DNS server: A and AAAA for WEB and SSH, NXDOMAIN otherwise; counts every query."""
-
-    def __init__(self, v4, v6):
-        self.v4, self.v6 = v4, v6
-        self.queries = []
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        while True:
-            try:
-                data, peer = self.sock.recvfrom(512)
-            except OSError:
-                return
-            try:
-                pos, labels = 12, []
-                while data[pos]:
-                    labels.append(data[pos + 1:pos + 1 + data[pos]].decode())
-                    pos += 1 + data[pos]
-                qtype, = struct.unpack("!H", data[pos + 1:pos + 3])
-                question = data[12:pos + 5]
-                qid, = struct.unpack("!H", data[:2])
-                name = ".".join(labels).lower()
-                self.queries.append(name)
-                if name not in (WEB, SSH):
-                    self.sock.sendto(struct.pack("!HHHHHH", qid, 0x8183, 1, 0, 0, 0) + question, peer)
-                    continue
-                answer = b""
-                if qtype == 1:
-                    answer = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton(self.v4)
-                elif qtype == 28:
-                    answer = (b"\xc0\x0c" + struct.pack("!HHIH", 28, 1, 60, 16) +
-                              socket.inet_pton(socket.AF_INET6, self.v6))
-                self.sock.sendto(struct.pack("!HHHHHH", qid, 0x8180, 1, 1 if answer else 0, 0, 0) + question +
-                                 answer, peer)
-            except (IndexError, struct.error, UnicodeDecodeError):
-                continue
-
-    def close(self):
-        self.sock.close()
-
-
 class Host:
-    """A network namespace with a veth to the host: HTTP on 8080, HTTPS on 8443 (a certificate for WEB), sshd on
-    2222, on IPv4 and IPv6; plus the DNS server and a user for the unprivileged runs."""
+    """A test host (NetnsHost, IPv4 and IPv6): HTTP on 8080, HTTPS on 8443 (a certificate for WEB), sshd on 2222;
+    plus the DNS server (A and AAAA for WEB and SSH, NXDOMAIN otherwise; it counts every query)."""
 
-    ns = host_if = None
-    procs = []
+    net = None
     dns = None
-    base = None
-    user = None
 
     @classmethod
     def setup(cls):
-        cls.base = tempfile.mkdtemp(prefix="cordon-transparent-", dir="/var/tmp")
+        cls.base = tempfile.mkdtemp(prefix="host-", dir=Env.base)
         os.chmod(cls.base, 0o755)
-        cls.cordon = os.path.join(cls.base, "cordon")
-        shutil.copy2(CORDON_SRC, cls.cordon)
-        os.chmod(cls.cordon, 0o755)
         octet = 1 + secrets.randbelow(250)
-        cls.v4, cls.v6 = f"10.203.{octet}.2", f"fdcd:{octet:x}::2"
-        cls.ns = f"cordon-tp-{TAG}"
-        cls.host_if, ns_if = f"ctp{TAG}a", f"ctp{TAG}b"
-        for c in (["ip", "netns", "add", cls.ns],
-                  ["ip", "link", "add", cls.host_if, "type", "veth", "peer", "name", ns_if],
-                  ["ip", "link", "set", ns_if, "netns", cls.ns],
-                  ["ip", "addr", "add", f"10.203.{octet}.1/24", "dev", cls.host_if],
-                  ["ip", "addr", "add", f"fdcd:{octet:x}::1/64", "dev", cls.host_if, "nodad"],
-                  ["ip", "link", "set", cls.host_if, "up"],
-                  ["ip", "-n", cls.ns, "addr", "add", f"{cls.v4}/24", "dev", ns_if],
-                  ["ip", "-n", cls.ns, "addr", "add", f"{cls.v6}/64", "dev", ns_if, "nodad"],
-                  ["ip", "-n", cls.ns, "link", "set", ns_if, "up"],
-                  ["ip", "-n", cls.ns, "link", "set", "lo", "up"]):
-            subprocess.run(c, check=True)
+        cls.net = NetnsHost(f"10.203.{octet}", f"fdcd:{octet:x}::")
+        cls.v4, cls.v6 = cls.net.v4, cls.net.v6
         srv = os.path.join(cls.base, "srv")
         os.mkdir(srv)
         with open(os.path.join(srv, "index.html"), "w") as f:
             f.write("transparent test host\n")
-        cls.cert = os.path.join(cls.base, "cert.pem")
-        key = os.path.join(cls.base, "key.pem")
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                        "-nodes", "-keyout", key, "-out", cls.cert, "-days", "2", "-subj", f"/CN={WEB}",
-                        "-addext", f"subjectAltName=DNS:{WEB}"], check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        cls.cert, key = make_cert(cls.base, [WEB])
         os.chmod(cls.cert, 0o644)
         server = os.path.join(cls.base, "server.py")
         with open(server, "w") as f:
@@ -140,75 +69,26 @@ tls.socket = ctx.wrap_socket(tls.socket, server_side=True)
 threading.Thread(target=tls.serve_forever, daemon=True).start()
 plain.serve_forever()
 """)
-        cls.procs.append(subprocess.Popen(["ip", "netns", "exec", cls.ns, PY, server], stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))
-        cls._start_sshd()
-        cls.dns = Dns(cls.v4, cls.v6)
-        cls.user = "cordontp" + TAG
-        subprocess.run(["useradd", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/bin/sh",
-                        "--user-group", cls.user], check=True)
-        pw = pwd.getpwnam(cls.user)
-        cls.uid, cls.gid = pw.pw_uid, pw.pw_gid
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            try:
-                for port in (8080, 8443, 2222):
-                    socket.create_connection((cls.v4, port), timeout=1).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError("the test host did not come up")
-
-    @classmethod
-    def _start_sshd(cls):
-        d = os.path.join(cls.base, "ssh")
-        os.mkdir(d, 0o755)
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(d, "host")], check=True)
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(d, "client")],
-                       check=True)
-        shutil.copy(os.path.join(d, "client.pub"), os.path.join(d, "authorized_keys"))
-        cls.client_key = os.path.join(d, "client")
-        work = os.path.join(cls.base, "work")
+        cls.net.start([PY, server], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         cls.repo = os.path.join(cls.base, "repo.git")
-        env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
-                   GIT_COMMITTER_EMAIL="t@t", HOME=cls.base, GIT_CONFIG_NOSYSTEM="1")
-        subprocess.run(["git", "init", "-q", work], check=True, env=env)
-        with open(os.path.join(work, "hello.txt"), "w") as f:
-            f.write("hello over ssh\n")
-        subprocess.run(["git", "-C", work, "add", "hello.txt"], check=True, env=env)
-        subprocess.run(["git", "-C", work, "commit", "-qm", "one"], check=True, env=env)
-        subprocess.run(["git", "clone", "-q", "--bare", work, cls.repo], check=True, env=env)
-        config = os.path.join(d, "sshd_config")
-        with open(config, "w") as f:
-            f.write(f"ListenAddress 0.0.0.0:2222\nListenAddress [::]:2222\nHostKey {d}/host\n"
-                    f"AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n"
-                    "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-                    "PermitRootLogin prohibit-password\nPidFile none\n")
-        os.makedirs("/run/sshd", exist_ok=True)
-        cls.procs.append(subprocess.Popen(["ip", "netns", "exec", cls.ns, "/usr/sbin/sshd", "-D", "-e", "-f", config],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        make_git_repo(cls.base, cls.repo, "hello over ssh\n")
+        _, cls.client_key = start_sshd(os.path.join(cls.base, "ssh"), ["0.0.0.0:2222", "[::]:2222"], cls.net.start)
+        cls.dns = DnsServer({WEB: [cls.v4, cls.v6], SSH: [cls.v4, cls.v6]})
+        cls.net.wait_for_ports(8080, 8443, 2222)
 
     @classmethod
     def teardown(cls):
-        for p in cls.procs:
-            p.kill()
-            p.wait()
+        if cls.net:
+            cls.net.close()
         if cls.dns:
             cls.dns.close()
-        if cls.ns:
-            subprocess.run(["ip", "netns", "del", cls.ns], check=False)
-            subprocess.run(["ip", "link", "del", cls.host_if], check=False, stderr=subprocess.DEVNULL)
-        if cls.user:
-            subprocess.run(["userdel", cls.user], check=False, stderr=subprocess.DEVNULL)
-        if cls.base:
-            shutil.rmtree(cls.base, ignore_errors=True)
 
 
 class Transparent:
     AS_USER = False
 
     def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="case-", dir=Host.base)
+        self.dir = tempfile.mkdtemp(prefix="case-", dir=Env.base)
         os.chmod(self.dir, 0o755)
         self.cwd = os.path.join(self.dir, "project")
         self.home = os.path.join(self.dir, "home")
@@ -221,16 +101,16 @@ class Transparent:
 
     def own(self, path):
         if self.AS_USER:
-            os.chown(path, Host.uid, Host.gid)
+            os.chown(path, Env.uid, Env.gid)
 
     def jail(self, script, *flags, rules=None, timeout=60):
         """Runs `script` with every proxy variable removed; returns (rc, stdout, stderr)."""
         if rules is None:
             rules = ["--allow-domain", WEB, "--allow-domain", f"{SSH}:2222", "--deny-domain", f"*.{SECRET}"]
-        args = [Host.cordon, "run", "--no-discover", "--dns-server", f"127.0.0.1:{Host.dns.port}",
+        args = [Env.cordon, "run", "--no-discover", "--dns-server", f"127.0.0.1:{Host.dns.port}",
                 "--allow-address", "10.203.0.0/16", "--allow-address", "fdcd::/16", "--audit-log", self.audit,
                 *rules, *flags, "-c", f"unset {PROXY_VARIABLES}; {script}"]
-        identity = {"user": Host.uid, "group": Host.gid, "extra_groups": []} if self.AS_USER else {}
+        identity = {"user": Env.uid, "group": Env.gid, "extra_groups": []} if self.AS_USER else {}
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.home, "LANG": "C.UTF-8"}
         r = subprocess.run(args, cwd=self.cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            timeout=timeout, **identity)
@@ -314,7 +194,7 @@ class Transparent:
                                  "echo REACHED; true")
         self.assertNotIn("RESOLVED", out)
         self.assertNotIn("REACHED", out)
-        self.assertEqual([q for q in Host.dns.queries if label in q], [])  # never left the jail's stub
+        self.assertEqual([q for q, _ in Host.dns.queries if label in q], [])  # never left the jail's stub
         dns = [e for e in self.events("dns") if label in e["host"]]
         self.assertTrue(dns, self.events("dns"))
         self.assertTrue(all(e["rcode"] == "NXDOMAIN" and e["decision"] == "deny" for e in dns), dns)
@@ -424,22 +304,5 @@ class AsUser(Transparent, unittest.TestCase):
     AS_USER = True
 
 
-def main():
-    global CORDON_SRC
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cordon", required=True)
-    args, rest = parser.parse_known_args()
-    CORDON_SRC = os.path.abspath(args.cordon)
-    if os.geteuid() != 0:
-        print("test_transparent.py needs root", file=sys.stderr)
-        return 77
-    try:
-        Host.setup()
-        prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False)
-        return 0 if prog.result.wasSuccessful() else 1
-    finally:
-        Host.teardown()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(jailtest.run_main([Env, Host], "they create a user and network namespaces"))

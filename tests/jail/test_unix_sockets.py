@@ -5,7 +5,6 @@ for the run. Needs root.
 
     python3 tests/jail/test_unix_sockets.py --cordon build/cordon [-k pattern]
 """
-import argparse
 import json
 import os
 import socket
@@ -17,10 +16,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_jail  # noqa: E402  (Env, JailCase, Upstream: the fixtures of the jail tests)
-
-Env = test_jail.Env
-Upstream = test_jail.Upstream
+import jailtest  # noqa: E402  (the fixtures shared by the jail tests)
+from jailtest import Env, JailFixtures, Upstream  # noqa: E402
 
 # Runs in the jail: `connect PATH` exchanges a line with the listener; `nonblock PATH` does so from a
 # non-blocking socket; `race LISTED UNLISTED` connects many times while another thread rewrites the address
@@ -139,11 +136,8 @@ class Listener:
         self.sock.close()
 
 
-class UnixSocketCase:
-    AS_USER = False
-    for _name in ("setUp", "tearDown", "own", "mkdir", "write", "read", "_identity", "env", "popen", "run_jail",
-                  "sh"):
-        locals()[_name] = getattr(test_jail.JailCase, _name)
+class UnixSocketCase(JailFixtures):
+    """The fixtures of the jail tests (JailFixtures), with our Unix socket listeners."""
 
     def listeners(self):
         self.listed = Listener(os.path.join(self.outside, "listed.sock"), "listed")
@@ -282,23 +276,5 @@ class AsUser(UnixSocketCase, unittest.TestCase):
     AS_USER = True
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cordon", required=True)
-    args, rest = parser.parse_known_args()
-    test_jail.CORDON_SRC = os.path.abspath(args.cordon)
-    if os.geteuid() != 0:
-        print("jail integration tests need root (they create a user)", file=sys.stderr)
-        return 77
-    Env.setup()
-    Upstream.setup()
-    try:
-        prog = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)
-        return 0 if prog.result.wasSuccessful() else 1
-    finally:
-        Upstream.teardown()
-        Env.teardown()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(jailtest.run_main([Env, Upstream], "they create a user"))

@@ -227,3 +227,28 @@ TEST_CASE("Connection never makes framing headers or Host hop-by-hop", "[unit]")
     CHECK_FALSE(is_hop_by_hop("Content-Length", tokens));
     CHECK(is_hop_by_hop("x-drop", tokens));
 }
+
+TEST_CASE("a Host header names the request's host and port or it does not", "[unit]") {
+    // The one check behind both front-ends' refusals (400 for absolute-form requests, 421 inside an inspected
+    // tunnel).
+    CHECK(host_header_names("api.test", "api.test", 8443));  // no port: the request's
+    CHECK(host_header_names("API.Test.", "api.test", 443));  // normalised as the policy does
+    CHECK(host_header_names("api.test:443", "api.test", 443));
+    CHECK(host_header_names("[::1]:443", "::1", 443));
+    CHECK(host_header_names("[::1]", "::1", 80));
+    CHECK(host_header_names("::1", "::1", 80));  // a bare IPv6 literal is never split
+    CHECK(host_header_names("0x7f.1", "127.0.0.1", 80));
+    CHECK_FALSE(host_header_names("api.test:444", "api.test", 443));
+    CHECK_FALSE(host_header_names("other.test", "api.test", 443));
+    CHECK_FALSE(host_header_names("api.test:x", "api.test", 443));
+    CHECK_FALSE(host_header_names("api.test:", "api.test", 443));
+    CHECK_FALSE(host_header_names("api.test:0", "api.test", 443));
+    CHECK_FALSE(host_header_names("api.test:99999", "api.test", 443));
+    CHECK_FALSE(host_header_names("", "api.test", 443));
+    CHECK_FALSE(host_header_names(":443", "api.test", 443));
+    CHECK_FALSE(host_header_names("[::1", "::1", 443));
+    CHECK_FALSE(host_header_names("[::1]x", "::1", 443));
+    CHECK_FALSE(host_header_names("[[::1]]", "::1", 443));  // the HTTP front-end let this one through
+    CHECK_FALSE(host_header_names("api.test@evil.test", "api.test", 443));
+    CHECK_FALSE(host_header_names("user@api.test", "api.test", 443));
+}

@@ -1,11 +1,13 @@
-"""Helpers for cordon's proxy integration tests: a DNS server, upstream servers (HTTP, TLS, raw TCP), and a
-running `cordon proxy`. Everything binds 127.0.0.1 port 0 and is torn down by the test that made it."""
+"""Helpers for cordon's integration tests (the proxy's, and the jail's, agent's, policy's and stress tests'): a DNS
+server, upstream servers (HTTP, TLS, raw TCP), a test host in a network namespace, and a running `cordon proxy`.
+Everything binds port 0 (on 127.0.0.1 or a test host's address) and is torn down by the test that made it."""
 
 import hashlib
 import http.server
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -324,6 +326,69 @@ def make_cert(directory, names):
                     "-days", "2", "-subj", "/CN=" + names[0], "-addext", "subjectAltName=" + san],
                    check=True, capture_output=True)
     return cert, key
+
+
+# ---------------------------------------------------------------------------------------------------- test hosts
+
+def can_connect(host, port):
+    """Whether a TCP connection to host:port is accepted within a second."""
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+class NetnsHost:
+    """A test host (needs root): a network namespace of its own behind a veth pair. `subnet` is an IPv4 /24 of
+    our choosing ("10.202.7"), `subnet6` optionally an IPv6 /64 ("fdcd:7::"); the host's side is .1 (::1), the
+    namespace's .2 (::2) = `v4` (`v6`). start() runs a process inside; close() ends those and removes the
+    namespace and the veth pair (also after a failed set-up)."""
+
+    def __init__(self, subnet, subnet6=None):
+        tag = secrets.token_hex(3)
+        self.ns = "cordon-th-" + tag
+        self.host_if, ns_if = "cth%sa" % tag, "cth%sb" % tag
+        self.v4 = subnet + ".2"
+        self.v6 = subnet6 + "2" if subnet6 else None
+        self.procs = []
+        cmds = [["ip", "netns", "add", self.ns],
+                ["ip", "link", "add", self.host_if, "type", "veth", "peer", "name", ns_if],
+                ["ip", "link", "set", ns_if, "netns", self.ns],
+                ["ip", "addr", "add", subnet + ".1/24", "dev", self.host_if]]
+        if subnet6:
+            cmds.append(["ip", "addr", "add", subnet6 + "1/64", "dev", self.host_if, "nodad"])
+        cmds += [["ip", "link", "set", self.host_if, "up"],
+                 ["ip", "-n", self.ns, "addr", "add", self.v4 + "/24", "dev", ns_if]]
+        if subnet6:
+            cmds.append(["ip", "-n", self.ns, "addr", "add", self.v6 + "/64", "dev", ns_if, "nodad"])
+        cmds += [["ip", "-n", self.ns, "link", "set", ns_if, "up"],
+                 ["ip", "-n", self.ns, "link", "set", "lo", "up"]]
+        try:
+            for c in cmds:
+                subprocess.run(c, check=True, capture_output=True)
+        except BaseException:
+            self.close()
+            raise
+
+    def start(self, argv, **kw):
+        """Starts argv inside the namespace (ended by close())."""
+        p = subprocess.Popen(["ip", "netns", "exec", self.ns, *argv], **kw)
+        self.procs.append(p)
+        return p
+
+    def wait_for_ports(self, *ports, timeout=15):
+        """Waits until every port accepts connections on `v4`; raises RuntimeError if one does not in time."""
+        if not wait_for(lambda: all(can_connect(self.v4, p) for p in ports), timeout):
+            raise RuntimeError("the test host %s did not come up on %s" % (self.v4, ports))
+
+    def close(self):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+        self.procs = []
+        subprocess.run(["ip", "netns", "del", self.ns], check=False, capture_output=True)
+        subprocess.run(["ip", "link", "del", self.host_if], check=False, capture_output=True)
 
 
 # ---------------------------------------------------------------------------------------------------- the proxy

@@ -13,7 +13,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from proxytest import LOOPBACK, TempDirTest, make_cert, read_http_response, read_http_response_file, recv_until  # noqa: E402
+from proxytest import LOOPBACK, NetnsHost, TempDirTest, make_cert, read_http_response, read_http_response_file, recv_until  # noqa: E402
 
 
 class HttpProxyTest(TempDirTest):
@@ -406,35 +406,15 @@ class TestHostTest(TempDirTest):
         super().setUp()
         if os.geteuid() != 0:
             self.skipTest("needs root for a network namespace")
-        tag = os.getpid() % 200 + 20
-        self.ns = "cordon-t-%d" % os.getpid()
-        self.host_if, self.ns_if = "cph%d" % os.getpid(), "cpn%d" % os.getpid()
-        self.net = "10.201.%d" % tag
-        run = lambda *a: subprocess.run(a, check=True, capture_output=True)
-        run("ip", "netns", "add", self.ns)
-        self.cleanups.append(lambda: subprocess.run(["ip", "netns", "del", self.ns], capture_output=True))
-        run("ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.ns_if)
-        self.cleanups.append(lambda: subprocess.run(["ip", "link", "del", self.host_if], capture_output=True))
-        run("ip", "link", "set", self.ns_if, "netns", self.ns)
-        run("ip", "addr", "add", self.net + ".1/24", "dev", self.host_if)
-        run("ip", "link", "set", self.host_if, "up")
-        run("ip", "netns", "exec", self.ns, "ip", "addr", "add", self.net + ".2/24", "dev", self.ns_if)
-        run("ip", "netns", "exec", self.ns, "ip", "link", "set", self.ns_if, "up")
-        run("ip", "netns", "exec", self.ns, "ip", "link", "set", "lo", "up")
+        self.net = "10.201.%d" % (os.getpid() % 200 + 20)
+        self.host = NetnsHost(self.net)
+        self.cleanups.append(self.host.close)
         self.log = os.path.join(self.dir, "server.log")
         log_file = open(self.log, "ab")
         self.cleanups.append(log_file.close)
-        self.server = subprocess.Popen(["ip", "netns", "exec", self.ns, sys.executable, "-m", "http.server",
-                                        "--bind", self.net + ".2", "8080"], cwd=self.dir,
-                                       stdout=subprocess.DEVNULL, stderr=log_file)
-        self.cleanups.append(lambda: (self.server.kill(), self.server.wait()))
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                socket.create_connection((self.net + ".2", 8080), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        self.host.start([sys.executable, "-m", "http.server", "--bind", self.net + ".2", "8080"], cwd=self.dir,
+                        stdout=subprocess.DEVNULL, stderr=log_file)
+        self.host.wait_for_ports(8080, timeout=10)
         time.sleep(0.1)
         self.log_start = os.path.getsize(self.log)  # after the readiness probe
 

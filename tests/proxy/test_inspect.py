@@ -13,7 +13,7 @@ import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from proxytest import CORDON, LOOPBACK, TempDirTest, read_http_response  # noqa: E402
+from proxytest import CORDON, LOOPBACK, TempDirTest, read_http_response, recv_until  # noqa: E402
 
 
 def openssl(*args, cwd=None):
@@ -179,6 +179,21 @@ class InspectTest(InspectBase):
         self.assertEqual(headers["x-proxy-error"], "misdirected-request")
         self.assertEqual(self.up.requests, [])
         t.close()
+
+    def test_refusals_inside_the_tunnel_have_their_reason_phrases(self):
+        # One table for both front-ends: inside a tunnel 431 and 414 were "Error".
+        p = self.start()
+        cases = [(b"GET /repos/acme/app HTTP/1.1\r\nHost: other.test\r\n\r\n", b"421 Misdirected Request"),
+                 (b"GET /repos/acme/app HTTP/1.1\r\nX: " + b"a" * (70 * 1024) + b"\r\n\r\n",
+                  b"431 Request Header Fields Too Large"),
+                 (b"GET /" + b"a" * (17 * 1024) + b" HTTP/1.1\r\n\r\n", b"414 URI Too Long"),
+                 (b"GET repos HTTP/1.1\r\n\r\n", b"400 Bad Request")]
+        for request, status_line in cases:
+            t = self.tunnel(p, "api.test")
+            t.sendall(request)
+            self.assertEqual(recv_until(t, b"\r\n").split(b"\r\n")[0], b"HTTP/1.1 " + status_line)
+            t.close()
+        self.assertEqual(self.up.requests, [])
 
     def test_bad_upstream_certificates_are_502_and_mint_no_leaf(self):
         cases = {"wrongname.test": None, "expired.test": self.pki.leaf(["expired.test"], expired=True),
@@ -459,6 +474,11 @@ class RunInspectTest(InspectBase):
         self.assertEqual(json.loads(echo)["path"], "/repos/acme/echo?t=" + sentinel)
         # Header, URL, body, Basic credentials inside inspected connections; a header of a plain http:// request.
         self.assertEqual(out.count("X-Proxy-Error: blocked-by-secret-scope"), 5)
+        tail = " carries the sentinel of GITHUB_TOKEN, which may go to its injectHosts only\n"
+        self.assertEqual(out.count("cordon: header Authorization" + tail), 2, out)  # a token, Basic credentials
+        self.assertEqual(out.count("cordon: the request URL" + tail), 1, out)
+        self.assertEqual(out.count("cordon: the request body" + tail), 1, out)
+        self.assertEqual(out.count("cordon: the request" + tail), 1, out)  # the plain http:// request
         self.assertEqual(self.plain.requests, [])
         with open(self.audit_path) as f:
             self.assertNotIn(real, f.read())

@@ -27,7 +27,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "proxy"))
 from proxytest import (CORDON, LOOPBACK, TempDirTest, read_http_response, recv_all,  # noqa: E402
-                       wait_for)
+                       recv_until, wait_for)
 
 LARGE = "--large" in sys.argv
 if LARGE:
@@ -554,17 +554,6 @@ class ClientFaultTest(TempDirTest):
             closes = self.closes(n + 1)
             self.assertEqual(len(closes), n + 1, (what, closes))
         self.assertTrue(wait_for(lambda: fd_count(self.p.proc.pid) <= self.fds, 5), (fd_count(self.p.proc.pid), self.fds))
-
-
-def recv_until(sock, marker, limit=1 << 16):
-    sock.settimeout(5)
-    data = b""
-    while marker not in data and len(data) < limit:
-        chunk = sock.recv(4096)
-        if not chunk:
-            break
-        data += chunk
-    return data
 
 
 # ---------------------------------------------------------------------------------------------------- audit log
