@@ -591,6 +591,7 @@ class NotifierImpl final : public Notifier {
     // read a `config` there as a repository's) is not created, nor the reverse.
     int decide_at(const Target& t, bool creates) {
         if (int err = decide(t.path(), creates)) return err;
+        if (!decided_with_file_system(t.name)) return 0;
         struct stat st {};
         if (t.name == ".git" && ::fstatat(t.dir.fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
             S_ISREG(st.st_mode))
@@ -601,6 +602,11 @@ class NotifierImpl final : public Notifier {
             if (t.name == "HEAD" ? (has("objects") || has("refs")) : has("HEAD")) return EACCES;
         }
         return 0;
+    }
+
+    // The names decide_at() also looks up in the file system (a gitfile; the bare-repository trick).
+    static bool decided_with_file_system(const std::string& name) {
+        return name == ".git" || name == "HEAD" || name == "objects" || name == "refs";
     }
 
     // Whether two targets' directories lie on one mount (a rename or link between mounts is EXDEV, which the
@@ -677,7 +683,7 @@ class NotifierImpl final : public Notifier {
         for (const std::string& part : parts)
             if (part == "..") return std::nullopt;
         const std::string& name = parts.back();
-        if (name == ".git" || name == "HEAD" || name == "objects" || name == "refs") return std::nullopt;
+        if (decided_with_file_system(name)) return std::nullopt;
         const std::string where = join(parts, parts.size());
         if (decide(where, true) != 0) return std::nullopt;  // refused: the slow path says with which errno
         const int rootfd = root(c.pid);
