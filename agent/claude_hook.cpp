@@ -1,5 +1,7 @@
 #include "agent/claude_hook.hpp"
 
+#include <algorithm>
+
 #include "agent/bash_rules.hpp"
 #include "agent/shell_split.hpp"
 #include "policy/syntax.hpp"
@@ -93,6 +95,21 @@ const policy::Rule* first_match(const std::vector<policy::Rule>& rules,
     return nullptr;
 }
 
+// When every part is matched by a rule of `rules` (by `matches`), the rule that matched the first part;
+// otherwise (or with no parts) null (excludedCommands and allow rules: all parts or nothing).
+const policy::Rule* every_part_matched(const std::vector<policy::Rule>& rules,
+                                       const std::vector<std::string>& parts,
+                                       bool (*matches)(std::string_view, std::string_view)) {
+    const policy::Rule* first = nullptr;
+    for (const std::string& part : parts) {
+        auto hit = std::find_if(rules.begin(), rules.end(),
+                                [&](const policy::Rule& rule) { return matches(rule.text, part); });
+        if (hit == rules.end()) return nullptr;
+        if (!first) first = &*hit;
+    }
+    return first;
+}
+
 }  // namespace
 
 HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, const Wrapper& wrapper) {
@@ -147,22 +164,9 @@ HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, 
         return d;
     }
 
-    bool excluded = !parts.empty();
-    const policy::Rule* exclusion = nullptr;
-    for (const std::string& part : parts) {
-        const policy::Rule* hit = nullptr;
-        for (const policy::Rule& entry : rules.excluded_commands)
-            if (excluded_command_matches(entry.text, part)) {
-                hit = &entry;
-                break;
-            }
-        if (!hit) {
-            excluded = false;
-            break;
-        }
-        if (!exclusion) exclusion = hit;
-    }
-    if (excluded && rules.allow_unsandboxed_commands) {
+    const policy::Rule* exclusion =
+        every_part_matched(rules.excluded_commands, parts, excluded_command_matches);
+    if (exclusion && rules.allow_unsandboxed_commands) {
         d.permission = Permission::None;
         d.wrapped = false;
         d.command = input.command;
@@ -179,22 +183,7 @@ HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, 
             "autoAllowBashIfSandboxed";
         return d;
     }
-    const policy::Rule* allowed_by = nullptr;
-    bool all_allowed = !parts.empty();
-    for (const std::string& part : parts) {
-        const policy::Rule* hit = nullptr;
-        for (const policy::Rule& rule : rules.allow)
-            if (bash_rule_matches(rule.text, part)) {
-                hit = &rule;
-                break;
-            }
-        if (!hit) {
-            all_allowed = false;
-            break;
-        }
-        if (!allowed_by) allowed_by = hit;
-    }
-    if (all_allowed) {
+    if (const policy::Rule* allowed_by = every_part_matched(rules.allow, parts, bash_rule_matches)) {
         d.permission = Permission::Allow;
         d.rule = allowed_by;
         d.reason = "cordon: allowed by " + named(*allowed_by) + "; runs in cordon's sandbox";
