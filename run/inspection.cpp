@@ -116,9 +116,14 @@ std::optional<std::string> RunInspection::prepare(const policy::Policy& policy,
             jail::MountOp{jail::MountKind::ReadOnlyLink, system, "trust bundle (TLS termination)", file});
         seen_as = system.string();
     } else {
-        notes.push_back("no system CA bundle found: only the trust variables name cordon's");
-        // Shown at the same path inside: below the host's /tmp it would be hidden by the private one.
-        return "no system CA bundle to show cordon's CA in (looked for /etc/ssl/certs/ca-certificates.crt)";
+        // A minimal image without ca-certificates: no system path to show the bundle at. It is shown
+        // read-only at its own path (below the host's /tmp the jail's private one would hide it) and only the
+        // trust variables name it: cordon's CA alone, which is what an inspected connection presents, while
+        // the jail gains no other trust than the host has.
+        plan.ops.push_back(jail::MountOp{jail::MountKind::ReadOnly, file, "trust bundle (TLS termination)"});
+        notes.push_back(
+            "no system CA bundle (looked for /etc/ssl/certs/ca-certificates.crt): the jail trusts "
+            "cordon's CA alone, named by SSL_CERT_FILE and the other trust variables");
     }
     for (const auto& [name, value] : trust_variables(seen_as))
         plan.env.push_back(name + "=" + value);

@@ -390,7 +390,7 @@ class ParentProxyTest(InspectBase):
 class RunInspectTest(InspectBase):
     """A jailed curl with no flags trusts the inspected connection; secrets reach only their hosts."""
 
-    def run_jail(self, script, *flags, env=None):
+    def run_jail(self, script, *flags, env=None, wrap=()):
         work, home = os.path.join(self.dir, "work"), os.path.join(self.dir, "home")
         os.makedirs(work, exist_ok=True)
         os.makedirs(home, exist_ok=True)
@@ -400,7 +400,7 @@ class RunInspectTest(InspectBase):
                     "XDG_CONFIG_HOME": os.path.join(self.dir, "xdg-empty")}
         full_env.update(env or {})
         self.audit_path = os.path.join(self.dir, "run-audit.log")
-        return subprocess.run([CORDON, "run", "--no-discover", "--settings", self.settings, "--dns-server",
+        return subprocess.run([*wrap, CORDON, "run", "--no-discover", "--settings", self.settings, "--dns-server",
                                self.dns_server.address, "--upstream-ca", self.pki.cert, "--audit-log",
                                self.audit_path, *LOOPBACK, *flags, "--", "sh", "-c", script],
                               cwd=work, env=full_env, capture_output=True, text=True, timeout=60)
@@ -431,6 +431,35 @@ class RunInspectTest(InspectBase):
         inner = [e for e in self.run_audit() if e.get("proto") == "https"]
         self.assertEqual([(e["url"], e["status"]) for e in inner],
                          [(url + "/repos/acme/app", 200), (url + "/gists", 403)])
+
+    def test_without_a_system_bundle_the_jail_trusts_cordons_ca_alone(self):
+        # A minimal container without ca-certificates: every path cordon looks for the system bundle at is
+        # hidden (/dev/null bound over it, in a mount namespace of this test's own).
+        hide = [p for p in ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+                            "/etc/ssl/cert.pem"] if os.path.isfile(p)]
+        url = "https://api.test:%d" % self.up.port
+        script = ("curl -sS --max-time 10 %s/repos/acme/app && echo; echo \"$SSL_CERT_FILE $CURL_CA_BUNDLE\"; "
+                  "grep -c 'BEGIN CERTIFICATE' \"$SSL_CERT_FILE\"; test -s /etc/ssl/certs/ca-certificates.crt "
+                  "|| echo no-system-bundle" % url)
+        mounts = "".join("mount --bind /dev/null %s && " % p for p in hide)
+        r = self.run_jail(script, "--inspect", "api.test",
+                          wrap=["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                                mounts + 'exec "$@"', "sh"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        notes = [line for line in r.stderr.splitlines() if "system CA bundle" in line]
+        self.assertEqual(notes, ["cordon: note: no system CA bundle (looked for /etc/ssl/certs/ca-certificates.crt): "
+                                 "the jail trusts cordon's CA alone, named by SSL_CERT_FILE and the other trust "
+                                 "variables"])
+        lines = r.stdout.splitlines()
+        self.assertEqual(json.loads(lines[0])["path"], "/repos/acme/app")
+        bundle = lines[1].split()[0]
+        self.assertEqual(lines[1], bundle + " " + bundle)
+        self.assertTrue(bundle.startswith(self.tmp + "/cordon-trust-"), bundle)  # not in the user's directories
+        self.assertEqual(lines[2], "1")  # cordon's CA and nothing else
+        self.assertEqual(lines[3], "no-system-bundle")
+        # The run-private directory is gone, nothing was left in the working directory.
+        self.assertEqual(os.listdir(self.tmp), [])
+        self.assertEqual(os.listdir(os.path.join(self.dir, "work")), [])
 
     def test_masked_secret_reaches_only_its_host(self):
         self.plain = self.upstream(name="plain")
