@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The Debian package (issue 16): `cpack -G DEB` builds cordon_<version>_amd64.deb; it installs with dpkg into a
 fresh Debian 12 root made by mmdebstrap (essential packages plus the .deb's own dependencies and systemd, from
-the Debian mirror: the only test that uses the network, and only that mirror); `cordon --version` runs from
-/usr/bin; the system user exists; `systemd-analyze verify` passes on cordon-proxy.service (and fails on a broken
-copy, so the check can fail); /etc/cordon/egress.json is a conffile an upgrade keeps; man pages and bash
-completion are in place.
+the Debian mirrors this machine's apt uses: the only test that uses the network, and only those mirrors);
+`cordon --version` runs from /usr/bin; the system user exists; `systemd-analyze verify` passes on
+cordon-proxy.service (and fails on a broken copy, so the check can fail); /etc/cordon/egress.json is a conffile
+an upgrade keeps; man pages and bash completion are in place.
 
 usage: test_deb.py --build BUILD_DIR --version VERSION"""
 
@@ -18,7 +18,8 @@ import tempfile
 import unittest
 
 ARGS = None
-MIRROR = os.environ.get("CORDON_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+# The Debian 12 mirrors (and apt proxy) this machine's apt uses: the new root is made from the same ones.
+DEBIAN_SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fresh", "debian-sources")
 # Debian archives this machine already downloaded are hard-linked into the new root's apt cache (when on the
 # same file system), so only the missing ones come from the mirror.
 HOST_CACHE = "/var/cache/apt/archives"
@@ -54,8 +55,11 @@ class DebTest(unittest.TestCase):
         cls.root = os.path.join(cls.tmp, "root")
         hook = ('mkdir -p "$1"%s && for f in %s/*.deb; do ln "$f" "$1"%s/ 2>/dev/null || true; done'
                 % (HOST_CACHE, HOST_CACHE, HOST_CACHE))
+        sources = run([DEBIAN_SOURCES])
+        assert sources.returncode == 0, sources.stderr
+        aptopts = ["--aptopt=" + line for line in run([DEBIAN_SOURCES, "--aptopts"]).stdout.splitlines()]
         r = run(["mmdebstrap", "--variant=essential", "--quiet", "--include=" + ",".join(names + ["systemd"]),
-                 "--setup-hook=" + hook, "bookworm", cls.root, MIRROR], timeout=600)
+                 "--setup-hook=" + hook, *aptopts, "bookworm", cls.root, "-"], input=sources.stdout, timeout=600)
         assert r.returncode == 0, "mmdebstrap: " + r.stdout + r.stderr
         shutil.copy(cls.deb, os.path.join(cls.root, "tmp"))
         r = cls.chroot("dpkg", "-i", "/tmp/" + os.path.basename(cls.deb))
