@@ -249,13 +249,14 @@ for family, addr in ((socket.AF_INET, "{Host.v4}"), (socket.AF_INET6, "{Host.v6}
     try:
         s.sendto(b"x", (addr, 443)); print("SENT", addr)
     except OSError as e:
-        print(e.errno, round(time.monotonic() - start, 1))
+        print(e.errno, "at once" if time.monotonic() - start < 1 else "late")
 """
         path = os.path.join(self.dir, "u.py")
         with open(path, "w") as f:
             f.write(script)
         rc, out, err = self.jail(f"{PY} {path}; ping -c 1 -W 2 {Host.v4} >/dev/null 2>&1 && echo PINGED; true")
-        self.assertEqual(out.splitlines()[:3], ["1 0.0"] * 3, err)  # EPERM, immediately
+        # EPERM, at once: not after a timeout (within a second also on a machine whose cores are all busy).
+        self.assertEqual(out.splitlines()[:3], ["1 at once"] * 3, err)
         self.assertNotIn("PINGED", out)
 
     def test_ipv6_by_name(self):
