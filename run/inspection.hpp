@@ -1,8 +1,8 @@
 // `cordon run`'s part of TLS termination and credentials (issue 13): the CA (an ephemeral one when none is
 // configured), the trust bundle the jail sees (system CAs + cordon's, in a run-private directory outside
 // the user's, bound read-only over the system bundle, or at its own path where there is none, and named by
-// the trust variables), and the secrets (credentials.envVars, --secret): removed from the jail, or replaced by
-// sentinels the proxy swaps back.
+// the trust variables), and the secrets (credentials.envVars, --secret): removed from the jail, or replaced
+// by sentinels the proxy swaps back.
 #pragma once
 
 #include <filesystem>
