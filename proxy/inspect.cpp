@@ -9,6 +9,7 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "policy/inspection.hpp"
@@ -302,17 +303,35 @@ bool InspectedTunnel::flush() {
     return true;
 }
 
-void InspectedTunnel::write_client(std::string_view data) {
-    if (data.empty()) return;
-    SSL_write(down_, data.data(), static_cast<int>(data.size()));
+bool InspectedTunnel::write_client(std::string_view data) {
+    if (!write_all(down_, data, "client-tls: ")) return false;
     bytes_down_ += data.size();
+    return true;
 }
 
-void InspectedTunnel::write_upstream(std::string_view data) {
-    if (data.empty()) return;
-    SSL_write(up_, data.data(), static_cast<int>(data.size()));
+bool InspectedTunnel::write_upstream(std::string_view data) {
+    if (!write_all(up_, data, "upstream-tls: ")) return false;
     bytes_up_ += data.size();
     request_bytes_ += data.size();
+    return true;
+}
+
+bool InspectedTunnel::write_all(SSL* ssl, std::string_view data, const char* side) {
+    if (c_.closed()) return false;
+    // Why a loop: SSL_write may take less than it was given (one record at a time), and every byte not taken
+    // here would be lost from the stream. A dropped piece of a request head turns what follows (its body,
+    // chosen by the client) into the next request the upstream reads: a request no rule and no audit line
+    // saw. The memory BIO takes everything, so anything but progress is a broken connection.
+    while (!data.empty()) {
+        int chunk = static_cast<int>(std::min<std::size_t>(data.size(), 1 << 30));
+        int n = SSL_write(ssl, data.data(), chunk);
+        if (n <= 0) {
+            finish(side + openssl_reason());
+            return false;
+        }
+        data.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
 }
 
 void InspectedTunnel::finish(const std::string& error) {
@@ -534,8 +553,7 @@ void InspectedTunnel::release_hold() {
         refuse_secret("the request body", *s);
         return;
     }
-    write_upstream(head_out_);
-    write_upstream(hold_);
+    if (write_upstream(head_out_)) write_upstream(hold_);
     std::string().swap(head_out_);
     std::string().swap(hold_);
     request_ = Request::Body;

@@ -86,8 +86,10 @@ class InspectedTunnel final : public SocketOwner {
                      const std::string& error);
     void next_request();
     bool flush();  // TLS output to both sockets; false when the connection was closed
-    void write_client(std::string_view data);
-    void write_upstream(std::string_view data);
+    // The whole of `data` into the TLS stream, or the connection is finished (false).
+    bool write_client(std::string_view data);
+    bool write_upstream(std::string_view data);
+    bool write_all(SSL* ssl, std::string_view data, const char* side);
     void update_interest();
     void finish(const std::string& error);
 

@@ -56,8 +56,8 @@ std::variant<std::unique_ptr<TlsInspector>, std::string> TlsInspector::create(
     // One connection, one session: no tickets to keep (a resumed session would skip nothing we need).
     SSL_CTX_set_options(self->to_client_, SSL_OP_NO_TICKET);
     SSL_CTX_set_session_cache_mode(self->to_client_, SSL_SESS_CACHE_OFF);
-    SSL_CTX_set_mode(self->to_client_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    SSL_CTX_set_mode(self->to_upstream_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_mode(self->to_client_, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_mode(self->to_upstream_, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     self->secrets_ = std::move(secrets);
     for (const auto& s : self->secrets_)
         self->longest_ = std::max(self->longest_, s.sentinel.size());

@@ -2,6 +2,7 @@
 """cordon proxy, TLS termination (issue 13): a test HTTPS upstream with a CA made here (--upstream-ca), cordon's
 own CA made with `cordon ca init`, real curl and Python TLS clients through CONNECT and SOCKS5."""
 
+import hashlib
 import json
 import os
 import socket
@@ -145,6 +146,26 @@ class InspectTest(InspectBase):
         self.assertIn('"deny"', inner[3]["rule"])
         # Only the upstream-visible requests reached it.
         self.assertEqual([r[1] for r in self.up.requests], ["/repos/acme/app", "/public/x"])
+
+    def test_a_head_over_one_tls_record_reaches_the_upstream_whole(self):
+        # The attack: an allowed request whose head is larger than one TLS record (16 KiB), with its framing
+        # after the first record and a second request in its body. Were the rest of the head lost, the
+        # upstream would read the body as a request to a path a deny rule covers.
+        p = self.start()
+        port = self.up.port
+        hidden = b"\r\n\r\nGET /public/secret HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % port
+        t = self.tunnel(p, "api.test")
+        t.sendall(b"POST /public/x HTTP/1.1\r\nHost: api.test:%d\r\nX-Pad: %s\r\nContent-Length: %d\r\n\r\n%s" %
+                  (port, b"a" * 20000, len(hidden), hidden))
+        status, headers, body = read_http_response(t)
+        self.assertEqual(status, 200, body)
+        self.assertEqual(json.loads(body), {"sha256": hashlib.sha256(hidden).hexdigest(), "length": len(hidden)})
+        t.close()
+        self.assertEqual([(m, path, len(h.get("X-Pad", ""))) for m, path, h in self.up.requests],
+                         [("POST", "/public/x", 20000)])
+        lines = p.wait_audit(lambda l: any(e.get("proto") == "https" for e in l))
+        self.assertEqual([(e["path"], e["status"]) for e in lines if e.get("proto") == "https"],
+                         [("/public/x", 200)])
 
     def test_paths_are_matched_as_a_server_reads_them(self):
         # The attack: a path that matches an allow rule as written, and another resource once the server
