@@ -71,6 +71,12 @@ bool glob_matches(std::string_view pattern, std::string_view text) {
 
 std::optional<std::string> rule_path(std::string_view target, std::string& why) {
     std::string_view raw = target.substr(0, target.find('?'));
+    // A `#` cannot be in a request target: some servers cut the path there (Node's URL, Python's
+    // http.server), others keep it literal (Go), so no one reading of it is safe.
+    if (raw.find('#') != std::string_view::npos) {
+        why = "a '#' in the request target";
+        return std::nullopt;
+    }
     std::string path;
     path.reserve(raw.size());
     auto hex = [](char c) -> int {
@@ -85,11 +91,19 @@ std::optional<std::string> rule_path(std::string_view target, std::string& why) 
             c = static_cast<char>(hex(raw[i + 1]) * 16 + hex(raw[i + 2]));
             i += 2;
         }
+        // Why an encoded `/` or `\` is a separator here (not refused): servers that decode it (nginx, Go's
+        // net/http, Node's static servers, Python's http.server) serve the path it spells, and an API that
+        // puts a path in one segment (GitLab's `projects/group%2Fproject`) keeps working under a `**` rule.
+        // Read as a separator, it can only make a request look deeper than a server that keeps it literal
+        // sees it.
         if (c == '\\') c = '/';
         if (c == '\0') {
             why = "a NUL in the request path";
             return std::nullopt;
         }
+        // Why empty segments are merged: nginx (merge_slashes), Apache (MergeSlashes) and Python's
+        // http.server serve `/a//b` as `/a/b`; a deny rule for `/a/b` must see it so.
+        if (c == '/' && !path.empty() && path.back() == '/') continue;
         path += c;
     }
     for (std::size_t start = 0; start <= path.size();) {
@@ -131,12 +145,18 @@ InspectionPolicy::RequestDecision InspectionPolicy::decide_request(std::string_v
                                                                    std::string_view path) const {
     bool host_has_rules = false;
     const RequestRule* allow = nullptr;
+    // Why the path without its trailing `/` is checked against deny rules too: routers that ignore it
+    // (Express by default, many frameworks) serve `/a/b/` as `/a/b`.
+    std::string_view bare = path;
+    while (bare.size() > 1 && bare.back() == '/')
+        bare.remove_suffix(1);
     for (const auto& r : request_rules) {
         if (!r.host.matches(host, port)) continue;
         host_has_rules = true;
-        if (!r.matches(method, path)) continue;
-        if (!r.allow) return {false, &r};  // deny wins
-        if (!allow) allow = &r;
+        bool matches = r.matches(method, path);
+        if (!r.allow && (matches || (bare.size() != path.size() && r.matches(method, bare))))
+            return {false, &r};  // deny wins
+        if (matches && !allow) allow = &r;
     }
     if (allow) return {true, allow};
     return {!host_has_rules, nullptr};

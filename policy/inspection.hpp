@@ -73,10 +73,13 @@ struct InspectionPolicy {
                                    std::string_view path) const;
 };
 
-// The form of a request target that request rules match: the path without its query, every %XX escape decoded
-// and `\` read as `/` (so `/a%2Fb` and `/a\b` are the `/a/b` a server may see). Dot segments (`/../`, `/./`,
-// also encoded) and NUL are refused (nullopt, `why` set): servers disagree about them, and
-// `/repos/acme/../../x` would otherwise match a rule for `/repos/acme/**` while the server serves `/x`.
+// The form of a request target that request rules match: the path without its query, every %XX escape
+// decoded,
+// `\` (also `%5C`) and `%2F` read as `/`, and empty segments merged (so `/a%2Fb`, `/a\b` and `/a//b` are the
+// `/a/b` a server may see). Dot segments (`/../`, `/./`, also encoded), NUL and `#` are refused (nullopt,
+// `why` set): servers disagree about them, and `/repos/acme/../../x` would otherwise match a rule for
+// `/repos/acme/**` while the server serves `/x`. decide_request() also holds a deny rule for the path without
+// a trailing `/`.
 std::optional<std::string> rule_path(std::string_view target, std::string& why);
 
 // `pattern` (`*`, `**`, `?`) against `text`; `*` and `?` never cross a `/`.

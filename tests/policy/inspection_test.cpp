@@ -128,3 +128,25 @@ TEST_CASE("request rules match the path a server may see - dot segments are refu
     CHECK_FALSE(rule_path("/a%00b", why));
     CHECK(rule_path("/a/..b/.c", why) == "/a/..b/.c");
 }
+
+TEST_CASE("request rules see empty segments merged and encoded separators as separators") {
+    std::string why;
+    CHECK(rule_path("/repos/acme//secrets/x", why) == "/repos/acme/secrets/x");
+    CHECK(rule_path("//repos///acme/secrets/x", why) == "/repos/acme/secrets/x");
+    CHECK(rule_path("/repos/acme/%2fsecrets/x", why) == "/repos/acme/secrets/x");
+    CHECK(rule_path("/repos/acme/%5Csecrets/x", why) == "/repos/acme/secrets/x");
+    CHECK(rule_path("/repos/acme\\\\secrets/x", why) == "/repos/acme/secrets/x");
+    CHECK_FALSE(rule_path("/repos/acme/secrets/x#y", why));
+    CHECK(why.find("'#'") != std::string::npos);
+    CHECK(rule_path("/a?b#c", why) == "/a");
+    TempTree tree;
+    tree.project_settings(R"({"sandbox": {"network": {"requestRules": [
+        {"host": "api.test", "paths": ["/repos/acme/**"], "action": "allow"},
+        {"host": "api.test", "paths": ["/repos/acme/secrets/x"], "action": "deny"}
+    ]}}})");
+    auto p = load_ok(tree.options());
+    const auto& i = inspection(p);
+    CHECK_FALSE(i.decide_request("api.test", 443, "GET", "/repos/acme/secrets/x/").allowed);
+    CHECK_FALSE(i.decide_request("api.test", 443, "GET", "/repos/acme/secrets/x//").allowed);
+    CHECK(i.decide_request("api.test", 443, "GET", "/repos/acme/secrets/").allowed);
+}
