@@ -480,6 +480,9 @@ void Connection::close(const std::string& error) {
         conclude({Verdict::Kind::Aborted, std::string(policy::to_string(decision_.last().reason)),
                   "aborted" + (error.empty() ? std::string() : ": " + error), 0, ""});
     }
+    // An inspected request that reached the upstream (or was about to) has its line whatever ends the
+    // connection: the client gone, the upstream failing, the idle timeout, the drain.
+    if (inspected_) inspected_->end_in_flight(error);
     phase_ = Phase::Closed;
     decision_.cancel();
     ask_.reset();

@@ -229,7 +229,9 @@ void InspectedTunnel::on_readable(Socket& socket) {
             response_complete();
             return;
         }
-        finish(request_ == Request::AwaitResponse ? "upstream closed mid-response" : "");
+        finish(request_ == Request::AwaitResponse ? "upstream closed mid-response"
+               : request_ == Request::Head        ? ""
+                                                  : "upstream closed mid-request");
         return;
     }
     std::string_view data(buf, static_cast<std::size_t>(n));
@@ -410,6 +412,7 @@ void InspectedTunnel::request_head() {
     const TlsInspector& tls = *c_.context_.tls;
     method_ = head.method;
     path_ = head.target;
+    logged_ = false;
     keep_alive_ = head.keep_alive && !c_.context_.draining;
     request_bytes_ = response_bytes_ = 0;
     response_status_ = 0;
@@ -605,7 +608,9 @@ void InspectedTunnel::read_upstream_plaintext() {
                     keep_alive_ = false;
                     response_complete();
                 } else {
-                    finish(request_ == Request::AwaitResponse ? "upstream closed mid-response" : "");
+                    finish(request_ == Request::AwaitResponse ? "upstream closed mid-response"
+                           : request_ == Request::Head        ? ""
+                                                              : "upstream closed mid-request");
                 }
                 return;
             }
@@ -664,8 +669,16 @@ void InspectedTunnel::next_request() {
     if (!c_.closed()) flush();
 }
 
+void InspectedTunnel::end_in_flight(const std::string& error) {
+    if (logged_) return;
+    if (request_ != Request::Body && request_ != Request::Hold && request_ != Request::AwaitResponse) return;
+    log_request("allow", "allowed", response_status_ ? response_status_ : 502,
+                error.empty() ? "closed mid-request" : error);
+}
+
 void InspectedTunnel::log_request(const std::string& decision, const std::string& reason, int status,
                                   const std::string& error) {
+    logged_ = true;
     DecisionEvent e;
     e.id = c_.id_;
     e.proto = "https";

@@ -42,6 +42,10 @@ class InspectedTunnel final : public SocketOwner {
     std::uint64_t bytes_up() const { return bytes_up_; }
     std::uint64_t bytes_down() const { return bytes_down_; }
 
+    // The connection is closing with `error`: a request in flight gets its decision line now (the status the
+    // client saw, else 502) with the error.
+    void end_in_flight(const std::string& error);
+
     void on_readable(Socket& socket) override;
     void on_drained(Socket& socket) override;
     void on_error(Socket& socket, int error) override;
@@ -114,6 +118,7 @@ class InspectedTunnel final : public SocketOwner {
     std::string scanned_;  // the body's first bytes (de-chunked), scanned for sentinels
     bool scan_done_ = false;
     bool keep_alive_ = true;
+    bool logged_ = true;  // the request in flight has its decision line
     int response_status_ = 0;
     std::uint64_t request_bytes_ = 0, response_bytes_ = 0;
 };

@@ -8,13 +8,15 @@ import os
 import socket
 import ssl
 import stat
+import struct
 import subprocess
 import sys
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from proxytest import CORDON, LOOPBACK, TempDirTest, read_http_response, recv_until  # noqa: E402
+from proxytest import CORDON, LOOPBACK, TempDirTest, read_http_response, recv_until, wait_for  # noqa: E402
 
 
 def openssl(*args, cwd=None):
@@ -57,6 +59,56 @@ def tls_server_context(cert, key):
     return ctx
 
 
+class ScriptedTlsUpstream:
+    """A TLS upstream that misbehaves by path: /repos/acme/hang reads the request and never answers,
+    /repos/acme/bighead answers with a head over 64 KiB, /repos/acme/cut sends 10 bytes of a 1000-byte body and
+    closes, /repos/acme/reset does so with a reset. `seen` lists the paths that arrived."""
+
+    def __init__(self, context):
+        self.context = context
+        self.seen = []
+        self.conns = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, raw):
+        try:
+            conn = self.context.wrap_socket(raw, server_side=True)
+            self.conns.append(conn)
+            head = recv_until(conn)
+            path = head.split(b" ")[1].decode()
+            self.seen.append(path)
+            if path.endswith("/bighead"):
+                conn.sendall(b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * (70 * 1024) + b"\r\n\r\n")
+            elif path.endswith("/cut") or path.endswith("/reset"):
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789")
+                time.sleep(0.2)
+                if path.endswith("/reset"):
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.close()  # without close_notify
+        except (OSError, ssl.SSLError, IndexError):
+            pass
+
+    def close(self):
+        self.sock.close()
+        for c in self.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+
 class InspectBase(TempDirTest):
     def setUp(self):
         super().setUp()
@@ -91,9 +143,11 @@ class InspectBase(TempDirTest):
 
     def tunnel(self, p, host):
         """A TLS socket to `host` through CONNECT, trusting cordon's CA only."""
+        return self.tunnel_to(p, host, self.up.port)
+
+    def tunnel_to(self, p, host, port):
         s = p.connect()
-        s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host.encode(), self.up.port,
-                                                                       host.encode(), self.up.port))
+        s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host.encode(), port, host.encode(), port))
         head = b""
         while b"\r\n\r\n" not in head:
             head += s.recv(1)
@@ -166,6 +220,42 @@ class InspectTest(InspectBase):
         lines = p.wait_audit(lambda l: any(e.get("proto") == "https" for e in l))
         self.assertEqual([(e["path"], e["status"]) for e in lines if e.get("proto") == "https"],
                          [("/public/x", 200)])
+
+    def test_every_forwarded_request_has_one_line_however_the_exchange_ends(self):
+        cert, key = self.pki.leaf(["api.test"])
+        bad = ScriptedTlsUpstream(tls_server_context(cert, key))
+        self.cleanups.append(bad.close)
+        p = self.start()
+        for name in ("hang", "bighead", "cut", "reset"):
+            t = self.tunnel_to(p, "api.test", bad.port)
+            t.sendall(b"GET /repos/acme/%s HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % (name.encode(), bad.port))
+            if name == "hang":
+                # The client vanishes (a reset) once its request reached the upstream.
+                self.assertTrue(wait_for(lambda: "/repos/acme/hang" in bad.seen))
+                t.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            else:
+                try:
+                    while t.recv(65536):
+                        pass
+                except (OSError, ssl.SSLError):
+                    pass
+            t.close()
+        lines = p.wait_audit(lambda l: sum(1 for e in l if e.get("proto") == "https") >= 4)
+        time.sleep(0.3)  # nothing more comes
+        inner = {}
+        for e in p.audit():
+            if e.get("proto") == "https":
+                inner.setdefault(e["path"].rsplit("/", 1)[1], []).append(e)
+        self.assertEqual(sorted(inner), ["bighead", "cut", "hang", "reset"], lines)
+        for name, entries in inner.items():
+            self.assertEqual(len(entries), 1, entries)
+        self.assertEqual(inner["hang"][0]["status"], 502)
+        self.assertIn("client", inner["hang"][0]["error"])
+        self.assertEqual(inner["bighead"][0]["status"], 502)
+        self.assertIn("bad response from upstream", inner["bighead"][0]["error"])
+        for name in ("cut", "reset"):
+            self.assertEqual(inner[name][0]["status"], 200)
+            self.assertIn("upstream", inner[name][0]["error"])
 
     def test_paths_are_matched_as_a_server_reads_them(self):
         # The attack: a path that matches an allow rule as written, and another resource once the server
