@@ -37,6 +37,7 @@ struct SecretRule {
     std::string name;                       // the environment variable
     bool mask = true;                       // "mask": a sentinel; "deny": removed
     std::vector<std::string> inject_hosts;  // normalised names
+    std::vector<std::string> headers;       // more request headers that carry it (besides the usual ones)
     Rule rule;
 };
 

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "policy/inspection.hpp"
@@ -40,17 +41,31 @@ std::string openssl_reason() {
     return r ? r : "handshake failed";
 }
 
-// Replaces every sentinel in `text` by its secret's value. Returns the first secret that may not go to `host`
-// (then `text` may hold values already substituted: wipe it), or null.
+// `text` is the value of request header `header`. Returns the first secret whose sentinel it carries and
+// which may not go to `host` (nothing is substituted then), or null after putting each secret's value in
+// place of its sentinel, in a header that carries credentials only. Why only there: a server that reflects a
+// request header (CORS middleware echoing Origin, an error page quoting User-Agent) would hand the real value
+// back to the jail.
 const Options::Secret* substitute_sentinels(const TlsInspector& tls, std::string& text,
-                                            const std::string& host) {
-    while (const auto* s = tls.sentinel_in(text)) {
-        if (!TlsInspector::may_inject(*s, host)) return s;
-        for (std::size_t at = text.find(s->sentinel); at != std::string::npos;
-             at = text.find(s->sentinel, at + s->value.size()))
-            text.replace(at, s->sentinel.size(), s->value);
+                                            const std::string& host, std::string_view header) {
+    for (const auto& s : tls.secrets())
+        if (!s.sentinel.empty() && text.find(s.sentinel) != std::string::npos &&
+            !TlsInspector::may_inject(s, host))
+            return &s;
+    for (const auto& s : tls.secrets()) {
+        if (s.sentinel.empty() || !TlsInspector::carries_credentials(s, header)) continue;
+        for (std::size_t at = text.find(s.sentinel); at != std::string::npos;
+             at = text.find(s.sentinel, at + s.value.size()))
+            text.replace(at, s.sentinel.size(), s.value);
     }
     return nullptr;
+}
+
+// Every real value of `secrets` in `text` becomes its sentinel (the same length: framing stays valid).
+void unsubstitute(const std::vector<const Options::Secret*>& secrets, std::string& text) {
+    for (const auto* s : secrets)
+        for (std::size_t at = text.find(s->value); at != std::string::npos; at = text.find(s->value, at + 1))
+            text.replace(at, s->value.size(), s->sentinel);
 }
 
 }  // namespace
@@ -170,6 +185,14 @@ void InspectedTunnel::begin_client() {
         return;
     }
     const auto& l = *std::get<std::shared_ptr<const certs::Leaf>>(leaf);
+    // Why responses of an inject host are rewritten: it holds the real value of a secret and may send it
+    // back (a reflected header, an echo endpoint, an error page); the jail only ever sees the sentinel.
+    for (const auto& s : c_.context_.tls->secrets())
+        if (!s.value.empty() && s.value.size() == s.sentinel.size() &&
+            TlsInspector::may_inject(s, c_.request_.host)) {
+            scrub_.push_back(&s);
+            scrub_keep_ = std::max(scrub_keep_, s.value.size() - 1);
+        }
     c_.context_.metrics.tls_leaves_minted = c_.context_.tls->leaves().minted();
     state_ = State::ClientHandshake;
     down_ = SSL_new(c_.context_.tls->client_side());
@@ -495,7 +518,7 @@ void InspectedTunnel::request_head() {
             iequals(std::string_view(v).substr(0, 6), "basic ")) {
             if (auto decoded = base64_decode(std::string_view(v).substr(6))) {
                 std::string plain = *decoded;
-                const auto* refused = substitute_sentinels(tls, plain, host);
+                const auto* refused = substitute_sentinels(tls, plain, host, name);
                 if (!refused && plain != *decoded) v = "Basic " + base64_encode(plain);
                 ::explicit_bzero(decoded->data(), decoded->size());
                 ::explicit_bzero(plain.data(), plain.size());
@@ -505,8 +528,9 @@ void InspectedTunnel::request_head() {
                 }
             }
         }
-        // Why headers only: a body or URL is data the program chose to send; a header is where tokens go.
-        if (const auto* refused = substitute_sentinels(tls, v, host)) {
+        // Why credential headers only: a body or URL is data the program chose to send, and a server may
+        // reflect any other header.
+        if (const auto* refused = substitute_sentinels(tls, v, host, name)) {
             refuse_secret("header " + name, *refused);
             return;
         }
@@ -629,10 +653,13 @@ void InspectedTunnel::read_upstream_plaintext() {
                 return;
             }
             std::size_t used = result.status == HttpParser::Status::Ok ? view.size() : result.consumed;
-            write_client(view.substr(0, used));
-            response_bytes_ += used;
+            if (scrub_.empty()) {
+                write_client(view.substr(0, used));
+                response_bytes_ += used;
+            }
             view.remove_prefix(used);
             if (result.status == HttpParser::Status::MessageComplete) {
+                end_scrubbed_body();
                 if (response_parser_->interim()) {
                     response_parser_->resume();
                     continue;
@@ -649,7 +676,63 @@ void InspectedTunnel::read_upstream_plaintext() {
     flush();
 }
 
+void InspectedTunnel::response_head(const HttpHead& head) {
+    response_status_ = head.status;
+    if (scrub_.empty()) return;
+    std::string out = "HTTP/" + std::to_string(head.version_major) + "." +
+                      std::to_string(head.version_minor) + " " + std::to_string(head.status) + " " +
+                      head.reason + "\r\n";
+    for (const auto& [name, value] : head.headers)
+        out += name + ": " + value + "\r\n";
+    out += "\r\n";
+    unsubstitute(scrub_, out);
+    scrub_carry_.clear();
+    // The body is written again from what the parser de-chunked, so that a value split across chunks is
+    // found; a chunked body is chunked again (its trailers are dropped).
+    bool interim = head.status >= 100 && head.status < 200;
+    scrub_body_ = !interim && method_ != "HEAD" && head.status != 204 && head.status != 304;
+    scrub_chunked_ = scrub_body_ && head.chunked;
+    write_scrubbed(out);
+}
+
+void InspectedTunnel::response_body(std::string_view data) {
+    if (scrub_.empty() || !scrub_body_) return;
+    scrub_carry_.append(data);
+    unsubstitute(scrub_, scrub_carry_);
+    // Kept back: the bytes that may be the start of a value whose rest has not arrived.
+    if (scrub_carry_.size() <= scrub_keep_) return;
+    std::size_t emit = scrub_carry_.size() - scrub_keep_;
+    write_scrubbed_body(std::string_view(scrub_carry_).substr(0, emit));
+    scrub_carry_.erase(0, emit);
+}
+
+void InspectedTunnel::end_scrubbed_body() {
+    if (scrub_.empty() || !scrub_body_) return;
+    scrub_body_ = false;
+    write_scrubbed_body(scrub_carry_);
+    std::string().swap(scrub_carry_);
+    if (scrub_chunked_) write_scrubbed("0\r\n\r\n");
+}
+
+void InspectedTunnel::write_scrubbed_body(std::string_view data) {
+    if (data.empty()) return;
+    if (!scrub_chunked_) {
+        write_scrubbed(data);
+        return;
+    }
+    char size[24];
+    std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    write_scrubbed(size);
+    write_scrubbed(data);
+    write_scrubbed("\r\n");
+}
+
+void InspectedTunnel::write_scrubbed(std::string_view data) {
+    if (write_client(data)) response_bytes_ += data.size();
+}
+
 void InspectedTunnel::response_complete() {
+    end_scrubbed_body();  // a body delimited by the upstream's close
     log_request("allow", "allowed", response_status_, "");
     if (request_ != Request::AwaitResponse) keep_alive_ = false;  // answered before the body ended
     response_parser_->resume();

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "proxy/http_parser.hpp"
 #include "proxy/proxy.hpp"
@@ -61,8 +62,8 @@ class InspectedTunnel final : public SocketOwner {
     };
     struct ResponseSink final : HttpParser::Sink {
         InspectedTunnel* t;
-        void on_head(const HttpHead& head) override { t->response_status_ = head.status; }
-        void on_body(std::string_view) override {}
+        void on_head(const HttpHead& head) override { t->response_head(head); }
+        void on_body(std::string_view data) override { t->response_body(data); }
     };
 
     void peek();
@@ -86,6 +87,13 @@ class InspectedTunnel final : public SocketOwner {
     void refuse(int status, const std::string& x_proxy_error, const std::string& reason,
                 const std::string& body, const std::string& rule, const std::string& source);
     void response_complete();
+    // Responses of an inject host (scrub_ not empty): written from the parsed head and de-chunked body with
+    // every real value turned back into its sentinel.
+    void response_head(const HttpHead& head);
+    void response_body(std::string_view data);
+    void end_scrubbed_body();
+    void write_scrubbed_body(std::string_view data);
+    void write_scrubbed(std::string_view data);
     void log_request(const std::string& decision, const std::string& reason, int status,
                      const std::string& error);
     void next_request();
@@ -121,6 +129,13 @@ class InspectedTunnel final : public SocketOwner {
     bool logged_ = true;  // the request in flight has its decision line
     int response_status_ = 0;
     std::uint64_t request_bytes_ = 0, response_bytes_ = 0;
+
+    // The secrets this host gets the real value of, and the response body's bytes held back to find a value
+    // split across reads or chunks.
+    std::vector<const Options::Secret*> scrub_;
+    std::size_t scrub_keep_ = 0;
+    std::string scrub_carry_;
+    bool scrub_body_ = false, scrub_chunked_ = false;
 };
 
 }  // namespace cordon::proxy

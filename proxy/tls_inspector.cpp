@@ -4,6 +4,7 @@
 #include <openssl/ssl.h>
 
 #include "policy/inspection.hpp"
+#include "proxy/http_parser.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -73,6 +74,18 @@ const Options::Secret* TlsInspector::sentinel_in(std::string_view text) const {
     for (const auto& s : secrets_)
         if (!s.sentinel.empty() && text.find(s.sentinel) != std::string_view::npos) return &s;
     return nullptr;
+}
+
+bool TlsInspector::carries_credentials(const Options::Secret& secret, std::string_view name) {
+    auto iends = [&](std::string_view suffix) {
+        return name.size() >= suffix.size() && iequals(name.substr(name.size() - suffix.size()), suffix);
+    };
+    if (iequals(name, "authorization") || iequals(name, "cookie") || iequals(name, "api-key") ||
+        iequals(name, "token") || iends("-api-key") || iends("-token"))
+        return true;
+    for (const auto& h : secret.headers)
+        if (iequals(name, h)) return true;
+    return false;
 }
 
 bool TlsInspector::may_inject(const Options::Secret& secret, std::string_view host) {

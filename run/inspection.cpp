@@ -56,7 +56,7 @@ std::optional<std::string> RunInspection::prepare(const policy::Policy& policy,
     // Secrets: deny removes the variable; mask gives the jail a sentinel and the proxy the real value.
     std::vector<policy::SecretRule> rules = inspection.secrets;
     for (const auto& f : flags)
-        rules.push_back(policy::SecretRule{f.name, true, f.hosts, policy::Rule{}});
+        rules.push_back(policy::SecretRule{f.name, true, f.hosts, {}, policy::Rule{}});
     for (const auto& rule : rules) {
         const char* value = std::getenv(rule.name.c_str());
         if (!value) continue;  // nothing to hide
@@ -74,7 +74,8 @@ std::optional<std::string> RunInspection::prepare(const policy::Policy& policy,
             notes.push_back(rule.name + " has no letters or digits to make a sentinel of: removed instead");
             continue;
         }
-        proxy.secrets.push_back(proxy::Options::Secret{rule.name, sentinel, value, rule.inject_hosts});
+        proxy.secrets.push_back(
+            proxy::Options::Secret{rule.name, sentinel, value, rule.inject_hosts, rule.headers});
         plan.env.push_back(rule.name + "=" + sentinel);
         for (const auto& host : rule.inject_hosts)
             if (!inspection.inspects(host, 443))

@@ -192,6 +192,22 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             for piece in transfer.pattern(n):
                 self.wfile.write(piece)
             return
+        if "/reflect" in self.path:
+            # CORS middleware's habit (Origin echoed) and the request's credentials echoed in a header and in a
+            # chunked body, split across chunks at every position.
+            auth = (self.headers.get("Authorization") or "").encode()
+            self.send_response(200)
+            self.send_header("Access-Control-Allow-Origin", self.headers.get("Origin") or "*")
+            self.send_header("X-Echo-Authorization", auth.decode())
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            parts = [b"auth=" + auth + b"\n"]
+            for i in range(1, len(auth)):
+                parts += [auth[:i], auth[i:] + b"\n"]
+            for part in parts:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.write(b"0\r\n\r\n")
+            return
         if self.path == "/slow":
             time.sleep(5)
         if self.path == "/eof":

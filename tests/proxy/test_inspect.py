@@ -594,6 +594,34 @@ class RunInspectTest(InspectBase):
         with open(self.audit_path) as f:
             self.assertNotIn(real, f.read())
 
+    def test_the_real_value_never_comes_back(self):
+        real = "ghp_" + "R3alT0kenValue" * 3
+        url = "https://api.test:%d" % self.up.port
+        r = self.run_jail(
+            "curl -sS --max-time 10 -i -H \"Origin: https://$GITHUB_TOKEN\" -H \"Authorization: token $GITHUB_TOKEN\" "
+            "%s/repos/acme/reflect; echo; "
+            "curl -sS --max-time 10 -H \"X-Api-Key: $GITHUB_TOKEN\" -H \"Cookie: t=$GITHUB_TOKEN\" "
+            "-H \"X-Other: $GITHUB_TOKEN\" %s/repos/acme/echo; echo; echo \"sentinel=$GITHUB_TOKEN\"" % (url, url),
+            "--inspect", "api.test", "--secret", "GITHUB_TOKEN=api.test", env={"GITHUB_TOKEN": real})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout
+        sentinel = out.rsplit("sentinel=", 1)[1].strip()
+        self.assertEqual(len(sentinel), len(real))
+        self.assertNotIn(real, out)
+        # Into credential headers only: Origin and X-Other reach the upstream as the sentinel.
+        reflect, echo = self.up.requests
+        self.assertEqual(reflect[2]["Authorization"], "token " + real)
+        self.assertEqual(reflect[2]["Origin"], "https://" + sentinel)
+        self.assertEqual((echo[2]["X-Api-Key"], echo[2]["Cookie"], echo[2]["X-Other"]),
+                         (real, "t=" + real, sentinel))
+        # The responses carry the sentinel where the upstream put the real value: a header, a chunked body with
+        # the value split across chunks at every position, an echoed JSON body.
+        self.assertIn("Access-Control-Allow-Origin: https://%s\n" % sentinel, out)
+        self.assertIn("X-Echo-Authorization: token %s\n" % sentinel, out)
+        self.assertEqual(out.count("token " + sentinel + "\n"), 1 + len("token " + real))  # the header, the body
+        headers = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])["headers"]
+        self.assertEqual((headers["x-api-key"], headers["cookie"]), (sentinel, "t=" + sentinel))
+
 
 if __name__ == "__main__":
     unittest.main()
