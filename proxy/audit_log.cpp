@@ -75,6 +75,7 @@ std::string format_decision(const DecisionEvent& e, const std::string& sandbox,
     if (!e.original_dst.empty()) j["original_dst"] = e.original_dst;
     if (!e.sni.empty()) j["sni"] = e.sni;
     if (e.sni_mismatch) j["sni_mismatch"] = true;
+    if (!e.sni_error.empty()) j["sni_error"] = e.sni_error;
     return dump(j);
 }
 

@@ -301,6 +301,7 @@ void Connection::conclude(Verdict v) {
     e.original_dst = request_.original_dst;
     e.sni = request_.sni;
     e.sni_mismatch = request_.sni_mismatch;
+    e.sni_error = request_.sni_error;
     last_host_ = request_.host;
     last_port_ = request_.port;
     last_upstream_ip_ = request_.upstream_ip;
