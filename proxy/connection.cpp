@@ -208,9 +208,13 @@ void Connection::on_outcome(Outcome outcome) {
 }
 
 bool Connection::ask(const Outcome& outcome) {
+    // Why never under allowManagedDomainsOnly or strictAllowlist: both say that no one below the managed
+    // layer (or the lists themselves) may widen what goes out; a control peer's "allow" would do exactly
+    // that.
+    const auto& network = context_.policy->network();
     if (!context_.control || !context_.options.ask ||
-        outcome.decision.reason != policy::Reason::BlockedByAllowlist ||
-        context_.policy->network().strict_allowlist)
+        outcome.decision.reason != policy::Reason::BlockedByAllowlist || network.strict_allowlist ||
+        network.allow_managed_domains_only)
         return false;
     ask_ = context_.control->ask(request_.host, request_.port, proto_name(),
                                  [this](AskAnswer answer) { on_answer(std::move(answer)); });
@@ -220,6 +224,13 @@ bool Connection::ask(const Outcome& outcome) {
 void Connection::on_answer(AskAnswer answer) {
     ask_.reset();
     if (closed()) return;
+    // The policy may have changed while the question was open (SIGHUP, --watch).
+    const auto& network = context_.policy->network();
+    if (answer.allow && (network.allow_managed_domains_only || network.strict_allowlist)) {
+        answer.allow = false;
+        answer.why =
+            network.allow_managed_domains_only ? "allowManagedDomainsOnly is on" : "strictAllowlist is on";
+    }
     if (!answer.allow) {
         // Refused as unknown, whether the answer was deny, none came in time, or nobody was left to answer.
         conclude({Verdict::Kind::Denied, "blocked-by-allowlist",
