@@ -99,7 +99,11 @@ std::optional<std::string> RunInspection::prepare(const policy::Policy& policy,
     if (!::mkdtemp(tmpl.data()))
         return "cannot make a directory for the trust bundle: " + std::string(std::strerror(errno));
     dir_ = tmpl;
-    ::chmod(dir_.c_str(), 0755);  // an unprivileged --user reads the bundle through the bind of the file only
+    // Why 0700 (mkdtemp's mode, stated here so that no umask or later change widens it): the directory is
+    // private to this run; the jail sees the bundle only through the read-only bind of the file (made before
+    // the command's user is taken on), whose own mode 0644 lets an unprivileged --user read it.
+    if (::chmod(dir_.c_str(), 0700) != 0)
+        return "cannot make " + dir_.string() + " private: " + std::string(std::strerror(errno));
     const auto file = dir_ / "ca-bundle.pem";
     int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return "cannot write " + file.string() + ": " + std::strerror(errno);

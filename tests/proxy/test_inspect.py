@@ -594,6 +594,32 @@ class RunInspectTest(InspectBase):
         with open(self.audit_path) as f:
             self.assertNotIn(real, f.read())
 
+    def test_the_trust_bundle_directory_is_private(self):
+        work, home, tmp = (os.path.join(self.dir, d) for d in ("work", "home", "tmp"))
+        for d in (work, home, tmp):
+            os.makedirs(d)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "TMPDIR": tmp,
+               "XDG_CONFIG_HOME": os.path.join(self.dir, "xdg-empty")}
+        run = subprocess.Popen([CORDON, "run", "--no-discover", "--settings", self.settings, "--inspect", "api.test",
+                                "--user", "nobody", "--", "sh", "-c",
+                                "grep -c 'BEGIN CERTIFICATE' $SSL_CERT_FILE; while [ ! -e go ]; do sleep 0.05; done"],
+                               cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            self.assertTrue(wait_for(lambda: os.listdir(tmp)), run.stderr.read() if run.poll() is not None else "")
+            (name,) = os.listdir(tmp)
+            self.assertTrue(name.startswith("cordon-trust-"))
+            self.assertEqual(stat.S_IMODE(os.stat(os.path.join(tmp, name)).st_mode), 0o700)
+            self.assertEqual(stat.S_IMODE(os.stat(os.path.join(tmp, name, "ca-bundle.pem")).st_mode), 0o644)
+        finally:
+            with open(os.path.join(work, "go"), "w"):
+                pass
+            out, err = run.communicate(timeout=30)
+        # An unprivileged --user still reads the bundle (through the bind of the file).
+        self.assertEqual(run.returncode, 0, err)
+        with open("/etc/ssl/certs/ca-certificates.crt") as f:
+            self.assertEqual(int(out), f.read().count("BEGIN CERTIFICATE") + 1)
+        self.assertEqual(os.listdir(tmp), [])
+
     def test_the_real_value_never_comes_back(self):
         real = "ghp_" + "R3alT0kenValue" * 3
         url = "https://api.test:%d" % self.up.port
