@@ -159,21 +159,41 @@ void InspectedTunnel::continue_upstream() {
 }
 
 void InspectedTunnel::upstream_refused(const std::string& error) {
-    // The request that would have followed is answered 502 in the log; the client's TLS handshake cannot
-    // carry an HTTP answer without a certificate cordon will not mint, so it gets a fatal alert
-    // (handshake_failure) and the connection closes.
+    // Why the client still gets cordon's TLS: a bare alert tells an agent or a person nothing, while a 502
+    // whose body names the reason (expired, wrong name, unknown CA) is read. The leaf is for the name the
+    // policy allowed, and no byte of the upstream that failed ever passes: its TLS is dropped and its socket
+    // no longer read. The one request answered is that 502, logged with the error; then the connection
+    // closes.
+    upstream_error_ = error;
+    SSL_free(up_);
+    up_ = nullptr;
+    c_.upstream_->want_read(false);
+    Verdict v{Verdict::Kind::Failed, "allowed", error, 502, ""};
+    c_.count_refusal(v);
     method_.clear();
     path_.clear();
     url_ = "https://" + c_.request_.host +
            (c_.request_.port == 443 ? "" : ":" + std::to_string(c_.request_.port));
     rule_ = rule_text(c_.decision_.last());
     source_ = rule_source(c_.decision_.last());
-    log_request("allow", "allowed", 502, error);
-    Verdict v{Verdict::Kind::Failed, "allowed", error, 502, ""};
-    c_.count_refusal(v);
-    static const char kAlert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28};
-    c_.client_->send(std::string_view(kAlert, sizeof kAlert));
-    finish(error);
+    response_status_ = 502;
+    logged_ = false;  // logged with the request that gets the 502, or when the client leaves without one
+    begin_client();
+}
+
+void InspectedTunnel::answer_upstream_failure() {
+    keep_alive_ = false;
+    std::string body =
+        "cordon: " + url_ + " failed TLS verification, nothing was sent to it: " + upstream_error_ + "\n";
+    std::string out = std::string("HTTP/1.1 502 ") + reason_phrase(502) +
+                      "\r\nContent-Type: text/plain\r\nX-Proxy-Error: upstream-failure\r\nContent-Length: " +
+                      std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
+                      (method_ == "HEAD" ? "" : body);
+    if (!write_client(out)) return;
+    response_bytes_ = out.size();
+    log_request("allow", "allowed", 502, upstream_error_);
+    request_ = Request::Skip;
+    next_request();
 }
 
 // ---- the client's handshake, with a leaf for the host
@@ -230,6 +250,10 @@ void InspectedTunnel::on_readable(Socket& socket) {
     char* buf = Connection::scratch_buffer();
     long n = socket.read(buf, Connection::kScratchSize);
     if (n == -1) return;
+    if (!client && !upstream_error_.empty()) {  // the upstream that failed: nothing it sends matters
+        socket.want_read(false);
+        return;
+    }
     if (n == -2) {
         finish(std::string(client ? "client: " : "upstream: ") + std::strerror(socket.error()));
         return;
@@ -295,6 +319,7 @@ void InspectedTunnel::on_drained(Socket&) {
 
 void InspectedTunnel::on_error(Socket& socket, int error) {
     if (c_.closed()) return;
+    if (&socket != c_.client_.get() && !upstream_error_.empty()) return;  // the upstream that failed
     finish(std::string(&socket == c_.client_.get() ? "client: " : "upstream: ") + std::strerror(error));
 }
 
@@ -305,7 +330,7 @@ void InspectedTunnel::update_interest() {
     if (state_ == State::UpstreamHandshake) read_client = client_cipher_.size() < kMaxPending;
     if (state_ == State::Open) read_client = read_client && req_in_.size() < kMaxPending;
     c_.client_->want_read(read_client);
-    c_.upstream_->want_read(state_ != State::Peek && client_q < kHighWater);
+    c_.upstream_->want_read(state_ != State::Peek && upstream_error_.empty() && client_q < kHighWater);
 }
 
 bool InspectedTunnel::flush() {
@@ -450,6 +475,10 @@ void InspectedTunnel::request_head() {
     rule_ = rule_text(d);
     source_ = rule_source(d);
     request_parser_->resume();
+    if (!upstream_error_.empty()) {
+        answer_upstream_failure();
+        return;
+    }
 
     if (path_.empty() || path_.front() != '/') {
         if (!(method_ == "OPTIONS" && path_ == "*")) {
@@ -754,6 +783,10 @@ void InspectedTunnel::next_request() {
 
 void InspectedTunnel::end_in_flight(const std::string& error) {
     if (logged_) return;
+    if (!upstream_error_.empty()) {  // the client left before asking anything
+        log_request("allow", "allowed", 502, upstream_error_);
+        return;
+    }
     if (request_ != Request::Body && request_ != Request::Hold && request_ != Request::AwaitResponse) return;
     log_request("allow", "allowed", response_status_ ? response_status_ : 502,
                 error.empty() ? "closed mid-request" : error);

@@ -5,8 +5,8 @@
 //   client's first bytes: not a TLS handshake -> relayed opaquely (splice), or closed with
 //                         refuseOpaqueTunnels
 //   TLS: upstream handshake first (verified: system store + --upstream-ca, hostname checked); a failure is
-//        logged as a 502 naming the reason and the client gets a TLS alert: no leaf is minted for an upstream
-//        cordon did not trust
+//        answered inside cordon's TLS: the client's first request gets a 502 naming the reason (one audit
+//        line), and no byte of that upstream passes
 //     -> a leaf for the host (certs::LeafCache), the client's handshake (ALPN http/1.1 only)
 //     -> HTTP/1.1 requests read with HttpParser, each: Host = the tunnel's name (else 421), request rules
 //        (403 blocked-by-request-rule, the connection stays usable), secrets (sentinels substituted in
@@ -71,6 +71,7 @@ class InspectedTunnel final : public SocketOwner {
     void begin_upstream();
     void continue_upstream();
     void upstream_refused(const std::string& error);
+    void answer_upstream_failure();
     void begin_client();
     void continue_client();
     void read_client_plaintext();
@@ -111,7 +112,9 @@ class InspectedTunnel final : public SocketOwner {
     SSL* up_ = nullptr;          // cordon as the client of the upstream
     SSL* down_ = nullptr;        // cordon as the server of the client
     std::string client_cipher_;  // the client's bytes before its handshake can start
-    std::string req_in_;         // client plaintext not yet parsed
+    std::string
+        upstream_error_;  // the upstream failed its handshake: why (every request gets a 502 saying so)
+    std::string req_in_;  // client plaintext not yet parsed
     bool client_eof_ = false;
     std::uint64_t bytes_up_ = 0, bytes_down_ = 0;
 

@@ -306,7 +306,7 @@ class InspectTest(InspectBase):
             t.close()
         self.assertEqual(self.up.requests, [])
 
-    def test_bad_upstream_certificates_are_502_and_mint_no_leaf(self):
+    def test_bad_upstream_certificates_are_a_502_inside_cordons_tls(self):
         cases = {"wrongname.test": None, "expired.test": self.pki.leaf(["expired.test"], expired=True),
                  "unknown.test": TestPki(self.dir, "other-ca").leaf(["unknown.test"])}
         ups = {}
@@ -316,23 +316,35 @@ class InspectTest(InspectBase):
             else:
                 ups[host] = self.upstream(name=host, tls=tls_server_context(*pair))
         p = self.start("--metrics", "127.0.0.1:0")
+        bodies = {}
         for host, up in ups.items():
-            s = p.connect()
-            s.sendall(b"CONNECT %s:%d HTTP/1.1\r\n\r\n" % (host.encode(), up.port))
-            head = s.recv(4096)
-            self.assertIn(b" 200 ", head)
-            ctx = ssl.create_default_context(cafile=self.cordon_ca)
-            with self.assertRaises((ssl.SSLError, ConnectionError)):
-                ctx.wrap_socket(s, server_hostname=host)
-            s.close()
+            t = self.tunnel_to(p, host, up.port)  # cordon's TLS, with a leaf for the allowed name
+            t.sendall(b"GET /repos/acme/x HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host.encode(), up.port))
+            status, headers, body = read_http_response(t)
+            self.assertEqual((status, headers["x-proxy-error"], headers["connection"]),
+                             (502, "upstream-failure", "close"))
+            bodies[host] = body.decode()
+            self.assertEqual(t.recv(100), b"")  # then the connection closes
+            t.close()
+        self.assertIn("hostname mismatch", bodies["wrongname.test"])
+        self.assertIn("expired", bodies["expired.test"])
+        self.assertIn("unable to get local issuer", bodies["unknown.test"])
+        # No byte went to (or came from) an upstream that failed: none of them got a request.
+        self.assertEqual([u.requests for u in ups.values()], [[], [], []])
         lines = p.wait_audit(lambda l: sum(1 for e in l if e.get("status") == 502) >= 3)
         failed = {e["host"]: e for e in lines if e.get("status") == 502}
         self.assertEqual(set(failed), set(cases))
-        self.assertIn("hostname mismatch", failed["wrongname.test"]["error"])
-        self.assertIn("expired", failed["expired.test"]["error"])
-        self.assertIn("unable to get local issuer", failed["unknown.test"]["error"])
-        # No leaf was minted for any of them.
-        self.assertIn("cordon_tls_leaves_minted_total 0\n", self.metrics_text(p))
+        for host, e in failed.items():
+            self.assertEqual((e["method"], e["path"], e["decision"]), ("GET", "/repos/acme/x", "allow"))
+            self.assertIn(e["error"].split(": ", 1)[1], bodies[host])
+        # A client that leaves without a request still leaves its line.
+        s = p.connect()
+        s.sendall(b"CONNECT expired.test:%d HTTP/1.1\r\n\r\n" % ups["expired.test"].port)
+        self.assertIn(b" 200 ", s.recv(4096))
+        ctx = ssl.create_default_context(cafile=self.cordon_ca)
+        ctx.wrap_socket(s, server_hostname="expired.test").close()
+        lines = p.wait_audit(lambda l: sum(1 for e in l if e.get("status") == 502) >= 4)
+        self.assertEqual(sum(1 for e in lines if e.get("status") == 502 and e["host"] == "expired.test"), 2)
 
     def test_single_minting_under_concurrent_first_requests(self):
         p = self.start("--metrics", "127.0.0.1:0")
