@@ -392,14 +392,8 @@ void HttpFrontEnd::send_error(int status, const std::string& reason, const std::
     if (has_body || !request_head_.keep_alive || c_.context_.draining || c_.over_limit_ ||
         c_.proto_ == Proto::Connect)
         keep_alive = false;
-    bool head_method = request_head_.method == "HEAD";
     std::string out =
-        "HTTP/1.1 " + std::to_string(status) + " " + (reason.empty() ? reason_phrase(status) : reason) +
-        "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-    if (!x_proxy_error.empty()) out += "X-Proxy-Error: " + x_proxy_error + "\r\n";
-    if (!keep_alive) out += "Connection: close\r\n";
-    out += "\r\n";
-    if (!head_method) out += body;
+        proxy_answer(status, x_proxy_error, body, keep_alive, request_head_.method == "HEAD", reason);
     if (!c_.client_->send(out)) {
         c_.close(std::string("client: ") + std::strerror(c_.client_->error()));
         return;

@@ -58,6 +58,19 @@ bool host_header_names(std::string_view value, const std::string& host, std::uin
     return named && named->host == host;
 }
 
+std::string proxy_answer(int status, std::string_view x_proxy_error, std::string_view body, bool keep_alive,
+                         bool head_only, std::string_view reason) {
+    std::string out = "HTTP/1.1 " + std::to_string(status) + " " +
+                      std::string(reason.empty() ? std::string_view(reason_phrase(status)) : reason) +
+                      "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
+                      "\r\n";
+    if (!x_proxy_error.empty()) out += "X-Proxy-Error: " + std::string(x_proxy_error) + "\r\n";
+    if (!keep_alive) out += "Connection: close\r\n";
+    out += "\r\n";
+    if (!head_only) out += body;
+    return out;
+}
+
 const char* reason_phrase(int status) {
     switch (status) {
         case 400:

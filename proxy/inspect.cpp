@@ -185,10 +185,7 @@ void InspectedTunnel::answer_upstream_failure() {
     keep_alive_ = false;
     std::string body =
         "cordon: " + url_ + " failed TLS verification, nothing was sent to it: " + upstream_error_ + "\n";
-    std::string out = std::string("HTTP/1.1 502 ") + reason_phrase(502) +
-                      "\r\nContent-Type: text/plain\r\nX-Proxy-Error: upstream-failure\r\nContent-Length: " +
-                      std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
-                      (method_ == "HEAD" ? "" : body);
+    std::string out = proxy_answer(502, "upstream-failure", body, false, method_ == "HEAD");
     if (!write_client(out)) return;
     response_bytes_ = out.size();
     log_request("allow", "allowed", 502, upstream_error_);
@@ -639,10 +636,7 @@ void InspectedTunnel::refuse(int status, const std::string& x_proxy_error, const
                              const std::string& body, const std::string& rule, const std::string& source) {
     rule_ = rule;
     source_ = source;
-    std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) +
-                      "\r\nContent-Type: text/plain\r\nX-Proxy-Error: " + x_proxy_error +
-                      "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" +
-                      (keep_alive_ ? "" : "Connection: close\r\n") + "\r\n" + (method_ == "HEAD" ? "" : body);
+    std::string out = proxy_answer(status, x_proxy_error, body, keep_alive_, method_ == "HEAD");
     write_client(out);
     log_request("deny", reason, status, "");
     // The connection stays usable: the refused request's body is read and dropped (Skip), then the next

@@ -252,3 +252,15 @@ TEST_CASE("a Host header names the request's host and port or it does not", "[un
     CHECK_FALSE(host_header_names("api.test@evil.test", "api.test", 443));
     CHECK_FALSE(host_header_names("user@api.test", "api.test", 443));
 }
+
+TEST_CASE("proxy_answer: one shape for every answer the proxy gives itself", "[unit]") {
+    CHECK(proxy_answer(403, "blocked-by-request-rule", "no\n", true, false) ==
+          "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n"
+          "X-Proxy-Error: blocked-by-request-rule\r\n\r\nno\n");
+    // HEAD: the length of the body that is not sent; a final answer closes.
+    CHECK(proxy_answer(502, "upstream-failure", "why\n", false, true) ==
+          "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n"
+          "X-Proxy-Error: upstream-failure\r\nConnection: close\r\n\r\n");
+    CHECK(proxy_answer(200, "", "", true, false, "Connection established") ==
+          "HTTP/1.1 200 Connection established\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n");
+}
