@@ -100,7 +100,8 @@ TEST_CASE("bad inspection entries: a bad deny rule or inspect pattern stops the 
 TEST_CASE("credentials: envVars with modes and injectHosts - files in deny mode join denyRead") {
     TempTree tree;
     tree.project_settings(R"({"sandbox": {"credentials": {
-        "envVars": [{"name": "GITHUB_TOKEN", "mode": "mask", "injectHosts": ["API.GitHub.com"]},
+        "envVars": [{"name": "GITHUB_TOKEN", "mode": "mask", "injectHosts": ["API.GitHub.com"],
+                     "headers": ["X-Custom-Auth"]},
                     {"name": "AWS_SECRET_ACCESS_KEY", "mode": "deny"}],
         "files": [{"path": "~/.aws/credentials", "mode": "deny"}]},
         "network": {"parentProxy": {"https": "http://proxy.corp:3128", "noProxy": "corp.internal"}}}})");
@@ -109,10 +110,18 @@ TEST_CASE("credentials: envVars with modes and injectHosts - files in deny mode 
     REQUIRE(i.secrets.size() == 2);
     CHECK(i.secrets[0].mask);
     CHECK(i.secrets[0].inject_hosts == std::vector<std::string>{"api.github.com"});
+    CHECK(i.secrets[0].headers == std::vector<std::string>{"X-Custom-Auth"});
     CHECK_FALSE(i.secrets[1].mask);
     CHECK(p->decide_read(tree.home() / ".aws/credentials").verdict == Verdict::Deny);
     CHECK(i.parent_proxy.https == "http://proxy.corp:3128");
     CHECK(i.parent_proxy.no_proxy == "corp.internal");
+}
+
+TEST_CASE("credentials: a secret's headers must be header names") {
+    TempTree tree;
+    tree.project_settings(R"({"sandbox": {"credentials": {
+        "envVars": [{"name": "T", "mode": "mask", "injectHosts": ["a.test"], "headers": ["X-Auth: x"]}]}}})");
+    CHECK(load_error(tree.options()).find("invalid header name") != std::string::npos);
 }
 
 TEST_CASE("request rules match the path a server may see - dot segments are refused") {

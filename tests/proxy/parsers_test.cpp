@@ -3,6 +3,7 @@
 #include "proxy/auth.hpp"
 #include "proxy/http_parser.hpp"
 #include "proxy/socks5.hpp"
+#include "proxy/tls_inspector.hpp"
 
 using namespace cordon::proxy;
 
@@ -263,4 +264,14 @@ TEST_CASE("proxy_answer: one shape for every answer the proxy gives itself", "[u
           "X-Proxy-Error: upstream-failure\r\nConnection: close\r\n\r\n");
     CHECK(proxy_answer(200, "", "", true, false, "Connection established") ==
           "HTTP/1.1 200 Connection established\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n");
+}
+
+TEST_CASE("secrets go into the headers that carry credentials only", "[unit]") {
+    Options::Secret s{"T", "sentinel", "value", {"api.test"}, {"X-Custom-Auth"}};
+    for (const char* name : {"Authorization", "authorization", "Cookie", "X-Api-Key", "x-auth-token",
+                             "Private-Token", "Api-Key", "Token", "X-Custom-Auth", "x-custom-auth"})
+        CHECK(TlsInspector::carries_credentials(s, name));
+    for (const char* name :
+         {"Origin", "Referer", "User-Agent", "X-Tokens", "Token-Type", "Set-Cookie", "X-Other"})
+        CHECK_FALSE(TlsInspector::carries_credentials(s, name));
 }
