@@ -429,6 +429,12 @@ void Connection::on_timer(uv_timer_t* timer) {
 
 // ---- ending
 
+void Connection::read_next_request() {
+    phase_ = Phase::Reading;
+    request_ = Request{};
+    decision_.forget();
+}
+
 void Connection::finish_after_flush() {
     // Lingering close: send what is queued, then half-close and read (discarding) until the client closes or
     // two seconds pass. Closing with unread input would reset the connection and could destroy the answer.

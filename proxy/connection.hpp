@@ -113,6 +113,13 @@ class Connection final : public SocketOwner {
     static void on_timer(uv_timer_s* timer);
     void touch();
     void finish_after_flush();
+    // The phase moves only here (a front-end asks): an HTTP request forwarded or answered, its response on
+    // the way (Exchange); a final answer being flushed before the close (Closing); a kept-alive connection's
+    // next request, with the last one's target and decision forgotten (Reading).
+    Phase phase() const { return phase_; }
+    void begin_exchange() { phase_ = Phase::Exchange; }
+    void begin_closing() { phase_ = Phase::Closing; }
+    void read_next_request();
 
     Context& context_;
     std::uint64_t id_;
