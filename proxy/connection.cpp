@@ -288,6 +288,12 @@ void Connection::on_dialed(DialResult result) {
     conclude({Verdict::Kind::Connected, reason, "", 0, ""});
 }
 
+void Connection::record_decision(const DecisionEvent& e) {
+    context_.metrics.count_request(e.proto, e.decision, e.reason);
+    if (context_.audit) context_.audit->decision(e);
+    if (context_.control && e.decision == "deny") context_.control->refused(e);
+}
+
 void Connection::conclude(Verdict v) {
     using Kind = Verdict::Kind;
     phase_ = Phase::Answering;
@@ -316,9 +322,7 @@ void Connection::conclude(Verdict v) {
     last_host_ = request_.host;
     last_port_ = request_.port;
     last_upstream_ip_ = request_.upstream_ip;
-    context_.metrics.count_request(e.proto, e.decision, e.reason);
-    if (context_.audit) context_.audit->decision(e);
-    if (context_.control && v.kind == Kind::Denied) context_.control->refused(e);
+    record_decision(e);
     if (v.kind == Kind::Denied || v.kind == Kind::Failed) count_refusal(v);
 
     // The answer, in the front-end's protocol (then its relay, the next request, or the close).

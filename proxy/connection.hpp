@@ -106,6 +106,10 @@ class Connection final : public SocketOwner {
     void on_answer(AskAnswer answer);
     void on_dialed(DialResult result);
     void conclude(Verdict verdict);
+    // Every decision line of this connection goes out here: its requests' (conclude) and those inside an
+    // inspected tunnel (InspectedTunnel): counted in the metrics, written to the audit log, and a refusal
+    // told to the control channel.
+    void record_decision(const DecisionEvent& event);
     void start_tunnel();
     // Adds this request to the end-of-run summary (RefusalSummary): why it did not go through.
     void count_refusal(const Verdict& verdict);

@@ -809,8 +809,7 @@ void InspectedTunnel::log_request(const std::string& decision, const std::string
     e.request_bytes = request_bytes_;
     e.response_bytes = response_bytes_;
     e.inner = true;
-    c_.context_.metrics.count_request(e.proto, e.decision, e.reason);
-    if (c_.context_.audit) c_.context_.audit->decision(e);
+    c_.record_decision(e);
 }
 
 }  // namespace cordon::proxy
