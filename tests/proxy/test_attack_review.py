@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Attacks on TLS inspection from outside its own tests: request-rule spellings a real server resolves to a
+denied path, the real value of a secret reaching the jail in a form a byte matcher does not see (compressed,
+base64, percent-encoded, JSON-escaped), and the audit line of a request that reached the upstream. Each test
+fails while the hole is open."""
+
+import base64
+import gzip
+import json
+import os
+import shutil
+import socket
+import ssl
+import sys
+import threading
+import time
+import unittest
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(__file__))
+from proxytest import read_http_response, recv_until  # noqa: E402
+import test_inspect  # noqa: E402
+from test_inspect import InspectBase, tls_server_context  # noqa: E402
+from test_paths import DENIED, ALLOWED, PathServers, raw_get  # noqa: E402
+
+
+class PathBypassTest(InspectBase):
+    """A host whose rules allow everything but one path: the spellings Node's WHATWG URL parser (what
+    `new URL(req.url, base)` in a Node server, the developer's own fixture, reads) resolves to the denied path."""
+
+    def setUp(self):
+        super().setUp()
+        with open(self.settings) as f:
+            settings = json.load(f)
+        settings["network"]["requestRules"] = [
+            {"host": "api.test", "paths": ["/**"], "action": "allow"},
+            {"host": "api.test", "paths": ["/repos/acme/secrets/x"], "action": "deny"}]
+        with open(self.settings, "w") as f:
+            json.dump(settings, f)
+
+    def test_a_leading_double_slash_is_an_authority_to_node(self):
+        self.assertTrue(shutil.which("node"), "scripts/setup installs node")
+        root = os.path.join(self.dir, "root")
+        os.makedirs(os.path.join(root, "repos", "acme", "secrets"))
+        with open(os.path.join(root, "repos", "acme", "secrets", "x"), "wb") as f:
+            f.write(DENIED)
+        with open(os.path.join(root, "ok"), "wb") as f:
+            f.write(ALLOWED)
+        servers = PathServers(self.dir, root)
+        self.cleanups.append(servers.close)
+        servers.node()
+        node = servers.ports["node"]
+        # `//evil/...` and `/\evil/...` are network-path references: the first segment is a host name and the
+        # path is what follows it. cordon merges the slashes and sees `/evil/repos/acme/secrets/x`.
+        spellings = ["//evil/repos/acme/secrets/x", "/\\evil/repos/acme/secrets/x",
+                     "//a@evil/repos/acme/secrets/x"]
+        for spelling in spellings:
+            self.assertEqual(raw_get(node, spelling), (200, DENIED), spelling)
+
+        p = self.start()
+        results = {}
+        for spelling in spellings + ["/repos/acme/secrets/x", "/ok"]:
+            t = self.tunnel(p, "api.test")
+            t.sendall(b"GET %s HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % (spelling.encode(), self.up.port))
+            results[spelling] = read_http_response(t)[0]
+            t.close()
+        self.assertEqual(results.pop("/ok"), 200)
+        self.assertEqual({s: st for s, st in results.items() if st not in (400, 403)}, {},
+                         "spellings Node serves as the denied path")
+        self.assertEqual([path for _, path, _ in self.up.requests], ["/ok"])
+
+
+class ReflectingUpstream:
+    """A TLS upstream that reflects the request's Authorization header the ways real servers encode things:
+    /gzip in a gzip-encoded body (compression middleware), /location percent-encoded in a redirect's query
+    (an OAuth-style callback), /json in JSON with escaped slashes (PHP's json_encode default)."""
+
+    def __init__(self, context):
+        self.context = context
+        self.seen = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, raw):
+        try:
+            conn = self.context.wrap_socket(raw, server_side=True)
+            head = recv_until(conn).decode("latin-1")
+            lines = head.split("\r\n")
+            path = lines[0].split(" ")[1]
+            headers = {}
+            for line in lines[1:]:
+                if ":" in line:
+                    k, v = line.split(":", 1)
+                    headers[k.strip().lower()] = v.strip()
+            auth = headers.get("authorization", "")
+            self.seen.append((path, auth))
+            extra = b""
+            if path.endswith("/gzip"):
+                body = gzip.compress(b"auth=" + auth.encode())
+                extra = b"Content-Encoding: gzip\r\n"
+            elif path.endswith("/location"):
+                body = b"moved\n"
+                extra = b"Location: https://app.test/callback?auth=%s\r\n" % urllib.parse.quote(auth, safe="").encode()
+                conn.sendall(b"HTTP/1.1 302 Found\r\n" + extra + b"Content-Length: %d\r\nConnection: close\r\n\r\n%s"
+                             % (len(body), body))
+                conn.close()
+                return
+            else:
+                body = json.dumps({"auth": auth}).replace("/", "\\/").encode()
+            conn.sendall(b"HTTP/1.1 200 OK\r\n" + extra + b"Content-Length: %d\r\nConnection: close\r\n\r\n%s"
+                         % (len(body), body))
+            conn.close()
+        except (OSError, ssl.SSLError, IndexError):
+            pass
+
+    def close(self):
+        self.sock.close()
+
+
+@unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+class SecretLeakTest(InspectBase):
+    """The jail holds the sentinel; the inject host's response must never give it the real value, in any
+    form the jail can decode."""
+
+    run_jail = test_inspect.RunInspectTest.run_jail
+    # A token with characters that encodings change (AWS-style secret keys carry '/' and '+').
+    REAL = "ghp_" + "R3al/T0ken+Value" * 3
+
+    def setUp(self):
+        super().setUp()
+        base = os.path.join(self.pki.dir, "leaf-api.test")
+        self.reflector = ReflectingUpstream(tls_server_context(base + ".pem", base + ".key"))
+        self.cleanups.append(self.reflector.close)
+
+    def jail(self, script):
+        r = self.run_jail(script + "; echo; echo \"sentinel=$GITHUB_TOKEN\"", "--inspect", "api.test",
+                          "--secret", "GITHUB_TOKEN=api.test", env={"GITHUB_TOKEN": self.REAL})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sentinel = r.stdout.rsplit("sentinel=", 1)[1].strip()
+        self.assertEqual(len(sentinel), len(self.REAL))
+        self.assertNotEqual(sentinel, self.REAL)
+        return r.stdout
+
+    def assert_only_sentinel(self, out, decoded):
+        """`decoded` is what the jail reads out of `out` with one ordinary decoding step."""
+        self.assertNotIn(self.REAL, out)
+        self.assertNotIn(self.REAL, decoded, "the real value reached the jail in an encoded form")
+        with open(self.audit_path) as f:
+            self.assertNotIn(self.REAL, f.read())
+
+    def test_a_gzip_encoded_body_does_not_carry_the_real_value(self):
+        # curl --compressed sends Accept-Encoding and inflates: the bytes cordon scrubbed were deflate output.
+        out = self.jail("curl -sS --max-time 10 --compressed -H \"Authorization: token $GITHUB_TOKEN\" "
+                        "https://api.test:%d/repos/acme/gzip" % self.reflector.port)
+        self.assertEqual(self.reflector.seen, [("/repos/acme/gzip", "token " + self.REAL)])
+        self.assertIn("auth=token ", out)
+        self.assert_only_sentinel(out, out)
+
+    def test_reflected_basic_credentials_do_not_carry_the_real_value(self):
+        # git over HTTPS sends user:TOKEN as Basic credentials, and cordon substitutes inside the base64; an
+        # upstream that echoes the Authorization header hands back base64 of the real value.
+        out = self.jail("curl -sS --max-time 10 -i -u \"x-access-token:$GITHUB_TOKEN\" "
+                        "https://api.test:%d/repos/acme/reflect" % self.up.port)
+        echoed = [line for line in out.splitlines() if line.lower().startswith("x-echo-authorization: basic ")]
+        self.assertEqual(len(echoed), 1, out)
+        decoded = base64.b64decode(echoed[0].split()[-1]).decode("latin-1")
+        self.assertTrue(decoded.startswith("x-access-token:"), decoded)
+        self.assert_only_sentinel(out, decoded)
+
+    def test_a_percent_encoded_redirect_does_not_carry_the_real_value(self):
+        out = self.jail("curl -sS --max-time 10 -i -H \"Authorization: token $GITHUB_TOKEN\" "
+                        "https://api.test:%d/repos/acme/location" % self.reflector.port)
+        self.assertIn("Location: https://app.test/callback?auth=token%20ghp_", out)
+        self.assert_only_sentinel(out, urllib.parse.unquote(out))
+
+    def test_a_json_escaped_body_does_not_carry_the_real_value(self):
+        out = self.jail("curl -sS --max-time 10 -H \"Authorization: token $GITHUB_TOKEN\" "
+                        "https://api.test:%d/repos/acme/json" % self.reflector.port)
+        body = json.loads(out.splitlines()[0])
+        self.assertTrue(body["auth"].startswith("token ghp_"), body)
+        self.assert_only_sentinel(out, body["auth"])
+
+
+class AuditTest(InspectBase):
+    def test_a_request_the_upstream_received_is_not_logged_as_denied(self):
+        # A chunked POST: its head and first chunk go to the upstream at once; a malformed second chunk makes
+        # cordon answer 400. The upstream has the request; its one line must say it was allowed and forwarded
+        # (with the error), not that it was refused.
+        p = self.start()
+        t = self.tunnel(p, "api.test")
+        t.sendall(b"POST /public/x HTTP/1.1\r\nHost: api.test:%d\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  b"5\r\nhello\r\n" % self.up.port)
+        deadline = time.time() + 5
+        while not self.up.requests and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertEqual([(m, path) for m, path, _ in self.up.requests], [("POST", "/public/x")])
+        t.sendall(b"zz\r\nworld\r\n0\r\n\r\n")
+        status, _, _ = read_http_response(t)
+        t.close()
+        lines = p.wait_audit(lambda l: any(e.get("proto") == "https" for e in l))
+        time.sleep(0.3)
+        inner = [e for e in p.audit() if e.get("proto") == "https"]
+        self.assertEqual(len(inner), 1, inner)
+        self.assertEqual((inner[0]["path"], inner[0]["decision"]), ("/public/x", "allow"),
+                         "the request reached the upstream (answered %d to the client): %s" % (status, inner[0]))
+        self.assertTrue(inner[0].get("error"), inner[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
