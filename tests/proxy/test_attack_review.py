@@ -255,6 +255,25 @@ class SecretLeakTest(InspectBase):
         self.assert_only_sentinel(out, body["auth"])
 
 
+@unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+class ExpectContinueTest(InspectBase):
+    run_jail = test_inspect.RunInspectTest.run_jail
+
+    def test_a_client_that_waits_for_100_continue_is_not_held(self):
+        # With a secret configured, a request with a body is held until cordon has scanned 64 KiB of it or its
+        # end; a client that sends `Expect: 100-continue` sends nothing before a 100 or its own timeout (curl:
+        # 1 s by default, here 10 s; some clients wait for ever). The upstream answers 100 at once.
+        r = self.run_jail("curl -sS --max-time 30 --expect100-timeout 10 -H 'Expect: 100-continue' "
+                          "--data-binary hello -o /dev/null -w '%%{http_code} %%{time_total}' "
+                          "https://api.test:%d/public/x" % self.up.port,
+                          "--inspect", "api.test", "--secret", "GITHUB_TOKEN=api.test",
+                          env={"GITHUB_TOKEN": "ghp_" + "R3alT0kenValue" * 3})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        status, seconds = r.stdout.split()
+        self.assertEqual(status, "200")
+        self.assertLess(float(seconds), 5, "the request waited for the client's 100-continue timeout")
+
+
 class AuditTest(InspectBase):
     def test_a_request_the_upstream_received_is_not_logged_as_denied(self):
         # A chunked POST: its head and first chunk go to the upstream at once; a malformed second chunk makes
