@@ -75,6 +75,7 @@ const express = require('express');
 const app = express();
 app.get('/repos/:owner/secrets', (req, res) => res.send('DENIED-RESOURCE\n'));
 app.get('/admin', (req, res) => res.send('DENIED-RESOURCE\n'));
+app.get('/report', (req, res) => { res.set('X-Report', 'DENIED-RESOURCE'); res.send('DENIED-RESOURCE\n'); });
 app.use((req, res) => res.send('ALLOWED-RESOURCE\n'));
 const server = app.listen(0, '127.0.0.1', () => console.log(server.address().port));
 """
@@ -91,7 +92,8 @@ class ExpressRouteTest(InspectBase):
         settings["network"]["requestRules"] = [
             {"host": "api.test", "paths": ["/**"], "action": "allow"},
             {"host": "api.test", "paths": ["/repos/*/secrets"], "action": "deny"},
-            {"host": "api.test", "paths": ["/admin"], "action": "deny"}]
+            {"host": "api.test", "paths": ["/admin"], "action": "deny"},
+            {"host": "api.test", "methods": ["GET"], "paths": ["/report"], "action": "deny"}]
         with open(self.settings, "w") as f:
             json.dump(settings, f)
 
@@ -100,7 +102,7 @@ class ExpressRouteTest(InspectBase):
         script = os.path.join(self.dir, "express.js")
         with open(script, "w") as f:
             f.write(EXPRESS_SERVER)
-        servers = PathServers(self.dir, self.dir)
+        servers = self.servers = PathServers(self.dir, self.dir)
         self.cleanups.append(servers.close)
         servers._spawn("express", ["node", script], env=dict(os.environ, NODE_PATH="/usr/share/nodejs"))
         express = servers.ports["express"]
@@ -131,6 +133,25 @@ class ExpressRouteTest(InspectBase):
     def test_routes_match_without_regard_to_case(self):
         # Express's default `case sensitive routing` is off: /ADMIN is the /admin route.
         self.check(["/ADMIN", "/Admin", "/REPOS/acme/SECRETS"])
+
+    def test_head_runs_the_get_route(self):
+        # Express (like most frameworks, and as HTTP says HEAD is GET without the body) answers HEAD with the
+        # GET handler: it runs, and its headers reach the client. A rule that denies GET must cover HEAD.
+        self.check([])
+        express = self.servers.ports["express"]
+        s = socket.create_connection(("127.0.0.1", express), timeout=5)
+        s.sendall(b"HEAD /report HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        self.assertIn(b"X-Report: DENIED-RESOURCE", recv_until(s))
+        s.close()
+        p = self.start()
+        t = self.tunnel(p, "api.test")
+        t.sendall(b"GET /report HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % self.up.port)
+        self.assertEqual(read_http_response(t)[0], 403)
+        t.sendall(b"HEAD /report HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % self.up.port)
+        head = recv_until(t)
+        t.close()
+        self.assertIn(head.split(b" ")[1], (b"403", b"405"), head)
+        self.assertNotIn("/report", [path for _, path, _ in self.up.requests])
 
 
 class ReflectingUpstream:
