@@ -154,6 +154,43 @@ class ExpressRouteTest(InspectBase):
         self.assertNotIn("/report", [path for _, path, _ in self.up.requests])
 
 
+class PlainHttpTest(InspectBase):
+    """The request rules for api.test (deny /public/secret, only GET under /repos/acme/**) are the user's word on
+    that host; cordon reads a plain-HTTP request to it in clear, with no TLS to terminate."""
+
+    def test_an_absolute_form_request_meets_the_hosts_request_rules(self):
+        plain = self.upstream(name="plain")
+        p = self.start()
+        for method, path in (("GET", "/public/secret"), ("DELETE", "/repos/acme/app"), ("POST", "/gists")):
+            r = self.curl("-sS", "-i", "-X", method, "-x", p.url(), "http://api.test:%d%s" % (plain.port, path))
+            self.assertIn(b" 403 ", r.stdout.split(b"\r\n")[0], (method, path, r.stdout[:200]))
+            self.assertIn(b"X-Proxy-Error: blocked-by-request-rule", r.stdout)
+        self.assertEqual(plain.requests, [])
+
+    def test_plain_http_inside_a_connect_tunnel_meets_the_hosts_request_rules(self):
+        # The client does not start TLS: the tunnel is relayed opaquely, and no rule sees the requests in it.
+        plain = self.upstream(name="plain")
+        p = self.start()
+        s = p.connect()
+        s.sendall(b"CONNECT api.test:%d HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % (plain.port, plain.port))
+        head = b""
+        while b"\r\n\r\n" not in head:
+            c = s.recv(1)
+            if not c:
+                break
+            head += c
+        if b" 200 " in head.split(b"\r\n")[0]:
+            s.sendall(b"GET /public/secret HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % plain.port)
+            try:
+                status = read_http_response(s)[0]
+            except (OSError, EOFError, ValueError, IndexError):
+                status = None
+            self.assertNotEqual(status, 200, "a denied path served through an opaque tunnel")
+        s.close()
+        time.sleep(0.3)
+        self.assertEqual(plain.requests, [])
+
+
 class ReflectingUpstream:
     """A TLS upstream that reflects the request's Authorization header the ways real servers encode things:
     /gzip in a gzip-encoded body (compression middleware), /location percent-encoded in a redirect's query
