@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Attacks on TLS inspection from outside its own tests: request-rule spellings a real server resolves to a
-denied path, the real value of a secret reaching the jail in a form a byte matcher does not see (compressed,
-base64, percent-encoded, JSON-escaped), and the audit line of a request that reached the upstream. Each test
-fails while the hole is open."""
+"""Attacks on TLS inspection from outside its own tests: request-rule spellings a real server (Node's URL parser,
+Express's router) resolves to a denied route, HEAD for a GET rule, plain HTTP to a host with request rules, the
+real value of a secret reaching the jail in a form a byte matcher does not see (compressed, base64,
+percent-encoded, JSON-escaped), a held request head that a 100-continue client waits on, and the audit line of a
+request that reached the upstream. Each test fails while its hole is open (but the control case
+test_the_spellings_cordon_refuses_today)."""
 
 import base64
 import gzip
