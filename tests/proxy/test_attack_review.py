@@ -193,6 +193,21 @@ class PlainHttpTest(InspectBase):
         self.assertEqual(plain.requests, [])
 
 
+@unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+class PlainHttpJailTest(InspectBase):
+    run_jail = test_inspect.RunInspectTest.run_jail
+
+    def test_a_jailed_program_gets_a_denied_path_over_plain_http(self):
+        # Through HTTP_PROXY (the HTTP front-end) and without it (the transparent front-end).
+        plain = self.upstream(name="plain")
+        url = "http://api.test:%d/public/secret" % plain.port
+        r = self.run_jail("curl -sS --max-time 10 -o /dev/null -w '%%{http_code} ' %s; "
+                          "curl -sS --noproxy '*' --max-time 10 -o /dev/null -w '%%{http_code}' %s" % (url, url),
+                          "--inspect", "api.test")
+        self.assertEqual(r.stdout.split(), ["403", "403"], r.stderr)
+        self.assertEqual(plain.requests, [])
+
+
 class ReflectingUpstream:
     """A TLS upstream that reflects the request's Authorization header the ways real servers encode things:
     /gzip in a gzip-encoded body (compression middleware), /location percent-encoded in a redirect's query
