@@ -210,7 +210,7 @@ class PlainHttpJailTest(InspectBase):
 
 class ReflectingUpstream:
     """A TLS upstream that reflects the request's Authorization header the ways real servers encode things:
-    /gzip in a gzip-encoded body (compression middleware), /location percent-encoded in a redirect's query
+    /gzip in a gzip-encoded body when the client accepts gzip (compression middleware), /location percent-encoded in a redirect's query
     (an OAuth-style callback), /json in JSON with escaped slashes (PHP's json_encode default)."""
 
     def __init__(self, context):
@@ -245,8 +245,11 @@ class ReflectingUpstream:
             self.seen.append((path, auth))
             extra = b""
             if path.endswith("/gzip"):
-                body = gzip.compress(b"auth=" + auth.encode())
-                extra = b"Content-Encoding: gzip\r\n"
+                # As compression middleware does: only for a client that accepts it.
+                body = b"auth=" + auth.encode()
+                if "gzip" in headers.get("accept-encoding", ""):
+                    body = gzip.compress(body)
+                    extra = b"Content-Encoding: gzip\r\n"
             elif path.endswith("/location"):
                 body = b"moved\n"
                 extra = b"Location: https://app.test/callback?auth=%s\r\n" % urllib.parse.quote(auth, safe="").encode()
