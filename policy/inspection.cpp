@@ -101,6 +101,14 @@ std::optional<std::string> rule_path(std::string_view target, std::string& why) 
             why = "a NUL in the request path";
             return std::nullopt;
         }
+        // Why a target that starts with two separators is refused rather than merged: it is a network-path
+        // reference. A server that resolves the target as a URL (Node's `new URL(req.url, base)` and other
+        // WHATWG parsers, which read `\` as `/` too) takes the first segment for a host name and serves the
+        // path after it: `//evil/repos/x` is `/repos/x` there, while merging would make it `/evil/repos/x`.
+        if (c == '/' && path == "/") {
+            why = "a target that starts with '//' (read as a host name by URL parsers)";
+            return std::nullopt;
+        }
         // Why empty segments are merged: nginx (merge_slashes), Apache (MergeSlashes) and Python's
         // http.server serve `/a//b` as `/a/b`; a deny rule for `/a/b` must see it so.
         if (c == '/' && !path.empty() && path.back() == '/') continue;

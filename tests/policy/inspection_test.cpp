@@ -138,10 +138,22 @@ TEST_CASE("request rules match the path a server may see - dot segments are refu
     CHECK(rule_path("/a/..b/.c", why) == "/a/..b/.c");
 }
 
+TEST_CASE("request rules refuse a target that starts with two separators - URL parsers read a host there") {
+    std::string why;
+    for (const char* target :
+         {"//evil/repos/acme/secrets/x", "/\\evil/x", "///x", "/%2fevil/x", "/%5Cevil/x", "//"}) {
+        why.clear();
+        CHECK_FALSE(rule_path(target, why));
+        CHECK(why.find("'//'") != std::string::npos);
+    }
+    CHECK(rule_path("/", why) == "/");
+    CHECK(rule_path("/a//b", why) == "/a/b");
+}
+
 TEST_CASE("request rules see empty segments merged and encoded separators as separators") {
     std::string why;
     CHECK(rule_path("/repos/acme//secrets/x", why) == "/repos/acme/secrets/x");
-    CHECK(rule_path("//repos///acme/secrets/x", why) == "/repos/acme/secrets/x");
+    CHECK(rule_path("/repos///acme/secrets/x", why) == "/repos/acme/secrets/x");
     CHECK(rule_path("/repos/acme/%2fsecrets/x", why) == "/repos/acme/secrets/x");
     CHECK(rule_path("/repos/acme/%5Csecrets/x", why) == "/repos/acme/secrets/x");
     CHECK(rule_path("/repos/acme\\\\secrets/x", why) == "/repos/acme/secrets/x");
