@@ -69,7 +69,7 @@ bool glob_matches(std::string_view pattern, std::string_view text) {
     return pattern[0] == text[0] && glob_matches(pattern.substr(1), text.substr(1));
 }
 
-std::optional<std::string> rule_path(std::string_view target, std::string& why) {
+std::optional<RulePath> rule_paths(std::string_view target, std::string& why) {
     std::string_view raw = target.substr(0, target.find('?'));
     // A `#` cannot be in a request target: some servers cut the path there (Node's URL, Python's
     // http.server), others keep it literal (Go), so no one reading of it is safe.
@@ -77,8 +77,10 @@ std::optional<std::string> rule_path(std::string_view target, std::string& why) 
         why = "a '#' in the request target";
         return std::nullopt;
     }
-    std::string path;
+    RulePath out;
+    std::string& path = out.separated;
     path.reserve(raw.size());
+    out.literal.reserve(raw.size());
     auto hex = [](char c) -> int {
         if (c >= '0' && c <= '9') return c - '0';
         if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -87,20 +89,26 @@ std::optional<std::string> rule_path(std::string_view target, std::string& why) 
     };
     for (std::size_t i = 0; i < raw.size(); ++i) {
         char c = raw[i];
+        std::string_view spelled = raw.substr(i, 1);
         if (c == '%' && i + 2 < raw.size() && hex(raw[i + 1]) >= 0 && hex(raw[i + 2]) >= 0) {
             c = static_cast<char>(hex(raw[i + 1]) * 16 + hex(raw[i + 2]));
+            spelled = raw.substr(i, 3);
             i += 2;
         }
-        // Why an encoded `/` or `\` is a separator here (not refused): servers that decode it (nginx, Go's
-        // net/http, Node's static servers, Python's http.server) serve the path it spells, and an API that
-        // puts a path in one segment (GitLab's `projects/group%2Fproject`) keeps working under a `**` rule.
-        // Read as a separator, it can only make a request look deeper than a server that keeps it literal
-        // sees it.
-        if (c == '\\') c = '/';
         if (c == '\0') {
             why = "a NUL in the request path";
             return std::nullopt;
         }
+        // Why an encoded `/` or `\` (and a bare `\`) is read both ways: servers that decode it (nginx, Go's
+        // net/http, Node's static servers, Python's http.server) serve the path it spells, so it is a
+        // separator there; a router that matches the encoded path (Express, path-to-regexp) takes
+        // `acme%2Fx` for one segment, so `/repos/acme%2Fx/secrets` is its `/repos/:owner/secrets`. The
+        // literal reading keeps it inside its segment as the client spelled it. decide_request() denies
+        // when a deny rule matches either reading and allows only what an allow rule matches in both, so an
+        // API that carries a path in one segment (GitLab's `projects/group%2Fproject`) still works under a
+        // `**` rule.
+        bool encoded_separator = c == '\\' || (c == '/' && spelled.size() == 3);
+        if (c == '\\') c = '/';
         // Why a target that starts with two separators is refused rather than merged: it is a network-path
         // reference. A server that resolves the target as a URL (Node's `new URL(req.url, base)` and other
         // WHATWG parsers, which read `\` as `/` too) takes the first segment for a host name and serves the
@@ -111,6 +119,10 @@ std::optional<std::string> rule_path(std::string_view target, std::string& why) 
         }
         // Why empty segments are merged: nginx (merge_slashes), Apache (MergeSlashes) and Python's
         // http.server serve `/a//b` as `/a/b`; a deny rule for `/a/b` must see it so.
+        if (encoded_separator)
+            out.literal += spelled;
+        else if (c != '/' || out.literal.empty() || out.literal.back() != '/')
+            out.literal += c;
         if (c == '/' && !path.empty() && path.back() == '/') continue;
         path += c;
     }
@@ -123,7 +135,13 @@ std::optional<std::string> rule_path(std::string_view target, std::string& why) 
         }
         start = slash + 1;
     }
-    return path;
+    return out;
+}
+
+std::optional<std::string> rule_path(std::string_view target, std::string& why) {
+    auto paths = rule_paths(target, why);
+    if (!paths) return std::nullopt;
+    return std::move(paths->separated);
 }
 
 bool RequestRule::matches(std::string_view method, std::string_view path) const {
@@ -151,20 +169,32 @@ bool InspectionPolicy::inspects(std::string_view host, std::uint16_t port) const
 InspectionPolicy::RequestDecision InspectionPolicy::decide_request(std::string_view host, std::uint16_t port,
                                                                    std::string_view method,
                                                                    std::string_view path) const {
+    return decide_request(host, port, method, RulePath{std::string(path), std::string(path)});
+}
+
+InspectionPolicy::RequestDecision InspectionPolicy::decide_request(std::string_view host, std::uint16_t port,
+                                                                   std::string_view method,
+                                                                   const RulePath& path) const {
     bool host_has_rules = false;
     const RequestRule* allow = nullptr;
     // Why the path without its trailing `/` is checked against deny rules too: routers that ignore it
     // (Express by default, many frameworks) serve `/a/b/` as `/a/b`.
-    std::string_view bare = path;
-    while (bare.size() > 1 && bare.back() == '/')
-        bare.remove_suffix(1);
+    auto bare = [](std::string_view p) {
+        while (p.size() > 1 && p.back() == '/')
+            p.remove_suffix(1);
+        return p;
+    };
+    const std::string_view readings[] = {path.separated, bare(path.separated), path.literal,
+                                         bare(path.literal)};
     for (const auto& r : request_rules) {
         if (!r.host.matches(host, port)) continue;
         host_has_rules = true;
-        bool matches = r.matches(method, path);
-        if (!r.allow && (matches || (bare.size() != path.size() && r.matches(method, bare))))
-            return {false, &r};  // deny wins
-        if (matches && !allow) allow = &r;
+        if (!r.allow) {
+            for (auto reading : readings)
+                if (r.matches(method, reading)) return {false, &r};  // deny wins
+            continue;
+        }
+        if (!allow && r.matches(method, path.separated) && r.matches(method, path.literal)) allow = &r;
     }
     if (allow) return {true, allow};
     return {!host_has_rules, nullptr};

@@ -507,13 +507,14 @@ void InspectedTunnel::request_head() {
     // Request rules (deny wins; a host with rules and no matching one is denied), on the path as a server may
     // read it; shapes servers disagree on are refused.
     std::string why_not;
-    auto rule_path = policy::rule_path(path_, why_not);
+    auto rule_path = policy::rule_paths(path_, why_not);
     if (!rule_path && path_ != "*") {
         keep_alive_ = false;
         refuse(400, "bad-request", "bad-request", "cordon: bad request: " + why_not + "\n", "", "");
         return;
     }
-    auto verdict = inspection.decide_request(host, port, method_, rule_path.value_or("*"));
+    auto verdict =
+        inspection.decide_request(host, port, method_, rule_path.value_or(policy::RulePath{"*", "*"}));
     if (verdict.rule) {
         rule_ = verdict.rule->host.rule.text;
         source_ = policy::format_source(verdict.rule->host.rule.source);
@@ -521,7 +522,7 @@ void InspectedTunnel::request_head() {
     if (!verdict.allowed) {
         std::string why = verdict.rule ? "blocked by request rule " + rule_ + " from " + source_
                                        : "no request rule for " + host + " allows " + method_ + " " +
-                                             rule_path.value_or("*");
+                                             (rule_path ? rule_path->separated : "*");
         if (!verdict.rule) {
             rule_.clear();
             source_.clear();

@@ -171,3 +171,37 @@ TEST_CASE("request rules see empty segments merged and encoded separators as sep
     CHECK_FALSE(i.decide_request("api.test", 443, "GET", "/repos/acme/secrets/x//").allowed);
     CHECK(i.decide_request("api.test", 443, "GET", "/repos/acme/secrets/").allowed);
 }
+
+TEST_CASE("request rules read an encoded separator both ways - deny on either, allow only on both") {
+    std::string why;
+    auto p = rule_paths("/repos/acme%2fx/secrets", why);
+    REQUIRE(p);
+    CHECK(p->separated == "/repos/acme/x/secrets");
+    CHECK(p->literal == "/repos/acme%2fx/secrets");
+    p = rule_paths("/a%5Cb\\c//d%2F%2Fe", why);
+    REQUIRE(p);
+    CHECK(p->separated == "/a/b/c/d/e");
+    CHECK(p->literal == "/a%5Cb\\c/d%2F%2Fe");
+    TempTree tree;
+    tree.project_settings(R"({"sandbox": {"network": {"requestRules": [
+        {"host": "api.test", "paths": ["/**"], "action": "allow"},
+        {"host": "api.test", "paths": ["/repos/*/secrets"], "action": "deny"},
+        {"host": "gitlab.test", "paths": ["/api/v4/projects/**", "/repos/acme/**"], "action": "allow"}
+    ]}}})");
+    auto policy = load_ok(tree.options());
+    const auto& i = inspection(policy);
+    auto decide = [&](const char* host, const char* target) {
+        auto paths = rule_paths(target, why);
+        REQUIRE(paths);
+        return i.decide_request(host, 443, "GET", *paths);
+    };
+    // Express's `/repos/:owner/secrets` takes `acme%2fx` for the owner.
+    for (const char* target : {"/repos/acme%2fx/secrets", "/repos/acme%2Fx/secrets",
+                               "/repos/acme%5cx/secrets", "/repos/acme\\x/secrets", "/repos/acme/secrets"})
+        CHECK_FALSE(decide("api.test", target).allowed);
+    CHECK(decide("api.test", "/repos/acme/x/y").allowed);
+    // An allow rule must hold for both readings: `**` does, a path that differs in one reading does not.
+    CHECK(decide("gitlab.test", "/api/v4/projects/group%2Fproject/issues").allowed);
+    CHECK(decide("gitlab.test", "/repos/acme/x").allowed);
+    CHECK_FALSE(decide("gitlab.test", "/repos%2Facme/x").allowed);
+}
