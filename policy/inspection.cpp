@@ -48,25 +48,38 @@ bool HostPattern::matches(std::string_view host, std::uint16_t port) const {
     return true;
 }
 
-bool glob_matches(std::string_view pattern, std::string_view text) {
+namespace {
+
+char fold_case(char c, bool fold) {
+    return fold && c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+bool glob(std::string_view pattern, std::string_view text, bool fold) {
     if (pattern.empty()) return text.empty();
     if (pattern.substr(0, 2) == "**") {
         std::string_view rest = pattern.substr(2);
         for (std::size_t i = 0; i <= text.size(); ++i)
-            if (glob_matches(rest, text.substr(i))) return true;
+            if (glob(rest, text.substr(i), fold)) return true;
         return false;
     }
     if (pattern[0] == '*') {
         std::string_view rest = pattern.substr(1);
         for (std::size_t i = 0; i <= text.size(); ++i) {
-            if (glob_matches(rest, text.substr(i))) return true;
+            if (glob(rest, text.substr(i), fold)) return true;
             if (i < text.size() && text[i] == '/') break;
         }
         return false;
     }
     if (text.empty()) return false;
-    if (pattern[0] == '?') return text[0] != '/' && glob_matches(pattern.substr(1), text.substr(1));
-    return pattern[0] == text[0] && glob_matches(pattern.substr(1), text.substr(1));
+    if (pattern[0] == '?') return text[0] != '/' && glob(pattern.substr(1), text.substr(1), fold);
+    return fold_case(pattern[0], fold) == fold_case(text[0], fold) &&
+           glob(pattern.substr(1), text.substr(1), fold);
+}
+
+}  // namespace
+
+bool glob_matches(std::string_view pattern, std::string_view text) {
+    return glob(pattern, text, false);
 }
 
 std::optional<RulePath> rule_paths(std::string_view target, std::string& why) {
@@ -151,7 +164,21 @@ bool RequestRule::matches(std::string_view method, std::string_view path) const 
     if (!method_ok) return false;
     if (paths.empty()) return true;
     for (const auto& p : paths)
-        if (glob_matches(p, path)) return true;
+        if (glob(p, path, false)) return true;
+    return false;
+}
+
+bool RequestRule::denies(std::string_view method, std::string_view path) const {
+    bool method_ok = methods.empty();
+    for (const auto& m : methods)
+        if (m == "*" || m == method) method_ok = true;
+    if (!method_ok) return false;
+    if (paths.empty()) return true;
+    // Why a deny rule matches without regard to case (an allow rule does not, so both err closed): routers
+    // that match routes case-insensitively (Express's default, ASP.NET, IIS, any server on a case-insensitive
+    // file system) serve `/ADMIN` as `/admin`.
+    for (const auto& p : paths)
+        if (glob(p, path, true)) return true;
     return false;
 }
 
@@ -191,7 +218,7 @@ InspectionPolicy::RequestDecision InspectionPolicy::decide_request(std::string_v
         host_has_rules = true;
         if (!r.allow) {
             for (auto reading : readings)
-                if (r.matches(method, reading)) return {false, &r};  // deny wins
+                if (r.denies(method, reading)) return {false, &r};  // deny wins
             continue;
         }
         if (!allow && r.matches(method, path.separated) && r.matches(method, path.literal)) allow = &r;

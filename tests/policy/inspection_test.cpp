@@ -205,3 +205,19 @@ TEST_CASE("request rules read an encoded separator both ways - deny on either, a
     CHECK(decide("gitlab.test", "/repos/acme/x").allowed);
     CHECK_FALSE(decide("gitlab.test", "/repos%2Facme/x").allowed);
 }
+
+TEST_CASE("request rules: deny rules match without regard to case, allow rules exactly") {
+    TempTree tree;
+    tree.project_settings(R"({"sandbox": {"network": {"requestRules": [
+        {"host": "api.test", "paths": ["/Repos/**", "/admin"], "action": "allow"},
+        {"host": "api.test", "paths": ["/admin", "/Repos/*/Secrets/**"], "action": "deny"}
+    ]}}})");
+    auto p = load_ok(tree.options());
+    const auto& i = inspection(p);
+    for (const char* path : {"/admin", "/ADMIN", "/Admin/", "/repos/acme/secrets/x", "/REPOS/acme/SECRETS/x"})
+        CHECK_FALSE(i.decide_request("api.test", 443, "GET", path).allowed);
+    CHECK(i.decide_request("api.test", 443, "GET", "/Repos/acme/x").allowed);
+    auto d = i.decide_request("api.test", 443, "GET", "/repos/acme/x");
+    CHECK_FALSE(d.allowed);
+    CHECK(d.rule == nullptr);  // no allow rule matched: /Repos/** is exact
+}
