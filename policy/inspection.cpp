@@ -170,8 +170,11 @@ bool RequestRule::matches(std::string_view method, std::string_view path) const 
 
 bool RequestRule::denies(std::string_view method, std::string_view path) const {
     bool method_ok = methods.empty();
+    // Why a deny rule for GET holds for HEAD: HEAD is GET without the body (RFC 9110), and servers answer it
+    // by running the GET handler (Express, Flask, Go's ServeMux...): its effects happen and its headers
+    // reach the client.
     for (const auto& m : methods)
-        if (m == "*" || m == method) method_ok = true;
+        if (m == "*" || m == method || (m == "GET" && method == "HEAD")) method_ok = true;
     if (!method_ok) return false;
     if (paths.empty()) return true;
     // Why a deny rule matches without regard to case (an allow rule does not, so both err closed): routers

@@ -37,7 +37,8 @@ struct RequestRule {
     bool allow = true;
     // `path` as rule_path() gives it; the host is checked by the caller.
     bool matches(std::string_view method, std::string_view path) const;
-    // What a deny rule refuses: matches(), the path compared without regard to case.
+    // What a deny rule refuses: matches(), the path compared without regard to case, and HEAD where the
+    // rule names GET.
     bool denies(std::string_view method, std::string_view path) const;
 };
 

@@ -221,3 +221,20 @@ TEST_CASE("request rules: deny rules match without regard to case, allow rules e
     CHECK_FALSE(d.allowed);
     CHECK(d.rule == nullptr);  // no allow rule matched: /Repos/** is exact
 }
+
+TEST_CASE(
+    "request rules: a deny rule that names GET holds for HEAD - an allow rule for GET does not allow HEAD") {
+    TempTree tree;
+    tree.project_settings(R"({"sandbox": {"network": {"requestRules": [
+        {"host": "api.test", "methods": ["GET"], "paths": ["/**"], "action": "allow"},
+        {"host": "api.test", "methods": ["GET"], "paths": ["/report"], "action": "deny"}
+    ]}}})");
+    auto p = load_ok(tree.options());
+    const auto& i = inspection(p);
+    CHECK_FALSE(i.decide_request("api.test", 443, "GET", "/report").allowed);
+    auto d = i.decide_request("api.test", 443, "HEAD", "/report");
+    CHECK_FALSE(d.allowed);
+    CHECK(d.rule);
+    CHECK(i.decide_request("api.test", 443, "GET", "/other").allowed);
+    CHECK_FALSE(i.decide_request("api.test", 443, "HEAD", "/other").allowed);
+}
