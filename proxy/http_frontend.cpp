@@ -10,6 +10,7 @@
 #include "proxy/auth.hpp"
 #include "proxy/connection.hpp"
 #include "proxy/context.hpp"
+#include "proxy/request_rules.hpp"
 
 namespace cordon::proxy {
 
@@ -353,6 +354,15 @@ void HttpFrontEnd::head_complete() {
         if (!credentials || !basic_auth_ok(*credentials, c_.context_.options.auth_token)) {
             c_.conclude({Verdict::Kind::Rejected, "proxy-auth-required", "", 407,
                          "cordon: proxy authentication required\n"});
+            return;
+        }
+    }
+    // A host's request rules hold for plain `http://` to it as for requests inside its inspected TLS.
+    if (c_.proto_ == Proto::Http) {
+        auto ruling = rule_request(*c_.context_.policy->network().inspection, host, port, head.method,
+                                   c_.request_.path, head.target);
+        if (!ruling.allowed) {
+            c_.conclude({Verdict::Kind::Rejected, ruling.reason, "", ruling.status, ruling.message});
             return;
         }
     }

@@ -18,6 +18,7 @@
 #include "proxy/auth.hpp"
 #include "proxy/connection.hpp"
 #include "proxy/context.hpp"
+#include "proxy/request_rules.hpp"
 #include "proxy/tls_inspector.hpp"
 
 namespace cordon::proxy {
@@ -102,8 +103,17 @@ void InspectedTunnel::peek() {
 }
 
 void InspectedTunnel::opaque() {
-    if (c_.context_.policy->network().inspection->refuse_opaque_tunnels) {
+    const auto& inspection = *c_.context_.policy->network().inspection;
+    if (inspection.refuse_opaque_tunnels) {
         finish("opaque-tunnel-refused: the client did not start TLS to an inspected host");
+        return;
+    }
+    // Why plain bytes to a host with request rules are read as HTTP rather than relayed: the rules are the
+    // user's word on that host whatever the scheme, and `http://` to it (through a CONNECT tunnel, SOCKS5 or
+    // the transparent front-end) would otherwise reach every path they deny. What does not parse as HTTP
+    // gets a 400 and the connection closes.
+    if (has_request_rules(inspection, c_.request_.host, c_.request_.port)) {
+        read_plain_http();
         return;
     }
     // Not TLS: the pipeline's splice relay takes the tunnel (Connection::start_tunnel sees declined()).
@@ -113,6 +123,17 @@ void InspectedTunnel::opaque() {
     c_.client_->set_owner(&c_);
     c_.upstream_->set_owner(&c_);
     c_.start_tunnel();
+}
+
+void InspectedTunnel::read_plain_http() {
+    plain_ = true;
+    state_ = State::Open;
+    req_in_.swap(client_cipher_);
+    std::string().swap(client_cipher_);
+    request_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Request, &request_sink_);
+    update_interest();
+    process_requests();
+    if (!c_.closed()) flush();
 }
 
 // ---- the upstream's handshake, first: no leaf before the upstream proved itself
@@ -294,12 +315,22 @@ void InspectedTunnel::on_readable(Socket& socket) {
                 continue_client();
                 return;
             case State::Open:
+                if (plain_) {
+                    req_in_.append(data);
+                    process_requests();
+                    if (!c_.closed()) flush();
+                    return;
+                }
                 BIO_write(SSL_get_rbio(down_), data.data(), static_cast<int>(data.size()));
                 read_client_plaintext();
                 return;
             case State::Done:
                 return;
         }
+    }
+    if (plain_) {
+        if (upstream_plaintext(data)) flush();
+        return;
     }
     if (!up_) return;
     BIO_write(SSL_get_rbio(up_), data.data(), static_cast<int>(data.size()));
@@ -353,15 +384,26 @@ bool InspectedTunnel::flush() {
 }
 
 bool InspectedTunnel::write_client(std::string_view data) {
-    if (!write_all(down_, data, "client-tls: ")) return false;
+    if (!(plain_ ? write_plain(*c_.client_, data, "client: ") : write_all(down_, data, "client-tls: ")))
+        return false;
     bytes_down_ += data.size();
     return true;
 }
 
 bool InspectedTunnel::write_upstream(std::string_view data) {
-    if (!write_all(up_, data, "upstream-tls: ")) return false;
+    if (!(plain_ ? write_plain(*c_.upstream_, data, "upstream: ") : write_all(up_, data, "upstream-tls: ")))
+        return false;
     bytes_up_ += data.size();
     request_bytes_ += data.size();
+    return true;
+}
+
+bool InspectedTunnel::write_plain(Socket& socket, std::string_view data, const char* side) {
+    if (c_.closed()) return false;
+    if (!socket.send(data)) {
+        finish(side + std::string(std::strerror(socket.error())));
+        return false;
+    }
     return true;
 }
 
@@ -468,8 +510,9 @@ void InspectedTunnel::request_head() {
     hold_.clear();
     head_out_.clear();
     bool v6 = host.find(':') != std::string::npos;
-    std::string authority = (v6 ? "[" + host + "]" : host) + (port == 443 ? "" : ":" + std::to_string(port));
-    url_ = "https://" + authority + path_;
+    std::string authority =
+        (v6 ? "[" + host + "]" : host) + (port == (plain_ ? 80 : 443) ? "" : ":" + std::to_string(port));
+    url_ = (plain_ ? "http://" : "https://") + authority + path_;
     const policy::Decision& d = c_.decision_.last();
     rule_ = rule_text(d);
     source_ = rule_source(d);
@@ -504,35 +547,28 @@ void InspectedTunnel::request_head() {
                "", "");
         return;
     }
-    // Request rules (deny wins; a host with rules and no matching one is denied), on the path as a server may
-    // read it; shapes servers disagree on are refused.
-    std::string why_not;
-    auto rule_path = policy::rule_paths(path_, why_not);
-    if (!rule_path && path_ != "*") {
-        keep_alive_ = false;
-        refuse(400, "bad-request", "bad-request", "cordon: bad request: " + why_not + "\n", "", "");
-        return;
+    // Request rules (deny wins; a host with rules and no matching one is denied).
+    auto ruling = rule_request(inspection, host, port, method_, path_, url_);
+    if (!ruling.rule.empty()) {
+        rule_ = ruling.rule;
+        source_ = ruling.source;
     }
-    auto verdict =
-        inspection.decide_request(host, port, method_, rule_path.value_or(policy::RulePath{"*", "*"}));
-    if (verdict.rule) {
-        rule_ = verdict.rule->host.rule.text;
-        source_ = policy::format_source(verdict.rule->host.rule.source);
-    }
-    if (!verdict.allowed) {
-        std::string why = verdict.rule ? "blocked by request rule " + rule_ + " from " + source_
-                                       : "no request rule for " + host + " allows " + method_ + " " +
-                                             (rule_path ? rule_path->separated : "*");
-        if (!verdict.rule) {
-            rule_.clear();
-            source_.clear();
-        }
-        refuse(403, "blocked-by-request-rule", "blocked-by-request-rule",
-               "Connection blocked by network allowlist\ncordon: " + method_ + " " + url_ + ": " + why + "\n",
-               rule_, source_);
+    if (!ruling.allowed) {
+        if (ruling.status == 400) keep_alive_ = false;
+        refuse(ruling.status, ruling.reason, ruling.reason, ruling.message, ruling.rule, ruling.source);
         return;
     }
     // Secrets: never towards a host that may not have them. The refusal names the variable, never a value.
+    // Why no real value goes into plain HTTP, even to an inject host: anyone on the path would read it.
+    if (plain_) {
+        const Options::Secret* carried = tls.sentinel_in(path_);
+        for (const auto& [name, value] : head.headers)
+            if (!carried) carried = tls.sentinel_in(value);
+        if (carried) {
+            refuse_secret("a plain-HTTP request (no TLS)", *carried);
+            return;
+        }
+    }
     if (const auto* s = tls.sentinel_in(path_); s && !TlsInspector::may_inject(*s, host)) {
         refuse_secret("the request URL", *s);
         return;
@@ -667,39 +703,41 @@ void InspectedTunnel::read_upstream_plaintext() {
             finish("upstream-tls: " + openssl_reason());
             return;
         }
-        std::string_view view(buf, static_cast<std::size_t>(n));
-        if (request_ != Request::AwaitResponse && request_ != Request::Body && request_ != Request::Hold) {
-            finish("upstream spoke out of turn");  // no request in flight
-            return;
-        }
-        while (!view.empty() && !c_.closed()) {
-            auto result = response_parser_->feed(view);
-            if (result.status == HttpParser::Status::Error) {
-                finish("bad response from upstream: " + response_parser_->error());
-                return;
-            }
-            std::size_t used = result.status == HttpParser::Status::Ok ? view.size() : result.consumed;
-            if (scrub_.empty()) {
-                write_client(view.substr(0, used));
-                response_bytes_ += used;
-            }
-            view.remove_prefix(used);
-            if (result.status == HttpParser::Status::MessageComplete) {
-                end_scrubbed_body();
-                if (response_parser_->interim()) {
-                    response_parser_->resume();
-                    continue;
-                }
-                if (!view.empty()) keep_alive_ = false;  // bytes after the response: out of step
-                if (!response_parser_->should_keep_alive()) keep_alive_ = false;
-                response_complete();
-                if (c_.closed()) return;
-                break;
-            }
-        }
-        if (c_.closed()) return;
+        if (!upstream_plaintext(std::string_view(buf, static_cast<std::size_t>(n)))) return;
     }
     flush();
+}
+
+bool InspectedTunnel::upstream_plaintext(std::string_view view) {
+    if (request_ != Request::AwaitResponse && request_ != Request::Body && request_ != Request::Hold) {
+        finish("upstream spoke out of turn");  // no request in flight
+        return false;
+    }
+    while (!view.empty() && !c_.closed()) {
+        auto result = response_parser_->feed(view);
+        if (result.status == HttpParser::Status::Error) {
+            finish("bad response from upstream: " + response_parser_->error());
+            return false;
+        }
+        std::size_t used = result.status == HttpParser::Status::Ok ? view.size() : result.consumed;
+        if (scrub_.empty()) {
+            write_client(view.substr(0, used));
+            response_bytes_ += used;
+        }
+        view.remove_prefix(used);
+        if (result.status == HttpParser::Status::MessageComplete) {
+            end_scrubbed_body();
+            if (response_parser_->interim()) {
+                response_parser_->resume();
+                continue;
+            }
+            if (!view.empty()) keep_alive_ = false;  // bytes after the response: out of step
+            if (!response_parser_->should_keep_alive()) keep_alive_ = false;
+            response_complete();
+            break;
+        }
+    }
+    return !c_.closed();
 }
 
 void InspectedTunnel::response_head(const HttpHead& head) {
@@ -794,7 +832,7 @@ void InspectedTunnel::log_request(const std::string& decision, const std::string
     logged_ = true;
     DecisionEvent e;
     e.id = c_.id_;
-    e.proto = "https";
+    e.proto = plain_ ? "http" : "https";
     e.host = c_.request_.host;
     e.port = c_.request_.port;
     e.method = method_;

@@ -68,6 +68,8 @@ class InspectedTunnel final : public SocketOwner {
 
     void peek();
     void opaque();
+    // Plain HTTP to a host with request rules: the requests are read and decided as inside TLS.
+    void read_plain_http();
     void begin_upstream();
     void continue_upstream();
     void upstream_refused(const std::string& error);
@@ -76,6 +78,8 @@ class InspectedTunnel final : public SocketOwner {
     void continue_client();
     void read_client_plaintext();
     void read_upstream_plaintext();
+    // One read of the upstream's response bytes; false when the connection was closed.
+    bool upstream_plaintext(std::string_view data);
     void process_requests();
     void request_head();
     void request_bytes(std::string_view raw);
@@ -103,12 +107,14 @@ class InspectedTunnel final : public SocketOwner {
     bool write_client(std::string_view data);
     bool write_upstream(std::string_view data);
     bool write_all(SSL* ssl, std::string_view data, const char* side);
+    bool write_plain(Socket& socket, std::string_view data, const char* side);
     void update_interest();
     void finish(const std::string& error);
 
     Connection& c_;
     State state_ = State::Peek;
     bool declined_ = false;
+    bool plain_ = false;         // HTTP without TLS (read_plain_http)
     SSL* up_ = nullptr;          // cordon as the client of the upstream
     SSL* down_ = nullptr;        // cordon as the server of the client
     std::string client_cipher_;  // the client's bytes before its handshake can start

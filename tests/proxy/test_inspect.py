@@ -363,14 +363,39 @@ class InspectTest(InspectBase):
         self.assertIn("cordon_tls_leaves_minted_total 1\n", self.metrics_text(p))
 
     def test_non_tls_payload_is_relayed_opaquely_unless_refused(self):
+        # To an inspected host without request rules: relayed as it is.
         echo = self.tcp("echo")
         p = self.start()
         s = p.connect()
-        s.sendall(b"CONNECT api.test:%d HTTP/1.1\r\n\r\n" % echo.port)
+        s.sendall(b"CONNECT wrongname.test:%d HTTP/1.1\r\n\r\n" % echo.port)
         self.assertIn(b" 200 ", s.recv(4096))
         s.sendall(b"SSH-2.0-test\r\n")
         self.assertEqual(s.recv(4096), b"SSH-2.0-test\r\n")
         s.close()
+        # To a host with request rules, plain bytes are read as HTTP: what is not HTTP is a 400, and closed.
+        s = p.connect()
+        s.sendall(b"CONNECT api.test:%d HTTP/1.1\r\n\r\n" % echo.port)
+        self.assertIn(b" 200 ", s.recv(4096))
+        s.sendall(b"SSH-2.0-test\r\n")
+        answer = recv_until(s)
+        self.assertTrue(answer.startswith(b"HTTP/1.1 400 "), answer)
+        self.assertEqual(s.recv(4096), b"")
+        s.close()
+        # Plain HTTP to it meets its request rules, and what they allow is forwarded.
+        plain = self.upstream(name="plain")
+        s = p.connect()
+        s.sendall(b"CONNECT api.test:%d HTTP/1.1\r\n\r\n" % plain.port)
+        self.assertIn(b" 200 ", s.recv(4096))
+        s.sendall(b"GET /public/secret HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % plain.port)
+        self.assertEqual(read_http_response(s)[0], 403)
+        s.sendall(b"GET /public/x HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % plain.port)
+        self.assertEqual(read_http_response(s)[0], 200)
+        s.close()
+        self.assertEqual([path for _, path, _ in plain.requests], ["/public/x"])
+        lines = p.wait_audit(lambda l: sum(1 for e in l if e.get("proto") == "http" and e.get("path")) >= 2)
+        inner = [(e["path"], e["decision"], e["reason"]) for e in lines if e.get("proto") == "http" and e.get("path")]
+        self.assertEqual(inner, [("/public/secret", "deny", "blocked-by-request-rule"),
+                                 ("/public/x", "allow", "allowed")])
         with open(self.settings) as f:
             settings = json.load(f)
         settings["network"]["tlsTerminate"] = {"refuseOpaqueTunnels": True, "excludeDomains": ["plain.test"]}
