@@ -19,6 +19,7 @@
 #include "proxy/connection.hpp"
 #include "proxy/context.hpp"
 #include "proxy/request_rules.hpp"
+#include "proxy/secret_scrub.hpp"
 #include "proxy/tls_inspector.hpp"
 
 namespace cordon::proxy {
@@ -62,11 +63,11 @@ const Options::Secret* substitute_sentinels(const TlsInspector& tls, std::string
     return nullptr;
 }
 
-// Every real value of `secrets` in `text` becomes its sentinel (the same length: framing stays valid).
+// Every real value of `secrets` in `text`, in every form scrub_secret() knows, becomes its sentinel in the
+// same form (the same length: framing stays valid).
 void unsubstitute(const std::vector<const Options::Secret*>& secrets, std::string& text) {
     for (const auto* s : secrets)
-        for (std::size_t at = text.find(s->value); at != std::string::npos; at = text.find(s->value, at + 1))
-            text.replace(at, s->value.size(), s->sentinel);
+        scrub_secret(text, s->value, s->sentinel);
 }
 
 }  // namespace
@@ -229,7 +230,7 @@ void InspectedTunnel::begin_client() {
         if (!s.value.empty() && s.value.size() == s.sentinel.size() &&
             TlsInspector::may_inject(s, c_.request_.host)) {
             scrub_.push_back(&s);
-            scrub_keep_ = std::max(scrub_keep_, s.value.size() - 1);
+            scrub_keep_ = std::max(scrub_keep_, longest_secret_form(s.value.size()) - 1);
         }
     c_.context_.metrics.tls_leaves_minted = c_.context_.tls->leaves().minted();
     state_ = State::ClientHandshake;
@@ -577,6 +578,7 @@ void InspectedTunnel::request_head() {
                       std::to_string(head.version_minor) + "\r\n";
     for (const auto& [name, value] : head.headers) {
         if (iequals(name, "proxy-authorization") || iequals(name, "proxy-connection")) continue;
+        if (!scrub_.empty() && iequals(name, "accept-encoding")) continue;
         std::string v = value;
         // Basic credentials carry a token base64-encoded (git over HTTPS: user:TOKEN): look inside them too.
         if (iequals(name, "authorization") && v.size() > 6 &&
@@ -601,6 +603,9 @@ void InspectedTunnel::request_head() {
         }
         out += name + ": " + v + "\r\n";
     }
+    // Why an inject host is asked for identity: the scrubber reads the bytes as sent, and a compressed body
+    // (gzip, br) would carry the real value past it, for the client to inflate.
+    if (!scrub_.empty()) out += "Accept-Encoding: identity\r\n";
     out += "\r\n";
     if (!response_parser_)
         response_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Response, &response_sink_);
@@ -715,6 +720,7 @@ bool InspectedTunnel::upstream_plaintext(std::string_view view) {
     }
     while (!view.empty() && !c_.closed()) {
         auto result = response_parser_->feed(view);
+        if (c_.closed()) return false;  // closed from a callback: the request has its line already
         if (result.status == HttpParser::Status::Error) {
             finish("bad response from upstream: " + response_parser_->error());
             return false;
@@ -743,6 +749,22 @@ bool InspectedTunnel::upstream_plaintext(std::string_view view) {
 void InspectedTunnel::response_head(const HttpHead& head) {
     response_status_ = head.status;
     if (scrub_.empty()) return;
+    // An inject host that encodes its answer anyway (it ignored `Accept-Encoding: identity`) sends bytes the
+    // scrubber cannot read: none of them pass, the client gets a 502 saying why.
+    if (auto encoding = head.header("content-encoding");
+        encoding && !iequals(*encoding, "identity") && head.status >= 200) {
+        std::string coding(encoding->substr(0, 64));
+        scrub_body_ = false;
+        response_status_ = 502;
+        std::string body = "cordon: " + url_ + " answered with Content-Encoding " + coding +
+                           ", in which cordon cannot replace the real value of a secret; nothing of it was "
+                           "passed on\n";
+        write_client(proxy_answer(502, "upstream-failure", body, false, method_ == "HEAD"));
+        response_bytes_ = 0;
+        flush();
+        finish("upstream-content-encoding: " + coding);
+        return;
+    }
     std::string out = "HTTP/" + std::to_string(head.version_major) + "." +
                       std::to_string(head.version_minor) + " " + std::to_string(head.status) + " " +
                       head.reason + "\r\n";

@@ -216,6 +216,7 @@ class ReflectingUpstream:
     def __init__(self, context):
         self.context = context
         self.seen = []
+        self.accept_encodings = []
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
@@ -243,11 +244,12 @@ class ReflectingUpstream:
                     headers[k.strip().lower()] = v.strip()
             auth = headers.get("authorization", "")
             self.seen.append((path, auth))
+            self.accept_encodings.append(headers.get("accept-encoding"))
             extra = b""
-            if path.endswith("/gzip"):
-                # As compression middleware does: only for a client that accepts it.
+            if path.endswith("/gzip") or path.endswith("/always-gzip"):
+                # As compression middleware does: only for a client that accepts it (or, misconfigured, always).
                 body = b"auth=" + auth.encode()
-                if "gzip" in headers.get("accept-encoding", ""):
+                if "gzip" in headers.get("accept-encoding", "") or path.endswith("/always-gzip"):
                     body = gzip.compress(body)
                     extra = b"Content-Encoding: gzip\r\n"
             elif path.endswith("/location"):
@@ -307,6 +309,22 @@ class SecretLeakTest(InspectBase):
         self.assertEqual(self.reflector.seen, [("/repos/acme/gzip", "token " + self.REAL)])
         self.assertIn("auth=token ", out)
         self.assert_only_sentinel(out, out)
+
+    def test_an_inject_host_is_asked_for_identity_and_a_compressed_answer_is_a_502(self):
+        # cordon cannot find the real value in compressed bytes: it asks for none, and passes none on.
+        out = self.jail("curl -sS --max-time 10 --compressed -H \"Authorization: token $GITHUB_TOKEN\" "
+                        "-o /dev/null -w '%%{http_code}' https://api.test:%d/repos/acme/gzip; echo; "
+                        "curl -sS --max-time 10 --compressed -H \"Authorization: token $GITHUB_TOKEN\" "
+                        "https://api.test:%d/repos/acme/always-gzip" % (self.reflector.port, self.reflector.port))
+        self.assertEqual(self.reflector.accept_encodings, ["identity", "identity"])
+        self.assertEqual(out.splitlines()[0], "200")
+        self.assertIn("answered with Content-Encoding gzip", out)
+        self.assert_only_sentinel(out, out)
+        with open(self.audit_path) as f:
+            lines = [json.loads(line) for line in f if '"path"' in line]
+        gz = [e for e in lines if e.get("path") == "/repos/acme/always-gzip"]
+        self.assertEqual([(e["decision"], e["status"]) for e in gz], [("allow", 502)], gz)
+        self.assertIn("content-encoding", gz[0]["error"])
 
     def test_reflected_basic_credentials_do_not_carry_the_real_value(self):
         # git over HTTPS sends user:TOKEN as Basic credentials, and cordon substitutes inside the base64; an
