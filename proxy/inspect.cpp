@@ -482,6 +482,10 @@ void InspectedTunnel::process_requests() {
             case HttpParser::Status::Error: {
                 std::string why = request_parser_->error();
                 keep_alive_ = false;
+                if (request_ == Request::Body || request_ == Request::Skip) {
+                    bad_body(why);
+                    return;
+                }
                 refuse(request_parser_->error_status(), "bad-request", "bad-request",
                        "cordon: bad request: " + why + "\n", "", "");
                 if (!c_.closed()) {
@@ -492,6 +496,26 @@ void InspectedTunnel::process_requests() {
             }
         }
     }
+}
+
+void InspectedTunnel::bad_body(const std::string& why) {
+    std::string error = "bad-request: " + why;
+    if (request_ == Request::Skip) {  // a refused request's body: it has its line, and nothing was sent
+        finish(error);
+        return;
+    }
+    // Why `allow`: the head (and part of the body) reached the upstream, which holds the request; its line
+    // says it was forwarded and how it ended. The client gets the 400 unless a response has begun.
+    int status = response_status_ ? response_status_ : 502;
+    if (response_bytes_ == 0) {
+        status = request_parser_->error_status();
+        std::string out = proxy_answer(status, "bad-request", "cordon: bad request: " + why + "\n", false,
+                                       method_ == "HEAD");
+        if (!write_client(out)) return;
+        response_bytes_ = out.size();
+    }
+    log_request("allow", "allowed", status, error);
+    if (flush()) finish(error);
 }
 
 void InspectedTunnel::request_head() {

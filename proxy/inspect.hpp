@@ -82,6 +82,8 @@ class InspectedTunnel final : public SocketOwner {
     bool upstream_plaintext(std::string_view data);
     void process_requests();
     void request_head();
+    // The body of the request in flight did not parse (`why`): the connection closes.
+    void bad_body(const std::string& why);
     void request_bytes(std::string_view raw);
     void request_end();
     void release_hold();
