@@ -598,10 +598,21 @@ void InspectedTunnel::request_head() {
         refuse_secret("the request URL", *s);
         return;
     }
+    // The body's first kBodyScan bytes are scanned for sentinels before anything is sent.
+    bool hold = (head.chunked || head.content_length.value_or(0) > 0) && !tls.secrets().empty();
+    // Why cordon answers `100 Continue` itself while it holds the head: a client that sent
+    // `Expect: 100-continue` sends no body before a 100 or its own timeout (curl's is 1 s, some clients wait
+    // for ever), and the upstream that would answer it has not seen the head. The Expect header is dropped
+    // from the forwarded head then: the body comes anyway, and the client gets one 100, not two.
+    bool answer_continue = false;
+    if (auto expect = head.header("expect"); hold && expect && iequals(*expect, "100-continue") &&
+                                             head.version_major == 1 && head.version_minor >= 1)
+        answer_continue = true;
     std::string out = method_ + " " + path_ + " HTTP/" + std::to_string(head.version_major) + "." +
                       std::to_string(head.version_minor) + "\r\n";
     for (const auto& [name, value] : head.headers) {
         if (iequals(name, "proxy-authorization") || iequals(name, "proxy-connection")) continue;
+        if (answer_continue && iequals(name, "expect")) continue;
         if (!scrub_.empty() && iequals(name, "accept-encoding")) continue;
         std::string v = value;
         // Basic credentials carry a token base64-encoded (git over HTTPS: user:TOKEN): look inside them too.
@@ -634,11 +645,10 @@ void InspectedTunnel::request_head() {
     if (!response_parser_)
         response_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Response, &response_sink_);
     response_parser_->set_no_body(method_ == "HEAD");
-    bool has_body = head.chunked || head.content_length.value_or(0) > 0;
-    if (has_body && !tls.secrets().empty()) {
-        // The body's first kBodyScan bytes are scanned for sentinels before anything is sent.
+    if (hold) {
         head_out_ = std::move(out);
         request_ = Request::Hold;
+        if (answer_continue) write_client("HTTP/1.1 100 Continue\r\n\r\n");
         return;
     }
     write_upstream(out);
