@@ -215,6 +215,13 @@ struct HttpParser::Callbacks {
             if (h.header_count("host") > 1) return fail(p, "duplicate Host header");
             if (h.header_count("transfer-encoding") > 0 && h.header_count("content-length") > 0)
                 return fail(p, "both Content-Length and Transfer-Encoding");
+            // Why exactly `chunked` and nothing else (not `gzip, chunked`, not two headers): servers disagree
+            // on which coding frames the body when there are several, and a body one of them frames
+            // differently from cordon is a request cordon never saw.
+            if (h.header_count("transfer-encoding") > 1)
+                return fail(p, "more than one Transfer-Encoding header");
+            if (auto te = h.header("transfer-encoding"); te && !iequals(*te, "chunked"))
+                return fail(p, "Transfer-Encoding other than chunked");
             if (h.header_count("transfer-encoding") > 0 && !h.chunked)
                 return fail(p, "Transfer-Encoding other than chunked");
             s->pause_ = Status::HeadComplete;

@@ -557,6 +557,19 @@ void InspectedTunnel::request_head() {
             return;
         }
     }
+    // Why a request must be HTTP/1.x and name its host here: an HTTP/0.9 line or a head without Host is read
+    // differently by servers behind a shared front (default host, another protocol), and the Host check
+    // below could not hold it to the tunnel's host.
+    if (head.version_major != 1 || !head.header("host")) {
+        keep_alive_ = false;
+        refuse(400, "bad-request", "bad-request",
+               std::string("cordon: bad request: ") +
+                   (head.version_major != 1 ? "only HTTP/1.0 and HTTP/1.1 are read inside a tunnel"
+                                            : "no Host header") +
+                   "\n",
+               "", "");
+        return;
+    }
     if (head.upgrade) {
         keep_alive_ = false;
         refuse(501, "bad-request", "bad-request",

@@ -98,6 +98,13 @@ TEST_CASE("HTTP request parser refuses smuggling shapes", "[unit]") {
     CHECK(parse_error(h + "X-A : b\r\n\r\n") == "whitespace before the colon in a header");
     CHECK(parse_error(h + "X-A: a\r\n b\r\n\r\n") == "obsolete header line folding");
     CHECK(parse_error(h + "Transfer-Encoding: gzip\r\n\r\n") == "Transfer-Encoding other than chunked");
+    // Exactly `chunked`: no other coding before it, no second header, no list.
+    CHECK(parse_error(h + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n") ==
+          "Transfer-Encoding other than chunked");
+    CHECK(parse_error(h + "Transfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n") != "");
+    CHECK(parse_error(h + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n") != "");
+    CHECK(parse_error(h + "Transfer-Encoding: CHUNKED\r\n\r\n0\r\n\r\n") == "");
+    CHECK(parse_error(h + "Transfer-Encoding:  chunked \r\n\r\n0\r\n\r\n") == "");
     CHECK(parse_error(h + "Host: b.test\r\n\r\n") == "duplicate Host header");
     CHECK(parse_error(h + "X\x01: b\r\n\r\n") != "");
 }

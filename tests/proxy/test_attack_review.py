@@ -395,5 +395,43 @@ class AuditTest(InspectBase):
         self.assertTrue(inner[0].get("error"), inner[0])
 
 
+class FramingTest(InspectBase):
+    """Shapes servers read differently, refused inside an inspected tunnel before anything is forwarded."""
+
+    def test_transfer_encoding_other_than_exactly_chunked_http09_and_no_host(self):
+        p = self.start()
+        port = self.up.port
+        heads = [
+            b"POST /public/x HTTP/1.1\r\nHost: api.test:%d\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+            b"POST /public/x HTTP/1.1\r\nHost: api.test:%d\r\nTransfer-Encoding: chunked\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            b"GET /public/x HTTP/1.1\r\n\r\n",
+            b"GET /public/x HTTP/1.0\r\n\r\n",
+        ]
+        for head in heads:
+            t = self.tunnel(p, "api.test")
+            t.sendall(head % port if b"%d" in head else head)
+            status = read_http_response(t)[0]
+            t.close()
+            self.assertEqual(status, 400, head)
+        # HTTP/0.9: a bare request line; no answer it could read, nothing forwarded.
+        t = self.tunnel(p, "api.test")
+        t.sendall(b"GET /public/x\r\n\r\n")
+        answer = recv_until(t)
+        t.close()
+        self.assertFalse(answer.startswith(b"HTTP/1.1 200"), answer)
+        # Absolute-form through the HTTP front-end too.
+        s = p.connect()
+        s.sendall(b"POST http://api.test:%d/public/x HTTP/1.1\r\nHost: api.test:%d\r\n"
+                  b"Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n" % (port, port))
+        self.assertEqual(read_http_response(s)[0], 400)
+        s.close()
+        t = self.tunnel(p, "api.test")
+        t.sendall(b"GET /public/x HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % port)
+        self.assertEqual(read_http_response(t)[0], 200)
+        t.close()
+        self.assertEqual([path for _, path, _ in self.up.requests], ["/public/x"])
+
+
 if __name__ == "__main__":
     unittest.main()
