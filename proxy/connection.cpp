@@ -309,8 +309,8 @@ void Connection::conclude(Verdict v) {
     e.method = request_.method;
     e.path = request_.path;
     e.decision = allowed ? "allow" : "deny";
-    e.rule = rule_text(d);
-    e.source = rule_source(d);
+    e.rule = request_.rule.empty() ? rule_text(d) : request_.rule;
+    e.source = request_.rule.empty() ? rule_source(d) : request_.source;
     e.reason = v.reason;
     e.upstream_ip = request_.upstream_ip;
     e.error = v.error;

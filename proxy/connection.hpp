@@ -85,8 +85,9 @@ class Connection final : public SocketOwner {
         std::string guard_class;        // refused by the address guard: why (upstream_ip is the address)
         std::string original_dst, sni;  // transparent: where the client connected, its TLS server name
         bool sni_mismatch = false;
-        std::string sni_error;    // transparent TLS without `sni`: why (incomplete, too large, none in it)
-        bool via_parent = false;  // dialled the parent proxy: CONNECT through it before concluding
+        std::string sni_error;     // transparent TLS without `sni`: why (incomplete, too large, none in it)
+        bool via_parent = false;   // dialled the parent proxy: CONNECT through it before concluding
+        std::string rule, source;  // a request rule decided (not the domain rule): its text and source
     };
 
     static constexpr std::size_t kScratchSize = 64 * 1024;

@@ -362,6 +362,8 @@ void HttpFrontEnd::head_complete() {
         auto ruling = rule_request(*c_.context_.policy->network().inspection, host, port, head.method,
                                    c_.request_.path, head.target);
         if (!ruling.allowed) {
+            c_.request_.rule = ruling.rule;
+            c_.request_.source = ruling.source;
             c_.conclude({Verdict::Kind::Rejected, ruling.reason, "", ruling.status, ruling.message});
             return;
         }

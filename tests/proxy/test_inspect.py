@@ -412,6 +412,25 @@ class InspectTest(InspectBase):
         self.assertNotEqual(r.returncode, 0)  # the test leaf does not name plain.test...
         self.assertIn(b"plain.test", r.stderr)  # ...and curl saw the upstream's certificate, not a cordon leaf
 
+    def test_plain_http_request_meets_request_rules_with_the_rule_in_its_line(self):
+        plain = self.upstream(name="plain")
+        p = self.start()
+        r = self.curl("-sS", "-i", "-x", p.url(), "http://api.test:%d/public/secret" % plain.port)
+        self.assertIn(b" 403 ", r.stdout.split(b"\r\n")[0])
+        self.assertIn(b"X-Proxy-Error: blocked-by-request-rule", r.stdout)
+        self.assertIn(b"/public/secret", r.stdout)
+        r = self.curl("-sS", "-o", "/dev/null", "-w", "%{http_code}", "-x", p.url(),
+                      "http://api.test:%d/public/x" % plain.port)
+        self.assertEqual(r.stdout, b"200")
+        self.assertEqual([path for _, path, _ in plain.requests], ["/public/x"])
+        lines = p.wait_audit(lambda l: sum(1 for e in l if e.get("event") == "decision") >= 2)
+        denied = [e for e in lines if e.get("path") == "/public/secret"]
+        self.assertEqual(len(denied), 1, lines)
+        self.assertEqual((denied[0]["proto"], denied[0]["decision"], denied[0]["reason"], denied[0]["status"]),
+                         ("http", "deny", "blocked-by-request-rule", 403))
+        self.assertIn("/public/secret", denied[0]["rule"])
+        self.assertTrue(denied[0]["source"])
+
     def test_ca_files_and_modes(self):
         mode = stat.S_IMODE(os.stat(os.path.join(self.ca_dir, "ca.key")).st_mode)
         self.assertEqual(mode, 0o600)
