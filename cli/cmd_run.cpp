@@ -57,7 +57,7 @@ constexpr const char* kRunHelp =
     "                         the network (by default every TCP connection goes through the proxy and names\n"
     "                         through cordon's DNS stub, see below)\n"
     "  --strict-sni           refuse a transparent TLS connection whose server name (SNI) is not the name\n"
-    "                         it connected to (by default the mismatch is only logged)\n"
+    "                         it connected to, or cannot be read (by default both are only logged)\n"
     "  --secret NAME=HOST[,HOST...]\n"
     "                         the jail sees NAME as a random sentinel; the proxy puts the real value into\n"
     "                         request headers to HOSTs (inspected ones) and refuses the sentinel elsewhere\n"

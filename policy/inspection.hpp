@@ -24,6 +24,12 @@ struct HostPattern {
     bool matches(std::string_view host, std::uint16_t port) const;
 };
 
+// The two readings of a request target that request rules match (rule_paths()).
+struct RulePath {
+    std::string separated;  // an encoded `/` or `\` (and a bare `\`) read as `/`
+    std::string literal;    // the same kept inside its segment, as the client spelled it
+};
+
 struct RequestRule {
     HostPattern host;
     std::vector<std::string> methods;  // upper case; empty = every method
@@ -31,12 +37,16 @@ struct RequestRule {
     bool allow = true;
     // `path` as rule_path() gives it; the host is checked by the caller.
     bool matches(std::string_view method, std::string_view path) const;
+    // What a deny rule refuses: matches(), the path compared without regard to case, and HEAD where the
+    // rule names GET.
+    bool denies(std::string_view method, std::string_view path) const;
 };
 
 struct SecretRule {
     std::string name;                       // the environment variable
     bool mask = true;                       // "mask": a sentinel; "deny": removed
     std::vector<std::string> inject_hosts;  // normalised names
+    std::vector<std::string> headers;       // more request headers that carry it (besides the usual ones)
     Rule rule;
 };
 
@@ -62,21 +72,30 @@ struct InspectionPolicy {
     bool inspects(std::string_view host, std::uint16_t port) const;
     bool enabled() const { return terminate_all || !inspect.empty(); }
 
-    // A request inside an inspected connection (`path` as rule_path() gives it): deny wins when both match; a
-    // host that has rules and no matching one is denied (`rule` null). A host without rules is allowed
-    // (`rule` null).
+    // A request inside an inspected connection (`path` as rule_paths() gives it): a deny rule that matches
+    // either reading wins; an allow rule must match both; a host that has rules and no matching one is
+    // denied (`rule` null). A host without rules is allowed (`rule` null). The string form is a path whose
+    // two readings are the same.
     struct RequestDecision {
         bool allowed = true;
         const RequestRule* rule = nullptr;
     };
     RequestDecision decide_request(std::string_view host, std::uint16_t port, std::string_view method,
                                    std::string_view path) const;
+    RequestDecision decide_request(std::string_view host, std::uint16_t port, std::string_view method,
+                                   const RulePath& path) const;
 };
 
-// The form of a request target that request rules match: the path without its query, every %XX escape decoded
-// and `\` read as `/` (so `/a%2Fb` and `/a\b` are the `/a/b` a server may see). Dot segments (`/../`, `/./`,
-// also encoded) and NUL are refused (nullopt, `why` set): servers disagree about them, and
-// `/repos/acme/../../x` would otherwise match a rule for `/repos/acme/**` while the server serves `/x`.
+// The forms of a request target that request rules match: the path without its query, every %XX escape
+// decoded, empty segments merged (so `/a//b` is the `/a/b` a server may see), in two readings of an encoded
+// `/` or `\` (and a bare `\`): as a separator (`/a%2Fb` is `/a/b`, as nginx or Go serve it) and kept inside
+// its segment (`/a%2Fb` stays one segment, as Express routes it). Refused (nullopt, `why` set): dot segments
+// (`/../`, `/./`, also encoded), NUL, `#` (servers disagree about them, and `/repos/acme/../../x` would
+// otherwise match a rule for `/repos/acme/**` while the server serves `/x`), and a target that starts with
+// two separators (a host name to URL parsers). decide_request() also holds a deny rule for the path without a
+// trailing `/`.
+std::optional<RulePath> rule_paths(std::string_view target, std::string& why);
+// The separator reading of rule_paths().
 std::optional<std::string> rule_path(std::string_view target, std::string& why);
 
 // `pattern` (`*`, `**`, `?`) against `text`; `*` and `?` never cross a `/`.

@@ -187,6 +187,12 @@ void credentials(const json& value, const std::string& where, InspectionPolicy& 
                             c.fail(key_path(ew, "mode"), "expected \"mask\" or \"deny\"");
                         s.mask = mode == "mask";
                     }
+                    if (auto h = e.find("headers"); h != e.end())
+                        for (auto& header : string_list(*h, key_path(ew, "headers"), c)) {
+                            if (header.empty() || header.find_first_of(" \t\r\n:") != std::string::npos)
+                                c.fail(key_path(ew, "headers"), "invalid header name " + json_quote(header));
+                            s.headers.push_back(header);
+                        }
                     if (auto h = e.find("injectHosts"); h != e.end())
                         for (auto& host : string_list(*h, key_path(ew, "injectHosts"), c)) {
                             std::string normal;

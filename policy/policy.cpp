@@ -445,8 +445,10 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             rules.push_back(rule_json(r.host.rule));
         json secrets = json::array();
         for (const auto& s : i.secrets)
-            secrets.push_back(
-                {{"name", s.name}, {"mode", s.mask ? "mask" : "deny"}, {"injectHosts", s.inject_hosts}});
+            secrets.push_back({{"name", s.name},
+                               {"mode", s.mask ? "mask" : "deny"},
+                               {"injectHosts", s.inject_hosts},
+                               {"headers", s.headers}});
         return json{{"inspect", hosts(i.inspect)},
                     {"terminateAll", i.terminate_all},
                     {"excludeDomains", hosts(i.exclude)},

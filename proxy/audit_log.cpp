@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -75,6 +76,7 @@ std::string format_decision(const DecisionEvent& e, const std::string& sandbox,
     if (!e.original_dst.empty()) j["original_dst"] = e.original_dst;
     if (!e.sni.empty()) j["sni"] = e.sni;
     if (e.sni_mismatch) j["sni_mismatch"] = true;
+    if (!e.sni_error.empty()) j["sni_error"] = e.sni_error;
     return dump(j);
 }
 
@@ -122,6 +124,7 @@ struct AuditLog::Writer {
     bool stop = false;
     bool exited = false;
     int last_errno = 0;
+    bool torn = false;  // the last line written is incomplete: end it before the next (writer thread only)
     std::atomic<bool> abandon{false};  // give up on the reader: drop what is left, end after this write
     std::atomic<std::uint64_t> dropped_full{0};
     std::atomic<std::uint64_t> unwritten{0};
@@ -139,9 +142,31 @@ int open_log(const std::string& path) {
     return ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 }
 
+// Part of a line was written, then the write failed (ENOSPC after a short write): the file must not keep a
+// line that does not parse, nor glue the next record to it. A regular file is cut back to where the line
+// began (freeing space never fails for want of it); anything else gets a newline before the next line.
+void untear(AuditLog::Writer& w, int fd, std::size_t written) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        off_t end = ::lseek(fd, 0, SEEK_END);
+        if (end >= static_cast<off_t>(written) && ::ftruncate(fd, end - static_cast<off_t>(written)) == 0)
+            return;
+    }
+    w.torn = true;
+}
+
 // One write(2) for the whole line (more only if the kernel takes part of it). A descriptor someone else made
 // non-blocking (stdout is shared) is waited on with poll, here on the writer thread, never on the loop.
 bool write_whole(AuditLog::Writer& w, int fd, const std::string& line, int& error) {
+    // A line cut short before (a full disk that could not be trimmed) is ended first, so that this one starts
+    // a line of its own.
+    if (w.torn) {
+        if (::write(fd, "\n", 1) != 1) {
+            error = errno;
+            return false;
+        }
+        w.torn = false;
+    }
     const char* p = line.data();
     std::size_t left = line.size();
     while (left > 0) {
@@ -159,6 +184,8 @@ bool write_whole(AuditLog::Writer& w, int fd, const std::string& line, int& erro
             errno = EAGAIN;
         }
         error = errno;
+        if (left < line.size()) untear(w, fd, line.size() - left);
+        errno = error;
         return false;
     }
     return true;
@@ -173,6 +200,7 @@ void run_writer(std::shared_ptr<AuditLog::Writer> self) {
             w.fd = w.next_fd;
             w.owned = true;
             w.next_fd = -1;
+            w.torn = false;
         }
         if (w.queue.empty() || w.abandon) {
             if (w.stop || w.abandon) break;

@@ -40,6 +40,7 @@ struct DecisionEvent {
     std::string original_dst;
     std::string sni;
     bool sni_mismatch = false;
+    std::string sni_error;  // a TLS client's connection without `sni`: why
 };
 
 // One query to the jail's DNS stub. `host` is the name asked for, `port` 53.

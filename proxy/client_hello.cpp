@@ -9,7 +9,10 @@ namespace cordon::proxy {
 namespace {
 
 using Status = ClientHelloSni::Status;
-constexpr std::size_t kMaxHandshake = 16 * 1024;
+// Why 64 KiB: larger than any real ClientHello (post-quantum key shares and padding stay under 16 KiB), so
+// that a hello padded past one record still has its name read instead of passing as "not TLS".
+constexpr std::size_t kMaxHandshake = ClientHelloSni::kMaxHello;
+constexpr std::size_t kMaxRecord = 16 * 1024 + 2048;
 
 struct Reader {
     std::span<const std::uint8_t> b;
@@ -94,7 +97,7 @@ ClientHelloSni client_hello_sni(std::span<const std::uint8_t> bytes) {
         }
         if (bytes[pos] != 22 || bytes[pos + 1] != 3) return {Status::NotTls, {}};
         std::size_t length = static_cast<std::size_t>(bytes[pos + 3] << 8 | bytes[pos + 4]);
-        if (length == 0 || length > kMaxHandshake + 2048) return {Status::NotTls, {}};
+        if (length == 0 || length > kMaxRecord) return {Status::NotTls, {}};
         pos += 5;
         std::size_t have = std::min(length, bytes.size() - pos);
         handshake.insert(handshake.end(), bytes.begin() + static_cast<std::ptrdiff_t>(pos),
@@ -104,12 +107,12 @@ ClientHelloSni client_hello_sni(std::span<const std::uint8_t> bytes) {
             if (handshake[0] != 1) return {Status::NotTls, {}};
             std::size_t body = static_cast<std::size_t>(handshake[1]) << 16 |
                                static_cast<std::size_t>(handshake[2]) << 8 | handshake[3];
-            if (body > kMaxHandshake) return {Status::NotTls, {}};
+            if (body > kMaxHandshake) return {Status::TooLarge, {}};
             if (handshake.size() - 4 >= body)
                 return parse_hello(std::span<const std::uint8_t>(handshake).subspan(4, body));
         }
         if (have < length) return {Status::NeedMore, {}};
-        if (handshake.size() > kMaxHandshake + 4) return {Status::NotTls, {}};
+        if (handshake.size() > kMaxHandshake + 4) return {Status::TooLarge, {}};
     }
 }
 

@@ -13,15 +13,17 @@ struct ClientHelloSni {
     enum class Status {
         NeedMore,  // the start of a TLS handshake, but not all of the ClientHello yet
         NotTls,    // not a TLS ClientHello (or a malformed one)
+        TooLarge,  // a ClientHello over kMaxHello
         NoSni,     // a ClientHello without a server name
         Found,     // `name`: the first host_name, lower case
     };
     Status status = Status::NotTls;
     std::string name;
+    static constexpr std::size_t kMaxHello = 64 * 1024;
 };
 
 // Reads the ClientHello from `bytes` (TLS records of type handshake; the ClientHello may span several). At
-// most 16 KiB of handshake is looked at: a longer one is NotTls.
+// most kMaxHello of handshake is looked at: a longer one is TooLarge.
 ClientHelloSni client_hello_sni(std::span<const std::uint8_t> bytes);
 
 }  // namespace cordon::proxy

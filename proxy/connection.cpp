@@ -208,9 +208,13 @@ void Connection::on_outcome(Outcome outcome) {
 }
 
 bool Connection::ask(const Outcome& outcome) {
+    // Why never under allowManagedDomainsOnly or strictAllowlist: both say that no one below the managed
+    // layer (or the lists themselves) may widen what goes out; a control peer's "allow" would do exactly
+    // that.
+    const auto& network = context_.policy->network();
     if (!context_.control || !context_.options.ask ||
-        outcome.decision.reason != policy::Reason::BlockedByAllowlist ||
-        context_.policy->network().strict_allowlist)
+        outcome.decision.reason != policy::Reason::BlockedByAllowlist || network.strict_allowlist ||
+        network.allow_managed_domains_only)
         return false;
     ask_ = context_.control->ask(request_.host, request_.port, proto_name(),
                                  [this](AskAnswer answer) { on_answer(std::move(answer)); });
@@ -220,6 +224,13 @@ bool Connection::ask(const Outcome& outcome) {
 void Connection::on_answer(AskAnswer answer) {
     ask_.reset();
     if (closed()) return;
+    // The policy may have changed while the question was open (SIGHUP, --watch).
+    const auto& network = context_.policy->network();
+    if (answer.allow && (network.allow_managed_domains_only || network.strict_allowlist)) {
+        answer.allow = false;
+        answer.why =
+            network.allow_managed_domains_only ? "allowManagedDomainsOnly is on" : "strictAllowlist is on";
+    }
     if (!answer.allow) {
         // Refused as unknown, whether the answer was deny, none came in time, or nobody was left to answer.
         conclude({Verdict::Kind::Denied, "blocked-by-allowlist",
@@ -277,6 +288,12 @@ void Connection::on_dialed(DialResult result) {
     conclude({Verdict::Kind::Connected, reason, "", 0, ""});
 }
 
+void Connection::record_decision(const DecisionEvent& e) {
+    context_.metrics.count_request(e.proto, e.decision, e.reason);
+    if (context_.audit) context_.audit->decision(e);
+    if (context_.control && e.decision == "deny") context_.control->refused(e);
+}
+
 void Connection::conclude(Verdict v) {
     using Kind = Verdict::Kind;
     phase_ = Phase::Answering;
@@ -292,8 +309,8 @@ void Connection::conclude(Verdict v) {
     e.method = request_.method;
     e.path = request_.path;
     e.decision = allowed ? "allow" : "deny";
-    e.rule = rule_text(d);
-    e.source = rule_source(d);
+    e.rule = request_.rule.empty() ? rule_text(d) : request_.rule;
+    e.source = request_.rule.empty() ? rule_source(d) : request_.source;
     e.reason = v.reason;
     e.upstream_ip = request_.upstream_ip;
     e.error = v.error;
@@ -301,12 +318,11 @@ void Connection::conclude(Verdict v) {
     e.original_dst = request_.original_dst;
     e.sni = request_.sni;
     e.sni_mismatch = request_.sni_mismatch;
+    e.sni_error = request_.sni_error;
     last_host_ = request_.host;
     last_port_ = request_.port;
     last_upstream_ip_ = request_.upstream_ip;
-    context_.metrics.count_request(e.proto, e.decision, e.reason);
-    if (context_.audit) context_.audit->decision(e);
-    if (context_.control && v.kind == Kind::Denied) context_.control->refused(e);
+    record_decision(e);
     if (v.kind == Kind::Denied || v.kind == Kind::Failed) count_refusal(v);
 
     // The answer, in the front-end's protocol (then its relay, the next request, or the close).
@@ -417,6 +433,12 @@ void Connection::on_timer(uv_timer_t* timer) {
 
 // ---- ending
 
+void Connection::read_next_request() {
+    phase_ = Phase::Reading;
+    request_ = Request{};
+    decision_.forget();
+}
+
 void Connection::finish_after_flush() {
     // Lingering close: send what is queued, then half-close and read (discarding) until the client closes or
     // two seconds pass. Closing with unread input would reset the connection and could destroy the answer.
@@ -480,6 +502,9 @@ void Connection::close(const std::string& error) {
         conclude({Verdict::Kind::Aborted, std::string(policy::to_string(decision_.last().reason)),
                   "aborted" + (error.empty() ? std::string() : ": " + error), 0, ""});
     }
+    // An inspected request that reached the upstream (or was about to) has its line whatever ends the
+    // connection: the client gone, the upstream failing, the idle timeout, the drain.
+    if (inspected_) inspected_->end_in_flight(error);
     phase_ = Phase::Closed;
     decision_.cancel();
     ask_.reset();

@@ -85,7 +85,9 @@ class Connection final : public SocketOwner {
         std::string guard_class;        // refused by the address guard: why (upstream_ip is the address)
         std::string original_dst, sni;  // transparent: where the client connected, its TLS server name
         bool sni_mismatch = false;
-        bool via_parent = false;  // dialled the parent proxy: CONNECT through it before concluding
+        std::string sni_error;     // transparent TLS without `sni`: why (incomplete, too large, none in it)
+        bool via_parent = false;   // dialled the parent proxy: CONNECT through it before concluding
+        std::string rule, source;  // a request rule decided (not the domain rule): its text and source
     };
 
     static constexpr std::size_t kScratchSize = 64 * 1024;
@@ -105,6 +107,10 @@ class Connection final : public SocketOwner {
     void on_answer(AskAnswer answer);
     void on_dialed(DialResult result);
     void conclude(Verdict verdict);
+    // Every decision line of this connection goes out here: its requests' (conclude) and those inside an
+    // inspected tunnel (InspectedTunnel): counted in the metrics, written to the audit log, and a refusal
+    // told to the control channel.
+    void record_decision(const DecisionEvent& event);
     void start_tunnel();
     // Adds this request to the end-of-run summary (RefusalSummary): why it did not go through.
     void count_refusal(const Verdict& verdict);
@@ -112,6 +118,13 @@ class Connection final : public SocketOwner {
     static void on_timer(uv_timer_s* timer);
     void touch();
     void finish_after_flush();
+    // The phase moves only here (a front-end asks): an HTTP request forwarded or answered, its response on
+    // the way (Exchange); a final answer being flushed before the close (Closing); a kept-alive connection's
+    // next request, with the last one's target and decision forgotten (Reading).
+    Phase phase() const { return phase_; }
+    void begin_exchange() { phase_ = Phase::Exchange; }
+    void begin_closing() { phase_ = Phase::Closing; }
+    void read_next_request();
 
     Context& context_;
     std::uint64_t id_;

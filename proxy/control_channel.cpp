@@ -196,9 +196,16 @@ void ControlChannel::apply(const json& settings, bool filesystem) {
     }
     auto policy = std::get<policy::PolicyPtr>(std::move(result));
     layer_ = settings;
+    json warnings = policy->warnings();
+    // An allow entry of this layer that allowManagedDomainsOnly drops changes nothing: the peer must hear so.
+    for (const auto& rule : policy->network().ignored_allows)
+        if (rule.source.layer == policy::Layer::Control)
+            warnings.push_back(
+                "allowedDomains " + rule.text +
+                ": ignored, allowManagedDomainsOnly (managed settings) admits managed domains only");
     json updated = {{"allowedDomains", policy->network().allowed_domains.size()},
                     {"deniedDomains", policy->network().denied_domains.size()},
-                    {"warnings", policy->warnings()}};
+                    {"warnings", std::move(warnings)}};
     if (filesystem)
         updated["note"] = "filesystem rules cannot change for a running jail; they are not applied";
     set_policy_(std::move(policy));

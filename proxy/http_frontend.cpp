@@ -10,6 +10,7 @@
 #include "proxy/auth.hpp"
 #include "proxy/connection.hpp"
 #include "proxy/context.hpp"
+#include "proxy/request_rules.hpp"
 
 namespace cordon::proxy {
 
@@ -122,7 +123,7 @@ void HttpFrontEnd::answer(const Verdict& v) {
 }
 
 bool HttpFrontEnd::needs_client() const {
-    switch (c_.phase_) {
+    switch (c_.phase()) {
         case Phase::Reading:
             return !c_.in_.empty() || (request_parser_ && request_parser_->in_message());  // a head begun
         case Phase::Exchange:
@@ -140,11 +141,11 @@ void HttpFrontEnd::on_upstream_readable() {
 }
 
 bool HttpFrontEnd::on_upstream_error(int error) {
-    if (c_.phase_ == Phase::Exchange && !response_started_ && !response_done_) {
+    if (c_.phase() == Phase::Exchange && !response_started_ && !response_done_) {
         upstream_failure(502, "upstream-reset", std::string("upstream failed: ") + std::strerror(error));
         return true;
     }
-    if (c_.phase_ == Phase::Reading) {
+    if (c_.phase() == Phase::Reading) {
         c_.upstream_.reset();  // an idle kept-alive upstream went away
         upstream_key_.clear();
         return true;
@@ -160,7 +161,7 @@ bool HttpFrontEnd::on_header_timeout() {
 }
 
 bool HttpFrontEnd::on_idle_timeout() {
-    if (c_.phase_ != Phase::Exchange || response_started_ || response_done_) return false;
+    if (c_.phase() != Phase::Exchange || response_started_ || response_done_) return false;
     upstream_failure(504, "upstream-timeout", "upstream " + c_.request_.host + " did not answer in time");
     return true;
 }
@@ -189,8 +190,9 @@ void HttpFrontEnd::process() {
     processing_ = true;
     // Answers pile up for a client that pipelines without reading: stop at kHighWater until it drains.
     while (!c_.in_.empty() && !c_.closed() && c_.client_->queued() < kHighWater &&
-           (c_.phase_ == Phase::Reading || (c_.phase_ == Phase::Exchange && !request_done_))) {
-        if (c_.phase_ == Phase::Reading && c_.head_started_ == 0) c_.head_started_ = uv_now(c_.context_.loop);
+           (c_.phase() == Phase::Reading || (c_.phase() == Phase::Exchange && !request_done_))) {
+        if (c_.phase() == Phase::Reading && c_.head_started_ == 0)
+            c_.head_started_ = uv_now(c_.context_.loop);
         auto result = request_parser_->feed(c_.in_);
         switch (result.status) {
             case HttpParser::Status::Ok:
@@ -223,26 +225,26 @@ void HttpFrontEnd::backpressure() {
     if (c_.closed() || !c_.client_) return;
     // The client is read while a request is decided and answered too (bounded by kMaxBuffered): toggling read
     // interest costs system calls on every request of a keep-alive connection.
-    bool body_blocked = c_.phase_ == Phase::Exchange && !request_done_ && c_.upstream_ &&
+    bool body_blocked = c_.phase() == Phase::Exchange && !request_done_ && c_.upstream_ &&
                         c_.upstream_->queued() >= kHighWater;
     // A connection closing after its final answer (a 407, a refusal) keeps reading: the lingering read is
     // what notices the client's close or reset at once (it used to wait for the timer).
     bool client_read =
         !c_.client_eof_ && !body_blocked && c_.in_.size() < Connection::kMaxBuffered &&
-        (c_.phase_ == Phase::Closing || (c_.client_->queued() < kHighWater &&
-                                         (c_.phase_ == Phase::Reading || c_.phase_ == Phase::Exchange ||
-                                          c_.phase_ == Phase::Deciding || c_.phase_ == Phase::Dialing)));
+        (c_.phase() == Phase::Closing || (c_.client_->queued() < kHighWater &&
+                                          (c_.phase() == Phase::Reading || c_.phase() == Phase::Exchange ||
+                                           c_.phase() == Phase::Deciding || c_.phase() == Phase::Dialing)));
     c_.client_->want_read(client_read);
     if (c_.upstream_) {
         bool upstream_read =
-            (c_.phase_ == Phase::Exchange && response_parser_ && !response_done_ &&
+            (c_.phase() == Phase::Exchange && response_parser_ && !response_done_ &&
              c_.client_->queued() < kHighWater) ||
-            c_.phase_ == Phase::Reading;  // an idle kept-alive upstream: notice when it closes
+            c_.phase() == Phase::Reading;  // an idle kept-alive upstream: notice when it closes
         c_.upstream_->want_read(upstream_read);
     }
     // Bytes that arrived while the body was not being read.
     if (!c_.in_.empty() && c_.client_->queued() < kHighWater &&
-        (c_.phase_ == Phase::Reading || (c_.phase_ == Phase::Exchange && !request_done_ && !body_blocked)))
+        (c_.phase() == Phase::Reading || (c_.phase() == Phase::Exchange && !request_done_ && !body_blocked)))
         process();
 }
 
@@ -355,6 +357,17 @@ void HttpFrontEnd::head_complete() {
             return;
         }
     }
+    // A host's request rules hold for plain `http://` to it as for requests inside its inspected TLS.
+    if (c_.proto_ == Proto::Http) {
+        auto ruling = rule_request(*c_.context_.policy->network().inspection, host, port, head.method,
+                                   c_.request_.path, head.target);
+        if (!ruling.allowed) {
+            c_.request_.rule = ruling.rule;
+            c_.request_.source = ruling.source;
+            c_.conclude({Verdict::Kind::Rejected, ruling.reason, "", ruling.status, ruling.message});
+            return;
+        }
+    }
     c_.decide(host, port);
 }
 
@@ -392,14 +405,8 @@ void HttpFrontEnd::send_error(int status, const std::string& reason, const std::
     if (has_body || !request_head_.keep_alive || c_.context_.draining || c_.over_limit_ ||
         c_.proto_ == Proto::Connect)
         keep_alive = false;
-    bool head_method = request_head_.method == "HEAD";
     std::string out =
-        "HTTP/1.1 " + std::to_string(status) + " " + (reason.empty() ? reason_phrase(status) : reason) +
-        "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-    if (!x_proxy_error.empty()) out += "X-Proxy-Error: " + x_proxy_error + "\r\n";
-    if (!keep_alive) out += "Connection: close\r\n";
-    out += "\r\n";
-    if (!head_method) out += body;
+        proxy_answer(status, x_proxy_error, body, keep_alive, request_head_.method == "HEAD", reason);
     if (!c_.client_->send(out)) {
         c_.close(std::string("client: ") + std::strerror(c_.client_->error()));
         return;
@@ -412,7 +419,7 @@ void HttpFrontEnd::send_error(int status, const std::string& reason, const std::
     // The request was answered here; read the next one.
     request_done_ = true;
     response_done_ = true;
-    c_.phase_ = Phase::Exchange;
+    c_.begin_exchange();
     request_parser_->resume();  // paused after the head; the (empty) body completes at once
     auto result = request_parser_->feed(std::string_view());
     (void)result;
@@ -441,7 +448,7 @@ void HttpFrontEnd::refuse(const Verdict& v) {
 
 void HttpFrontEnd::reject(const Verdict& v) {
     if (v.status == 407) {
-        c_.phase_ = Phase::Closing;
+        c_.begin_closing();
         c_.client_->send("HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: " +
                          std::string(kProxyAuthenticate) +
                          "\r\nContent-Type: text/plain\r\nContent-Length: " +
@@ -467,7 +474,7 @@ void HttpFrontEnd::upstream_failure(int status, const std::string& error, const 
 }
 
 void HttpFrontEnd::connected() {
-    c_.phase_ = Phase::Exchange;
+    c_.begin_exchange();
     const HttpHead& h = request_head_;
     std::string out;
     out.reserve(512);
@@ -494,7 +501,7 @@ void HttpFrontEnd::connected() {
     backpressure();
     if (!c_.closed() && !c_.in_.empty()) process();
     // A body-less request completes at its head: let the parser say so.
-    if (!c_.closed() && c_.phase_ == Phase::Exchange && !request_done_ && c_.in_.empty() && !h.chunked &&
+    if (!c_.closed() && c_.phase() == Phase::Exchange && !request_done_ && c_.in_.empty() && !h.chunked &&
         h.content_length.value_or(0) == 0) {
         auto result = request_parser_->feed(std::string_view());
         if (result.status == HttpParser::Status::MessageComplete) request_complete();
@@ -503,7 +510,7 @@ void HttpFrontEnd::connected() {
 
 void HttpFrontEnd::request_body(std::string_view data) {
     if (response_done_ && request_done_) return;
-    if (!c_.upstream_ || c_.phase_ != Phase::Exchange) return;  // answered by the proxy: discard
+    if (!c_.upstream_ || c_.phase() != Phase::Exchange) return;  // answered by the proxy: discard
     c_.bytes_up_ += data.size();
     if (chunk_request_) {
         c_.upstream_->send(chunk_header(data.size()));
@@ -527,7 +534,7 @@ void HttpFrontEnd::request_complete() {
 void HttpFrontEnd::read_upstream() {
     long n = c_.upstream_->read(c_.scratch_buffer(), Connection::kScratchSize);
     if (n == -1) return;
-    if (c_.phase_ != Phase::Exchange || !response_parser_) {
+    if (c_.phase() != Phase::Exchange || !response_parser_) {
         // An idle kept-alive upstream spoke or closed: it can no longer be trusted for the next request.
         c_.upstream_.reset();
         upstream_key_.clear();
@@ -545,7 +552,7 @@ void HttpFrontEnd::read_upstream() {
     // Everything this read produces for the client goes out in one write.
     c_.client_->cork();
     std::string_view view(c_.scratch_buffer(), static_cast<std::size_t>(n));
-    while (!view.empty() && !c_.closed() && c_.phase_ == Phase::Exchange && !response_done_) {
+    while (!view.empty() && !c_.closed() && c_.phase() == Phase::Exchange && !response_done_) {
         auto result = response_parser_->feed(view);
         if (result.status == HttpParser::Status::Ok) break;
         if (result.status == HttpParser::Status::Error) {
@@ -676,9 +683,7 @@ void HttpFrontEnd::next_request() {
         c_.finish_after_flush();
         return;
     }
-    c_.phase_ = Phase::Reading;
-    c_.request_ = Connection::Request{};
-    c_.decision_.forget();
+    c_.read_next_request();
     request_head_ = HttpHead{};
     request_done_ = response_done_ = response_started_ = false;
     request_parser_->resume();

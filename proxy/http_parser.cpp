@@ -58,6 +58,19 @@ bool host_header_names(std::string_view value, const std::string& host, std::uin
     return named && named->host == host;
 }
 
+std::string proxy_answer(int status, std::string_view x_proxy_error, std::string_view body, bool keep_alive,
+                         bool head_only, std::string_view reason) {
+    std::string out = "HTTP/1.1 " + std::to_string(status) + " " +
+                      std::string(reason.empty() ? std::string_view(reason_phrase(status)) : reason) +
+                      "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
+                      "\r\n";
+    if (!x_proxy_error.empty()) out += "X-Proxy-Error: " + std::string(x_proxy_error) + "\r\n";
+    if (!keep_alive) out += "Connection: close\r\n";
+    out += "\r\n";
+    if (!head_only) out += body;
+    return out;
+}
+
 const char* reason_phrase(int status) {
     switch (status) {
         case 400:
@@ -202,6 +215,13 @@ struct HttpParser::Callbacks {
             if (h.header_count("host") > 1) return fail(p, "duplicate Host header");
             if (h.header_count("transfer-encoding") > 0 && h.header_count("content-length") > 0)
                 return fail(p, "both Content-Length and Transfer-Encoding");
+            // Why exactly `chunked` and nothing else (not `gzip, chunked`, not two headers): servers disagree
+            // on which coding frames the body when there are several, and a body one of them frames
+            // differently from cordon is a request cordon never saw.
+            if (h.header_count("transfer-encoding") > 1)
+                return fail(p, "more than one Transfer-Encoding header");
+            if (auto te = h.header("transfer-encoding"); te && !iequals(*te, "chunked"))
+                return fail(p, "Transfer-Encoding other than chunked");
             if (h.header_count("transfer-encoding") > 0 && !h.chunked)
                 return fail(p, "Transfer-Encoding other than chunked");
             s->pause_ = Status::HeadComplete;

@@ -124,4 +124,10 @@ bool host_header_names(std::string_view value, const std::string& host, std::uin
 // The reason phrase of a status the proxy answers with itself ("Error" for others).
 const char* reason_phrase(int status);
 
+// An answer the proxy gives itself, whatever front-end or stage gives it (absolute-form requests, requests
+// inside an inspected connection): a plain-text `body`, `X-Proxy-Error` when not empty, `Connection: close`
+// unless `keep_alive`, no body bytes for a HEAD request (`head_only`). `reason` replaces the status's phrase.
+std::string proxy_answer(int status, std::string_view x_proxy_error, std::string_view body, bool keep_alive,
+                         bool head_only, std::string_view reason = {});
+
 }  // namespace cordon::proxy

@@ -9,6 +9,8 @@
 
 #include <strings.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "policy/inspection.hpp"
@@ -16,6 +18,8 @@
 #include "proxy/auth.hpp"
 #include "proxy/connection.hpp"
 #include "proxy/context.hpp"
+#include "proxy/request_rules.hpp"
+#include "proxy/secret_scrub.hpp"
 #include "proxy/tls_inspector.hpp"
 
 namespace cordon::proxy {
@@ -39,17 +43,31 @@ std::string openssl_reason() {
     return r ? r : "handshake failed";
 }
 
-// Replaces every sentinel in `text` by its secret's value. Returns the first secret that may not go to `host`
-// (then `text` may hold values already substituted: wipe it), or null.
+// `text` is the value of request header `header`. Returns the first secret whose sentinel it carries and
+// which may not go to `host` (nothing is substituted then), or null after putting each secret's value in
+// place of its sentinel, in a header that carries credentials only. Why only there: a server that reflects a
+// request header (CORS middleware echoing Origin, an error page quoting User-Agent) would hand the real value
+// back to the jail.
 const Options::Secret* substitute_sentinels(const TlsInspector& tls, std::string& text,
-                                            const std::string& host) {
-    while (const auto* s = tls.sentinel_in(text)) {
-        if (!TlsInspector::may_inject(*s, host)) return s;
-        for (std::size_t at = text.find(s->sentinel); at != std::string::npos;
-             at = text.find(s->sentinel, at + s->value.size()))
-            text.replace(at, s->sentinel.size(), s->value);
+                                            const std::string& host, std::string_view header) {
+    for (const auto& s : tls.secrets())
+        if (!s.sentinel.empty() && text.find(s.sentinel) != std::string::npos &&
+            !TlsInspector::may_inject(s, host))
+            return &s;
+    for (const auto& s : tls.secrets()) {
+        if (s.sentinel.empty() || !TlsInspector::carries_credentials(s, header)) continue;
+        for (std::size_t at = text.find(s.sentinel); at != std::string::npos;
+             at = text.find(s.sentinel, at + s.value.size()))
+            text.replace(at, s.sentinel.size(), s.value);
     }
     return nullptr;
+}
+
+// Every real value of `secrets` in `text`, in every form scrub_secret() knows, becomes its sentinel in the
+// same form (the same length: framing stays valid).
+void unsubstitute(const std::vector<const Options::Secret*>& secrets, std::string& text) {
+    for (const auto* s : secrets)
+        scrub_secret(text, s->value, s->sentinel);
 }
 
 }  // namespace
@@ -86,8 +104,17 @@ void InspectedTunnel::peek() {
 }
 
 void InspectedTunnel::opaque() {
-    if (c_.context_.policy->network().inspection->refuse_opaque_tunnels) {
+    const auto& inspection = *c_.context_.policy->network().inspection;
+    if (inspection.refuse_opaque_tunnels) {
         finish("opaque-tunnel-refused: the client did not start TLS to an inspected host");
+        return;
+    }
+    // Why plain bytes to a host with request rules are read as HTTP rather than relayed: the rules are the
+    // user's word on that host whatever the scheme, and `http://` to it (through a CONNECT tunnel, SOCKS5 or
+    // the transparent front-end) would otherwise reach every path they deny. What does not parse as HTTP
+    // gets a 400 and the connection closes.
+    if (has_request_rules(inspection, c_.request_.host, c_.request_.port)) {
+        read_plain_http();
         return;
     }
     // Not TLS: the pipeline's splice relay takes the tunnel (Connection::start_tunnel sees declined()).
@@ -97,6 +124,17 @@ void InspectedTunnel::opaque() {
     c_.client_->set_owner(&c_);
     c_.upstream_->set_owner(&c_);
     c_.start_tunnel();
+}
+
+void InspectedTunnel::read_plain_http() {
+    plain_ = true;
+    state_ = State::Open;
+    req_in_.swap(client_cipher_);
+    std::string().swap(client_cipher_);
+    request_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Request, &request_sink_);
+    update_interest();
+    process_requests();
+    if (!c_.closed()) flush();
 }
 
 // ---- the upstream's handshake, first: no leaf before the upstream proved itself
@@ -143,21 +181,38 @@ void InspectedTunnel::continue_upstream() {
 }
 
 void InspectedTunnel::upstream_refused(const std::string& error) {
-    // The request that would have followed is answered 502 in the log; the client's TLS handshake cannot
-    // carry an HTTP answer without a certificate cordon will not mint, so it gets a fatal alert
-    // (handshake_failure) and the connection closes.
+    // Why the client still gets cordon's TLS: a bare alert tells an agent or a person nothing, while a 502
+    // whose body names the reason (expired, wrong name, unknown CA) is read. The leaf is for the name the
+    // policy allowed, and no byte of the upstream that failed ever passes: its TLS is dropped and its socket
+    // no longer read. The one request answered is that 502, logged with the error; then the connection
+    // closes.
+    upstream_error_ = error;
+    SSL_free(up_);
+    up_ = nullptr;
+    c_.upstream_->want_read(false);
+    Verdict v{Verdict::Kind::Failed, "allowed", error, 502, ""};
+    c_.count_refusal(v);
     method_.clear();
     path_.clear();
     url_ = "https://" + c_.request_.host +
            (c_.request_.port == 443 ? "" : ":" + std::to_string(c_.request_.port));
     rule_ = rule_text(c_.decision_.last());
     source_ = rule_source(c_.decision_.last());
-    log_request("allow", "allowed", 502, error);
-    Verdict v{Verdict::Kind::Failed, "allowed", error, 502, ""};
-    c_.count_refusal(v);
-    static const char kAlert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28};
-    c_.client_->send(std::string_view(kAlert, sizeof kAlert));
-    finish(error);
+    response_status_ = 502;
+    logged_ = false;  // logged with the request that gets the 502, or when the client leaves without one
+    begin_client();
+}
+
+void InspectedTunnel::answer_upstream_failure() {
+    keep_alive_ = false;
+    std::string body =
+        "cordon: " + url_ + " failed TLS verification, nothing was sent to it: " + upstream_error_ + "\n";
+    std::string out = proxy_answer(502, "upstream-failure", body, false, method_ == "HEAD");
+    if (!write_client(out)) return;
+    response_bytes_ = out.size();
+    log_request("allow", "allowed", 502, upstream_error_);
+    request_ = Request::Skip;
+    next_request();
 }
 
 // ---- the client's handshake, with a leaf for the host
@@ -169,6 +224,14 @@ void InspectedTunnel::begin_client() {
         return;
     }
     const auto& l = *std::get<std::shared_ptr<const certs::Leaf>>(leaf);
+    // Why responses of an inject host are rewritten: it holds the real value of a secret and may send it
+    // back (a reflected header, an echo endpoint, an error page); the jail only ever sees the sentinel.
+    for (const auto& s : c_.context_.tls->secrets())
+        if (!s.value.empty() && s.value.size() == s.sentinel.size() &&
+            TlsInspector::may_inject(s, c_.request_.host)) {
+            scrub_.push_back(&s);
+            scrub_keep_ = std::max(scrub_keep_, longest_secret_form(s.value.size()) - 1);
+        }
     c_.context_.metrics.tls_leaves_minted = c_.context_.tls->leaves().minted();
     state_ = State::ClientHandshake;
     down_ = SSL_new(c_.context_.tls->client_side());
@@ -206,6 +269,10 @@ void InspectedTunnel::on_readable(Socket& socket) {
     char* buf = Connection::scratch_buffer();
     long n = socket.read(buf, Connection::kScratchSize);
     if (n == -1) return;
+    if (!client && !upstream_error_.empty()) {  // the upstream that failed: nothing it sends matters
+        socket.want_read(false);
+        return;
+    }
     if (n == -2) {
         finish(std::string(client ? "client: " : "upstream: ") + std::strerror(socket.error()));
         return;
@@ -228,7 +295,9 @@ void InspectedTunnel::on_readable(Socket& socket) {
             response_complete();
             return;
         }
-        finish(request_ == Request::AwaitResponse ? "upstream closed mid-response" : "");
+        finish(request_ == Request::AwaitResponse ? "upstream closed mid-response"
+               : request_ == Request::Head        ? ""
+                                                  : "upstream closed mid-request");
         return;
     }
     std::string_view data(buf, static_cast<std::size_t>(n));
@@ -247,12 +316,22 @@ void InspectedTunnel::on_readable(Socket& socket) {
                 continue_client();
                 return;
             case State::Open:
+                if (plain_) {
+                    req_in_.append(data);
+                    process_requests();
+                    if (!c_.closed()) flush();
+                    return;
+                }
                 BIO_write(SSL_get_rbio(down_), data.data(), static_cast<int>(data.size()));
                 read_client_plaintext();
                 return;
             case State::Done:
                 return;
         }
+    }
+    if (plain_) {
+        if (upstream_plaintext(data)) flush();
+        return;
     }
     if (!up_) return;
     BIO_write(SSL_get_rbio(up_), data.data(), static_cast<int>(data.size()));
@@ -269,6 +348,7 @@ void InspectedTunnel::on_drained(Socket&) {
 
 void InspectedTunnel::on_error(Socket& socket, int error) {
     if (c_.closed()) return;
+    if (&socket != c_.client_.get() && !upstream_error_.empty()) return;  // the upstream that failed
     finish(std::string(&socket == c_.client_.get() ? "client: " : "upstream: ") + std::strerror(error));
 }
 
@@ -279,40 +359,71 @@ void InspectedTunnel::update_interest() {
     if (state_ == State::UpstreamHandshake) read_client = client_cipher_.size() < kMaxPending;
     if (state_ == State::Open) read_client = read_client && req_in_.size() < kMaxPending;
     c_.client_->want_read(read_client);
-    c_.upstream_->want_read(state_ != State::Peek && client_q < kHighWater);
+    c_.upstream_->want_read(state_ != State::Peek && upstream_error_.empty() && client_q < kHighWater);
 }
 
 bool InspectedTunnel::flush() {
     if (c_.closed()) return false;
-    char buf[16384];
     for (auto [ssl, socket] : {std::pair{down_, c_.client_.get()}, std::pair{up_, c_.upstream_.get()}}) {
         if (!ssl) continue;
+        // Everything TLS wrote, in one send from the memory BIO's own buffer (then emptied): no copy and no
+        // syscall per record on the way out.
         BIO* out = SSL_get_wbio(ssl);
-        while (BIO_ctrl_pending(out) > 0) {
-            int n = BIO_read(out, buf, sizeof buf);
-            if (n <= 0) break;
-            if (!socket->send(std::string_view(buf, static_cast<std::size_t>(n)))) {
-                finish(std::string(socket == c_.client_.get() ? "client: " : "upstream: ") +
-                       std::strerror(socket->error()));
-                return false;
-            }
+        char* data = nullptr;
+        long n = BIO_get_mem_data(out, &data);
+        if (n <= 0) continue;
+        bool sent = socket->send(std::string_view(data, static_cast<std::size_t>(n)));
+        (void)BIO_reset(out);
+        if (!sent) {
+            finish(std::string(socket == c_.client_.get() ? "client: " : "upstream: ") +
+                   std::strerror(socket->error()));
+            return false;
         }
     }
     update_interest();
     return true;
 }
 
-void InspectedTunnel::write_client(std::string_view data) {
-    if (data.empty()) return;
-    SSL_write(down_, data.data(), static_cast<int>(data.size()));
+bool InspectedTunnel::write_client(std::string_view data) {
+    if (!(plain_ ? write_plain(*c_.client_, data, "client: ") : write_all(down_, data, "client-tls: ")))
+        return false;
     bytes_down_ += data.size();
+    return true;
 }
 
-void InspectedTunnel::write_upstream(std::string_view data) {
-    if (data.empty()) return;
-    SSL_write(up_, data.data(), static_cast<int>(data.size()));
+bool InspectedTunnel::write_upstream(std::string_view data) {
+    if (!(plain_ ? write_plain(*c_.upstream_, data, "upstream: ") : write_all(up_, data, "upstream-tls: ")))
+        return false;
     bytes_up_ += data.size();
     request_bytes_ += data.size();
+    return true;
+}
+
+bool InspectedTunnel::write_plain(Socket& socket, std::string_view data, const char* side) {
+    if (c_.closed()) return false;
+    if (!socket.send(data)) {
+        finish(side + std::string(std::strerror(socket.error())));
+        return false;
+    }
+    return true;
+}
+
+bool InspectedTunnel::write_all(SSL* ssl, std::string_view data, const char* side) {
+    if (c_.closed()) return false;
+    // Why a loop: SSL_write may take less than it was given (one record at a time), and every byte not taken
+    // here would be lost from the stream. A dropped piece of a request head turns what follows (its body,
+    // chosen by the client) into the next request the upstream reads: a request no rule and no audit line
+    // saw. The memory BIO takes everything, so anything but progress is a broken connection.
+    while (!data.empty()) {
+        int chunk = static_cast<int>(std::min<std::size_t>(data.size(), 1 << 30));
+        int n = SSL_write(ssl, data.data(), chunk);
+        if (n <= 0) {
+            finish(side + openssl_reason());
+            return false;
+        }
+        data.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
 }
 
 void InspectedTunnel::finish(const std::string& error) {
@@ -371,6 +482,10 @@ void InspectedTunnel::process_requests() {
             case HttpParser::Status::Error: {
                 std::string why = request_parser_->error();
                 keep_alive_ = false;
+                if (request_ == Request::Body || request_ == Request::Skip) {
+                    bad_body(why);
+                    return;
+                }
                 refuse(request_parser_->error_status(), "bad-request", "bad-request",
                        "cordon: bad request: " + why + "\n", "", "");
                 if (!c_.closed()) {
@@ -383,6 +498,26 @@ void InspectedTunnel::process_requests() {
     }
 }
 
+void InspectedTunnel::bad_body(const std::string& why) {
+    std::string error = "bad-request: " + why;
+    if (request_ == Request::Skip) {  // a refused request's body: it has its line, and nothing was sent
+        finish(error);
+        return;
+    }
+    // Why `allow`: the head (and part of the body) reached the upstream, which holds the request; its line
+    // says it was forwarded and how it ended. The client gets the 400 unless a response has begun.
+    int status = response_status_ ? response_status_ : 502;
+    if (response_bytes_ == 0) {
+        status = request_parser_->error_status();
+        std::string out = proxy_answer(status, "bad-request", "cordon: bad request: " + why + "\n", false,
+                                       method_ == "HEAD");
+        if (!write_client(out)) return;
+        response_bytes_ = out.size();
+    }
+    log_request("allow", "allowed", status, error);
+    if (flush()) finish(error);
+}
+
 void InspectedTunnel::request_head() {
     const HttpHead& head = request_parser_->head();
     const std::string& host = c_.request_.host;
@@ -391,6 +526,7 @@ void InspectedTunnel::request_head() {
     const TlsInspector& tls = *c_.context_.tls;
     method_ = head.method;
     path_ = head.target;
+    logged_ = false;
     keep_alive_ = head.keep_alive && !c_.context_.draining;
     request_bytes_ = response_bytes_ = 0;
     response_status_ = 0;
@@ -399,12 +535,17 @@ void InspectedTunnel::request_head() {
     hold_.clear();
     head_out_.clear();
     bool v6 = host.find(':') != std::string::npos;
-    std::string authority = (v6 ? "[" + host + "]" : host) + (port == 443 ? "" : ":" + std::to_string(port));
-    url_ = "https://" + authority + path_;
+    std::string authority =
+        (v6 ? "[" + host + "]" : host) + (port == (plain_ ? 80 : 443) ? "" : ":" + std::to_string(port));
+    url_ = (plain_ ? "http://" : "https://") + authority + path_;
     const policy::Decision& d = c_.decision_.last();
     rule_ = rule_text(d);
     source_ = rule_source(d);
     request_parser_->resume();
+    if (!upstream_error_.empty()) {
+        answer_upstream_failure();
+        return;
+    }
 
     if (path_.empty() || path_.front() != '/') {
         if (!(method_ == "OPTIONS" && path_ == "*")) {
@@ -415,6 +556,19 @@ void InspectedTunnel::request_head() {
                    "", "");
             return;
         }
+    }
+    // Why a request must be HTTP/1.x and name its host here: an HTTP/0.9 line or a head without Host is read
+    // differently by servers behind a shared front (default host, another protocol), and the Host check
+    // below could not hold it to the tunnel's host.
+    if (head.version_major != 1 || !head.header("host")) {
+        keep_alive_ = false;
+        refuse(400, "bad-request", "bad-request",
+               std::string("cordon: bad request: ") +
+                   (head.version_major != 1 ? "only HTTP/1.0 and HTTP/1.1 are read inside a tunnel"
+                                            : "no Host header") +
+                   "\n",
+               "", "");
+        return;
     }
     if (head.upgrade) {
         keep_alive_ = false;
@@ -431,49 +585,55 @@ void InspectedTunnel::request_head() {
                "", "");
         return;
     }
-    // Request rules (deny wins; a host with rules and no matching one is denied), on the path as a server may
-    // read it; shapes servers disagree on are refused.
-    std::string why_not;
-    auto rule_path = policy::rule_path(path_, why_not);
-    if (!rule_path && path_ != "*") {
-        keep_alive_ = false;
-        refuse(400, "bad-request", "bad-request", "cordon: bad request: " + why_not + "\n", "", "");
-        return;
+    // Request rules (deny wins; a host with rules and no matching one is denied).
+    auto ruling = rule_request(inspection, host, port, method_, path_, url_);
+    if (!ruling.rule.empty()) {
+        rule_ = ruling.rule;
+        source_ = ruling.source;
     }
-    auto verdict = inspection.decide_request(host, port, method_, rule_path.value_or("*"));
-    if (verdict.rule) {
-        rule_ = verdict.rule->host.rule.text;
-        source_ = policy::format_source(verdict.rule->host.rule.source);
-    }
-    if (!verdict.allowed) {
-        std::string why = verdict.rule ? "blocked by request rule " + rule_ + " from " + source_
-                                       : "no request rule for " + host + " allows " + method_ + " " +
-                                             rule_path.value_or("*");
-        if (!verdict.rule) {
-            rule_.clear();
-            source_.clear();
-        }
-        refuse(403, "blocked-by-request-rule", "blocked-by-request-rule",
-               "Connection blocked by network allowlist\ncordon: " + method_ + " " + url_ + ": " + why + "\n",
-               rule_, source_);
+    if (!ruling.allowed) {
+        if (ruling.status == 400) keep_alive_ = false;
+        refuse(ruling.status, ruling.reason, ruling.reason, ruling.message, ruling.rule, ruling.source);
         return;
     }
     // Secrets: never towards a host that may not have them. The refusal names the variable, never a value.
+    // Why no real value goes into plain HTTP, even to an inject host: anyone on the path would read it.
+    if (plain_) {
+        const Options::Secret* carried = tls.sentinel_in(path_);
+        for (const auto& [name, value] : head.headers)
+            if (!carried) carried = tls.sentinel_in(value);
+        if (carried) {
+            refuse_secret("a plain-HTTP request (no TLS)", *carried);
+            return;
+        }
+    }
     if (const auto* s = tls.sentinel_in(path_); s && !TlsInspector::may_inject(*s, host)) {
         refuse_secret("the request URL", *s);
         return;
     }
+    // The body's first kBodyScan bytes are scanned for sentinels before anything is sent.
+    bool hold = (head.chunked || head.content_length.value_or(0) > 0) && !tls.secrets().empty();
+    // Why cordon answers `100 Continue` itself while it holds the head: a client that sent
+    // `Expect: 100-continue` sends no body before a 100 or its own timeout (curl's is 1 s, some clients wait
+    // for ever), and the upstream that would answer it has not seen the head. The Expect header is dropped
+    // from the forwarded head then: the body comes anyway, and the client gets one 100, not two.
+    bool answer_continue = false;
+    if (auto expect = head.header("expect"); hold && expect && iequals(*expect, "100-continue") &&
+                                             head.version_major == 1 && head.version_minor >= 1)
+        answer_continue = true;
     std::string out = method_ + " " + path_ + " HTTP/" + std::to_string(head.version_major) + "." +
                       std::to_string(head.version_minor) + "\r\n";
     for (const auto& [name, value] : head.headers) {
         if (iequals(name, "proxy-authorization") || iequals(name, "proxy-connection")) continue;
+        if (answer_continue && iequals(name, "expect")) continue;
+        if (!scrub_.empty() && iequals(name, "accept-encoding")) continue;
         std::string v = value;
         // Basic credentials carry a token base64-encoded (git over HTTPS: user:TOKEN): look inside them too.
         if (iequals(name, "authorization") && v.size() > 6 &&
             iequals(std::string_view(v).substr(0, 6), "basic ")) {
             if (auto decoded = base64_decode(std::string_view(v).substr(6))) {
                 std::string plain = *decoded;
-                const auto* refused = substitute_sentinels(tls, plain, host);
+                const auto* refused = substitute_sentinels(tls, plain, host, name);
                 if (!refused && plain != *decoded) v = "Basic " + base64_encode(plain);
                 ::explicit_bzero(decoded->data(), decoded->size());
                 ::explicit_bzero(plain.data(), plain.size());
@@ -483,22 +643,25 @@ void InspectedTunnel::request_head() {
                 }
             }
         }
-        // Why headers only: a body or URL is data the program chose to send; a header is where tokens go.
-        if (const auto* refused = substitute_sentinels(tls, v, host)) {
+        // Why credential headers only: a body or URL is data the program chose to send, and a server may
+        // reflect any other header.
+        if (const auto* refused = substitute_sentinels(tls, v, host, name)) {
             refuse_secret("header " + name, *refused);
             return;
         }
         out += name + ": " + v + "\r\n";
     }
+    // Why an inject host is asked for identity: the scrubber reads the bytes as sent, and a compressed body
+    // (gzip, br) would carry the real value past it, for the client to inflate.
+    if (!scrub_.empty()) out += "Accept-Encoding: identity\r\n";
     out += "\r\n";
     if (!response_parser_)
         response_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Response, &response_sink_);
     response_parser_->set_no_body(method_ == "HEAD");
-    bool has_body = head.chunked || head.content_length.value_or(0) > 0;
-    if (has_body && !tls.secrets().empty()) {
-        // The body's first kBodyScan bytes are scanned for sentinels before anything is sent.
+    if (hold) {
         head_out_ = std::move(out);
         request_ = Request::Hold;
+        if (answer_continue) write_client("HTTP/1.1 100 Continue\r\n\r\n");
         return;
     }
     write_upstream(out);
@@ -534,8 +697,7 @@ void InspectedTunnel::release_hold() {
         refuse_secret("the request body", *s);
         return;
     }
-    write_upstream(head_out_);
-    write_upstream(hold_);
+    if (write_upstream(head_out_)) write_upstream(hold_);
     std::string().swap(head_out_);
     std::string().swap(hold_);
     request_ = Request::Body;
@@ -563,10 +725,7 @@ void InspectedTunnel::refuse(int status, const std::string& x_proxy_error, const
                              const std::string& body, const std::string& rule, const std::string& source) {
     rule_ = rule;
     source_ = source;
-    std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) +
-                      "\r\nContent-Type: text/plain\r\nX-Proxy-Error: " + x_proxy_error +
-                      "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" +
-                      (keep_alive_ ? "" : "Connection: close\r\n") + "\r\n" + (method_ == "HEAD" ? "" : body);
+    std::string out = proxy_answer(status, x_proxy_error, body, keep_alive_, method_ == "HEAD");
     write_client(out);
     log_request("deny", reason, status, "");
     // The connection stays usable: the refused request's body is read and dropped (Skip), then the next
@@ -587,46 +746,126 @@ void InspectedTunnel::read_upstream_plaintext() {
                     keep_alive_ = false;
                     response_complete();
                 } else {
-                    finish(request_ == Request::AwaitResponse ? "upstream closed mid-response" : "");
+                    finish(request_ == Request::AwaitResponse ? "upstream closed mid-response"
+                           : request_ == Request::Head        ? ""
+                                                              : "upstream closed mid-request");
                 }
                 return;
             }
             finish("upstream-tls: " + openssl_reason());
             return;
         }
-        std::string_view view(buf, static_cast<std::size_t>(n));
-        if (request_ != Request::AwaitResponse && request_ != Request::Body && request_ != Request::Hold) {
-            finish("upstream spoke out of turn");  // no request in flight
-            return;
-        }
-        while (!view.empty() && !c_.closed()) {
-            auto result = response_parser_->feed(view);
-            if (result.status == HttpParser::Status::Error) {
-                finish("bad response from upstream: " + response_parser_->error());
-                return;
-            }
-            std::size_t used = result.status == HttpParser::Status::Ok ? view.size() : result.consumed;
-            write_client(view.substr(0, used));
-            response_bytes_ += used;
-            view.remove_prefix(used);
-            if (result.status == HttpParser::Status::MessageComplete) {
-                if (response_parser_->interim()) {
-                    response_parser_->resume();
-                    continue;
-                }
-                if (!view.empty()) keep_alive_ = false;  // bytes after the response: out of step
-                if (!response_parser_->should_keep_alive()) keep_alive_ = false;
-                response_complete();
-                if (c_.closed()) return;
-                break;
-            }
-        }
-        if (c_.closed()) return;
+        if (!upstream_plaintext(std::string_view(buf, static_cast<std::size_t>(n)))) return;
     }
     flush();
 }
 
+bool InspectedTunnel::upstream_plaintext(std::string_view view) {
+    if (request_ != Request::AwaitResponse && request_ != Request::Body && request_ != Request::Hold) {
+        finish("upstream spoke out of turn");  // no request in flight
+        return false;
+    }
+    while (!view.empty() && !c_.closed()) {
+        auto result = response_parser_->feed(view);
+        if (c_.closed()) return false;  // closed from a callback: the request has its line already
+        if (result.status == HttpParser::Status::Error) {
+            finish("bad response from upstream: " + response_parser_->error());
+            return false;
+        }
+        std::size_t used = result.status == HttpParser::Status::Ok ? view.size() : result.consumed;
+        if (scrub_.empty()) {
+            write_client(view.substr(0, used));
+            response_bytes_ += used;
+        }
+        view.remove_prefix(used);
+        if (result.status == HttpParser::Status::MessageComplete) {
+            end_scrubbed_body();
+            if (response_parser_->interim()) {
+                response_parser_->resume();
+                continue;
+            }
+            if (!view.empty()) keep_alive_ = false;  // bytes after the response: out of step
+            if (!response_parser_->should_keep_alive()) keep_alive_ = false;
+            response_complete();
+            break;
+        }
+    }
+    return !c_.closed();
+}
+
+void InspectedTunnel::response_head(const HttpHead& head) {
+    response_status_ = head.status;
+    if (scrub_.empty()) return;
+    // An inject host that encodes its answer anyway (it ignored `Accept-Encoding: identity`) sends bytes the
+    // scrubber cannot read: none of them pass, the client gets a 502 saying why.
+    if (auto encoding = head.header("content-encoding");
+        encoding && !iequals(*encoding, "identity") && head.status >= 200) {
+        std::string coding(encoding->substr(0, 64));
+        scrub_body_ = false;
+        response_status_ = 502;
+        std::string body = "cordon: " + url_ + " answered with Content-Encoding " + coding +
+                           ", in which cordon cannot replace the real value of a secret; nothing of it was "
+                           "passed on\n";
+        write_client(proxy_answer(502, "upstream-failure", body, false, method_ == "HEAD"));
+        response_bytes_ = 0;
+        flush();
+        finish("upstream-content-encoding: " + coding);
+        return;
+    }
+    std::string out = "HTTP/" + std::to_string(head.version_major) + "." +
+                      std::to_string(head.version_minor) + " " + std::to_string(head.status) + " " +
+                      head.reason + "\r\n";
+    for (const auto& [name, value] : head.headers)
+        out += name + ": " + value + "\r\n";
+    out += "\r\n";
+    unsubstitute(scrub_, out);
+    scrub_carry_.clear();
+    // The body is written again from what the parser de-chunked, so that a value split across chunks is
+    // found; a chunked body is chunked again (its trailers are dropped).
+    bool interim = head.status >= 100 && head.status < 200;
+    scrub_body_ = !interim && method_ != "HEAD" && head.status != 204 && head.status != 304;
+    scrub_chunked_ = scrub_body_ && head.chunked;
+    write_scrubbed(out);
+}
+
+void InspectedTunnel::response_body(std::string_view data) {
+    if (scrub_.empty() || !scrub_body_) return;
+    scrub_carry_.append(data);
+    unsubstitute(scrub_, scrub_carry_);
+    // Kept back: the bytes that may be the start of a value whose rest has not arrived.
+    if (scrub_carry_.size() <= scrub_keep_) return;
+    std::size_t emit = scrub_carry_.size() - scrub_keep_;
+    write_scrubbed_body(std::string_view(scrub_carry_).substr(0, emit));
+    scrub_carry_.erase(0, emit);
+}
+
+void InspectedTunnel::end_scrubbed_body() {
+    if (scrub_.empty() || !scrub_body_) return;
+    scrub_body_ = false;
+    write_scrubbed_body(scrub_carry_);
+    std::string().swap(scrub_carry_);
+    if (scrub_chunked_) write_scrubbed("0\r\n\r\n");
+}
+
+void InspectedTunnel::write_scrubbed_body(std::string_view data) {
+    if (data.empty()) return;
+    if (!scrub_chunked_) {
+        write_scrubbed(data);
+        return;
+    }
+    char size[24];
+    std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    write_scrubbed(size);
+    write_scrubbed(data);
+    write_scrubbed("\r\n");
+}
+
+void InspectedTunnel::write_scrubbed(std::string_view data) {
+    if (write_client(data)) response_bytes_ += data.size();
+}
+
 void InspectedTunnel::response_complete() {
+    end_scrubbed_body();  // a body delimited by the upstream's close
     log_request("allow", "allowed", response_status_, "");
     if (request_ != Request::AwaitResponse) keep_alive_ = false;  // answered before the body ended
     response_parser_->resume();
@@ -646,11 +885,23 @@ void InspectedTunnel::next_request() {
     if (!c_.closed()) flush();
 }
 
+void InspectedTunnel::end_in_flight(const std::string& error) {
+    if (logged_) return;
+    if (!upstream_error_.empty()) {  // the client left before asking anything
+        log_request("allow", "allowed", 502, upstream_error_);
+        return;
+    }
+    if (request_ != Request::Body && request_ != Request::Hold && request_ != Request::AwaitResponse) return;
+    log_request("allow", "allowed", response_status_ ? response_status_ : 502,
+                error.empty() ? "closed mid-request" : error);
+}
+
 void InspectedTunnel::log_request(const std::string& decision, const std::string& reason, int status,
                                   const std::string& error) {
+    logged_ = true;
     DecisionEvent e;
     e.id = c_.id_;
-    e.proto = "https";
+    e.proto = plain_ ? "http" : "https";
     e.host = c_.request_.host;
     e.port = c_.request_.port;
     e.method = method_;
@@ -666,8 +917,7 @@ void InspectedTunnel::log_request(const std::string& decision, const std::string
     e.request_bytes = request_bytes_;
     e.response_bytes = response_bytes_;
     e.inner = true;
-    c_.context_.metrics.count_request(e.proto, e.decision, e.reason);
-    if (c_.context_.audit) c_.context_.audit->decision(e);
+    c_.record_decision(e);
 }
 
 }  // namespace cordon::proxy

@@ -52,10 +52,13 @@ struct Options {
     std::string parent_proxy;              // --parent-proxy URL (overrides sandbox.network.parentProxy)
     bool parent_proxy_from_env = false;    // --parent-proxy-from-env: the host's HTTPS_PROXY / NO_PROXY
     // Secrets the jail sees as sentinels (credentials.envVars mask, --secret): the proxy puts the real value
-    // into request headers to `inject_hosts` only, and refuses a request carrying a sentinel elsewhere.
+    // into the credential headers (TlsInspector::carries_credentials) of requests to `inject_hosts` only,
+    // refuses a request carrying a sentinel elsewhere, and turns the value back into the sentinel in the
+    // responses of `inject_hosts`.
     struct Secret {
         std::string name, sentinel, value;
         std::vector<std::string> inject_hosts;
+        std::vector<std::string> headers;  // credentials.envVars[].headers: more headers that carry it
     };
     std::vector<Secret> secrets;
     // --ask: a host in neither list is asked about on the control channel (when one is served and a peer is

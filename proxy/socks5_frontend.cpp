@@ -16,7 +16,7 @@
 namespace cordon::proxy {
 
 void Socks5FrontEnd::read() {
-    while (!c_.closed() && c_.phase_ == Phase::Reading) {
+    while (!c_.closed() && c_.phase() == Phase::Reading) {
         if (step_ == Step::Greeting) {
             auto g = socks5::parse_greeting(c_.in_);
             if (g.state == socks5::Parse::Incomplete) return;
@@ -117,7 +117,7 @@ int Socks5FrontEnd::status_for(const Verdict& v) const {
 
 bool Socks5FrontEnd::needs_client() const {
     // Mid-handshake, or waiting for the reply: a client gone then can use no tunnel.
-    return c_.phase_ == Phase::Reading || c_.phase_ == Phase::Deciding || c_.phase_ == Phase::Dialing;
+    return c_.phase() == Phase::Reading || c_.phase() == Phase::Deciding || c_.phase() == Phase::Dialing;
 }
 
 void Socks5FrontEnd::answer(const Verdict& v) {

@@ -4,6 +4,7 @@
 #include <openssl/ssl.h>
 
 #include "policy/inspection.hpp"
+#include "proxy/http_parser.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -56,8 +57,8 @@ std::variant<std::unique_ptr<TlsInspector>, std::string> TlsInspector::create(
     // One connection, one session: no tickets to keep (a resumed session would skip nothing we need).
     SSL_CTX_set_options(self->to_client_, SSL_OP_NO_TICKET);
     SSL_CTX_set_session_cache_mode(self->to_client_, SSL_SESS_CACHE_OFF);
-    SSL_CTX_set_mode(self->to_client_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    SSL_CTX_set_mode(self->to_upstream_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_mode(self->to_client_, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_mode(self->to_upstream_, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     self->secrets_ = std::move(secrets);
     for (const auto& s : self->secrets_)
         self->longest_ = std::max(self->longest_, s.sentinel.size());
@@ -73,6 +74,18 @@ const Options::Secret* TlsInspector::sentinel_in(std::string_view text) const {
     for (const auto& s : secrets_)
         if (!s.sentinel.empty() && text.find(s.sentinel) != std::string_view::npos) return &s;
     return nullptr;
+}
+
+bool TlsInspector::carries_credentials(const Options::Secret& secret, std::string_view name) {
+    auto iends = [&](std::string_view suffix) {
+        return name.size() >= suffix.size() && iequals(name.substr(name.size() - suffix.size()), suffix);
+    };
+    if (iequals(name, "authorization") || iequals(name, "cookie") || iequals(name, "api-key") ||
+        iequals(name, "token") || iends("-api-key") || iends("-token"))
+        return true;
+    for (const auto& h : secret.headers)
+        if (iequals(name, h)) return true;
+    return false;
 }
 
 bool TlsInspector::may_inject(const Options::Secret& secret, std::string_view host) {

@@ -32,6 +32,9 @@ class TlsInspector {
     // Secrets (Options::Secret). The first secret whose sentinel occurs in `text`, or null.
     const Options::Secret* sentinel_in(std::string_view text) const;
     static bool may_inject(const Options::Secret& secret, std::string_view host);
+    // Whether the request header `name` is one the secret's real value is put into: Authorization, Cookie,
+    // `*-api-key`, `*-token` (any case), and the secret's own `headers`.
+    static bool carries_credentials(const Options::Secret& secret, std::string_view name);
     const std::vector<Options::Secret>& secrets() const { return secrets_; }
     // The longest sentinel (how much of a body is kept to scan across chunk boundaries).
     std::size_t longest_sentinel() const { return longest_; }

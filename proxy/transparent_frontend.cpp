@@ -70,6 +70,10 @@ void TransparentFrontEnd::read() {
     }
     auto hello = client_hello_sni(
         std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(c_.in_.data()), c_.in_.size()));
+    // Why strict mode waits for the whole ClientHello (up to kStrictFirstBytesMs, kMaxHello) and refuses a
+    // TLS connection whose name it cannot read: a hello sent slowly or padded past what is read would
+    // otherwise be decided by its address alone, and the handshake then names a host the policy never saw.
+    bool tls = !c_.in_.empty() && static_cast<unsigned char>(c_.in_[0]) == 0x16;
     if (hello.status == ClientHelloSni::Status::NeedMore && !waited_ && !c_.client_eof_) {
         if (!uv_is_active(reinterpret_cast<uv_handle_t*>(timer_)))
             uv_timer_start(timer_, &TransparentFrontEnd::on_timer,
@@ -81,6 +85,34 @@ void TransparentFrontEnd::read() {
     c_.request_.original_dst = original_dst_;
     c_.request_.sni.clear();
     c_.request_.sni_mismatch = false;
+    c_.request_.sni_error.clear();
+    if (tls && hello.status != ClientHelloSni::Status::Found) {
+        const std::uint64_t waited = c_.context_.options.strict_sni ? kStrictFirstBytesMs : kFirstBytesMs;
+        switch (hello.status) {
+            case ClientHelloSni::Status::NeedMore:
+                c_.request_.sni_error =
+                    c_.client_eof_ ? "ClientHello cut short by the client's close"
+                                   : "ClientHello incomplete after " + std::to_string(waited) + " ms";
+                break;
+            case ClientHelloSni::Status::TooLarge:
+                c_.request_.sni_error =
+                    "ClientHello over " + std::to_string(ClientHelloSni::kMaxHello) + " bytes";
+                break;
+            case ClientHelloSni::Status::NoSni:
+                c_.request_.sni_error = "ClientHello without a server name";
+                break;
+            default:
+                c_.request_.sni_error = "malformed ClientHello";
+                break;
+        }
+        if (c_.context_.options.strict_sni) {
+            c_.request_.host = host_;
+            c_.request_.port = port_;
+            c_.conclude({Verdict::Kind::Rejected, "sni-unreadable",
+                         c_.request_.sni_error + ": the TLS server name is required (--strict-sni)", 0, ""});
+            return;
+        }
+    }
     if (hello.status == ClientHelloSni::Status::Found) {
         c_.request_.sni = hello.name;
         c_.request_.sni_mismatch = hello.name != host_;

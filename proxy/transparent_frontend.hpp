@@ -33,7 +33,7 @@ class TransparentFrontEnd final : public FrontEnd {
     // How long to wait for a ClientHello before deciding without one (server-first protocols send nothing):
     // with --strict-sni longer, so that a slow TLS client cannot slip past the check.
     static constexpr std::uint64_t kFirstBytesMs = 50;
-    static constexpr std::uint64_t kStrictFirstBytesMs = 1000;
+    static constexpr std::uint64_t kStrictFirstBytesMs = 5000;
 
     bool find_target();
     void decide();

@@ -56,7 +56,7 @@ std::optional<std::string> RunInspection::prepare(const policy::Policy& policy,
     // Secrets: deny removes the variable; mask gives the jail a sentinel and the proxy the real value.
     std::vector<policy::SecretRule> rules = inspection.secrets;
     for (const auto& f : flags)
-        rules.push_back(policy::SecretRule{f.name, true, f.hosts, policy::Rule{}});
+        rules.push_back(policy::SecretRule{f.name, true, f.hosts, {}, policy::Rule{}});
     for (const auto& rule : rules) {
         const char* value = std::getenv(rule.name.c_str());
         if (!value) continue;  // nothing to hide
@@ -74,7 +74,8 @@ std::optional<std::string> RunInspection::prepare(const policy::Policy& policy,
             notes.push_back(rule.name + " has no letters or digits to make a sentinel of: removed instead");
             continue;
         }
-        proxy.secrets.push_back(proxy::Options::Secret{rule.name, sentinel, value, rule.inject_hosts});
+        proxy.secrets.push_back(
+            proxy::Options::Secret{rule.name, sentinel, value, rule.inject_hosts, rule.headers});
         plan.env.push_back(rule.name + "=" + sentinel);
         for (const auto& host : rule.inject_hosts)
             if (!inspection.inspects(host, 443))
@@ -98,7 +99,11 @@ std::optional<std::string> RunInspection::prepare(const policy::Policy& policy,
     if (!::mkdtemp(tmpl.data()))
         return "cannot make a directory for the trust bundle: " + std::string(std::strerror(errno));
     dir_ = tmpl;
-    ::chmod(dir_.c_str(), 0755);  // an unprivileged --user reads the bundle through the bind of the file only
+    // Why 0700 (mkdtemp's mode, stated here so that no umask or later change widens it): the directory is
+    // private to this run; the jail sees the bundle only through the read-only bind of the file (made before
+    // the command's user is taken on), whose own mode 0644 lets an unprivileged --user read it.
+    if (::chmod(dir_.c_str(), 0700) != 0)
+        return "cannot make " + dir_.string() + " private: " + std::string(std::strerror(errno));
     const auto file = dir_ / "ca-bundle.pem";
     int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return "cannot write " + file.string() + ": " + std::strerror(errno);

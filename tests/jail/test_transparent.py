@@ -289,6 +289,51 @@ except OSError as e:
         d = self.events()[0]
         self.assertEqual((d["decision"], d["reason"]), ("deny", "sni-mismatch"))
 
+    def test_strict_sni_reads_slow_and_padded_client_hellos(self):
+        # The evasions: a ClientHello sent slowly (3 bytes, a pause, the rest) or padded past 16 KiB was decided
+        # without its server name, so the handshake to the allowed address could name any host.
+        script = f"""
+import socket, struct, sys, time
+def hello(sni, pad):
+    body = b"\\x03\\x03" + b"\\x11" * 32 + b"\\x20" + b"\\x22" * 32 + struct.pack("!H", 4) + b"\\x13\\x01\\x13\\x02\\x01\\x00"
+    ext = struct.pack("!HH", 0x15, pad) + bytes(pad) if pad else b""
+    name = sni.encode()
+    ext += struct.pack("!HHHBH", 0, len(name) + 5, len(name) + 3, 0, len(name)) + name
+    body += struct.pack("!H", len(ext)) + ext
+    hs = b"\\x01" + struct.pack("!I", len(body))[1:] + body
+    return b"".join(b"\\x16\\x03\\x01" + struct.pack("!H", len(hs[i:i + 16384])) + hs[i:i + 16384]
+                    for i in range(0, len(hs), 16384))
+for case in sys.argv[1:]:
+    sni, pad, pause = case.split(",")
+    data = hello(sni, int(pad))
+    s = socket.create_connection(("{WEB}", 8443), timeout=15)
+    s.sendall(data[:3])
+    time.sleep(float(pause))
+    try:
+        s.sendall(data[3:])
+        print("OPEN" if s.recv(100) else "CLOSED")
+    except OSError as e:
+        print("RESET")
+    s.close()
+"""
+        path = os.path.join(self.dir, "hello.py")
+        with open(path, "w") as f:
+            f.write(script)
+        other = f"other-{TAG}.example"
+        cases = f"{other},20000,0 {other},0,2 {WEB},0,6"
+        rc, out, err = self.jail(f"{PY} {path} {cases}", "--strict-sni", timeout=90)
+        self.assertEqual(out.split(), ["RESET"] * 3, err)
+        d = self.events()
+        self.assertEqual([(e["decision"], e["reason"], e.get("sni"), e.get("sni_error")) for e in d],
+                         [("deny", "sni-mismatch", other, None), ("deny", "sni-mismatch", other, None),
+                          ("deny", "sni-unreadable", None, "ClientHello incomplete after 5000 ms")])
+        # Without --strict-sni the line says what the hello named, or why it names nothing.
+        os.unlink(self.audit)
+        rc, out, err = self.jail(f"{PY} {path} {other},20000,0 {WEB},0,1", timeout=90)
+        d = self.events()
+        self.assertEqual([(e["decision"], e.get("sni"), e.get("sni_mismatch"), e.get("sni_error")) for e in d],
+                         [("allow", other, True, None), ("allow", None, None, "ClientHello incomplete after 50 ms")])
+
     def test_no_transparent_is_todays_behaviour(self):
         rc, out, err = self.jail(f"cat /etc/resolv.conf; curl -sS --noproxy '*' --max-time 5 http://{Host.v4}:8080/ "
                                  "&& echo REACHED; true", "--no-transparent", "--allow-domain", Host.v4)

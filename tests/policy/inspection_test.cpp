@@ -100,7 +100,8 @@ TEST_CASE("bad inspection entries: a bad deny rule or inspect pattern stops the 
 TEST_CASE("credentials: envVars with modes and injectHosts - files in deny mode join denyRead") {
     TempTree tree;
     tree.project_settings(R"({"sandbox": {"credentials": {
-        "envVars": [{"name": "GITHUB_TOKEN", "mode": "mask", "injectHosts": ["API.GitHub.com"]},
+        "envVars": [{"name": "GITHUB_TOKEN", "mode": "mask", "injectHosts": ["API.GitHub.com"],
+                     "headers": ["X-Custom-Auth"]},
                     {"name": "AWS_SECRET_ACCESS_KEY", "mode": "deny"}],
         "files": [{"path": "~/.aws/credentials", "mode": "deny"}]},
         "network": {"parentProxy": {"https": "http://proxy.corp:3128", "noProxy": "corp.internal"}}}})");
@@ -109,10 +110,18 @@ TEST_CASE("credentials: envVars with modes and injectHosts - files in deny mode 
     REQUIRE(i.secrets.size() == 2);
     CHECK(i.secrets[0].mask);
     CHECK(i.secrets[0].inject_hosts == std::vector<std::string>{"api.github.com"});
+    CHECK(i.secrets[0].headers == std::vector<std::string>{"X-Custom-Auth"});
     CHECK_FALSE(i.secrets[1].mask);
     CHECK(p->decide_read(tree.home() / ".aws/credentials").verdict == Verdict::Deny);
     CHECK(i.parent_proxy.https == "http://proxy.corp:3128");
     CHECK(i.parent_proxy.no_proxy == "corp.internal");
+}
+
+TEST_CASE("credentials: a secret's headers must be header names") {
+    TempTree tree;
+    tree.project_settings(R"({"sandbox": {"credentials": {
+        "envVars": [{"name": "T", "mode": "mask", "injectHosts": ["a.test"], "headers": ["X-Auth: x"]}]}}})");
+    CHECK(load_error(tree.options()).find("invalid header name") != std::string::npos);
 }
 
 TEST_CASE("request rules match the path a server may see - dot segments are refused") {
@@ -127,4 +136,105 @@ TEST_CASE("request rules match the path a server may see - dot segments are refu
     CHECK_FALSE(rule_path("/a/..", why));
     CHECK_FALSE(rule_path("/a%00b", why));
     CHECK(rule_path("/a/..b/.c", why) == "/a/..b/.c");
+}
+
+TEST_CASE("request rules refuse a target that starts with two separators - URL parsers read a host there") {
+    std::string why;
+    for (const char* target :
+         {"//evil/repos/acme/secrets/x", "/\\evil/x", "///x", "/%2fevil/x", "/%5Cevil/x", "//"}) {
+        why.clear();
+        CHECK_FALSE(rule_path(target, why));
+        CHECK(why.find("'//'") != std::string::npos);
+    }
+    CHECK(rule_path("/", why) == "/");
+    CHECK(rule_path("/a//b", why) == "/a/b");
+}
+
+TEST_CASE("request rules see empty segments merged and encoded separators as separators") {
+    std::string why;
+    CHECK(rule_path("/repos/acme//secrets/x", why) == "/repos/acme/secrets/x");
+    CHECK(rule_path("/repos///acme/secrets/x", why) == "/repos/acme/secrets/x");
+    CHECK(rule_path("/repos/acme/%2fsecrets/x", why) == "/repos/acme/secrets/x");
+    CHECK(rule_path("/repos/acme/%5Csecrets/x", why) == "/repos/acme/secrets/x");
+    CHECK(rule_path("/repos/acme\\\\secrets/x", why) == "/repos/acme/secrets/x");
+    CHECK_FALSE(rule_path("/repos/acme/secrets/x#y", why));
+    CHECK(why.find("'#'") != std::string::npos);
+    CHECK(rule_path("/a?b#c", why) == "/a");
+    TempTree tree;
+    tree.project_settings(R"({"sandbox": {"network": {"requestRules": [
+        {"host": "api.test", "paths": ["/repos/acme/**"], "action": "allow"},
+        {"host": "api.test", "paths": ["/repos/acme/secrets/x"], "action": "deny"}
+    ]}}})");
+    auto p = load_ok(tree.options());
+    const auto& i = inspection(p);
+    CHECK_FALSE(i.decide_request("api.test", 443, "GET", "/repos/acme/secrets/x/").allowed);
+    CHECK_FALSE(i.decide_request("api.test", 443, "GET", "/repos/acme/secrets/x//").allowed);
+    CHECK(i.decide_request("api.test", 443, "GET", "/repos/acme/secrets/").allowed);
+}
+
+TEST_CASE("request rules read an encoded separator both ways - deny on either, allow only on both") {
+    std::string why;
+    auto p = rule_paths("/repos/acme%2fx/secrets", why);
+    REQUIRE(p);
+    CHECK(p->separated == "/repos/acme/x/secrets");
+    CHECK(p->literal == "/repos/acme%2fx/secrets");
+    p = rule_paths("/a%5Cb\\c//d%2F%2Fe", why);
+    REQUIRE(p);
+    CHECK(p->separated == "/a/b/c/d/e");
+    CHECK(p->literal == "/a%5Cb\\c/d%2F%2Fe");
+    TempTree tree;
+    tree.project_settings(R"({"sandbox": {"network": {"requestRules": [
+        {"host": "api.test", "paths": ["/**"], "action": "allow"},
+        {"host": "api.test", "paths": ["/repos/*/secrets"], "action": "deny"},
+        {"host": "gitlab.test", "paths": ["/api/v4/projects/**", "/repos/acme/**"], "action": "allow"}
+    ]}}})");
+    auto policy = load_ok(tree.options());
+    const auto& i = inspection(policy);
+    auto decide = [&](const char* host, const char* target) {
+        auto paths = rule_paths(target, why);
+        REQUIRE(paths);
+        return i.decide_request(host, 443, "GET", *paths);
+    };
+    // Express's `/repos/:owner/secrets` takes `acme%2fx` for the owner.
+    for (const char* target : {"/repos/acme%2fx/secrets", "/repos/acme%2Fx/secrets",
+                               "/repos/acme%5cx/secrets", "/repos/acme\\x/secrets", "/repos/acme/secrets"})
+        CHECK_FALSE(decide("api.test", target).allowed);
+    CHECK(decide("api.test", "/repos/acme/x/y").allowed);
+    // An allow rule must hold for both readings: `**` does, a path that differs in one reading does not.
+    CHECK(decide("gitlab.test", "/api/v4/projects/group%2Fproject/issues").allowed);
+    CHECK(decide("gitlab.test", "/repos/acme/x").allowed);
+    CHECK_FALSE(decide("gitlab.test", "/repos%2Facme/x").allowed);
+}
+
+TEST_CASE("request rules: deny rules match without regard to case, allow rules exactly") {
+    TempTree tree;
+    tree.project_settings(R"({"sandbox": {"network": {"requestRules": [
+        {"host": "api.test", "paths": ["/Repos/**", "/admin"], "action": "allow"},
+        {"host": "api.test", "paths": ["/admin", "/Repos/*/Secrets/**"], "action": "deny"}
+    ]}}})");
+    auto p = load_ok(tree.options());
+    const auto& i = inspection(p);
+    for (const char* path : {"/admin", "/ADMIN", "/Admin/", "/repos/acme/secrets/x", "/REPOS/acme/SECRETS/x"})
+        CHECK_FALSE(i.decide_request("api.test", 443, "GET", path).allowed);
+    CHECK(i.decide_request("api.test", 443, "GET", "/Repos/acme/x").allowed);
+    auto d = i.decide_request("api.test", 443, "GET", "/repos/acme/x");
+    CHECK_FALSE(d.allowed);
+    CHECK(d.rule == nullptr);  // no allow rule matched: /Repos/** is exact
+}
+
+TEST_CASE(
+    "request rules: a deny rule that names GET holds for HEAD - an allow rule for GET does not allow HEAD") {
+    TempTree tree;
+    tree.project_settings(R"({"sandbox": {"network": {"requestRules": [
+        {"host": "api.test", "methods": ["GET"], "paths": ["/**"], "action": "allow"},
+        {"host": "api.test", "methods": ["GET"], "paths": ["/report"], "action": "deny"}
+    ]}}})");
+    auto p = load_ok(tree.options());
+    const auto& i = inspection(p);
+    CHECK_FALSE(i.decide_request("api.test", 443, "GET", "/report").allowed);
+    auto d = i.decide_request("api.test", 443, "HEAD", "/report");
+    CHECK_FALSE(d.allowed);
+    CHECK(d.rule);
+    CHECK(i.decide_request("api.test", 443, "GET", "/other").allowed);
+    CHECK_FALSE(i.decide_request("api.test", 443, "HEAD", "/other").allowed);
 }

@@ -3,6 +3,7 @@
 #include "proxy/auth.hpp"
 #include "proxy/http_parser.hpp"
 #include "proxy/socks5.hpp"
+#include "proxy/tls_inspector.hpp"
 
 using namespace cordon::proxy;
 
@@ -97,6 +98,13 @@ TEST_CASE("HTTP request parser refuses smuggling shapes", "[unit]") {
     CHECK(parse_error(h + "X-A : b\r\n\r\n") == "whitespace before the colon in a header");
     CHECK(parse_error(h + "X-A: a\r\n b\r\n\r\n") == "obsolete header line folding");
     CHECK(parse_error(h + "Transfer-Encoding: gzip\r\n\r\n") == "Transfer-Encoding other than chunked");
+    // Exactly `chunked`: no other coding before it, no second header, no list.
+    CHECK(parse_error(h + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n") ==
+          "Transfer-Encoding other than chunked");
+    CHECK(parse_error(h + "Transfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n") != "");
+    CHECK(parse_error(h + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n") != "");
+    CHECK(parse_error(h + "Transfer-Encoding: CHUNKED\r\n\r\n0\r\n\r\n") == "");
+    CHECK(parse_error(h + "Transfer-Encoding:  chunked \r\n\r\n0\r\n\r\n") == "");
     CHECK(parse_error(h + "Host: b.test\r\n\r\n") == "duplicate Host header");
     CHECK(parse_error(h + "X\x01: b\r\n\r\n") != "");
 }
@@ -251,4 +259,26 @@ TEST_CASE("a Host header names the request's host and port or it does not", "[un
     CHECK_FALSE(host_header_names("[[::1]]", "::1", 443));  // the HTTP front-end let this one through
     CHECK_FALSE(host_header_names("api.test@evil.test", "api.test", 443));
     CHECK_FALSE(host_header_names("user@api.test", "api.test", 443));
+}
+
+TEST_CASE("proxy_answer: one shape for every answer the proxy gives itself", "[unit]") {
+    CHECK(proxy_answer(403, "blocked-by-request-rule", "no\n", true, false) ==
+          "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n"
+          "X-Proxy-Error: blocked-by-request-rule\r\n\r\nno\n");
+    // HEAD: the length of the body that is not sent; a final answer closes.
+    CHECK(proxy_answer(502, "upstream-failure", "why\n", false, true) ==
+          "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n"
+          "X-Proxy-Error: upstream-failure\r\nConnection: close\r\n\r\n");
+    CHECK(proxy_answer(200, "", "", true, false, "Connection established") ==
+          "HTTP/1.1 200 Connection established\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n");
+}
+
+TEST_CASE("secrets go into the headers that carry credentials only", "[unit]") {
+    Options::Secret s{"T", "sentinel", "value", {"api.test"}, {"X-Custom-Auth"}};
+    for (const char* name : {"Authorization", "authorization", "Cookie", "X-Api-Key", "x-auth-token",
+                             "Private-Token", "Api-Key", "Token", "X-Custom-Auth", "x-custom-auth"})
+        CHECK(TlsInspector::carries_credentials(s, name));
+    for (const char* name :
+         {"Origin", "Referer", "User-Agent", "X-Tokens", "Token-Type", "Set-Cookie", "X-Other"})
+        CHECK_FALSE(TlsInspector::carries_credentials(s, name));
 }

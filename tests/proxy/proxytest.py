@@ -20,6 +20,8 @@ import threading
 import time
 import unittest
 
+import transfer
+
 CORDON = os.environ.get("CORDON_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "cordon")
 
 # The test upstreams and DNS answers live on 127.0.0.0/8, which the address guard refuses unless allowed.
@@ -181,6 +183,30 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             while n > 0:
                 self.wfile.write(block[:min(n, len(block))])
                 n -= min(n, len(block))
+            return
+        if "/bytes/" in self.path:  # N bytes of transfer.pattern(), streamed
+            n = int(self.path.rsplit("/", 1)[1])
+            self.send_response(200)
+            self.send_header("Content-Length", str(n))
+            self.end_headers()
+            for piece in transfer.pattern(n):
+                self.wfile.write(piece)
+            return
+        if "/reflect" in self.path:
+            # CORS middleware's habit (Origin echoed) and the request's credentials echoed in a header and in a
+            # chunked body, split across chunks at every position.
+            auth = (self.headers.get("Authorization") or "").encode()
+            self.send_response(200)
+            self.send_header("Access-Control-Allow-Origin", self.headers.get("Origin") or "*")
+            self.send_header("X-Echo-Authorization", auth.decode())
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            parts = [b"auth=" + auth + b"\n"]
+            for i in range(1, len(auth)):
+                parts += [auth[:i], auth[i:] + b"\n"]
+            for part in parts:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.write(b"0\r\n\r\n")
             return
         if self.path == "/slow":
             time.sleep(5)

@@ -111,6 +111,50 @@ class StoppedReaderTest(TempDirTest):
         self.assertEqual(events[0]["path"], path.decode())
 
 
+@unittest.skipUnless(os.geteuid() == 0, "mounting a small tmpfs needs root")
+class FullDiskTest(TempDirTest):
+    def test_a_full_disk_leaves_no_torn_line(self):
+        """The audit log on a 64 KiB tmpfs: lines that do not fit are lost and counted, the file stays valid
+        JSON lines (a write cut short by ENOSPC leaves no partial line for the next record to be glued to), and
+        once there is room again lines are written whole."""
+        disk = os.path.join(self.dir, "disk")
+        os.mkdir(disk)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", disk], check=True)
+        self.cleanups.append(lambda: subprocess.run(["umount", "-l", disk], check=False))
+        log = os.path.join(disk, "audit.jsonl")
+        filler = os.path.join(disk, "filler")
+        with open(filler, "wb") as f:
+            f.write(b"x" * (40 * 1024))
+        p = self.proxy(["--deny-domain", "denied.test", "--audit-log", log, "--metrics", "127.0.0.1:0"],
+                       audit=False)
+
+        def deny(n, tag):
+            for i in range(n):
+                s = p.connect()
+                s.sendall(b"CONNECT %s-%d.denied.test:443 HTTP/1.1\r\n\r\n" % (tag, i))
+                self.assertIn(b" 403 ", s.recv(4096))
+                s.close()
+
+        def lines():
+            with open(log, "rb") as f:
+                data = f.read()
+            self.assertTrue(data == b"" or data.endswith(b"\n"), data[-200:])
+            return [json.loads(line) for line in data.splitlines()]  # every line parses
+
+        deny(300, b"a")
+        metrics = "http://127.0.0.1:%d/metrics" % p.metrics_port
+        self.assertTrue(wait_for(lambda: 'reason="unwritten"} 0' not in
+                                 urllib.request.urlopen(metrics).read().decode()))
+        time.sleep(0.3)
+        first = lines()
+        self.assertLess(len(first), 600)
+        os.unlink(filler)
+        deny(20, b"b")
+        self.assertTrue(wait_for(lambda: sum(1 for e in lines() if e.get("host", "").startswith("b-")) >= 40))
+        hosts = [e["host"] for e in lines() if e["host"].startswith("b-")]
+        self.assertEqual(hosts, [h for i in range(20) for h in ["b-%d.denied.test" % i] * 2])
+
+
 class RotateTest(TempDirTest):
     def test_sighup_reopens_the_audit_log(self):
         """logrotate without copytruncate: `mv audit.jsonl audit.jsonl.1`, SIGHUP, and new lines go to a new

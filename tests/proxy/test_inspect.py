@@ -2,18 +2,21 @@
 """cordon proxy, TLS termination (issue 13): a test HTTPS upstream with a CA made here (--upstream-ca), cordon's
 own CA made with `cordon ca init`, real curl and Python TLS clients through CONNECT and SOCKS5."""
 
+import hashlib
 import json
 import os
 import socket
 import ssl
 import stat
+import struct
 import subprocess
 import sys
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from proxytest import CORDON, LOOPBACK, TempDirTest, read_http_response, recv_until  # noqa: E402
+from proxytest import CORDON, LOOPBACK, TempDirTest, read_http_response, recv_until, wait_for  # noqa: E402
 
 
 def openssl(*args, cwd=None):
@@ -56,6 +59,56 @@ def tls_server_context(cert, key):
     return ctx
 
 
+class ScriptedTlsUpstream:
+    """A TLS upstream that misbehaves by path: /repos/acme/hang reads the request and never answers,
+    /repos/acme/bighead answers with a head over 64 KiB, /repos/acme/cut sends 10 bytes of a 1000-byte body and
+    closes, /repos/acme/reset does so with a reset. `seen` lists the paths that arrived."""
+
+    def __init__(self, context):
+        self.context = context
+        self.seen = []
+        self.conns = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, raw):
+        try:
+            conn = self.context.wrap_socket(raw, server_side=True)
+            self.conns.append(conn)
+            head = recv_until(conn)
+            path = head.split(b" ")[1].decode()
+            self.seen.append(path)
+            if path.endswith("/bighead"):
+                conn.sendall(b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * (70 * 1024) + b"\r\n\r\n")
+            elif path.endswith("/cut") or path.endswith("/reset"):
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789")
+                time.sleep(0.2)
+                if path.endswith("/reset"):
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.close()  # without close_notify
+        except (OSError, ssl.SSLError, IndexError):
+            pass
+
+    def close(self):
+        self.sock.close()
+        for c in self.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+
 class InspectBase(TempDirTest):
     def setUp(self):
         super().setUp()
@@ -90,9 +143,11 @@ class InspectBase(TempDirTest):
 
     def tunnel(self, p, host):
         """A TLS socket to `host` through CONNECT, trusting cordon's CA only."""
+        return self.tunnel_to(p, host, self.up.port)
+
+    def tunnel_to(self, p, host, port):
         s = p.connect()
-        s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host.encode(), self.up.port,
-                                                                       host.encode(), self.up.port))
+        s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host.encode(), port, host.encode(), port))
         head = b""
         while b"\r\n\r\n" not in head:
             head += s.recv(1)
@@ -146,6 +201,62 @@ class InspectTest(InspectBase):
         # Only the upstream-visible requests reached it.
         self.assertEqual([r[1] for r in self.up.requests], ["/repos/acme/app", "/public/x"])
 
+    def test_a_head_over_one_tls_record_reaches_the_upstream_whole(self):
+        # The attack: an allowed request whose head is larger than one TLS record (16 KiB), with its framing
+        # after the first record and a second request in its body. Were the rest of the head lost, the
+        # upstream would read the body as a request to a path a deny rule covers.
+        p = self.start()
+        port = self.up.port
+        hidden = b"\r\n\r\nGET /public/secret HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % port
+        t = self.tunnel(p, "api.test")
+        t.sendall(b"POST /public/x HTTP/1.1\r\nHost: api.test:%d\r\nX-Pad: %s\r\nContent-Length: %d\r\n\r\n%s" %
+                  (port, b"a" * 20000, len(hidden), hidden))
+        status, headers, body = read_http_response(t)
+        self.assertEqual(status, 200, body)
+        self.assertEqual(json.loads(body), {"sha256": hashlib.sha256(hidden).hexdigest(), "length": len(hidden)})
+        t.close()
+        self.assertEqual([(m, path, len(h.get("X-Pad", ""))) for m, path, h in self.up.requests],
+                         [("POST", "/public/x", 20000)])
+        lines = p.wait_audit(lambda l: any(e.get("proto") == "https" for e in l))
+        self.assertEqual([(e["path"], e["status"]) for e in lines if e.get("proto") == "https"],
+                         [("/public/x", 200)])
+
+    def test_every_forwarded_request_has_one_line_however_the_exchange_ends(self):
+        cert, key = self.pki.leaf(["api.test"])
+        bad = ScriptedTlsUpstream(tls_server_context(cert, key))
+        self.cleanups.append(bad.close)
+        p = self.start()
+        for name in ("hang", "bighead", "cut", "reset"):
+            t = self.tunnel_to(p, "api.test", bad.port)
+            t.sendall(b"GET /repos/acme/%s HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % (name.encode(), bad.port))
+            if name == "hang":
+                # The client vanishes (a reset) once its request reached the upstream.
+                self.assertTrue(wait_for(lambda: "/repos/acme/hang" in bad.seen))
+                t.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            else:
+                try:
+                    while t.recv(65536):
+                        pass
+                except (OSError, ssl.SSLError):
+                    pass
+            t.close()
+        lines = p.wait_audit(lambda l: sum(1 for e in l if e.get("proto") == "https") >= 4)
+        time.sleep(0.3)  # nothing more comes
+        inner = {}
+        for e in p.audit():
+            if e.get("proto") == "https":
+                inner.setdefault(e["path"].rsplit("/", 1)[1], []).append(e)
+        self.assertEqual(sorted(inner), ["bighead", "cut", "hang", "reset"], lines)
+        for name, entries in inner.items():
+            self.assertEqual(len(entries), 1, entries)
+        self.assertEqual(inner["hang"][0]["status"], 502)
+        self.assertIn("client", inner["hang"][0]["error"])
+        self.assertEqual(inner["bighead"][0]["status"], 502)
+        self.assertIn("bad response from upstream", inner["bighead"][0]["error"])
+        for name in ("cut", "reset"):
+            self.assertEqual(inner[name][0]["status"], 200)
+            self.assertIn("upstream", inner[name][0]["error"])
+
     def test_paths_are_matched_as_a_server_reads_them(self):
         # The attack: a path that matches an allow rule as written, and another resource once the server
         # resolves its dot segments or decodes it.
@@ -195,7 +306,7 @@ class InspectTest(InspectBase):
             t.close()
         self.assertEqual(self.up.requests, [])
 
-    def test_bad_upstream_certificates_are_502_and_mint_no_leaf(self):
+    def test_bad_upstream_certificates_are_a_502_inside_cordons_tls(self):
         cases = {"wrongname.test": None, "expired.test": self.pki.leaf(["expired.test"], expired=True),
                  "unknown.test": TestPki(self.dir, "other-ca").leaf(["unknown.test"])}
         ups = {}
@@ -205,23 +316,35 @@ class InspectTest(InspectBase):
             else:
                 ups[host] = self.upstream(name=host, tls=tls_server_context(*pair))
         p = self.start("--metrics", "127.0.0.1:0")
+        bodies = {}
         for host, up in ups.items():
-            s = p.connect()
-            s.sendall(b"CONNECT %s:%d HTTP/1.1\r\n\r\n" % (host.encode(), up.port))
-            head = s.recv(4096)
-            self.assertIn(b" 200 ", head)
-            ctx = ssl.create_default_context(cafile=self.cordon_ca)
-            with self.assertRaises((ssl.SSLError, ConnectionError)):
-                ctx.wrap_socket(s, server_hostname=host)
-            s.close()
+            t = self.tunnel_to(p, host, up.port)  # cordon's TLS, with a leaf for the allowed name
+            t.sendall(b"GET /repos/acme/x HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host.encode(), up.port))
+            status, headers, body = read_http_response(t)
+            self.assertEqual((status, headers["x-proxy-error"], headers["connection"]),
+                             (502, "upstream-failure", "close"))
+            bodies[host] = body.decode()
+            self.assertEqual(t.recv(100), b"")  # then the connection closes
+            t.close()
+        self.assertIn("hostname mismatch", bodies["wrongname.test"])
+        self.assertIn("expired", bodies["expired.test"])
+        self.assertIn("unable to get local issuer", bodies["unknown.test"])
+        # No byte went to (or came from) an upstream that failed: none of them got a request.
+        self.assertEqual([u.requests for u in ups.values()], [[], [], []])
         lines = p.wait_audit(lambda l: sum(1 for e in l if e.get("status") == 502) >= 3)
         failed = {e["host"]: e for e in lines if e.get("status") == 502}
         self.assertEqual(set(failed), set(cases))
-        self.assertIn("hostname mismatch", failed["wrongname.test"]["error"])
-        self.assertIn("expired", failed["expired.test"]["error"])
-        self.assertIn("unable to get local issuer", failed["unknown.test"]["error"])
-        # No leaf was minted for any of them.
-        self.assertIn("cordon_tls_leaves_minted_total 0\n", self.metrics_text(p))
+        for host, e in failed.items():
+            self.assertEqual((e["method"], e["path"], e["decision"]), ("GET", "/repos/acme/x", "allow"))
+            self.assertIn(e["error"].split(": ", 1)[1], bodies[host])
+        # A client that leaves without a request still leaves its line.
+        s = p.connect()
+        s.sendall(b"CONNECT expired.test:%d HTTP/1.1\r\n\r\n" % ups["expired.test"].port)
+        self.assertIn(b" 200 ", s.recv(4096))
+        ctx = ssl.create_default_context(cafile=self.cordon_ca)
+        ctx.wrap_socket(s, server_hostname="expired.test").close()
+        lines = p.wait_audit(lambda l: sum(1 for e in l if e.get("status") == 502) >= 4)
+        self.assertEqual(sum(1 for e in lines if e.get("status") == 502 and e["host"] == "expired.test"), 2)
 
     def test_single_minting_under_concurrent_first_requests(self):
         p = self.start("--metrics", "127.0.0.1:0")
@@ -240,14 +363,39 @@ class InspectTest(InspectBase):
         self.assertIn("cordon_tls_leaves_minted_total 1\n", self.metrics_text(p))
 
     def test_non_tls_payload_is_relayed_opaquely_unless_refused(self):
+        # To an inspected host without request rules: relayed as it is.
         echo = self.tcp("echo")
         p = self.start()
         s = p.connect()
-        s.sendall(b"CONNECT api.test:%d HTTP/1.1\r\n\r\n" % echo.port)
+        s.sendall(b"CONNECT wrongname.test:%d HTTP/1.1\r\n\r\n" % echo.port)
         self.assertIn(b" 200 ", s.recv(4096))
         s.sendall(b"SSH-2.0-test\r\n")
         self.assertEqual(s.recv(4096), b"SSH-2.0-test\r\n")
         s.close()
+        # To a host with request rules, plain bytes are read as HTTP: what is not HTTP is a 400, and closed.
+        s = p.connect()
+        s.sendall(b"CONNECT api.test:%d HTTP/1.1\r\n\r\n" % echo.port)
+        self.assertIn(b" 200 ", s.recv(4096))
+        s.sendall(b"SSH-2.0-test\r\n")
+        answer = recv_until(s)
+        self.assertTrue(answer.startswith(b"HTTP/1.1 400 "), answer)
+        self.assertEqual(s.recv(4096), b"")
+        s.close()
+        # Plain HTTP to it meets its request rules, and what they allow is forwarded.
+        plain = self.upstream(name="plain")
+        s = p.connect()
+        s.sendall(b"CONNECT api.test:%d HTTP/1.1\r\n\r\n" % plain.port)
+        self.assertIn(b" 200 ", s.recv(4096))
+        s.sendall(b"GET /public/secret HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % plain.port)
+        self.assertEqual(read_http_response(s)[0], 403)
+        s.sendall(b"GET /public/x HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % plain.port)
+        self.assertEqual(read_http_response(s)[0], 200)
+        s.close()
+        self.assertEqual([path for _, path, _ in plain.requests], ["/public/x"])
+        lines = p.wait_audit(lambda l: sum(1 for e in l if e.get("proto") == "http" and e.get("path")) >= 2)
+        inner = [(e["path"], e["decision"], e["reason"]) for e in lines if e.get("proto") == "http" and e.get("path")]
+        self.assertEqual(inner, [("/public/secret", "deny", "blocked-by-request-rule"),
+                                 ("/public/x", "allow", "allowed")])
         with open(self.settings) as f:
             settings = json.load(f)
         settings["network"]["tlsTerminate"] = {"refuseOpaqueTunnels": True, "excludeDomains": ["plain.test"]}
@@ -263,6 +411,25 @@ class InspectTest(InspectBase):
         r = self.curl("-sS", "-x", p2.url(), "--cacert", self.pki.cert, "https://plain.test:%d/x" % self.up.port)
         self.assertNotEqual(r.returncode, 0)  # the test leaf does not name plain.test...
         self.assertIn(b"plain.test", r.stderr)  # ...and curl saw the upstream's certificate, not a cordon leaf
+
+    def test_plain_http_request_meets_request_rules_with_the_rule_in_its_line(self):
+        plain = self.upstream(name="plain")
+        p = self.start()
+        r = self.curl("-sS", "-i", "-x", p.url(), "http://api.test:%d/public/secret" % plain.port)
+        self.assertIn(b" 403 ", r.stdout.split(b"\r\n")[0])
+        self.assertIn(b"X-Proxy-Error: blocked-by-request-rule", r.stdout)
+        self.assertIn(b"/public/secret", r.stdout)
+        r = self.curl("-sS", "-o", "/dev/null", "-w", "%{http_code}", "-x", p.url(),
+                      "http://api.test:%d/public/x" % plain.port)
+        self.assertEqual(r.stdout, b"200")
+        self.assertEqual([path for _, path, _ in plain.requests], ["/public/x"])
+        lines = p.wait_audit(lambda l: sum(1 for e in l if e.get("event") == "decision") >= 2)
+        denied = [e for e in lines if e.get("path") == "/public/secret"]
+        self.assertEqual(len(denied), 1, lines)
+        self.assertEqual((denied[0]["proto"], denied[0]["decision"], denied[0]["reason"], denied[0]["status"]),
+                         ("http", "deny", "blocked-by-request-rule", 403))
+        self.assertIn("/public/secret", denied[0]["rule"])
+        self.assertTrue(denied[0]["source"])
 
     def test_ca_files_and_modes(self):
         mode = stat.S_IMODE(os.stat(os.path.join(self.ca_dir, "ca.key")).st_mode)
@@ -511,6 +678,60 @@ class RunInspectTest(InspectBase):
         self.assertEqual(self.plain.requests, [])
         with open(self.audit_path) as f:
             self.assertNotIn(real, f.read())
+
+    def test_the_trust_bundle_directory_is_private(self):
+        work, home, tmp = (os.path.join(self.dir, d) for d in ("work", "home", "tmp"))
+        for d in (work, home, tmp):
+            os.makedirs(d)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "TMPDIR": tmp,
+               "XDG_CONFIG_HOME": os.path.join(self.dir, "xdg-empty")}
+        run = subprocess.Popen([CORDON, "run", "--no-discover", "--settings", self.settings, "--inspect", "api.test",
+                                "--user", "nobody", "--", "sh", "-c",
+                                "grep -c 'BEGIN CERTIFICATE' $SSL_CERT_FILE; while [ ! -e go ]; do sleep 0.05; done"],
+                               cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            self.assertTrue(wait_for(lambda: os.listdir(tmp)), run.stderr.read() if run.poll() is not None else "")
+            (name,) = os.listdir(tmp)
+            self.assertTrue(name.startswith("cordon-trust-"))
+            self.assertEqual(stat.S_IMODE(os.stat(os.path.join(tmp, name)).st_mode), 0o700)
+            self.assertEqual(stat.S_IMODE(os.stat(os.path.join(tmp, name, "ca-bundle.pem")).st_mode), 0o644)
+        finally:
+            with open(os.path.join(work, "go"), "w"):
+                pass
+            out, err = run.communicate(timeout=30)
+        # An unprivileged --user still reads the bundle (through the bind of the file).
+        self.assertEqual(run.returncode, 0, err)
+        with open("/etc/ssl/certs/ca-certificates.crt") as f:
+            self.assertEqual(int(out), f.read().count("BEGIN CERTIFICATE") + 1)
+        self.assertEqual(os.listdir(tmp), [])
+
+    def test_the_real_value_never_comes_back(self):
+        real = "ghp_" + "R3alT0kenValue" * 3
+        url = "https://api.test:%d" % self.up.port
+        r = self.run_jail(
+            "curl -sS --max-time 10 -i -H \"Origin: https://$GITHUB_TOKEN\" -H \"Authorization: token $GITHUB_TOKEN\" "
+            "%s/repos/acme/reflect; echo; "
+            "curl -sS --max-time 10 -H \"X-Api-Key: $GITHUB_TOKEN\" -H \"Cookie: t=$GITHUB_TOKEN\" "
+            "-H \"X-Other: $GITHUB_TOKEN\" %s/repos/acme/echo; echo; echo \"sentinel=$GITHUB_TOKEN\"" % (url, url),
+            "--inspect", "api.test", "--secret", "GITHUB_TOKEN=api.test", env={"GITHUB_TOKEN": real})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout
+        sentinel = out.rsplit("sentinel=", 1)[1].strip()
+        self.assertEqual(len(sentinel), len(real))
+        self.assertNotIn(real, out)
+        # Into credential headers only: Origin and X-Other reach the upstream as the sentinel.
+        reflect, echo = self.up.requests
+        self.assertEqual(reflect[2]["Authorization"], "token " + real)
+        self.assertEqual(reflect[2]["Origin"], "https://" + sentinel)
+        self.assertEqual((echo[2]["X-Api-Key"], echo[2]["Cookie"], echo[2]["X-Other"]),
+                         (real, "t=" + real, sentinel))
+        # The responses carry the sentinel where the upstream put the real value: a header, a chunked body with
+        # the value split across chunks at every position, an echoed JSON body.
+        self.assertIn("Access-Control-Allow-Origin: https://%s\n" % sentinel, out)
+        self.assertIn("X-Echo-Authorization: token %s\n" % sentinel, out)
+        self.assertEqual(out.count("token " + sentinel + "\n"), 1 + len("token " + real))  # the header, the body
+        headers = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])["headers"]
+        self.assertEqual((headers["x-api-key"], headers["cookie"]), (sentinel, "t=" + sentinel))
 
 
 if __name__ == "__main__":

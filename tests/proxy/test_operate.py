@@ -5,12 +5,15 @@ managed-settings.d; a broken change is refused and the proxy keeps serving; /hea
 and --health) and /readyz flipping to 503 while draining. Real traffic through a real proxy on 127.0.0.1."""
 
 import ctypes
+import json
 import os
 import select
+import socket
 import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 import unittest
 import urllib.error
@@ -256,6 +259,61 @@ class RunWatchTest(TempDirTest):
         p = self.jail([], "echo ran", managed)
         out, err = p.communicate(timeout=60)
         self.assertEqual((p.returncode, out), (0, "ran\n"), err)
+
+
+class ManagedOnlyAskTest(TempDirTest):
+    def test_asking_never_widens_past_managed_only(self):
+        """allowManagedDomainsOnly in managed settings: a host the managed layer does not list is refused without
+        a question, a control update that allows it is ignored and says so in its reply's warnings."""
+        up = self.upstream()
+        dns = self.dns({"managed.test": ["127.0.0.1"], "asked.test": ["127.0.0.1"]})
+        managed = os.path.join(self.dir, "managed")
+        os.makedirs(managed, exist_ok=True)
+        with open(os.path.join(managed, "managed-settings.json"), "w") as f:
+            json.dump({"sandbox": {"network": {"allowManagedDomainsOnly": True,
+                                               "allowedDomains": ["managed.test"]}}}, f)
+        path = os.path.join(self.dir, "control.sock")
+        p = self.proxy([*LOOPBACK, "--control", "unix:" + path, "--ask", "--ask-timeout", "5"], dns=dns)
+        self.assertTrue(wait_for(lambda: os.path.exists(path)))
+        peer = socket.socket(socket.AF_UNIX)
+        peer.connect(path)
+        self.addCleanup(peer.close)
+        reader = peer.makefile("rb")
+
+        def curl(host):
+            return self.curl("-s", "-o", "/dev/null", "-w", "%{http_code}", "-x", p.url(),
+                             "http://%s:%d/" % (host, up.port)).stdout
+
+        self.assertEqual(curl("managed.test"), b"200")
+        # A peer that would answer allow to every question: none is asked.
+        answered = []
+
+        def answer_all():
+            for line in reader:
+                msg = json.loads(line)
+                if "ask" in msg:
+                    answered.append(msg["ask"]["host"])
+                    peer.sendall(json.dumps({"answer": {"id": msg["ask"]["id"], "decision": "allow"}}).encode()
+                                 + b"\n")
+                elif "updated" in msg or "error" in msg:
+                    replies.append(msg)
+
+        replies = []
+        threading.Thread(target=answer_all, daemon=True).start()
+        started = time.time()
+        self.assertEqual(curl("asked.test"), b"403", (answered, p.decisions(), p.stderr()))
+        self.assertLess(time.time() - started, 4)
+        self.assertEqual(answered, [])
+        # An update that allows it: ignored, and the reply says so.
+        peer.sendall(json.dumps({"sandbox": {"network": {"allowedDomains": ["asked.test"]}}}).encode() + b"\n")
+        self.assertTrue(wait_for(lambda: replies))
+        self.assertIn("updated", replies[0], replies)
+        self.assertTrue(any("asked.test" in w and "allowManagedDomainsOnly" in w
+                            for w in replies[0]["updated"]["warnings"]), replies)
+        self.assertEqual(curl("asked.test"), b"403")
+        self.assertEqual(answered, [])
+        denied = [e for e in p.decisions() if e["host"] == "asked.test"]
+        self.assertEqual([e["reason"] for e in denied], ["blocked-by-allowlist"] * 2)
 
 
 if __name__ == "__main__":

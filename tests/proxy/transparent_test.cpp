@@ -51,8 +51,9 @@ void put16(Bytes& b, std::size_t v) {
     b.push_back(static_cast<std::uint8_t>(v));
 }
 
-// A TLS 1.3-style ClientHello (handshake message, without the record header) naming `sni` (none if empty).
-Bytes client_hello(const std::string& sni) {
+// A TLS 1.3-style ClientHello (handshake message, without the record header) naming `sni` (none if empty),
+// after a padding extension of `pad` bytes.
+Bytes client_hello(const std::string& sni, std::size_t pad = 0) {
     Bytes body = {0x03, 0x03};
     body.insert(body.end(), 32, 0x11);  // random
     body.push_back(32);
@@ -65,6 +66,11 @@ Bytes client_hello(const std::string& sni) {
     put16(ext, 4);
     put16(ext, 2);
     put16(ext, 0x001d);
+    if (pad) {
+        put16(ext, 0x0015);
+        put16(ext, pad);
+        ext.insert(ext.end(), pad, 0);
+    }
     if (!sni.empty()) {
         put16(ext, 0);
         put16(ext, sni.size() + 5);
@@ -75,7 +81,8 @@ Bytes client_hello(const std::string& sni) {
     }
     put16(body, ext.size());
     body.insert(body.end(), ext.begin(), ext.end());
-    Bytes hs = {0x01, 0, static_cast<std::uint8_t>(body.size() >> 8), static_cast<std::uint8_t>(body.size())};
+    Bytes hs = {0x01, static_cast<std::uint8_t>(body.size() >> 16),
+                static_cast<std::uint8_t>(body.size() >> 8), static_cast<std::uint8_t>(body.size())};
     hs.insert(hs.end(), body.begin(), body.end());
     return hs;
 }
@@ -205,6 +212,22 @@ TEST_CASE("ClientHello: SNI found in one record, across records, and only when c
     Bytes more = records(hello, 16384);
     more.insert(more.end(), {0x14, 0x03, 0x03, 0x00, 0x01, 0x01});
     CHECK(sni_of(more).name == "api.example.com");
+}
+
+TEST_CASE("ClientHello: a hello padded past one record is read; one over 64 KiB is too large", "[unit]") {
+    auto padded = sni_of(records(client_hello("late.example", 20000), 16384));
+    CHECK(padded.status == ClientHelloSni::Status::Found);
+    CHECK(padded.name == "late.example");
+    CHECK(sni_of(records(client_hello("late.example", 60000), 16384)).status ==
+          ClientHelloSni::Status::Found);
+    Bytes huge = client_hello("late.example", 60000);
+    Bytes more = client_hello("", 60000);  // two padding extensions: over 64 KiB together
+    huge.insert(huge.end(), more.begin() + 4, more.end());
+    std::size_t body = huge.size() - 4;
+    huge[1] = static_cast<std::uint8_t>(body >> 16);
+    huge[2] = static_cast<std::uint8_t>(body >> 8);
+    huge[3] = static_cast<std::uint8_t>(body);
+    CHECK(sni_of(records(huge, 16384)).status == ClientHelloSni::Status::TooLarge);
 }
 
 TEST_CASE("ClientHello: no SNI, not TLS, malformed", "[unit]") {

@@ -1,0 +1,95 @@
+// The forms of a secret's real value that the termination stage turns into its sentinel (secret_scrub.hpp).
+#include "proxy/secret_scrub.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <string>
+
+using cordon::proxy::longest_secret_form;
+using cordon::proxy::scrub_secret;
+
+namespace {
+
+const std::string kValue = "ghp_R3al/T0ken+Value";
+const std::string kSentinel = "ghp_Xq7z/B2yuv+Kwmpd";
+
+std::string scrubbed(std::string text) {
+    scrub_secret(text, kValue, kSentinel);
+    return text;
+}
+
+std::string base64(const std::string& in) {
+    static const char k[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 2 < in.size(); i += 3) {
+        unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
+                     (static_cast<unsigned char>(in[i + 1]) << 8) | static_cast<unsigned char>(in[i + 2]);
+        for (int s = 18; s >= 0; s -= 6)
+            out += k[(v >> s) & 63];
+    }
+    if (i < in.size()) {
+        unsigned v = static_cast<unsigned char>(in[i]) << 16;
+        if (i + 1 < in.size()) v |= static_cast<unsigned char>(in[i + 1]) << 8;
+        out += k[(v >> 18) & 63];
+        out += k[(v >> 12) & 63];
+        out += i + 1 < in.size() ? k[(v >> 6) & 63] : '=';
+        out += '=';
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("scrub_secret: the literal value becomes the sentinel, the length kept", "[unit]") {
+    CHECK(scrubbed("token " + kValue + " and " + kValue) == "token " + kSentinel + " and " + kSentinel);
+    CHECK(scrubbed("nothing here") == "nothing here");
+}
+
+TEST_CASE("scrub_secret: percent-encoded and JSON-escaped forms become the sentinel in the same form",
+          "[unit]") {
+    // urllib.parse.quote(value, safe=""), upper and lower hex, and Python's default quote (safe="/").
+    CHECK(scrubbed("auth=ghp_R3al%2FT0ken%2BValue&x") == "auth=ghp_Xq7z%2FB2yuv%2BKwmpd&x");
+    CHECK(scrubbed("auth=ghp_R3al%2fT0ken%2bValue") == "auth=ghp_Xq7z%2fB2yuv%2bKwmpd");
+    CHECK(scrubbed("auth=ghp_R3al/T0ken%2BValue") == "auth=ghp_Xq7z/B2yuv%2BKwmpd");
+    // Every character encoded.
+    CHECK(scrubbed("%67%68%70") == "%67%68%70");  // a prefix alone is not the value
+    std::string all;
+    for (char c : kValue) {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+        all += buf;
+    }
+    std::string out = scrubbed("[" + all + "]");
+    CHECK(out.size() == all.size() + 2);
+    CHECK(out.find("%52%33") == std::string::npos);  // "R3" of the value
+    // PHP's json_encode: `\/`; and \u escapes.
+    CHECK(scrubbed(R"({"auth":"ghp_R3al\/T0ken+Value"})") == R"({"auth":"ghp_Xq7z\/B2yuv+Kwmpd"})");
+    CHECK(scrubbed(R"("ghp_R3al\u002fT0ken\u002BValue")") == R"("ghp_Xq7z\u002fB2yuv\u002BKwmpd")");
+}
+
+TEST_CASE(
+    "scrub_secret: base64 of the value at any alignment, either alphabet, becomes base64 of the sentinel",
+    "[unit]") {
+    for (std::string prefix : {"", "x", "x-", "x-access-token:"}) {
+        std::string encoded = base64(prefix + kValue);
+        std::string out = scrubbed("Basic " + encoded);
+        REQUIRE(out.size() == encoded.size() + 6);
+        CHECK(out.substr(6) != encoded);
+        // What the client decodes no longer holds the value, and holds most of the sentinel.
+        std::string sentinel_b64 = base64(prefix + kSentinel);
+        std::size_t same = 0;
+        for (std::size_t i = 0; i < encoded.size(); ++i)
+            same += out[6 + i] == sentinel_b64[i];
+        CHECK(same + 2 >= encoded.size());
+    }
+    std::string url = base64(kValue);
+    for (auto& c : url)
+        c = c == '+' ? '-' : c == '/' ? '_' : c;
+    CHECK(scrubbed(url) != url);
+}
+
+TEST_CASE("scrub_secret: how much of a stream to hold back covers the longest form", "[unit]") {
+    CHECK(longest_secret_form(kValue.size()) >= 6 * kValue.size());
+}
