@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "agent/bash_rules.hpp"
+#include "agent/command_forms.hpp"
 #include "agent/shell_split.hpp"
 #include "policy/syntax.hpp"
 
@@ -62,7 +63,18 @@ std::string wrap_command(const Wrapper& wrapper, const std::string& cwd, const s
     out += shell_quote(wrapper.cordon) + " run";
     for (const std::string& arg : wrapper.args)
         out += " " + shell_quote(arg);
-    out += " -- " + shell_quote(wrapper.shell) + " -c " + shell_quote(command);
+    // The command travels as a quoted here-document on the jailed shell's stdin, byte for byte and never as
+    // an argument: quoting it for argv would grow it (each ' becomes 4 bytes) past the kernel's 128 KiB limit
+    // for one argument, so a command Claude Code runs would fail with E2BIG once wrapped. The shell reads it
+    // whole
+    // (`read -d ''` up to the end), gives the command /dev/null as stdin as Claude Code does, and runs it
+    // with `eval` as Claude Code's own shell does. The delimiter occurs nowhere in the command.
+    std::string delimiter = "CORDON_COMMAND";
+    for (int n = 1; command.find(delimiter) != std::string::npos; ++n)
+        delimiter = "CORDON_COMMAND_" + std::to_string(n);
+    out += " -- " + shell_quote(wrapper.shell) + " -c " +
+           shell_quote("IFS= read -r -d '' c; exec </dev/null; eval \"unset c;${c%?}\"") + " <<'" +
+           delimiter + "'\n" + command + "\n" + delimiter + "\n";
     return out;
 }
 
@@ -81,17 +93,16 @@ std::string unquoted(std::string_view text) {
     return out;
 }
 
-// The first rule of `rules` that matches one of `parts`: as written, without leading assignments, and without
-// quotes (deny and ask rules; see unquoted()).
+// The first rule of `rules` that matches one of `parts` in any of its forms (command_forms.hpp: wrappers,
+// paths, redirections, assignments and `-c` scripts seen through, as Claude Code's own check does; and the
+// text without quotes), or null. Deny and ask rules only: matching more is the safe side.
 const policy::Rule* first_match(const std::vector<policy::Rule>& rules,
-                                const std::vector<std::string>& parts) {
+                                const std::vector<CommandForms>& parts) {
     for (const policy::Rule& rule : rules)
-        for (const std::string& part : parts) {
-            std::string_view bare = without_assignments(part);
-            if (bash_rule_matches(rule.text, part) || bash_rule_matches(rule.text, bare) ||
-                bash_rule_matches(rule.text, unquoted(part)) || bash_rule_matches(rule.text, unquoted(bare)))
-                return &rule;
-        }
+        for (const CommandForms& part : parts)
+            for (const std::string& form : part.forms)
+                if (bash_rule_matches(rule.text, form) || bash_rule_matches(rule.text, unquoted(form)))
+                    return &rule;
     return nullptr;
 }
 
@@ -119,14 +130,25 @@ HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, 
         d.reason = input.tool_name != "Bash" ? "not the Bash tool" : "no command";
         return d;
     }
+    if (input.command.find('\0') != std::string::npos) {
+        // bash would run the text before the NUL only; the rules would have seen the rest too.
+        d.permission = Permission::Deny;
+        d.reason = "cordon: the command holds a NUL byte";
+        return d;
+    }
     auto split = split_command(input.command);
     const std::string* split_error = std::get_if<std::string>(&split);
     std::vector<std::string> parts;
     if (!split_error) parts = std::get<std::vector<std::string>>(split);
     // Deny and ask rules look at every part and at the whole command, so a command cordon cannot split is
     // still refused by a rule that matches its beginning.
-    std::vector<std::string> checked = parts;
-    checked.push_back(input.command);
+    std::vector<CommandForms> checked;
+    std::string unsure;
+    for (const std::string& part : parts) {
+        checked.push_back(command_forms(part));
+        if (unsure.empty()) unsure = checked.back().unsure;
+    }
+    checked.push_back(command_forms(input.command));
 
     if (const policy::Rule* rule = first_match(rules.deny, checked)) {
         d.permission = Permission::Deny;
@@ -157,9 +179,11 @@ HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, 
         d.reason = "cordon: ask rule " + named(*rule) + "; it runs in cordon's sandbox once approved";
         return d;
     }
-    if (split_error) {
+    // A script inside the command that cannot be read may hold what a deny or ask rule names.
+    if (!unsure.empty() && rules.deny.empty() && rules.ask.empty()) unsure.clear();
+    if (split_error || !unsure.empty()) {
         d.permission = Permission::Ask;
-        d.reason = "cordon: cannot split the command safely (" + *split_error +
+        d.reason = "cordon: cannot split the command safely (" + (split_error ? *split_error : unsure) +
                    "), so it is not auto-allowed; it runs in cordon's sandbox once approved";
         return d;
     }

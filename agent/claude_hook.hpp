@@ -39,7 +39,8 @@ struct HookInput {
 // Reads the hook's stdin JSON; an error message when it is not a PreToolUse input cordon can read.
 std::variant<HookInput, std::string> parse_hook_input(std::string_view text);
 
-// How a command runs under cordon: `cd -- CWD && CORDON run ARGS -- SHELL -c COMMAND`, every piece quoted.
+// How a command runs under cordon: `cd -- CWD && CORDON run ARGS -- SHELL -c READER <<'DELIMITER'`, the
+// command itself in the here-document (no argument size limit, not re-quoted).
 struct Wrapper {
     std::string cordon;             // absolute path of the cordon binary
     std::vector<std::string> args;  // flags for `cordon run` (the hook's policy flags, --audit-log)

@@ -50,6 +50,9 @@ std::string_view strip_keywords(std::string_view text) {
                                              kLeadingKeywords.end();
         if (!keyword || word.empty()) return text;
         text.remove_prefix(word.size());
+        // `time -p CMD`: -p belongs to the reserved word, CMD is the command.
+        if (word == "time" && first_word(trim_shell_space(text)) == "-p")
+            text = trim_shell_space(text).substr(2);
     }
 }
 

@@ -7,6 +7,7 @@
 
 #include "agent/bash_rules.hpp"
 #include "agent/claude_hook.hpp"
+#include "agent/command_forms.hpp"
 #include "tests/policy/test_support.hpp"
 
 using namespace cordon;
@@ -224,6 +225,17 @@ TEST_CASE("the rewritten command keeps its quoting exactly") {
         "cat <<'EOF'\nliteral $HOME 'q' \"d\" \\ done\nEOF",
         "cat <<EOF\nexpanded $((6*7))\nEOF",
         "x='a'\\''b'; echo \"$x\"; echo $'tab\\there'",
+        "echo \"c=${c:-unset}\"; echo CORDON_COMMAND; echo CORDON_COMMAND_1",
+        "printf '%s|' a b\n\n",
+        // 160 KB quoted for argv, past the kernel's 128 KiB limit for one argument: travels by here-document.
+        "printf '%s' " +
+            [] {
+                std::string s;
+                for (int k = 0; k < 25000; ++k)
+                    s += "'a'\"b\"";
+                return s;
+            }() +
+            " | wc -c",
     };
     auto run = [&](const std::string& script) {
         auto file = tree.write("script.sh", script);
@@ -278,4 +290,81 @@ TEST_CASE("a Bash deny or ask rule that cannot be read stops the load") {
     CHECK_THAT(policy::test::load_error(tree.options()), Catch::Contains("Bash(rm -rf"));
     tree.project_settings(R"J({"permissions": {"ask": ["Bash(npm publish"]}})J");
     CHECK_THAT(policy::test::load_error(tree.options()), Catch::Contains("npm publish"));
+}
+
+TEST_CASE("deny and ask rules see through wrappers, paths, redirections, assignments and -c scripts") {
+    policy::CommandPolicy p;
+    p.sandbox_enabled = true;
+    p.deny = {rule("Bash(rm:*)")};
+    p.ask = {rule("Bash(curl:*)")};
+    // Every spelling Claude Code 2.1.332 itself refuses for `Bash(rm:*)` (measured with the real binary;
+    // tests/agent/test_claude_code.py checks the same list end to end).
+    for (const char* command : {"timeout 5 rm -f x",
+                                "env rm -f x",
+                                "command rm -f x",
+                                "/bin/rm -f x",
+                                "echo x | xargs rm -f",
+                                "nohup rm -f x",
+                                "bash -c 'rm -f x'",
+                                "rm>/dev/null -f x",
+                                "exec rm -f x",
+                                "nice rm -f x",
+                                "nice -n 5 rm -f x",
+                                "sudo rm -f x",
+                                "time -p rm -f x",
+                                "time rm -f x",
+                                "X='' rm -f x",
+                                ">/dev/null rm -f x",
+                                "sh -c 'rm -f x'",
+                                "FOO=1 rm -f x",
+                                "r'm' -f x",
+                                "\\rm -f x",
+                                "env -i rm -f x",
+                                "timeout -s KILL 5 rm -f x",
+                                "sudo -u nobody rm -f x",
+                                "bash -lc 'rm -f x'",
+                                "stdbuf -o0 rm -f x",
+                                "setsid rm -f x",
+                                "ionice rm -f x",
+                                "env -S 'rm -f x'",
+                                "eval rm -f x",
+                                "exec -a foo rm -f x",
+                                "true && rm -f x",
+                                "(rm -f x)",
+                                "echo $(rm -f x)",
+                                "2>/dev/null rm x",
+                                "sudo env X=1 nice -n 5 /usr/bin/rm x",
+                                "bash -c \"sh -c 'rm x'\"",
+                                "xargs -n1 -I{} rm {}",
+                                "timeout --signal=KILL 5 rm x",
+                                "nice -5 rm x",
+                                "\"/bin/rm\" x",
+                                "rm<x",
+                                "rm 2>&1 x"}) {
+        INFO(command);
+        HookDecision d = agent::decide(bash(command), p, wrapper());
+        CHECK(d.permission == Permission::Deny);
+    }
+    for (const char* command :
+         {"timeout 5 curl x", "bash -c 'curl x'", "env A=1 curl x", "/usr/bin/curl x"}) {
+        INFO(command);
+        CHECK(agent::decide(bash(command), p, wrapper()).permission == Permission::Ask);
+    }
+    // Not the command: arguments that merely look like it.
+    for (const char* command : {"echo rm", "git rm x", "command -v rm", "ls rm"}) {
+        INFO(command);
+        CHECK(agent::decide(bash(command), p, wrapper()).permission == Permission::Allow);
+    }
+    // A -c script cordon cannot split may hold the denied command: asked, never auto-allowed.
+    CHECK(agent::decide(bash("bash -c 'for f in *; do rm $f; done'"), p, wrapper()).permission ==
+          Permission::Ask);
+}
+
+TEST_CASE("command words: quotes, escapes and redirections as bash reads them") {
+    using V = std::vector<std::string>;
+    CHECK(agent::command_words("rm>/dev/null -rf x") == V{"rm", "-rf", "x"});
+    CHECK(agent::command_words(">/dev/null rm") == V{"rm"});
+    CHECK(agent::command_words("r'm' \"a b\" \\c 2>&1 d") == V{"rm", "a b", "c", "d"});
+    CHECK(agent::command_words("a2>x b") == V{"a2", "b"});
+    CHECK(agent::command_words("echo \"$(x \")\")\" y") == V{"echo", "$(x \")\")", "y"});
 }
