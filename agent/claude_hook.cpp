@@ -4,6 +4,7 @@
 
 #include "agent/bash_rules.hpp"
 #include "agent/command_forms.hpp"
+#include "agent/read_only.hpp"
 #include "agent/shell_split.hpp"
 #include "policy/syntax.hpp"
 
@@ -106,24 +107,46 @@ const policy::Rule* first_match(const std::vector<policy::Rule>& rules,
     return nullptr;
 }
 
-// When every part is matched by a rule of `rules` (by `matches`), the rule that matched the first part;
-// otherwise (or with no parts) null (excludedCommands and allow rules: all parts or nothing).
-const policy::Rule* every_part_matched(const std::vector<policy::Rule>& rules,
-                                       const std::vector<std::string>& parts,
-                                       bool (*matches)(std::string_view, std::string_view)) {
-    const policy::Rule* first = nullptr;
-    for (const std::string& part : parts) {
-        auto hit = std::find_if(rules.begin(), rules.end(),
-                                [&](const policy::Rule& rule) { return matches(rule.text, part); });
-        if (hit == rules.end()) return nullptr;
-        if (!first) first = &*hit;
-    }
-    return first;
+// Rules of `list` that Claude Code honours: a project's own rules only in a trusted workspace.
+std::vector<const policy::Rule*> honoured(const std::vector<policy::Rule>& list, bool trusted) {
+    std::vector<const policy::Rule*> out;
+    for (const policy::Rule& rule : list)
+        if (trusted || rule.source.layer != policy::Layer::Project) out.push_back(&rule);
+    return out;
+}
+
+const policy::Rule* first_matching(const std::vector<const policy::Rule*>& rules, std::string_view part,
+                                   bool (*matches)(std::string_view, std::string_view)) {
+    for (const policy::Rule* rule : rules)
+        if (matches(rule->text, part)) return rule;
+    return nullptr;
 }
 
 }  // namespace
 
-HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, const Wrapper& wrapper) {
+bool workspace_trusted(std::string_view claude_json, const std::string& cwd) {
+    json root = json::parse(claude_json, nullptr, false);
+    if (root.is_discarded() || !root.is_object()) return false;
+    auto projects = root.find("projects");
+    if (projects == root.end() || !projects->is_object()) return false;
+    std::string dir = cwd;
+    while (!dir.empty() && dir.size() > 1 && dir.back() == '/')
+        dir.pop_back();
+    for (;;) {
+        auto it = projects->find(dir);
+        if (it != projects->end() && it->is_object()) {
+            auto accepted = it->find("hasTrustDialogAccepted");
+            if (accepted != it->end() && accepted->is_boolean() && accepted->get<bool>()) return true;
+        }
+        if (dir.empty() || dir == "/") return false;
+        std::size_t slash = dir.rfind('/');
+        if (slash == std::string::npos) return false;
+        dir = slash == 0 ? "/" : dir.substr(0, slash);
+    }
+}
+
+HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, const Wrapper& wrapper,
+                    const HookOptions& options) {
     HookDecision d;
     d.command = input.command;
     if (input.tool_name != "Bash" || input.command.empty()) {
@@ -188,8 +211,18 @@ HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, 
         return d;
     }
 
-    const policy::Rule* exclusion =
-        every_part_matched(rules.excluded_commands, parts, excluded_command_matches);
+    // Claude Code ignores the project's own allow rules until the user trusts the workspace: a cloned
+    // repository must not allow itself anything. Its excludedCommands would run outside the jail: same.
+    auto excluded = honoured(rules.excluded_commands, options.trusted);
+    const policy::Rule* exclusion = nullptr;
+    for (const std::string& part : parts) {
+        const policy::Rule* hit = first_matching(excluded, part, excluded_command_matches);
+        if (!hit) {
+            exclusion = nullptr;
+            break;
+        }
+        if (!exclusion) exclusion = hit;
+    }
     if (exclusion && rules.allow_unsandboxed_commands) {
         d.permission = Permission::None;
         d.wrapped = false;
@@ -200,23 +233,39 @@ HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, 
         return d;
     }
 
-    if (rules.sandbox_enabled && rules.auto_allow_bash_if_sandboxed) {
-        d.permission = Permission::Allow;
-        d.reason =
-            "cordon: runs in cordon's sandbox (jail, egress proxy, audit log): sandbox.enabled with "
-            "autoAllowBashIfSandboxed";
-        return d;
+    // Every part read-only (Claude Code runs those unprompted) or allowed by an honoured rule.
+    auto allow = honoured(rules.allow, options.trusted);
+    const policy::Rule* allowed_by = nullptr;
+    bool every_part_allowed = !parts.empty();
+    for (const std::string& part : parts) {
+        if (read_only_command(part)) continue;
+        const policy::Rule* hit = first_matching(allow, part, bash_rule_matches);
+        if (!hit) {
+            every_part_allowed = false;
+            break;
+        }
+        if (!allowed_by) allowed_by = hit;
     }
-    if (const policy::Rule* allowed_by = every_part_matched(rules.allow, parts, bash_rule_matches)) {
+    if (every_part_allowed) {
         d.permission = Permission::Allow;
         d.rule = allowed_by;
-        d.reason = "cordon: allowed by " + named(*allowed_by) + "; runs in cordon's sandbox";
+        d.reason = allowed_by
+                       ? "cordon: allowed by " + named(*allowed_by) + "; runs in cordon's sandbox"
+                       : "cordon: read-only, as Claude Code runs it unprompted; runs in cordon's sandbox";
+        return d;
+    }
+    if (options.auto_allow && options.trusted && rules.auto_allow_bash_if_sandboxed) {
+        d.permission = Permission::Allow;
+        d.reason =
+            "cordon: runs in cordon's sandbox (jail, egress proxy, audit log): claude-hook --auto-allow";
         return d;
     }
     d.permission = Permission::Ask;
     d.reason =
-        "cordon: no allow rule matches every part and the sandbox does not auto-allow (sandbox.enabled, "
-        "autoAllowBashIfSandboxed); it runs in cordon's sandbox once approved";
+        std::string("cordon: no allow rule matches every part") +
+        (options.auto_allow ? " and --auto-allow does not apply in a workspace Claude Code does not trust"
+                            : "") +
+        "; it runs in cordon's sandbox once approved";
     return d;
 }
 

@@ -29,19 +29,24 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kHookHelp =
-    "usage: cordon claude-hook [policy flags] [--audit-log FILE]      (Claude Code runs it; JSON on stdin)\n"
-    "       cordon claude-hook --install [--local|--project|--user] [policy flags] [--audit-log FILE]\n"
+    "usage: cordon claude-hook [--auto-allow] [policy flags] [--audit-log FILE]   (Claude Code runs it)\n"
+    "       cordon claude-hook --install [--local|--project|--user] [--auto-allow] [policy flags]\n"
+    "                          [--audit-log FILE]\n"
     "       cordon claude-hook --uninstall [--local|--project|--user]\n"
     "\n"
     "Claude Code's PreToolUse hook for the Bash tool. Reads the hook input on stdin and answers with\n"
     "hookSpecificOutput: Bash(...) deny rules deny, ask rules ask, dangerouslyDisableSandbox asks (denies\n"
     "when sandbox.allowUnsandboxedCommands is false), sandbox.excludedCommands pass through unwrapped;\n"
     "every other command is rewritten to run under `cordon run` in the session's working directory, and\n"
-    "allowed when sandbox.enabled and autoAllowBashIfSandboxed (default true). Compound commands are split\n"
-    "and every part must pass; a command cordon cannot split is never auto-allowed. Other tools: no output.\n"
+    "allowed when every part is read-only or matches an allow rule, or with --auto-allow. Deny and ask\n"
+    "rules see through wrappers (timeout, env, sudo, xargs, bash -c, ...) as Claude Code does. Compound\n"
+    "commands are split and every part must pass; a command cordon cannot split is never auto-allowed. In a\n"
+    "workspace Claude Code does not trust, the project's allow rules and --auto-allow do not apply.\n"
     "The settings are the policy engine's layers read from the session's working directory (managed\n"
     "settings first); the policy flags and --audit-log are passed on to the `cordon run` of each command.\n"
     "\n"
+    "  --auto-allow           allow every command that no deny or ask rule stops: it runs in cordon's\n"
+    "                         jail (Claude Code's own sandbox must be off: sandbox.enabled false)\n"
     "  --audit-log FILE       append one `command` event per decision (and the jailed command's proxy\n"
     "                         lines, through `cordon run --audit-log FILE`)\n"
     "  --install              add the hook to a Claude Code settings file (default --local:\n"
@@ -109,7 +114,21 @@ bool append_audit(const std::string& path, const std::string& line, std::string&
     return true;
 }
 
-int run_hook(const policy::LoadOptions& base, const std::string& audit_log) {
+// Claude Code's global config, where it records which workspaces the user trusts.
+std::string claude_json_text() {
+    std::string path;
+    if (const char* dir = std::getenv("CLAUDE_CONFIG_DIR"); dir && *dir)
+        path = std::string(dir) + "/.claude.json";
+    else if (const char* home = std::getenv("HOME"); home && *home)
+        path = std::string(home) + "/.claude.json";
+    if (path.empty()) return "";
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    return buffer.str();
+}
+
+int run_hook(const policy::LoadOptions& base, const std::string& audit_log, bool auto_allow) {
     std::string text;
     char buffer[65536];
     for (;;) {
@@ -150,7 +169,10 @@ int run_hook(const policy::LoadOptions& base, const std::string& audit_log) {
                                (audit_log == "-" ? audit_log : fs::absolute(audit_log, ec).string()));
     }
     if (::access("/bin/bash", X_OK) != 0) wrapper.shell = "/bin/sh";
-    agent::HookDecision decision = agent::decide(input, policy->commands(), wrapper);
+    agent::HookOptions options;
+    options.auto_allow = auto_allow;
+    options.trusted = agent::workspace_trusted(claude_json_text(), input.cwd);
+    agent::HookDecision decision = agent::decide(input, policy->commands(), wrapper, options);
 
     if (!audit_log.empty() && !input.command.empty()) {
         nlohmann::ordered_json event = {
@@ -182,7 +204,7 @@ int run_hook(const policy::LoadOptions& base, const std::string& audit_log) {
 }
 
 int edit_settings(bool install, const std::string& scope, const policy::LoadOptions& options,
-                  const std::string& audit_log) {
+                  const std::string& audit_log, bool auto_allow) {
     std::error_code ec;
     fs::path file;
     if (scope == "--user") {
@@ -213,6 +235,7 @@ int edit_settings(bool install, const std::string& scope, const policy::LoadOpti
     for (const auto& arg : policy_args(options))
         command += " " + word(arg);
     if (!audit_log.empty()) command += " " + word("--audit-log=" + fs::absolute(audit_log, ec).string());
+    if (auto_allow) command += " --auto-allow";
     agent::SettingsEdit edit = install ? agent::install_hook(text, command) : agent::uninstall_hook(text);
     if (!edit.error.empty()) {
         std::cerr << "cordon claude-hook: " << file.string() << ": " << edit.error << "; not changed\n";
@@ -256,7 +279,7 @@ int cmd_claude_hook(int argc, char** argv) {
     ArgCursor args(argc, argv, 0);
     policy::LoadOptions load;
     std::string audit_log, scope;
-    bool install = false, uninstall = false;
+    bool install = false, uninstall = false, auto_allow = false;
     while (!args.done()) {
         if (args.flag("--help") || args.flag("-h")) {
             std::cout << kHookHelp << kPolicyFlagsHelp;
@@ -265,6 +288,8 @@ int cmd_claude_hook(int argc, char** argv) {
         if (parse_policy_flag(args, load)) continue;
         if (args.flag("--audit-log")) {
             audit_log = args.value();
+        } else if (args.flag("--auto-allow")) {
+            auto_allow = true;
         } else if (args.flag("--install")) {
             install = true;
         } else if (args.flag("--uninstall")) {
@@ -280,8 +305,8 @@ int cmd_claude_hook(int argc, char** argv) {
     if (!scope.empty() && !install && !uninstall)
         throw UsageError(scope + " goes with --install or --uninstall");
     if (install || uninstall)
-        return edit_settings(install, scope.empty() ? "--local" : scope, load, audit_log);
-    return run_hook(load, audit_log);
+        return edit_settings(install, scope.empty() ? "--local" : scope, load, audit_log, auto_allow);
+    return run_hook(load, audit_log, auto_allow);
 }
 
 }  // namespace cordon::cli

@@ -42,6 +42,14 @@ agent::Wrapper wrapper() {
     return w;
 }
 
+// `claude-hook --auto-allow` in a trusted workspace.
+agent::HookOptions auto_allow() {
+    agent::HookOptions o;
+    o.auto_allow = true;
+    o.trusted = true;
+    return o;
+}
+
 policy::CommandPolicy sandboxed() {
     policy::CommandPolicy p;
     p.sandbox_enabled = true;
@@ -132,7 +140,7 @@ TEST_CASE("the hook's decision table") {
     };
     for (const Row& row : rows) {
         INFO(row.command);
-        HookDecision d = agent::decide(bash(row.command, row.disable_sandbox), p, wrapper());
+        HookDecision d = agent::decide(bash(row.command, row.disable_sandbox), p, wrapper(), auto_allow());
         CHECK(d.permission == row.permission);
         CHECK(d.wrapped == row.wrapped);
         CHECK((d.rule ? d.rule->text : "") == row.rule);
@@ -144,30 +152,78 @@ TEST_CASE("the hook's decision table") {
     }
 }
 
-TEST_CASE("without the sandbox's auto-allow, allow rules decide and the rest asks") {
+TEST_CASE("without --auto-allow, read-only commands and allow rules decide and the rest asks") {
     auto p = sandboxed();
-    p.auto_allow_bash_if_sandboxed = false;
-    auto d = agent::decide(bash("npm run test --watch | ls -la"), p, wrapper());
+    agent::HookOptions trusted;
+    trusted.trusted = true;
+    auto d = agent::decide(bash("npm run test --watch | ls -la"), p, wrapper(), trusted);
     CHECK(d.permission == Permission::Allow);
     CHECK(d.wrapped);
     REQUIRE(d.rule);
     CHECK(d.rule->text == "Bash(npm run test:*)");
-    d = agent::decide(bash("npm run test && curl x"), p, wrapper());
+    d = agent::decide(bash("npm run test && curl x"), p, wrapper(), trusted);
     CHECK(d.permission == Permission::Ask);
     CHECK(d.wrapped);
-    p.auto_allow_bash_if_sandboxed = true;
-    p.sandbox_enabled = false;
-    CHECK(agent::decide(bash("curl x"), p, wrapper()).permission == Permission::Ask);
+    // What Claude Code runs unprompted: read-only, allowed without a rule (still jailed).
+    d = agent::decide(bash("git status --short && ls -la | wc -l"), p, wrapper(), trusted);
+    CHECK(d.permission == Permission::Allow);
+    CHECK(d.wrapped);
+    CHECK_FALSE(d.rule);
+    for (const char* not_read_only :
+         {"cat /etc/passwd", "cat ../x", "echo hi > f", "find . -delete", "sort -o f g", "git branch -D x",
+          "FOO=1 ls", "git -C . status", "rg --pre sh x", "cd /tmp", "ls $(x)", "date -s 1", "echo `x`"}) {
+        INFO(not_read_only);
+        CHECK(agent::decide(bash(not_read_only), p, wrapper(), trusted).permission == Permission::Ask);
+    }
+    // Claude Code's sandbox switches do not turn on cordon's auto-allow; --auto-allow does, unless managed
+    // settings say autoAllowBashIfSandboxed false.
+    p.sandbox_enabled = true;
+    CHECK(agent::decide(bash("curl x"), p, wrapper(), trusted).permission == Permission::Ask);
+    CHECK(agent::decide(bash("curl x"), p, wrapper(), auto_allow()).permission == Permission::Allow);
+    p.auto_allow_bash_if_sandboxed = false;
+    CHECK(agent::decide(bash("curl x"), p, wrapper(), auto_allow()).permission == Permission::Ask);
+}
+
+TEST_CASE(
+    "an untrusted workspace: the project's allow rules, excludedCommands and --auto-allow do not apply") {
+    policy::CommandPolicy p;
+    p.allow = {rule("Bash(make:*)")};  // rule() is a project rule
+    p.excluded_commands = {rule("docker")};
+    p.allow.push_back(
+        policy::Rule{"Bash(npm test)",
+                     policy::Source{policy::Layer::User, "/home/u/.claude/settings.json", "permissions", 1}});
+    agent::HookOptions untrusted;
+    untrusted.auto_allow = true;
+    CHECK(agent::decide(bash("make"), p, wrapper(), untrusted).permission == Permission::Ask);
+    CHECK(agent::decide(bash("curl x"), p, wrapper(), untrusted).permission == Permission::Ask);
+    auto d = agent::decide(bash("docker ps"), p, wrapper(), untrusted);
+    CHECK(d.permission == Permission::Ask);
+    CHECK(d.wrapped);
+    CHECK(agent::decide(bash("npm test"), p, wrapper(), untrusted).permission == Permission::Allow);
+    CHECK(agent::decide(bash("git status"), p, wrapper(), untrusted).permission == Permission::Allow);
+    CHECK(agent::decide(bash("make"), p, wrapper(), auto_allow()).permission == Permission::Allow);
+}
+
+TEST_CASE("workspace trust as Claude Code records it") {
+    const char* config = R"({"projects": {"/w/trusted": {"hasTrustDialogAccepted": true},
+                                          "/w/no": {"hasTrustDialogAccepted": false}, "/": {}}})";
+    CHECK(agent::workspace_trusted(config, "/w/trusted"));
+    CHECK(agent::workspace_trusted(config, "/w/trusted/sub/dir/"));
+    CHECK_FALSE(agent::workspace_trusted(config, "/w/no"));
+    CHECK_FALSE(agent::workspace_trusted(config, "/w/no/sub"));
+    CHECK_FALSE(agent::workspace_trusted(config, "/w/trusted-not"));
+    CHECK_FALSE(agent::workspace_trusted("", "/w/trusted"));
+    CHECK_FALSE(agent::workspace_trusted("{\"projects\": []}", "/w/trusted"));
 }
 
 TEST_CASE("allowUnsandboxedCommands false: no way out of the sandbox") {
     auto p = sandboxed();
     p.allow_unsandboxed_commands = false;
-    auto d = agent::decide(bash("curl example.com", true), p, wrapper());
+    auto d = agent::decide(bash("curl example.com", true), p, wrapper(), auto_allow());
     CHECK(d.permission == Permission::Deny);
     CHECK_FALSE(d.wrapped);
     CHECK_THAT(d.reason, Catch::Contains("allowUnsandboxedCommands"));
-    d = agent::decide(bash("docker ps"), p, wrapper());
+    d = agent::decide(bash("docker ps"), p, wrapper(), auto_allow());
     CHECK(d.permission == Permission::Allow);
     CHECK(d.wrapped);
 }
@@ -181,7 +237,7 @@ TEST_CASE("hook input and output JSON") {
     CHECK(input.command == "ls");
     CHECK(input.session_id == "abc");
     CHECK(input.cwd == "/w");
-    auto d = agent::decide(input, sandboxed(), wrapper());
+    auto d = agent::decide(input, sandboxed(), wrapper(), auto_allow());
     json out = json::parse(agent::hook_output(input, d));
     const json& h = out.at("hookSpecificOutput");
     CHECK(h.at("hookEventName") == "PreToolUse");
@@ -193,10 +249,11 @@ TEST_CASE("hook input and output JSON") {
 
     auto other = std::get<HookInput>(
         agent::parse_hook_input(R"({"tool_name":"Read","tool_input":{"file_path":"/x"}})"));
-    CHECK(agent::hook_output(other, agent::decide(other, sandboxed(), wrapper())).empty());
+    CHECK(agent::hook_output(other, agent::decide(other, sandboxed(), wrapper(), auto_allow())).empty());
 
     auto deny = bash("rm -rf x");
-    json denied = json::parse(agent::hook_output(deny, agent::decide(deny, sandboxed(), wrapper())));
+    json denied =
+        json::parse(agent::hook_output(deny, agent::decide(deny, sandboxed(), wrapper(), auto_allow())));
     CHECK(denied["hookSpecificOutput"]["permissionDecision"] == "deny");
     CHECK_FALSE(denied["hookSpecificOutput"].contains("updatedInput"));
 
@@ -273,15 +330,16 @@ TEST_CASE("Bash rules and sandbox switches come from the layered settings; manag
     CHECK_FALSE(c.auto_allow_bash_if_sandboxed);
     REQUIRE(c.deny.size() == 1);
     CHECK(c.deny[0].source.layer == policy::Layer::Managed);
-    auto d = agent::decide(bash("curl https://example.com"), c, wrapper());
+    auto d = agent::decide(bash("curl https://example.com"), c, wrapper(), auto_allow());
     CHECK(d.permission == Permission::Deny);
     CHECK_THAT(d.reason, Catch::Contains("managed"));
-    CHECK(agent::decide(bash("make"), c, wrapper()).permission == Permission::Allow);
-    CHECK(agent::decide(bash("make; ls"), c, wrapper()).permission == Permission::Ask);
-    CHECK(agent::decide(bash("git push"), c, wrapper()).permission == Permission::Ask);
-    CHECK(agent::decide(bash("x", true), c, wrapper()).permission == Permission::Deny);
+    CHECK(agent::decide(bash("make"), c, wrapper(), auto_allow()).permission == Permission::Allow);
+    CHECK(agent::decide(bash("make; ls"), c, wrapper(), auto_allow()).permission == Permission::Allow);
+    CHECK(agent::decide(bash("make; npm i"), c, wrapper(), auto_allow()).permission == Permission::Ask);
+    CHECK(agent::decide(bash("git push"), c, wrapper(), auto_allow()).permission == Permission::Ask);
+    CHECK(agent::decide(bash("x", true), c, wrapper(), auto_allow()).permission == Permission::Deny);
     // docker is excluded, but allowUnsandboxedCommands (managed) is false: it runs sandboxed
-    CHECK(agent::decide(bash("docker ps"), c, wrapper()).wrapped);
+    CHECK(agent::decide(bash("docker ps"), c, wrapper(), auto_allow()).wrapped);
 }
 
 TEST_CASE("a Bash deny or ask rule that cannot be read stops the load") {
@@ -342,22 +400,23 @@ TEST_CASE("deny and ask rules see through wrappers, paths, redirections, assignm
                                 "rm<x",
                                 "rm 2>&1 x"}) {
         INFO(command);
-        HookDecision d = agent::decide(bash(command), p, wrapper());
+        HookDecision d = agent::decide(bash(command), p, wrapper(), auto_allow());
         CHECK(d.permission == Permission::Deny);
     }
     for (const char* command :
          {"timeout 5 curl x", "bash -c 'curl x'", "env A=1 curl x", "/usr/bin/curl x"}) {
         INFO(command);
-        CHECK(agent::decide(bash(command), p, wrapper()).permission == Permission::Ask);
+        CHECK(agent::decide(bash(command), p, wrapper(), auto_allow()).permission == Permission::Ask);
     }
     // Not the command: arguments that merely look like it.
     for (const char* command : {"echo rm", "git rm x", "command -v rm", "ls rm"}) {
         INFO(command);
-        CHECK(agent::decide(bash(command), p, wrapper()).permission == Permission::Allow);
+        CHECK(agent::decide(bash(command), p, wrapper(), auto_allow()).permission == Permission::Allow);
     }
     // A -c script cordon cannot split may hold the denied command: asked, never auto-allowed.
-    CHECK(agent::decide(bash("bash -c 'for f in *; do rm $f; done'"), p, wrapper()).permission ==
-          Permission::Ask);
+    CHECK(
+        agent::decide(bash("bash -c 'for f in *; do rm $f; done'"), p, wrapper(), auto_allow()).permission ==
+        Permission::Ask);
 }
 
 TEST_CASE("command words: quotes, escapes and redirections as bash reads them") {

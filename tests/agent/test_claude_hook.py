@@ -39,6 +39,10 @@ class HookTest(unittest.TestCase):
             os.makedirs(d, exist_ok=True)
         self.audit = os.path.join(self.dir, "audit.jsonl")
         self.env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.home}
+        # Claude Code's record that the user trusts the workspace (the project's allow rules and --auto-allow
+        # apply only then).
+        with open(os.path.join(self.home, ".claude.json"), "w") as f:
+            json.dump({"projects": {self.work: {"hasTrustDialogAccepted": True}}}, f)
 
     def settings(self, obj, name="settings.json"):
         with open(os.path.join(self.work, ".claude", name), "w") as f:
@@ -47,7 +51,8 @@ class HookTest(unittest.TestCase):
     def hook(self, command, tool="Bash", extra_input=None, raw=None):
         data = dict(RECORDED, cwd=self.work, tool_name=tool)
         data["tool_input"] = dict(RECORDED["tool_input"], command=command, **(extra_input or {}))
-        return subprocess.run([CORDON, "claude-hook", "--managed-dir", self.managed, "--audit-log", self.audit],
+        return subprocess.run([CORDON, "claude-hook", "--auto-allow", "--managed-dir", self.managed,
+                               "--audit-log", self.audit],
                               input=raw if raw is not None else json.dumps(data), cwd=self.work, env=self.env,
                               capture_output=True, text=True, timeout=30)
 
@@ -70,7 +75,7 @@ class HookTest(unittest.TestCase):
                    "touch inside && echo wrote-inside")
         h = self.answer(self.hook(command))
         self.assertEqual(h["permissionDecision"], "allow")
-        self.assertIn("sandbox", h["permissionDecisionReason"])
+        self.assertIn("--auto-allow", h["permissionDecisionReason"])
         updated = h["updatedInput"]
         self.assertEqual(updated["description"], "Run the script")
         self.assertEqual(updated["timeout"], 120000)
