@@ -203,6 +203,80 @@ int run_hook(const policy::LoadOptions& base, const std::string& audit_log, bool
     return 0;
 }
 
+// Claude Code's own sandbox (sandbox.enabled) would run cordon inside its bubblewrap, where cordon cannot
+// build its jail: every command would fail. Says so, naming the file that turns it on.
+void advise_on_claude_sandbox(const policy::LoadOptions& options) {
+    policy::LoadOptions load = options;
+    std::error_code ec;
+    load.cwd = fs::current_path(ec);
+    auto policy = policy::load_policy(load);
+    const auto* loaded = std::get_if<policy::PolicyPtr>(&policy);
+    if (!loaded || !(*loaded)->commands().sandbox_enabled) return;
+    std::cerr
+        << "cordon claude-hook: sandbox.enabled is on in Claude Code's settings: Claude Code would run "
+           "every command, cordon included, in its own bubblewrap sandbox, where cordon cannot build its "
+           "jail and every command fails. Set \"sandbox\": {\"enabled\": false}: cordon's jail replaces "
+           "it (its rules still apply), and use --auto-allow for what sandbox.enabled's auto-allow did.\n";
+}
+
+// Replaces `target` with `text`, atomically: written to a new file of an unpredictable name in the same
+// directory and renamed over it, so a crash leaves the old file or the new one. Why not a fixed temporary
+// name: a jailed command can write the project directory, and a symlink it planted at a predictable name
+// would make the user's next --install/--uninstall write through it (over ~/.bashrc, say). mkostemp's
+// O_CREAT|O_EXCL does not follow a symlink. The new file gets the old one's owner and mode (a new settings
+// file: 0666 less the umask, as any editor would make it).
+bool replace_file(const fs::path& target, const std::string& text, const struct stat* old) {
+    std::string pattern =
+        (target.parent_path() / ("." + target.filename().string() + ".cordon-XXXXXX")).string();
+    std::vector<char> name(pattern.begin(), pattern.end());
+    name.push_back('\0');
+    int fd = ::mkostemp(name.data(), O_CLOEXEC);
+    if (fd < 0) {
+        std::cerr << "cordon claude-hook: cannot create a file in " << target.parent_path().string() << ": "
+                  << std::strerror(errno) << "\n";
+        return false;
+    }
+    std::string temp(name.data());
+    auto fail = [&](const char* what) {
+        std::cerr << "cordon claude-hook: cannot " << what << " " << temp << ": " << std::strerror(errno)
+                  << "\n";
+        ::close(fd);
+        ::unlink(temp.c_str());
+        return false;
+    };
+    std::size_t done = 0;
+    while (done < text.size()) {
+        ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return fail("write");
+        done += static_cast<std::size_t>(n);
+    }
+    mode_t mode;
+    if (old) {
+        mode = old->st_mode & 07777;
+        if (::fchown(fd, old->st_uid, old->st_gid) != 0 && (old->st_uid != ::geteuid() || errno != EPERM))
+            return fail("set the owner of");
+    } else {
+        mode_t mask = ::umask(0);
+        ::umask(mask);
+        mode = 0666 & ~mask;
+    }
+    if (::fchmod(fd, mode) != 0) return fail("set the mode of");
+    if (::fsync(fd) != 0) return fail("sync");
+    if (::close(fd) != 0) {
+        fd = -1;
+        ::unlink(temp.c_str());
+        return false;
+    }
+    if (::rename(temp.c_str(), target.c_str()) != 0) {
+        std::cerr << "cordon claude-hook: cannot replace " << target.string() << ": " << std::strerror(errno)
+                  << "\n";
+        ::unlink(temp.c_str());
+        return false;
+    }
+    return true;
+}
+
 int edit_settings(bool install, const std::string& scope, const policy::LoadOptions& options,
                   const std::string& audit_log, bool auto_allow) {
     std::error_code ec;
@@ -215,8 +289,24 @@ int edit_settings(bool install, const std::string& scope, const policy::LoadOpti
         file = fs::current_path(ec) / ".claude" /
                (scope == "--project" ? "settings.json" : "settings.local.json");
     }
+    // A settings file that is a symlink (a dotfiles repository, say) is edited where it points, so the link
+    // stays a link.
+    struct stat st {};
+    bool exists = ::stat(file.c_str(), &st) == 0;
+    if (exists) {
+        fs::path target = fs::canonical(file, ec);
+        if (ec) {
+            std::cerr << "cordon claude-hook: cannot resolve " << file.string() << ": " << ec.message()
+                      << "\n";
+            return 2;
+        }
+        file = target;
+        if (!S_ISREG(st.st_mode)) {
+            std::cerr << "cordon claude-hook: " << file.string() << " is not a regular file; not changed\n";
+            return 2;
+        }
+    }
     std::string text;
-    bool exists = fs::exists(file, ec);
     if (exists) {
         std::ifstream in(file, std::ios::binary);
         if (!in) {
@@ -244,32 +334,13 @@ int edit_settings(bool install, const std::string& scope, const policy::LoadOpti
     if (!edit.changed) {
         std::cerr << "cordon claude-hook: " << file.string() << ": "
                   << (install ? "already installed" : "no cordon hook to remove") << "\n";
-        return 0;
+    } else {
+        fs::create_directories(file.parent_path(), ec);
+        if (!replace_file(file, edit.text, exists ? &st : nullptr)) return 2;
+        std::cerr << "cordon claude-hook: " << (install ? "installed in " : "removed from ") << file.string()
+                  << "\n";
     }
-    fs::create_directories(file.parent_path(), ec);
-    // Written next to the file and renamed over it: a crash leaves the old file or the new one.
-    fs::path temp = file;
-    temp += ".cordon-tmp";
-    {
-        std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-        out << edit.text;
-        out.close();
-        if (!out) {
-            std::cerr << "cordon claude-hook: cannot write " << temp.string() << "\n";
-            fs::remove(temp, ec);
-            return 2;
-        }
-    }
-    struct stat st {};
-    if (exists && ::stat(file.c_str(), &st) == 0) ::chmod(temp.c_str(), st.st_mode & 07777);
-    fs::rename(temp, file, ec);
-    if (ec) {
-        std::cerr << "cordon claude-hook: cannot replace " << file.string() << ": " << ec.message() << "\n";
-        fs::remove(temp, ec);
-        return 2;
-    }
-    std::cerr << "cordon claude-hook: " << (install ? "installed in " : "removed from ") << file.string()
-              << "\n";
+    if (install) advise_on_claude_sandbox(options);
     return 0;
 }
 

@@ -177,6 +177,59 @@ class HookTest(unittest.TestCase):
         with open(path) as f:
             self.assertEqual(f.read(), "[1]")
 
+    def test_install_cannot_be_turned_against_the_user(self):
+        """A jailed command can write the project, so it can plant symlinks where the installer writes: the
+        old fixed temporary name `settings.local.json.cordon-tmp`, followed, overwrote their target."""
+        claude = os.path.join(self.work, ".claude")
+        path = os.path.join(claude, "settings.local.json")
+        bashrc = os.path.join(self.home, ".bashrc")
+        with open(bashrc, "w") as f:
+            f.write("# the user's shell start-up\n")
+        for name in ("settings.local.json.cordon-tmp", ".settings.local.json.cordon-tmp",
+                     "settings.local.json.tmp"):
+            os.symlink(bashrc, os.path.join(claude, name))
+        run = lambda *a: subprocess.run([CORDON, "claude-hook", *a], cwd=self.work, env=self.env,
+                                        capture_output=True, text=True, timeout=30)
+        with open(path, "w") as f:
+            f.write('{"model": "opus"}\n')
+        os.chmod(path, 0o640)
+        os.chown(path, 65534, 65534)
+        for args in (("--install",), ("--uninstall",), ("--install", "--auto-allow")):
+            r = run(*args)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(bashrc) as f:
+                self.assertEqual(f.read(), "# the user's shell start-up\n")
+            st = os.stat(path)
+            self.assertEqual((st.st_mode & 0o7777, st.st_uid, st.st_gid), (0o640, 65534, 65534))
+        with open(path) as f:
+            self.assertTrue(json.load(f)["hooks"]["PreToolUse"][0]["hooks"][0]["command"].endswith("--auto-allow"))
+        # Nothing left behind but the planted links.
+        self.assertEqual(sorted(os.listdir(claude)), sorted(["settings.local.json", "settings.local.json.cordon-tmp",
+                                                             ".settings.local.json.cordon-tmp",
+                                                             "settings.local.json.tmp"]))
+        # A settings file that is a symlink is edited at its target; the link stays.
+        os.unlink(path)
+        target = os.path.join(self.dir, "dotfiles-settings.json")
+        with open(target, "w") as f:
+            f.write("\ufeff{}\n")  # with a byte order mark
+        os.symlink(target, path)
+        r = run("--install")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.islink(path))
+        with open(target, encoding="utf-8-sig") as f:
+            self.assertEqual(len(json.load(f)["hooks"]["PreToolUse"]), 1)
+        self.assertEqual(run("--uninstall").returncode, 0)
+        with open(target, "rb") as f:
+            self.assertEqual(f.read(), "\ufeff{}\n".encode())
+
+    def test_install_advises_when_claude_codes_sandbox_is_on(self):
+        self.settings({"sandbox": {"enabled": True}})
+        r = subprocess.run([CORDON, "claude-hook", "--install", "--auto-allow"], cwd=self.work, env=self.env,
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("sandbox.enabled is on", r.stderr)
+        self.assertIn('"enabled": false', r.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
