@@ -5,8 +5,10 @@
 
 namespace cordon::agent {
 
+// Not \r: to bash a carriage return is an ordinary character of a word, so `a\r#$(b)` is one word whose
+// substitution runs, not a word and a comment.
 bool shell_space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+    return c == ' ' || c == '\t' || c == '\n';
 }
 
 std::string_view trim_shell_space(std::string_view text) {
@@ -79,6 +81,16 @@ class Splitter {
 
     char at(std::size_t k) const { return k < s_.size() ? s_[k] : '\0'; }
 
+    // Whether the character at `k` (outside quotes) is escaped: an odd number of backslashes before it.
+    bool escaped(std::size_t k) const {
+        std::size_t n = 0;
+        while (k > 0 && s_[k - 1] == '\\') {
+            ++n;
+            --k;
+        }
+        return n % 2 == 1;
+    }
+
     // Reads commands until `terminator` (')' for a subshell or $( ), '`' for backticks, '\0' for the end).
     // Returns with i_ at the terminator (not consumed).
     void list(char terminator) {
@@ -115,7 +127,9 @@ class Splitter {
                     dollar();
                     continue;
                 case '#':
-                    if (i_ == 0 || word_end(s_[i_ - 1])) {
+                    // A comment only where a word starts: after an unescaped delimiter. `\ #`, `\;#` and
+                    // `\|#` are inside a word to bash, and what follows runs.
+                    if (i_ == 0 || (word_end(s_[i_ - 1]) && !escaped(i_ - 1))) {
                         while (i_ < s_.size() && s_[i_] != '\n')
                             ++i_;
                         continue;
@@ -231,17 +245,27 @@ class Splitter {
     void dollar() {
         char next = at(i_ + 1);
         if (next == '(' && at(i_ + 2) == '(') {
-            // Arithmetic: no commands, only balanced parentheses.
+            // Arithmetic only when the parenthesis that closes `$((` is followed at once by another: bash
+            // reads `$((a) )` as a command substitution of the subshell `(a)`.
             std::size_t k = i_ + 3;
             int open = 2;
-            for (; k < s_.size() && open > 0; ++k) {
+            bool arithmetic = false;
+            for (; k < s_.size(); ++k) {
                 if (s_[k] == '(') ++open;
-                if (s_[k] == ')') --open;
                 if (s_[k] == '$' && at(k + 1) == '(') throw Failure{"a command substitution inside $(( ))"};
                 if (s_[k] == '`') throw Failure{"a command substitution inside $(( ))"};
+                if (s_[k] == ')' && --open == 1) {
+                    arithmetic = at(k + 1) == ')';
+                    break;
+                }
             }
-            if (open != 0) throw Failure{"unterminated $(("};
-            i_ = k;
+            if (k >= s_.size()) throw Failure{"unterminated $(("};
+            if (arithmetic) {
+                i_ = k + 2;
+                return;
+            }
+            i_ += 2;
+            nested(')');
             return;
         }
         if (next == '(') {

@@ -112,3 +112,17 @@ TEST_CASE("random inputs are split or refused") {
             }
     }
 }
+
+TEST_CASE("the splitter agrees with bash where it used to let a payload through") {
+    // `#` after an escaped blank, `;` or `|` is inside a word: the substitution runs.
+    CHECK(parts("npm test \\ #$(x)") == Parts{"x", "npm test \\ #$(x)"});
+    CHECK(parts("a \\;#$(x)") == Parts{"x", "a \\;#$(x)"});
+    CHECK(parts("a \\|#`x`") == Parts{"x", "a \\|#`x`"});
+    CHECK(parts("a \\\\ #$(x)") == Parts{"a \\\\ #$(x)"});  // an escaped backslash, then a comment
+    // \r is an ordinary character to bash, not a blank.
+    CHECK(parts("a\r#$(x)") == Parts{"x", "a\r#$(x)"});
+    // $(( … ) ) is a command substitution of a subshell; $(( … )) is arithmetic.
+    CHECK(parts("echo $((x) )") == Parts{"x", "echo $((x) )"});
+    CHECK(parts("echo $((x) ;y)") == Parts{"x", "y", "echo $((x) ;y)"});
+    CHECK(parts("echo $(( (1+2) * 3 ))") == Parts{"echo $(( (1+2) * 3 ))"});
+}
