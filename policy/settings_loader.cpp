@@ -81,12 +81,21 @@ constexpr KnownKey kTopLevelSrtKeys[] = {
     {"seccomp", KeyUse::NotHonoured, "cordon brings its own seccomp filter"},
     {"credentials", KeyUse::Honoured, ""},
 };
-// Claude Code's `sandbox` section: the same keys as an srt file, plus Claude Code's own.
+// Claude Code's `sandbox` section: the same keys as an srt file, plus Claude Code's own (its settings schema,
+// as of Claude Code 2.1.332).
 constexpr KnownKey kSandboxKeys[] = {
     {"enabled", KeyUse::ClaudeCodeOnly, ""},
     {"autoAllowBashIfSandboxed", KeyUse::ClaudeCodeOnly, ""},
     {"excludedCommands", KeyUse::ClaudeCodeOnly, ""},
     {"allowUnsandboxedCommands", KeyUse::ClaudeCodeOnly, ""},
+    {"enabledPlatforms", KeyUse::ClaudeCodeOnly, ""},
+    {"failIfUnavailable", KeyUse::ClaudeCodeOnly, ""},
+    {"bwrapPath", KeyUse::ClaudeCodeOnly, ""},
+    {"socatPath", KeyUse::ClaudeCodeOnly, ""},
+    {"backend", KeyUse::ClaudeCodeOnly, ""},
+    {"windows", KeyUse::ClaudeCodeOnly, ""},
+    {"allowAppleEvents", KeyUse::ClaudeCodeOnly, ""},
+    {"allowNestedUserNamespaces", KeyUse::NotHonoured, "cordon's jail is never weakened"},
 };
 constexpr KnownKey kNetworkKeys[] = {
     {"allowedDomains", KeyUse::Honoured, ""},
@@ -100,15 +109,20 @@ constexpr KnownKey kNetworkKeys[] = {
     {"httpProxyPort", KeyUse::NotHonoured, "cordon's proxy listens on its own port inside the jail"},
     {"socksProxyPort", KeyUse::NotHonoured, "cordon's proxy listens on its own port inside the jail"},
     {"mitmProxy", KeyUse::NotHonoured, "no upstream MITM proxy is used"},
+    {"allowMachLookup", KeyUse::NotHonoured, "macOS XPC services; cordon's jail reaches none"},
     {"parentProxy", KeyUse::Honoured, ""},
     {"inspect", KeyUse::Honoured, ""},
     {"tlsTerminate", KeyUse::Honoured, ""},
     {"requestRules", KeyUse::Honoured, ""},
 };
 constexpr KnownKey kFilesystemKeys[] = {
-    {"allowWrite", KeyUse::Honoured, ""},     {"denyWrite", KeyUse::Honoured, ""},
-    {"denyRead", KeyUse::Honoured, ""},       {"allowRead", KeyUse::Honoured, ""},
-    {"allowGitConfig", KeyUse::Honoured, ""}, {"readScope", KeyUse::Honoured, ""},
+    {"allowWrite", KeyUse::Honoured, ""},
+    {"denyWrite", KeyUse::Honoured, ""},
+    {"denyRead", KeyUse::Honoured, ""},
+    {"allowRead", KeyUse::Honoured, ""},
+    {"allowGitConfig", KeyUse::Honoured, ""},
+    {"readScope", KeyUse::Honoured, ""},
+    {"allowManagedReadPathsOnly", KeyUse::NotHonoured, "allowRead from every settings file is honoured"},
 };
 
 template <std::size_t N>
