@@ -222,6 +222,22 @@ class HookTest(unittest.TestCase):
         with open(target, "rb") as f:
             self.assertEqual(f.read(), "\ufeff{}\n".encode())
 
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to drop what another sandbox would drop")
+    def test_inside_another_sandbox_says_so_in_one_line(self):
+        # What Claude Code's bubblewrap leaves a command: no capabilities, no_new_privs.
+        r = subprocess.run(["setpriv", "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", CORDON, "run",
+                            "--", "true"], cwd=self.work, env=self.env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        notices = [line for line in r.stderr.splitlines() if "inside another sandbox" in line]
+        self.assertEqual(len(notices), 1, r.stderr)
+        self.assertIn("no_new_privs", notices[0])
+        self.assertIn("sandbox.enabled false", notices[0])
+        # Not said where cordon builds its jail.
+        r = subprocess.run([CORDON, "run", "--", "true"], cwd=self.work, env=self.env, capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("another sandbox", r.stderr)
+
     def test_install_advises_when_claude_codes_sandbox_is_on(self):
         self.settings({"sandbox": {"enabled": True}})
         r = subprocess.run([CORDON, "claude-hook", "--install", "--auto-allow"], cwd=self.work, env=self.env,
