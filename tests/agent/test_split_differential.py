@@ -132,6 +132,9 @@ class SplitDifferentialTest(unittest.TestCase):
                 if allowed and k in ran:
                     disagreements.append(case)
             done += len(cases)
+            if CASES > 100000 and done % 50000 < batch:
+                print(f"split differential: {done} cases so far, {allowed_total} allowed, payload ran in "
+                      f"{ran_total}, {len(disagreements)} disagreements", file=sys.stderr, flush=True)
         subprocess.run(["rm", "-rf", "--", workdir])
         print(f"split differential: {done} cases, {allowed_total} allowed, payload ran in {ran_total}, "
               f"{len(disagreements)} allowed with the payload run", file=sys.stderr)
