@@ -74,6 +74,11 @@ const std::vector<ReadOnly>& commands() {
         {"cmp", {}},
         {"which", {}, true},
         {"type", {}, true},
+        {"jq", {"--rawfile", "--slurpfile", "-L"}, true},
+        {"lsof", {}},
+        {"netstat", {}},
+        {"ss", {"-K", "--kill", "-D", "--diag"}},
+        {"history", {"-"}, false, true},
     };
     return list;
 }
@@ -106,8 +111,13 @@ bool safe_path(const std::string& word) {
     }
 }
 
+// Text operands may expand a variable (`echo $HOME`), nothing that runs a command.
 bool safe_text(const std::string& word) {
-    return word.find_first_of("$`\r") == std::string::npos;
+    if (word.find_first_of("`\r") != std::string::npos) return false;
+    for (std::size_t k = word.find('$'); k != std::string::npos; k = word.find('$', k + 1))
+        if (k + 1 < word.size() && (word[k + 1] == '(' || word[k + 1] == '\'' || word[k + 1] == '{'))
+            return false;
+    return true;
 }
 
 bool refused(const ReadOnly& entry, const std::string& option) {
