@@ -67,6 +67,15 @@ class Splitter {
     Splitter(std::string_view text, std::vector<std::string>& out) : s_(text), out_(out) {}
 
     void run() {
+        // bash removes a backslash-newline before it reads tokens, so `$\<newline>(a)` is `$(a)`. Where one
+        // would join an expansion or a redirection to what follows, the command is not split.
+        for (std::size_t k = s_.find("\\\n"); k != std::string_view::npos; k = s_.find("\\\n", k + 1)) {
+            if (escaped(k)) continue;
+            char before = k > 0 ? s_[k - 1] : '\0', after = at(k + 2);
+            if (before == '$' || before == '<' || before == '>' || before == '`' || after == '(' ||
+                after == '\\')
+                throw Failure{"a line continuation inside an expansion or operator"};
+        }
         list('\0');
         if (!heredocs_.empty())
             throw Failure{"unterminated here-document (<<" + heredocs_.front().delimiter + ")"};
@@ -95,6 +104,10 @@ class Splitter {
     // Returns with i_ at the terminator (not consumed).
     void list(char terminator) {
         std::size_t start = i_;
+        // Where a word may start: after a blank or an operator that ends a command. A `#` there begins a
+        // comment; anywhere else (`$((1))#`, `$(a)#`, `\ #`, `\;#`) it is part of a word, and what follows
+        // runs.
+        std::size_t word_may_start = i_;
         bool compound = false;  // the command is a ( subshell ): its own text is not a simple command
         auto end_command = [&](std::size_t end) {
             if (!compound) emit(s_.substr(start, end - start));
@@ -127,9 +140,7 @@ class Splitter {
                     dollar();
                     continue;
                 case '#':
-                    // A comment only where a word starts: after an unescaped delimiter. `\ #`, `\;#` and
-                    // `\|#` are inside a word to bash, and what follows runs.
-                    if (i_ == 0 || (word_end(s_[i_ - 1]) && !escaped(i_ - 1))) {
+                    if (i_ == word_may_start) {
                         while (i_ < s_.size() && s_[i_] != '\n')
                             ++i_;
                         continue;
@@ -140,13 +151,13 @@ class Splitter {
                     end_command(i_);
                     ++i_;
                     here_documents();
-                    start = i_;
+                    start = word_may_start = i_;
                     continue;
                 case ';':
                     if (at(i_ + 1) == ';' || at(i_ + 1) == '&')
                         throw Failure{"`;;` or `;&` (a case statement)"};
                     end_command(i_);
-                    start = ++i_;
+                    start = word_may_start = ++i_;
                     continue;
                 case '&':
                     if (at(i_ + 1) == '>') {  // &> FILE: a redirection
@@ -159,12 +170,12 @@ class Splitter {
                     }
                     end_command(i_);
                     i_ += at(i_ + 1) == '&' ? 2 : 1;
-                    start = i_;
+                    start = word_may_start = i_;
                     continue;
                 case '|':
                     end_command(i_);
                     i_ += (at(i_ + 1) == '|' || at(i_ + 1) == '&') ? 2 : 1;
-                    start = i_;
+                    start = word_may_start = i_;
                     continue;
                 case '<':
                 case '>':
@@ -194,6 +205,7 @@ class Splitter {
                     throw Failure{"unbalanced `)`"};
                 default:
                     ++i_;
+                    if (blank(c)) word_may_start = i_;
                     continue;
             }
         }

@@ -126,3 +126,14 @@ TEST_CASE("the splitter agrees with bash where it used to let a payload through"
     CHECK(parts("echo $((x) ;y)") == Parts{"x", "y", "echo $((x) ;y)"});
     CHECK(parts("echo $(( (1+2) * 3 ))") == Parts{"echo $(( (1+2) * 3 ))"});
 }
+
+TEST_CASE("found by the differential against bash: # after an expansion, line continuations") {
+    // `#` right after `$((…))`, `$( )` or backticks is inside the word: the substitution after it runs.
+    CHECK(parts("a \\;$((1+2))#$(p)") == Parts{"p", "a \\;$((1+2))#$(p)"});
+    CHECK(parts("a $(c)#$(p)") == Parts{"c", "p", "a $(c)#$(p)"});
+    CHECK(parts("a `b`#`p`") == Parts{"b", "p", "a `b`#`p`"});
+    // A backslash-newline is removed before bash reads tokens: `$\<newline>(p)` is `$(p)`.
+    CHECK_FALSE(refusal("a 'x' \"$\\\n(p)\"").empty());
+    CHECK_FALSE(refusal("a $\\\n(p)").empty());
+    CHECK(parts("a \\\nb") == Parts{"a \\\nb"});
+}
