@@ -169,9 +169,14 @@ TEST_CASE("without --auto-allow, read-only commands and allow rules decide and t
     CHECK(d.permission == Permission::Allow);
     CHECK(d.wrapped);
     CHECK_FALSE(d.rule);
+    for (const char* read_only : {"echo $HOME", "jq . f", "ss -tln", "lsof", "history", "cat f | grep x"}) {
+        INFO(read_only);
+        CHECK(agent::decide(bash(read_only), p, wrapper(), trusted).permission == Permission::Allow);
+    }
     for (const char* not_read_only :
-         {"cat /etc/passwd", "cat ../x", "echo hi > f", "find . -delete", "sort -o f g", "git branch -D x",
-          "FOO=1 ls", "git -C . status", "rg --pre sh x", "cd /tmp", "ls $(x)", "date -s 1", "echo `x`"}) {
+         {"ss -K", "history -c", "echo ${x:-$(y)}", "jq --rawfile a /etc/shadow .", "cat /etc/passwd",
+          "cat ../x", "echo hi > f", "find . -delete", "sort -o f g", "git branch -D x", "FOO=1 ls",
+          "git -C . status", "rg --pre sh x", "cd /tmp", "ls $(x)", "date -s 1", "echo `x`"}) {
         INFO(not_read_only);
         CHECK(agent::decide(bash(not_read_only), p, wrapper(), trusted).permission == Permission::Ask);
     }
