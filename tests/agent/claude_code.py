@@ -185,9 +185,9 @@ class Session:
         if not results:
             raise AssertionError(f"no tool_result reached the mock: {r.stdout[-2000:]} {r.stderr[-2000:]}")
         text = result_text(results[0])
-        denied = bool(final.get("permission_denials")) or \
-            (results[0].get("is_error") and ("permission" in text.lower() or "denied" in text.lower() or
-                                            "hook" in text.lower() or "approv" in text.lower()))
+        # Claude Code lists every call it did not run (a deny, an ask it could not put to anyone headless, a
+        # hook's deny or ask) in permission_denials; a command that ran and failed is not there.
+        denied = any(d.get("tool_use_id") == "toolu_mock01" for d in final.get("permission_denials") or [])
         return Outcome("refused" if denied else "ran", text, final, r.stderr)
 
     def close(self):
