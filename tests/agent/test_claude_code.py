@@ -193,6 +193,11 @@ class ClaudeCodeTest(unittest.TestCase):
                         outcomes.append(s.run(command))
                     with lock:
                         results[(name, command)] = outcomes
+                        if outcomes[0].kind != outcomes[1].kind:
+                            print(f"  differs: {name!r} {command!r}: alone {outcomes[0].kind}, with the hook "
+                                  f"{outcomes[1].kind}: {outcomes[1].output[:160]!r}", file=sys.stderr, flush=True)
+                        if len(results) % 20 == 0:
+                            print(f"  {len(results)} pairs done", file=sys.stderr, flush=True)
             except Exception as e:  # noqa: BLE001 - reported below
                 errors.append(e)
             finally:
