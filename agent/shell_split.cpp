@@ -292,8 +292,10 @@ class Splitter {
                 char c = s_[k];
                 if (c == '{') ++open;
                 if (c == '}') --open;
-                if (c == '`' || (c == '$' && at(k + 1) == '(') || c == '\'' || c == '"' || c == '\\')
-                    throw Failure{"quotes or a command substitution inside ${ }"};
+                // `$(`, backticks and `<(`/`>(` inside run commands; quotes and parentheses are beyond this
+                // reader: not split.
+                if (c == '`' || c == '(' || c == '\'' || c == '"' || c == '\\')
+                    throw Failure{"quotes, parentheses or a substitution inside ${ }"};
             }
             if (open != 0) throw Failure{"unterminated ${"};
             i_ = k;

@@ -136,4 +136,7 @@ TEST_CASE("found by the differential against bash: # after an expansion, line co
     CHECK_FALSE(refusal("a 'x' \"$\\\n(p)\"").empty());
     CHECK_FALSE(refusal("a $\\\n(p)").empty());
     CHECK(parts("a \\\nb") == Parts{"a \\\nb"});
+    // A process substitution inside ${ } runs.
+    CHECK_FALSE(refusal("a ${x:-$<(p)}").empty());
+    CHECK_FALSE(refusal("a ${x:->(p)}").empty());
 }

@@ -131,6 +131,8 @@ class SplitDifferentialTest(unittest.TestCase):
                 ran_total += k in ran
                 if allowed and k in ran:
                     disagreements.append(case)
+                    print(f"split differential: allowed, yet bash ran the payload: {case!r}", file=sys.stderr,
+                          flush=True)
             done += len(cases)
             if CASES > 100000 and done % 50000 < batch:
                 print(f"split differential: {done} cases so far, {allowed_total} allowed, payload ran in "
