@@ -107,6 +107,20 @@ const policy::Rule* first_match(const std::vector<policy::Rule>& rules,
     return nullptr;
 }
 
+// `git` with a global option that points it at another repository or configuration.
+bool git_elsewhere(const std::string& form) {
+    std::vector<std::string> words = command_words(form);
+    if (words.empty() || words[0] != "git") return false;
+    for (std::size_t k = 1; k < words.size() && words[k].size() > 1 && words[k][0] == '-'; ++k) {
+        const std::string& w = words[k];
+        if (w == "-C" || w == "-c" || w.rfind("--git-dir", 0) == 0 || w.rfind("--work-tree", 0) == 0 ||
+            w.rfind("--exec-path", 0) == 0 || w.rfind("--config-env", 0) == 0 || w.rfind("-C", 0) == 0 ||
+            w.rfind("-c", 0) == 0)
+            return true;
+    }
+    return false;
+}
+
 // Rules of `list` that Claude Code honours: a project's own rules only in a trusted workspace.
 std::vector<const policy::Rule*> honoured(const std::vector<policy::Rule>& list, bool trusted) {
     std::vector<const policy::Rule*> out;
@@ -204,6 +218,17 @@ HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, 
     }
     // A script inside the command that cannot be read may hold what a deny or ask rule names.
     if (!unsure.empty() && rules.deny.empty() && rules.ask.empty()) unsure.clear();
+    // Claude Code asks before git runs elsewhere or with other configuration (`git -C DIR`, `-c`,
+    // `--git-dir`, `--work-tree`), even under an allow rule for Bash (measured): so does the hook.
+    for (const CommandForms& part : checked)
+        for (const std::string& form : part.forms)
+            if (git_elsewhere(form)) {
+                d.permission = Permission::Ask;
+                d.reason =
+                    "cordon: git with -C, -c, --git-dir or --work-tree asks, as in Claude Code; it runs "
+                    "in cordon's sandbox once approved";
+                return d;
+            }
     if (split_error || !unsure.empty()) {
         d.permission = Permission::Ask;
         d.reason = "cordon: cannot split the command safely (" + (split_error ? *split_error : unsure) +

@@ -165,6 +165,15 @@ class Splitter {
                         continue;
                     }
                     if (i_ > 0 && (s_[i_ - 1] == '>' || s_[i_ - 1] == '<')) {  // 2>&1, <&3
+                        // bash expands a quoted word after >& once more (`>&1'$(p)'` runs p): only plain
+                        // descriptors and names are read.
+                        std::size_t k = i_ + 1;
+                        while (k < s_.size() && !word_end(s_[k])) {
+                            if (s_[k] == '\'' || s_[k] == '"' || s_[k] == '$' || s_[k] == '`' ||
+                                s_[k] == '\\')
+                                throw Failure{"a quoted or expanded word after >& or <&"};
+                            ++k;
+                        }
                         ++i_;
                         continue;
                     }
@@ -244,6 +253,8 @@ class Splitter {
                 list('`');
                 if (at(i_) != '`') throw Failure{"unterminated `"};
                 ++i_;
+            } else if (c == '$' && at(i_ + 1) == '\'') {
+                ++i_;  // no ANSI-C quoting inside double quotes: `$'` is a dollar and a quote character
             } else if (c == '$') {
                 dollar();
             } else {

@@ -432,3 +432,14 @@ TEST_CASE("command words: quotes, escapes and redirections as bash reads them") 
     CHECK(agent::command_words("a2>x b") == V{"a2", "b"});
     CHECK(agent::command_words("echo \"$(x \")\")\" y") == V{"echo", "$(x \")\")", "y"});
 }
+
+TEST_CASE("git pointed elsewhere asks even under an allow rule for Bash, as in Claude Code") {
+    policy::CommandPolicy p;
+    p.allow = {rule("Bash")};
+    for (const char* command : {"git -C . status", "git -c core.pager=x log", "git --git-dir=/x status",
+                                "ls && timeout 5 git -C /tmp status"}) {
+        INFO(command);
+        CHECK(agent::decide(bash(command), p, wrapper(), auto_allow()).permission == Permission::Ask);
+    }
+    CHECK(agent::decide(bash("git status -c"), p, wrapper(), auto_allow()).permission == Permission::Allow);
+}

@@ -139,4 +139,9 @@ TEST_CASE("found by the differential against bash: # after an expansion, line co
     // A process substitution inside ${ } runs.
     CHECK_FALSE(refusal("a ${x:-$<(p)}").empty());
     CHECK_FALSE(refusal("a ${x:->(p)}").empty());
+    // Inside double quotes `$'` is no ANSI-C quote: the substitution after it runs.
+    CHECK(parts("a \"$'$(p)'\"") == Parts{"p", "a \"$'$(p)'\""});
+    // bash expands a quoted word after >& again.
+    CHECK_FALSE(refusal("a 2>&1'$(p)'").empty());
+    CHECK(parts("a 2>&1 b") == Parts{"a 2>&1 b"});
 }
