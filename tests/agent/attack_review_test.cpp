@@ -123,8 +123,6 @@ TEST_CASE("attack review: no read-only allow for what Claude Code asks about") {
         "sort -mo g f",                 //
         "sort --compress-prog=sh f",    // an abbreviation of --compress-program: runs sh
         "tree -fo g",                   // -o clustered: writes g
-        "git log --outp=g",             // an abbreviation of --output: writes g
-        "git log --ext-dif",            // an abbreviation of --ext-diff: runs the diff driver
         "git diff /etc/hostname f",     // a path outside the repository: --no-index implied
         "grep -f/etc/hostname f",       // reads a pattern file outside the working directory
         "grep --file=/etc/hostname f",  //
