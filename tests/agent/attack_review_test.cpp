@@ -135,3 +135,27 @@ TEST_CASE("attack review: no read-only allow for what Claude Code asks about") {
         CHECK(d.permission != Permission::Allow);
     }
 }
+
+TEST_CASE("attack review: the splitter agrees with bash on $' inside double quotes and nested backticks") {
+    // bash runs `touch pwn` in each (checked with bash 5.2): inside double quotes `$'` is a literal `$` and
+    // `'`, not ANSI-C quoting; an escaped backquote inside backquotes opens a nested command substitution.
+    // The splitter saw one `git` command in each, so an excludedCommands entry `git` ran the payload
+    // outside the jail, and an allow rule `Bash(git:*)` allowed it.
+    const char* const commands[] = {
+        "git --version \"$'\"; touch pwn; echo \"'\"",
+        "git --version `git --version \\`touch pwn\\``",
+    };
+    policy::CommandPolicy excluded;
+    excluded.allow = {rule("Bash")};
+    excluded.excluded_commands = {rule("git")};
+    policy::CommandPolicy allowed;
+    allowed.allow = {rule("Bash(git:*)")};
+    for (const char* command : commands) {
+        INFO(command);
+        HookDecision d = agent::decide(bash(command), excluded, wrapper(), trusted(true));
+        CHECK(d.permission != Permission::None);
+        CHECK(d.wrapped);
+        d = agent::decide(bash(command), allowed, wrapper(), trusted(false));
+        CHECK(d.permission != Permission::Allow);
+    }
+}

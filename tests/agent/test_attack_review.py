@@ -115,6 +115,22 @@ class AttackReviewTest(unittest.TestCase):
         self.assertIn("outside-refused", outcome.output)
         self.assertFalse(os.path.exists(outside))
 
+    def test_excluded_command_carries_no_payload_outside_the_jail(self):
+        """sandbox.excludedCommands `git` runs unwrapped (outside the jail) when every part of the command is
+        git. bash runs `touch` in both commands, the splitter saw only git: `$'` inside double quotes is not
+        ANSI-C quoting, an escaped backquote inside backquotes nests a substitution."""
+        s = self.hooked
+        s.write_settings({"permissions": {"allow": ["Bash"]}, "sandbox": {"excludedCommands": ["git"]}})
+        install_hook(s, "--auto-allow")
+        outside = os.path.join(s.root, "outside")
+        for command in [f"git --version \"$'\"; touch {outside}; echo \"'\"",
+                        f"git --version `git --version \\`touch {outside}\\``"]:
+            with self.subTest(command=command):
+                if os.path.exists(outside):
+                    os.unlink(outside)
+                outcome = s.run(command)
+                self.assertFalse(os.path.exists(outside), f"the payload ran outside the jail: {outcome}")
+
 
 if __name__ == "__main__":
     unittest.main()
