@@ -5,6 +5,7 @@
 #include "agent/bash_rules.hpp"
 #include "agent/command_forms.hpp"
 #include "agent/read_only.hpp"
+#include "agent/settings_edit.hpp"
 #include "agent/shell_split.hpp"
 #include "policy/syntax.hpp"
 
@@ -138,6 +139,16 @@ const policy::Rule* first_matching(const std::vector<const policy::Rule*>& rules
 
 }  // namespace
 
+const policy::Rule* other_bash_hook(const policy::CommandPolicy& rules) {
+    for (const policy::Rule& hook : rules.bash_hooks) {
+        // cordon's own entry as the installer writes it: one command, nothing chained to it whose output
+        // could add an updatedInput of its own.
+        bool plain = hook.text.find_first_of(";&|<>`$(){}\n\r") == std::string::npos;
+        if (!plain || !is_cordon_hook_command(hook.text)) return &hook;
+    }
+    return nullptr;
+}
+
 bool workspace_trusted(std::string_view claude_json, const std::string& cwd) {
     json root = json::parse(claude_json, nullptr, false);
     if (root.is_discarded() || !root.is_object()) return false;
@@ -255,6 +266,19 @@ HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, 
         d.rule = exclusion;
         d.reason = "cordon: excluded by sandbox.excludedCommands " + named(*exclusion) +
                    ": runs outside the sandbox, Claude Code's permissions decide";
+        return d;
+    }
+
+    // Another PreToolUse hook for Bash may answer with updatedInput, and Claude Code then runs its command in
+    // place of cordon's wrapper: whatever cordon allowed to run in its jail would run outside it, unprompted.
+    // So never allow then; the user is asked, and told why.
+    if (const policy::Rule* other_hook = other_bash_hook(rules)) {
+        d.permission = Permission::Ask;
+        d.rule = other_hook;
+        d.reason =
+            "cordon: another PreToolUse hook for Bash, " + named(*other_hook) +
+            ", can replace cordon's wrapped command (updatedInput): approved, the command may run "
+            "outside cordon's sandbox. Remove that hook, or fold it into one hook, to let cordon allow";
         return d;
     }
 

@@ -17,6 +17,8 @@
 //      the hook runs with --auto-allow in a trusted         -> allow ("runs in cordon's sandbox")
 //      workspace
 //      else                                                 -> ask, wrapped
+//      but another PreToolUse hook for Bash exists          -> ask, naming it (its updatedInput would
+//                                                              replace the wrapper)
 // Deny and ask rules match every form of every part (command_forms.hpp), as strictly as Claude Code's own
 // check. In a workspace the user has not trusted, Claude Code ignores the project's .claude/settings.json
 // allow rules; so does the hook, with its excludedCommands and --auto-allow.
@@ -70,6 +72,11 @@ struct HookOptions {
 
 HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, const Wrapper& wrapper,
                     const HookOptions& options);
+
+// The first hooks.PreToolUse hook for Bash in the settings that is not cordon's own, or null. Claude Code
+// runs every matching hook, and another hook's updatedInput replaces cordon's wrapped command (the command
+// then runs outside the jail): with one, decide() never allows, it asks.
+const policy::Rule* other_bash_hook(const policy::CommandPolicy& rules);
 
 // Whether Claude Code trusts the workspace `cwd`: `projects[DIR].hasTrustDialogAccepted` in its global
 // config (`claude_json`: the text of $CLAUDE_CONFIG_DIR/.claude.json or ~/.claude.json) for `cwd` or a

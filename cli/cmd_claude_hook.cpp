@@ -203,20 +203,32 @@ int run_hook(const policy::LoadOptions& base, const std::string& audit_log, bool
     return 0;
 }
 
-// Claude Code's own sandbox (sandbox.enabled) would run cordon inside its bubblewrap, where cordon cannot
-// build its jail: every command would fail. Says so, naming the file that turns it on.
-void advise_on_claude_sandbox(const policy::LoadOptions& options) {
+// What stops the installed hook from working as meant, said at --install: Claude Code's own sandbox
+// (sandbox.enabled) would run every command, cordon included, in its bubblewrap, where cordon cannot build
+// its jail; another PreToolUse hook for Bash could replace the wrapped command with its updatedInput, so
+// cordon asks about every command instead of allowing it.
+void advise_after_install(const policy::LoadOptions& options) {
     policy::LoadOptions load = options;
     std::error_code ec;
     load.cwd = fs::current_path(ec);
     auto policy = policy::load_policy(load);
     const auto* loaded = std::get_if<policy::PolicyPtr>(&policy);
-    if (!loaded || !(*loaded)->commands().sandbox_enabled) return;
-    std::cerr
-        << "cordon claude-hook: sandbox.enabled is on in Claude Code's settings: Claude Code would run "
-           "every command, cordon included, in its own bubblewrap sandbox, where cordon cannot build its "
-           "jail and every command fails. Set \"sandbox\": {\"enabled\": false}: cordon's jail replaces "
-           "it (its rules still apply), and use --auto-allow for what sandbox.enabled's auto-allow did.\n";
+    if (!loaded) return;
+    const policy::CommandPolicy& commands = (*loaded)->commands();
+    if (commands.sandbox_enabled)
+        std::cerr
+            << "cordon claude-hook: sandbox.enabled is on in Claude Code's settings: Claude Code would run "
+               "every command, cordon included, in its own bubblewrap sandbox, where cordon cannot build its "
+               "jail and every command fails. Set \"sandbox\": {\"enabled\": false}: cordon's jail replaces "
+               "it (its rules still apply), and use --auto-allow for what sandbox.enabled's auto-allow "
+               "did.\n";
+    if (const policy::Rule* other = agent::other_bash_hook(commands))
+        std::cerr
+            << "cordon claude-hook: warning: another PreToolUse hook for Bash, `" << other->text << "` ("
+            << policy::format_source(other->source)
+            << "), can replace cordon's wrapped command with its own updatedInput, and the command then "
+               "runs outside cordon's jail; while it is there, cordon asks about every command instead "
+               "of allowing it. Remove it, or make it part of one hook with cordon.\n";
 }
 
 // Replaces `target` with `text`, atomically: written to a new file of an unpredictable name in the same
@@ -340,7 +352,7 @@ int edit_settings(bool install, const std::string& scope, const policy::LoadOpti
         std::cerr << "cordon claude-hook: " << (install ? "installed in " : "removed from ") << file.string()
                   << "\n";
     }
-    if (install) advise_on_claude_sandbox(options);
+    if (install) advise_after_install(options);
     return 0;
 }
 

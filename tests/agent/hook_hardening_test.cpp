@@ -1,0 +1,107 @@
+// The hook's answers to a security review, beyond the reviewer's own cases (attack_review_test.cpp): the
+// loading of other PreToolUse hooks, the splitter's and the rule forms' edges around each fix.
+#include <catch2/catch.hpp>
+
+#include "agent/claude_hook.hpp"
+#include "agent/command_forms.hpp"
+#include "agent/shell_split.hpp"
+#include "tests/policy/test_support.hpp"
+
+using namespace cordon;
+using agent::HookDecision;
+using agent::HookInput;
+using Permission = HookDecision::Permission;
+using nlohmann::json;
+
+namespace {
+
+policy::Rule rule(const std::string& text) {
+    return policy::Rule{text,
+                        policy::Source{policy::Layer::Project, "/p/.claude/settings.json", "permissions", 3}};
+}
+
+HookInput bash(const std::string& command) {
+    HookInput in;
+    in.tool_name = "Bash";
+    in.command = command;
+    in.cwd = "/work/project";
+    in.tool_input = json{{"command", command}};
+    return in;
+}
+
+agent::Wrapper wrapper() {
+    agent::Wrapper w;
+    w.cordon = "/usr/bin/cordon";
+    return w;
+}
+
+agent::HookOptions auto_allow() {
+    agent::HookOptions o;
+    o.auto_allow = true;
+    o.trusted = true;
+    return o;
+}
+
+std::vector<std::string> hooks_of(const std::string& settings) {
+    policy::test::TempTree tree;
+    tree.user_settings(settings);
+    auto loaded = policy::load_policy(tree.options());
+    REQUIRE(std::holds_alternative<policy::PolicyPtr>(loaded));
+    std::vector<std::string> out;
+    for (const auto& hook : std::get<policy::PolicyPtr>(loaded)->commands().bash_hooks)
+        out.push_back(hook.text);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("hardening: the PreToolUse hooks that can run for Bash are loaded, whatever their matcher") {
+    auto entry = [](const std::string& matcher_json, const std::string& command) {
+        return R"({"hooks": {"PreToolUse": [{)" + matcher_json +
+               R"("hooks": [{"type": "command", "command": ")" + command + R"("}]}]}})";
+    };
+    CHECK(hooks_of(entry(R"("matcher": "Bash",)", "a")) == std::vector<std::string>{"a"});
+    CHECK(hooks_of(entry("", "b")) == std::vector<std::string>{"b"});  // no matcher: every tool
+    CHECK(hooks_of(entry(R"("matcher": "",)", "c")) == std::vector<std::string>{"c"});
+    CHECK(hooks_of(entry(R"("matcher": "*",)", "d")) == std::vector<std::string>{"d"});
+    CHECK(hooks_of(entry(R"("matcher": "Edit|Bash",)", "e")) == std::vector<std::string>{"e"});
+    CHECK(hooks_of(entry(R"("matcher": "Edit, Bash",)", "f")) == std::vector<std::string>{"f"});
+    CHECK(hooks_of(entry(R"("matcher": "Ba.*",)", "g")) == std::vector<std::string>{"g"});
+    CHECK(hooks_of(entry(R"("matcher": "(",)", "h")) == std::vector<std::string>{"h"});  // unreadable
+    CHECK(hooks_of(entry(R"("matcher": "Edit",)", "i")).empty());
+    CHECK(hooks_of(entry(R"("matcher": "Bashful",)", "j")).empty());
+    CHECK(hooks_of(R"({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "prompt"}]}]}})") ==
+          std::vector<std::string>{"type: prompt"});
+    CHECK(hooks_of(R"({"hooks": {"PreToolUse": {"matcher": "Bash"}}})").size() == 1);  // not an array
+    CHECK(hooks_of(R"({"hooks": {"PostToolUse": [{"hooks": [{"type": "command", "command": "x"}]}]}})")
+              .empty());
+}
+
+TEST_CASE("hardening: with another PreToolUse hook for Bash the hook never allows, and names it") {
+    policy::CommandPolicy p;
+    p.allow = {rule("Bash(ls:*)")};
+    policy::Rule other{
+        "/usr/local/bin/rewrite",
+        policy::Source{policy::Layer::User, "/h/.claude/settings.json", "hooks.PreToolUse[0].hooks[0]", 4}};
+    policy::Rule own{"/usr/bin/cordon claude-hook --auto-allow",
+                     policy::Source{policy::Layer::Local, "/p/.claude/settings.local.json",
+                                    "hooks.PreToolUse[0].hooks[0]", 5}};
+    p.bash_hooks = {own};
+    CHECK(agent::decide(bash("make"), p, wrapper(), auto_allow()).permission == Permission::Allow);
+    CHECK(agent::decide(bash("ls"), p, wrapper(), {}).permission == Permission::Allow);
+    // cordon's entry with something chained to it is not cordon's alone.
+    p.bash_hooks = {own, policy::Rule{"/usr/bin/cordon claude-hook; /usr/local/bin/rewrite", own.source}};
+    CHECK(agent::decide(bash("ls"), p, wrapper(), {}).permission == Permission::Ask);
+    p.bash_hooks = {own, other};
+    for (const char* command : {"make", "ls", "cat f"}) {
+        INFO(command);
+        HookDecision d = agent::decide(bash(command), p, wrapper(), auto_allow());
+        CHECK(d.permission == Permission::Ask);
+        CHECK(d.rule == &p.bash_hooks[1]);
+        CHECK(d.reason.find("/usr/local/bin/rewrite") != std::string::npos);
+        CHECK(d.reason.find("/h/.claude/settings.json:4") != std::string::npos);
+    }
+    // Deny rules still deny.
+    p.deny = {rule("Bash(rm:*)")};
+    CHECK(agent::decide(bash("rm x"), p, wrapper(), auto_allow()).permission == Permission::Deny);
+}
