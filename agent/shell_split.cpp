@@ -100,7 +100,7 @@ class Splitter {
         return n % 2 == 1;
     }
 
-    // Reads commands until `terminator` (')' for a subshell or $( ), '`' for backticks, '\0' for the end).
+    // Reads commands until `terminator` (')' for a subshell or $( ), '\0' for the end).
     // Returns with i_ at the terminator (not consumed).
     void list(char terminator) {
         std::size_t start = i_;
@@ -131,10 +131,7 @@ class Splitter {
                     double_quoted();
                     continue;
                 case '`':
-                    ++i_;
-                    list('`');
-                    if (at(i_) != '`') throw Failure{"unterminated `"};
-                    ++i_;
+                    backquoted(false);
                     continue;
                 case '$':
                     dollar();
@@ -232,6 +229,33 @@ class Splitter {
         --depth_;
     }
 
+    // At a backquote. bash ends the substitution at the first backquote that no backslash escapes, quotes
+    // or not, then removes the backslash before `$`, a backquote or a backslash (and before `"` when the
+    // substitution stands inside double quotes) and parses the rest as a script of its own: an escaped
+    // backquote inside backquotes opens a nested substitution, and what it holds runs. The same here: the
+    // text is unescaped as bash does and split again.
+    void backquoted(bool in_double_quotes) {
+        std::string inner;
+        std::size_t k = i_ + 1;
+        for (; k < s_.size() && s_[k] != '`'; ++k) {
+            if (s_[k] == '\\' && k + 1 < s_.size()) {
+                char next = s_[k + 1];
+                if (next != '$' && next != '`' && next != '\\' && !(in_double_quotes && next == '"'))
+                    inner.push_back('\\');
+                inner.push_back(next);
+                ++k;
+                continue;
+            }
+            inner.push_back(s_[k]);
+        }
+        if (k >= s_.size()) throw Failure{"unterminated `"};
+        if (depth_ + 1 > 64) throw Failure{"nested too deeply"};
+        Splitter nested(inner, out_);
+        nested.depth_ = depth_ + 1;
+        nested.run();
+        i_ = k + 1;
+    }
+
     void single_quoted() {
         std::size_t end = s_.find('\'', i_ + 1);
         if (end == std::string_view::npos) throw Failure{"unterminated '"};
@@ -249,10 +273,7 @@ class Splitter {
             if (c == '\\') {
                 i_ += 2;
             } else if (c == '`') {
-                ++i_;
-                list('`');
-                if (at(i_) != '`') throw Failure{"unterminated `"};
-                ++i_;
+                backquoted(true);
             } else if (c == '$' && at(i_ + 1) == '\'') {
                 ++i_;  // no ANSI-C quoting inside double quotes: `$'` is a dollar and a quote character
             } else if (c == '$') {

@@ -29,6 +29,7 @@ FRAGMENTS = [
     "\\\\", "\\", "'", "\"", "$'", "\\'", "\\\"", "<<E\n", "<<'E'\n", "<<-E\n", "\nE\n", "E", ">", "<", "2>&1",
     ">x", "<(", ">(", "=", "X=1 ", "${", "}", "$x", "$", "!", "if ", "then ", "fi", "; then p; fi", "do", "\\\n",
     "<<<", "$(p)", "`p`", "$((1+2))", "'$(p)'", "\"$(p)\"", "#$(p)", "echo ", "true ", "exec ", "time ",
+    "\\`", "\\\\`", "\"$'\"", "\"`", "`\"", "\\$(p)", "\\\"",
 ]
 # A generated function definition could call itself (a fork bomb); the splitter refuses `name()` anyway.
 FUNCTION = re.compile(r"\(\s*\)")
@@ -37,6 +38,10 @@ SEEDS = [
     "a <<E\n$(p)\nE", "a <<'E'\n$(p)\nE", "a 'x' \"$(p)\"", "a `b` $(c)", "a && b || c | a & b; c",
     "a <<E; b\nx\nE\np", "a $'\\'' ; p", "a \"\\\"\" ; p", "(a) ; { b; }", "a\\\np", "a #\np", "a ${x:-$(p)}",
     "a $((1 + $(p)))", "a <(p)", "a >(p)", "a | p", "X=$(p) a",
+    # Quoting that changes meaning with its context: `$'` inside double quotes is literal; inside backquotes
+    # an escaped backquote opens a nested substitution, and `\"` is unescaped within double quotes.
+    "a \"$'\"; p; a \"'\"", "a `a \\`p\\``", "a \"`a \\`p\\``\"", "a `a \"\\`p\\`\"`", "a `a '\\`p\\`'`",
+    "a `a \\\\`p\\\\``", "a \"`a \\\"\\`p\\`\\\"`\"", "a `a \\$(p)`",
 ]
 
 
