@@ -197,8 +197,9 @@ const std::vector<Wrapper>& wrappers() {
     return list;
 }
 
-constexpr std::array<std::string_view, 10> kShells = {"bash", "sh",  "dash",    "zsh",  "ksh",
-                                                      "mksh", "ash", "busybox", "fish", "tcsh"};
+constexpr std::array<std::string_view, 18> kShells = {"bash", "sh",      "dash", "zsh",   "ksh",  "mksh",
+                                                      "ash",  "busybox", "fish", "tcsh",  "csh",  "rbash",
+                                                      "rzsh", "rksh",    "lksh", "pdksh", "yash", "posh"};
 
 std::string base_name(const std::string& word) {
     std::size_t slash = word.rfind('/');
@@ -276,6 +277,70 @@ void collect_script(const std::string& script, CommandForms& out, int depth) {
     }
 }
 
+// `SHELL [options] -c SCRIPT [NAME [ARGS]]`: the script's commands, read as the shells read their options.
+// `-c` sets a mode, and the script is the first word that is not an option or an option's value, wherever
+// `-c` stood (`bash -c -- 'rm x'`, `bash -o pipefail -c 'rm x'`, `bash -c -e 'rm x'`); `-o`/`+o`/`-O`/`+O`
+// take the next word, clustered too (`-euo pipefail`), as do `--rcfile` and `--init-file`; `--` or `-`
+// ends the options. fish's `-c`/`-C` and `--command`/`--init-command` take the script as their value.
+// Without `-c` the first operand is a script file, which no rule can see. An option the shell would read
+// but cordon cannot (an expansion, which may become `-c`) leaves the command unsure.
+void shell_script(const std::vector<std::string>& words, std::size_t at, CommandForms& out, int depth) {
+    const bool fish = base_name(words[at]) == "fish";
+    bool script_mode = false;
+    int values = 0;  // option values still to skip
+    auto unsure = [&](const std::string& why) {
+        if (out.unsure.empty()) out.unsure = why;
+    };
+    for (std::size_t k = at + 1; k < words.size(); ++k) {
+        const std::string& word = words[k];
+        if (values > 0) {
+            --values;
+            continue;
+        }
+        if (word.find_first_of("$`") != std::string::npos) {
+            unsure("a shell's options hold an expansion (`" + word + "`)");
+            return;
+        }
+        if (fish && (word.rfind("--command=", 0) == 0 || word.rfind("--init-command=", 0) == 0)) {
+            collect_script(word.substr(word.find('=') + 1), out, depth);
+            continue;
+        }
+        if (fish && (word == "--command" || word == "--init-command")) {
+            if (k + 1 < words.size()) collect_script(words[++k], out, depth);
+            continue;
+        }
+        if (word == "--" || word == "-") {
+            if (script_mode && k + 1 < words.size()) collect_script(words[k + 1], out, depth);
+            return;
+        }
+        if (word.rfind("--", 0) == 0) {
+            if (word == "--rcfile" || word == "--init-file") ++values;
+            continue;
+        }
+        if (word.size() > 1 && (word[0] == '-' || word[0] == '+')) {
+            for (std::size_t c = 1; c < word.size(); ++c) {
+                char letter = word[c];
+                if (letter == 'c' && word[0] == '-') script_mode = true;
+                if (letter == 'o' || letter == 'O') ++values;
+                if (fish && (letter == 'c' || letter == 'C') && word[0] == '-') {
+                    // fish: -c SCRIPT, -cSCRIPT
+                    if (c + 1 < word.size()) {
+                        collect_script(word.substr(c + 1), out, depth);
+                    } else if (k + 1 < words.size()) {
+                        collect_script(words[++k], out, depth);
+                    }
+                    script_mode = false;
+                    break;
+                }
+            }
+            continue;
+        }
+        // The first operand: the script with -c, else a script file the rules cannot see.
+        if (script_mode) collect_script(word, out, depth);
+        return;
+    }
+}
+
 void collect(std::vector<std::string> words, CommandForms& out, int depth) {
     if (depth > 16) {
         out.unsure = "commands nested too deeply";
@@ -297,27 +362,11 @@ void collect(std::vector<std::string> words, CommandForms& out, int depth) {
             return;
         }
         if (std::find(kShells.begin(), kShells.end(), name) != kShells.end()) {
-            // `bash [options] -c SCRIPT`: the first word after an option cluster holding `c` is the script.
-            std::size_t k = at + 1;
-            if (name == "busybox" && k < words.size()) {  // busybox APPLET ...
-                at = k;
+            if (name == "busybox" && at + 1 < words.size()) {  // busybox APPLET ...
+                ++at;
                 continue;
             }
-            bool script_next = false;
-            for (; k < words.size(); ++k) {
-                const std::string& word = words[k];
-                if (script_next) {
-                    collect_script(word, out, depth);
-                    return;
-                }
-                if (word.size() > 1 && word[0] == '-' && word[1] != '-') {
-                    if (word.find('c') != std::string::npos) script_next = true;
-                } else if (word.size() > 1 && (word[0] == '+' || word.rfind("--", 0) == 0)) {
-                    continue;
-                } else {
-                    break;  // a script file or nothing: the shell runs what the rules cannot see
-                }
-            }
+            shell_script(words, at, out, depth);
             return;
         }
         auto w = std::find_if(wrappers().begin(), wrappers().end(),

@@ -8,7 +8,8 @@
 //   - the command a wrapper runs: `timeout`, `env`, `command`, `nohup`, `nice`, `exec`, `sudo`, `doas`,
 //     `time`, `xargs`, `stdbuf`, `setsid`, `ionice`, `taskset`, `chrt`, `flock`, `watch`, `unbuffer`,
 //     `chroot` with their options skipped, again and again (`sudo env X=1 nice -n 5 rm`);
-//   - the commands of a shell's `-c` script (`bash -c`, `sh -lc`, …) and of `eval`'s arguments, split again.
+//   - the commands of a shell's `-c` script (`bash -c`, `sh -lc`, `bash -o pipefail -c`, `bash -c --`, …)
+//     and of `eval`'s arguments, split again.
 // Matching more forms is the safe side for deny and ask rules; these forms are never used to allow.
 #pragma once
 

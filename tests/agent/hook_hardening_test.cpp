@@ -2,8 +2,10 @@
 // loading of other PreToolUse hooks, the splitter's and the rule forms' edges around each fix.
 #include <catch2/catch.hpp>
 
+#include "agent/bash_rules.hpp"
 #include "agent/claude_hook.hpp"
 #include "agent/command_forms.hpp"
+#include "agent/read_only.hpp"
 #include "agent/shell_split.hpp"
 #include "tests/policy/test_support.hpp"
 
@@ -104,4 +106,30 @@ TEST_CASE("hardening: with another PreToolUse hook for Bash the hook never allow
     // Deny rules still deny.
     p.deny = {rule("Bash(rm:*)")};
     CHECK(agent::decide(bash("rm x"), p, wrapper(), auto_allow()).permission == Permission::Deny);
+}
+
+TEST_CASE("hardening: a shell's -c script is found past --, option values and option clusters") {
+    auto forms = [](const std::string& command) { return agent::command_forms(command).forms; };
+    auto has = [&](const std::string& command, const std::string& form) {
+        auto f = forms(command);
+        return std::find(f.begin(), f.end(), form) != f.end();
+    };
+    for (const char* command :
+         {"bash -c -- 'rm x'", "bash -o pipefail -c 'rm x'", "bash -euo pipefail -c 'rm x'",
+          "sh -c -e 'rm x'", "bash -O extglob -c 'rm x'", "bash +o history -c 'rm x'",
+          "bash +O extglob -c 'rm x'", "bash --norc -c 'rm x'", "bash --rcfile /r -c 'rm x'",
+          "rbash -c 'rm x'", "/bin/dash -c 'rm x'", "busybox sh -c 'rm x'", "fish -c 'rm x'",
+          "fish --command='rm x'", "fish --command 'rm x'", "fish -C 'rm x'",
+          "zsh -o errexit -c 'rm x' name arg", "bash -oO pipefail extglob -c 'rm x'"}) {
+        INFO(command);
+        CHECK(has(command, "rm x"));
+        CHECK(agent::command_forms(command).unsure.empty());
+    }
+    // The value of -o is not the script; a script file is not read.
+    CHECK_FALSE(has("bash -o 'rm x' -c 'ls'", "rm x"));
+    CHECK(has("bash -o 'rm x' -c 'ls'", "ls"));
+    CHECK_FALSE(has("bash 'rm x'", "rm x"));
+    // An option cordon cannot read, which may expand to -c: unsure.
+    CHECK_FALSE(agent::command_forms("bash $opt 'rm x'").unsure.empty());
+    CHECK_FALSE(agent::command_forms("bash -c \"$script\"").unsure.empty());
 }
