@@ -262,6 +262,15 @@ std::size_t wrapped_command(const Wrapper& w, const std::vector<std::string>& wo
 
 void collect(std::vector<std::string> words, CommandForms& out, int depth);
 
+// Whether bash may run something else than the command word as written: a parameter or command
+// substitution, a backslash left from ANSI-C quoting (`$'\x72m'`), a glob, a brace expansion. `[` and `[[`
+// are commands of their own.
+bool expanded_name(const std::string& word) {
+    if (word == "[" || word == "[[") return false;
+    return word.find_first_of("$`\\*?[") != std::string::npos ||
+           (word.find('{') != std::string::npos && word.size() > 1);
+}
+
 // The commands of a shell script given as text (a `-c` script, `eval`'s words, `env -S`).
 void collect_script(const std::string& script, CommandForms& out, int depth) {
     auto split = split_command(script);
@@ -352,6 +361,14 @@ void collect(std::vector<std::string> words, CommandForms& out, int depth) {
             ++at;
         if (at >= words.size()) return;
         out.forms.push_back(joined(words, at));
+        if (expanded_name(words[at])) {
+            // `x=rm; $x -f v`, `"$x"`, `env $x`, `r?`, `{rm,-f,v}`: bash runs what the expansion becomes,
+            // which no rule can match here; Claude Code refuses or asks. So must the hook, when any deny or
+            // ask rule exists.
+            if (out.unsure.empty())
+                out.unsure = "the command name `" + words[at] + "` is an expansion cordon cannot read";
+            return;
+        }
         std::string name = base_name(words[at]);
         if (name != words[at]) {
             words[at] = name;

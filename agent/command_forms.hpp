@@ -10,6 +10,7 @@
 //     `chroot` with their options skipped, again and again (`sudo env X=1 nice -n 5 rm`);
 //   - the commands of a shell's `-c` script (`bash -c`, `sh -lc`, `bash -o pipefail -c`, `bash -c --`, …)
 //     and of `eval`'s arguments, split again.
+// A command name that is an expansion (`$x`, `"$x"`, a glob) cannot be matched: the command is unsure.
 // Matching more forms is the safe side for deny and ask rules; these forms are never used to allow.
 #pragma once
 

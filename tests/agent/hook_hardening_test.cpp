@@ -133,3 +133,22 @@ TEST_CASE("hardening: a shell's -c script is found past --, option values and op
     CHECK_FALSE(agent::command_forms("bash $opt 'rm x'").unsure.empty());
     CHECK_FALSE(agent::command_forms("bash -c \"$script\"").unsure.empty());
 }
+
+TEST_CASE("hardening: a command name that is an expansion is unsure; plain names and [ are not") {
+    for (const char* command :
+         {"$x -f v", "\"$x\" -f v", "${x} -f v", "$(echo rm) -f v", "`echo rm` -f v", "env $x -f v",
+          "sudo \"$X\" -f v", "/bin/r? -f v", "/bin/r[m] -f v", "{rm,-f,v}", "$'\\x72m' -f v", "A=1 $x"}) {
+        INFO(command);
+        CHECK_FALSE(agent::command_forms(command).unsure.empty());
+    }
+    for (const char* command : {"rm -f v", "[ -f v ]", "[[ -f v ]]", "echo $x", "ls *.c", "env A=$x ls"}) {
+        INFO(command);
+        CHECK(agent::command_forms(command).unsure.empty());
+    }
+    // With no deny or ask rule an unsure command is not asked about on that account.
+    policy::CommandPolicy none;
+    CHECK(agent::decide(bash("x=ls; $x"), none, wrapper(), auto_allow()).permission == Permission::Allow);
+    policy::CommandPolicy deny;
+    deny.deny = {rule("Bash(rm:*)")};
+    CHECK(agent::decide(bash("x=ls; $x"), deny, wrapper(), auto_allow()).permission == Permission::Ask);
+}
