@@ -132,12 +132,20 @@ std::vector<std::string> command_words(std::string_view text) {
 
 namespace {
 
+// `NAME=value`, `NAME+=value`, and an array element's `NAME[SUBSCRIPT]=value` / `+=` (`a[0]=1 rm x` runs
+// rm as surely as `A=1 rm x` does).
 bool assignment(const std::string& word) {
     std::size_t k = 0;
     while (k < word.size() && (word[k] == '_' || std::isalpha(static_cast<unsigned char>(word[k])) ||
                                (k > 0 && std::isdigit(static_cast<unsigned char>(word[k])))))
         ++k;
     if (k == 0 || k >= word.size()) return false;
+    if (word[k] == '[') {
+        std::size_t close = word.find(']', k + 1);
+        if (close == std::string::npos) return false;
+        k = close + 1;
+        if (k >= word.size()) return false;
+    }
     return word[k] == '=' || (word[k] == '+' && k + 1 < word.size() && word[k + 1] == '=');
 }
 

@@ -152,3 +152,12 @@ TEST_CASE("hardening: a command name that is an expansion is unsure; plain names
     deny.deny = {rule("Bash(rm:*)")};
     CHECK(agent::decide(bash("x=ls; $x"), deny, wrapper(), auto_allow()).permission == Permission::Ask);
 }
+
+TEST_CASE("hardening: array element assignments before a command are skipped like any assignment") {
+    auto forms = agent::command_forms("a[0]=1 b[x+1]+=2 c+=3 rm -f v").forms;
+    CHECK(std::find(forms.begin(), forms.end(), "rm -f v") != forms.end());
+    CHECK(agent::without_assignments("a[0]=1 rm -f v") == "rm -f v");
+    CHECK(agent::without_assignments("a+=1 rm -f v") == "rm -f v");
+    CHECK(agent::without_assignments("a[$i]=1 rm -f v") == "a[$i]=1 rm -f v");  // an expansion: kept
+    CHECK(agent::command_forms("a[0 rm").forms.size() >= 1);                    // not an assignment
+}
