@@ -190,7 +190,18 @@ const std::vector<Wrapper>& wrappers() {
         {"ionice", "cnpP", {"--class", "--classdata", "--pid", "--pgid", "--uid"}},
         {"taskset", "", {}, 1},
         {"chrt", "T", {"--sched-runtime", "--sched-period", "--sched-deadline"}, 1},
-        {"flock", "wEn", {"--timeout", "--conflict-exit-code"}, 1},
+        {"flock", "wEc", {"--timeout", "--conflict-exit-code", "--command"}, 1},
+        {"unshare",
+         "RwSG",
+         {"--propagation", "--setgroups", "--root", "--wd", "--setuid", "--setgid", "--map-user",
+          "--map-group", "--map-users", "--map-groups", "--monotonic", "--boottime"}},
+        {"nsenter", "tSG", {"--target", "--setuid", "--setgid"}},
+        {"setpriv",
+         "",
+         {"--reuid", "--regid", "--groups", "--inh-caps", "--ambient-caps", "--bounding-set", "--securebits",
+          "--pdeathsig", "--selinux-label", "--apparmor-profile", "--landlock-access", "--landlock-rule",
+          "--ruid", "--euid", "--rgid", "--egid"}},
+        {"runuser", "ugw", {"--user", "--group", "--supp-group", "--whitelist-environment"}},
         {"watch", "nd", {"--interval", "--differences"}},
         {"unbuffer", "", {}},
         {"chroot", "", {"--userspec", "--groups"}, 1},
@@ -358,6 +369,27 @@ void shell_script(const std::vector<std::string>& words, std::size_t at, Command
     }
 }
 
+// `flock FILE -c SCRIPT`, `flock -c SCRIPT FILE`, `flock --command SCRIPT FILE`, `su -c SCRIPT USER`,
+// `runuser -c`, `script -c`: a shell runs SCRIPT. flock reads `-c` after its lock file too, so every word
+// is looked at; a cluster ending in `c` (`-oc`) takes the next word, `-cSCRIPT` the rest. Taking a word
+// that is not the script only adds forms, which deny and ask rules may match: the safe side.
+void command_option_scripts(const std::vector<std::string>& words, std::size_t at, CommandForms& out,
+                            int depth) {
+    for (std::size_t k = at + 1; k < words.size(); ++k) {
+        const std::string& word = words[k];
+        if (word == "--command" || word == "--session-command") {
+            if (k + 1 < words.size()) collect_script(words[k + 1], out, depth);
+        } else if (word.rfind("--command=", 0) == 0 || word.rfind("--session-command=", 0) == 0) {
+            collect_script(word.substr(word.find('=') + 1), out, depth);
+        } else if (word.size() > 1 && word[0] == '-' && word[1] != '-') {
+            std::size_t c = word.find('c');
+            if (c == std::string::npos) continue;
+            if (c + 1 < word.size()) collect_script(word.substr(c + 1), out, depth);
+            if (k + 1 < words.size()) collect_script(words[k + 1], out, depth);
+        }
+    }
+}
+
 void collect(std::vector<std::string> words, CommandForms& out, int depth) {
     if (depth > 16) {
         out.unsure = "commands nested too deeply";
@@ -394,6 +426,10 @@ void collect(std::vector<std::string> words, CommandForms& out, int depth) {
             shell_script(words, at, out, depth);
             return;
         }
+        if (name == "su" || name == "script") {
+            command_option_scripts(words, at, out, depth);
+            return;
+        }
         auto w = std::find_if(wrappers().begin(), wrappers().end(),
                               [&](const Wrapper& candidate) { return candidate.name == name; });
         if (w == wrappers().end()) return;
@@ -408,6 +444,7 @@ void collect(std::vector<std::string> words, CommandForms& out, int depth) {
                     collect_script(word.substr(15), out, depth);
                 }
             }
+        if (name == "flock" || name == "runuser") command_option_scripts(words, at, out, depth);
         if (name == "command" && at + 1 < words.size() && (words[at + 1] == "-v" || words[at + 1] == "-V"))
             return;  // only names the command
         std::size_t next = wrapped_command(*w, words, at);

@@ -7,9 +7,10 @@
 //   - a command named by a path as its base name (`/bin/rm` -> `rm`);
 //   - the command a wrapper runs: `timeout`, `env`, `command`, `nohup`, `nice`, `exec`, `sudo`, `doas`,
 //     `time`, `xargs`, `stdbuf`, `setsid`, `ionice`, `taskset`, `chrt`, `flock`, `watch`, `unbuffer`,
-//     `chroot` with their options skipped, again and again (`sudo env X=1 nice -n 5 rm`);
-//   - the commands of a shell's `-c` script (`bash -c`, `sh -lc`, `bash -o pipefail -c`, `bash -c --`, …)
-//     and of `eval`'s arguments, split again.
+//     `chroot`, `unshare`, `nsenter`, `setpriv`, `runuser` with their options skipped, again and again
+//     (`sudo env X=1 nice -n 5 rm`);
+//   - the commands of a shell's `-c` script (`bash -c`, `sh -lc`, `bash -o pipefail -c`, `bash -c --`, …),
+//     of `flock`/`su`/`runuser`/`script`'s `-c`/`--command`, and of `eval`'s arguments, split again.
 // A command name that is an expansion (`$x`, `"$x"`, a glob) cannot be matched: the command is unsure.
 // Matching more forms is the safe side for deny and ask rules; these forms are never used to allow.
 #pragma once

@@ -161,3 +161,33 @@ TEST_CASE("hardening: array element assignments before a command are skipped lik
     CHECK(agent::without_assignments("a[$i]=1 rm -f v") == "a[$i]=1 rm -f v");  // an expansion: kept
     CHECK(agent::command_forms("a[0 rm").forms.size() >= 1);                    // not an assignment
 }
+
+TEST_CASE("hardening: flock -c, su -c, runuser, script -c, unshare, nsenter, setpriv run what they name") {
+    auto has = [](const std::string& command, const std::string& form) {
+        auto f = agent::command_forms(command).forms;
+        return std::find(f.begin(), f.end(), form) != f.end();
+    };
+    for (const char* command : {"flock -c 'rm x' /l",
+                                "flock --command 'rm x' /l",
+                                "flock --command='rm x' /l",
+                                "flock /l -c 'rm x'",
+                                "flock -x /l -c 'rm x'",
+                                "flock -w 5 /l -c 'rm x'",
+                                "flock -xc 'rm x' /l",
+                                "flock /l rm x",
+                                "su -c 'rm x' root",
+                                "su root -c 'rm x'",
+                                "runuser -u u -- rm x",
+                                "runuser -c 'rm x' u",
+                                "script -q -c 'rm x' /dev/null",
+                                "unshare -r rm x",
+                                "unshare --map-user 0 -m rm x",
+                                "unshare -R /r -w /w rm x",
+                                "nsenter -t 1 -m rm x",
+                                "nsenter --target=1 -a rm x",
+                                "nsenter -t1 rm x",
+                                "setpriv --reuid 1 --clear-groups rm x"}) {
+        INFO(command);
+        CHECK(has(command, "rm x"));
+    }
+}
