@@ -191,3 +191,23 @@ TEST_CASE("hardening: flock -c, su -c, runuser, script -c, unshare, nsenter, set
         CHECK(has(command, "rm x"));
     }
 }
+
+TEST_CASE("hardening: read-only means read-only as the option parsers read the options") {
+    for (const char* command :
+         {"sort -uo g f",     "sort -o g f",          "sort --out=g f", "sort --compress-prog=sh f",
+          "sort --comp=sh f", "tree -fo g",           "wc --files0=x",  "git log --out=g",
+          "git diff --ext",   "git diff /etc/x f",    "git diff ../x",  "git log ~/x",
+          "grep -f/etc/x f",  "grep --file=/etc/x f", "grep -f../x f",  "grep --file=~/x f",
+          "cat </etc/x",      "cat < /etc/x",         "cat <../x",      "cat <>f",
+          "cat 0</etc/x",     "cat <'/etc/x'",        "cat <&",         "grep x f <\"/etc/x\""}) {
+        INFO(command);
+        CHECK_FALSE(agent::read_only_command(command));
+    }
+    for (const char* command :
+         {"sort -u f", "sort -r -k2 f", "git log --oneline -5", "git log main..feature", "git diff HEAD~1 f",
+          "grep -f pats f", "grep --file=pats f", "grep -- -x f", "cat <f", "cat < f", "cat <<<x", "cat <&0",
+          "wc -l <f", "ls --color=auto", "grep --include=*.c -r x ."}) {
+        INFO(command);
+        CHECK(agent::read_only_command(command));
+    }
+}
