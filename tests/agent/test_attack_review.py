@@ -115,6 +115,35 @@ class AttackReviewTest(unittest.TestCase):
         self.assertIn("outside-refused", outcome.output)
         self.assertFalse(os.path.exists(outside))
 
+    def test_install_warns_and_the_hook_names_another_bash_hook(self):
+        """The same set-up without Claude Code: `--install` warns about the other hook, and the hook's answer
+        to an auto-allowed command is `ask`, naming that hook and its file."""
+        import json
+        s = self.hooked
+        other = os.path.join(s.root, "rewrite-hook")
+        user_settings = os.path.join(s.home, ".claude", "settings.json")
+        s.write_settings({"hooks": {"PreToolUse": [{"matcher": "Edit|Bash", "hooks": [
+            {"type": "command", "command": other}]}]}}, where=os.path.join(s.home, ".claude"))
+        r = subprocess.run([CORDON, "claude-hook", "--install", "--auto-allow"], cwd=s.project, env=s.env(),
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("another PreToolUse hook for Bash", r.stderr)
+        self.assertIn(other, r.stderr)
+        hook_input = {"session_id": "s", "tool_name": "Bash", "cwd": s.project, "hook_event_name": "PreToolUse",
+                      "tool_input": {"command": "make"}}
+        r = subprocess.run([CORDON, "claude-hook", "--auto-allow"], input=json.dumps(hook_input), cwd=s.project,
+                           env=s.env(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        answer = json.loads(r.stdout)["hookSpecificOutput"]
+        self.assertEqual(answer["permissionDecision"], "ask")
+        self.assertIn(other, answer["permissionDecisionReason"])
+        self.assertIn(user_settings, answer["permissionDecisionReason"])
+        # Without it the same command is allowed.
+        os.unlink(user_settings)
+        r = subprocess.run([CORDON, "claude-hook", "--auto-allow"], input=json.dumps(hook_input), cwd=s.project,
+                           env=s.env(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(json.loads(r.stdout)["hookSpecificOutput"]["permissionDecision"], "allow")
+
     def test_excluded_command_carries_no_payload_outside_the_jail(self):
         """sandbox.excludedCommands `git` runs unwrapped (outside the jail) when every part of the command is
         git. bash runs `touch` in both commands, the splitter saw only git: `$'` inside double quotes is not
