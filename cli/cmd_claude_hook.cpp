@@ -172,7 +172,24 @@ int run_hook(const policy::LoadOptions& base, const std::string& audit_log, bool
     agent::HookOptions options;
     options.auto_allow = auto_allow;
     options.trusted = agent::workspace_trusted(claude_json_text(), input.cwd);
-    agent::HookDecision decision = agent::decide(input, policy->commands(), wrapper, options);
+    policy::CommandPolicy commands = policy->commands();
+    if (!load.discover) {
+        // Claude Code reads its hooks from the user, project and local settings whatever cordon's
+        // --no-discover says, and another hook there can replace the wrapped command: look for those too.
+        // Settings that do not load count as such a hook (the hook then asks).
+        policy::LoadOptions discovered = load;
+        discovered.discover = true;
+        auto all = policy::load_policy(discovered);
+        if (const auto* loaded = std::get_if<policy::PolicyPtr>(&all)) {
+            for (const policy::Rule& hook : (*loaded)->commands().bash_hooks)
+                commands.bash_hooks.push_back(hook);
+        } else {
+            commands.bash_hooks.push_back(
+                policy::Rule{"(settings Claude Code reads that cordon cannot load)",
+                             policy::Source{policy::Layer::Default, "", "hooks", 0}});
+        }
+    }
+    agent::HookDecision decision = agent::decide(input, commands, wrapper, options);
 
     if (!audit_log.empty() && !input.command.empty()) {
         nlohmann::ordered_json event = {
@@ -211,6 +228,7 @@ void advise_after_install(const policy::LoadOptions& options) {
     policy::LoadOptions load = options;
     std::error_code ec;
     load.cwd = fs::current_path(ec);
+    load.discover = true;  // what Claude Code reads, whatever cordon's own --no-discover says
     auto policy = policy::load_policy(load);
     const auto* loaded = std::get_if<policy::PolicyPtr>(&policy);
     if (!loaded) return;

@@ -144,6 +144,27 @@ class AttackReviewTest(unittest.TestCase):
                            env=s.env(), capture_output=True, text=True, timeout=30)
         self.assertEqual(json.loads(r.stdout)["hookSpecificOutput"]["permissionDecision"], "allow")
 
+    def test_another_bash_hook_is_found_with_no_discover(self):
+        """With --no-discover cordon reads only its --settings files, but Claude Code still runs the hooks of
+        the user's settings: the other hook is found there too."""
+        import json
+        s = self.hooked
+        other = os.path.join(s.root, "rewrite-hook")
+        s.write_settings({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": other}]}]}},
+                         where=os.path.join(s.home, ".claude"))
+        policy = os.path.join(s.root, "policy.json")
+        with open(policy, "w") as f:
+            json.dump({"permissions": {"allow": ["Bash(make:*)"]}}, f)
+        hook_input = {"session_id": "s", "tool_name": "Bash", "cwd": s.project, "hook_event_name": "PreToolUse",
+                      "tool_input": {"command": "make"}}
+        r = subprocess.run([CORDON, "claude-hook", "--no-discover", "--settings", policy],
+                           input=json.dumps(hook_input), cwd=s.project, env=s.env(), capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        answer = json.loads(r.stdout)["hookSpecificOutput"]
+        self.assertEqual(answer["permissionDecision"], "ask")
+        self.assertIn(other, answer["permissionDecisionReason"])
+
     def test_excluded_command_carries_no_payload_outside_the_jail(self):
         """sandbox.excludedCommands `git` runs unwrapped (outside the jail) when every part of the command is
         git. bash runs `touch` in both commands, the splitter saw only git: `$'` inside double quotes is not
