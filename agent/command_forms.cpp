@@ -418,6 +418,13 @@ void collect(std::vector<std::string> words, CommandForms& out, int depth) {
             collect_script(joined(words, at + 1), out, depth);
             return;
         }
+        if (name == "trap") {  // trap ACTION SIGNAL...: the shell runs ACTION as a script later
+            std::size_t k = at + 1;
+            while (k < words.size() && (words[k] == "--" || words[k] == "-p" || words[k] == "-l"))
+                ++k;
+            if (k < words.size()) collect_script(words[k], out, depth);
+            return;
+        }
         if (std::find(kShells.begin(), kShells.end(), name) != kShells.end()) {
             if (name == "busybox" && at + 1 < words.size()) {  // busybox APPLET ...
                 ++at;

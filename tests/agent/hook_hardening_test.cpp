@@ -211,3 +211,15 @@ TEST_CASE("hardening: read-only means read-only as the option parsers read the o
         CHECK(agent::read_only_command(command));
     }
 }
+
+TEST_CASE("hardening: trap's action is a script the rules see") {
+    for (const char* command : {"trap 'rm x' EXIT", "trap -- 'rm x' EXIT INT"}) {
+        INFO(command);
+        auto f = agent::command_forms(command).forms;
+        CHECK(std::find(f.begin(), f.end(), "rm x") != f.end());
+    }
+    policy::CommandPolicy p;
+    p.deny = {rule("Bash(rm:*)")};
+    CHECK(agent::decide(bash("trap 'rm -f v' EXIT; true"), p, wrapper(), auto_allow()).permission ==
+          Permission::Deny);
+}
