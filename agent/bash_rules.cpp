@@ -104,7 +104,16 @@ std::string_view without_assignments(std::string_view command) {
         };
         while (k < command.size() && name_char(command[k], k == 0))
             ++k;
-        if (k == 0 || k >= command.size() || command[k] != '=') return command;
+        if (k == 0 || k >= command.size()) return command;
+        if (command[k] == '[') {  // an array element: a[0]=1
+            std::size_t close = command.find(']', k + 1);
+            if (close == std::string_view::npos ||
+                command.substr(k + 1, close - k - 1).find_first_of(" \t\n'\"$`\\") != std::string_view::npos)
+                return command;
+            k = close + 1;
+        }
+        if (k < command.size() && command[k] == '+') ++k;
+        if (k >= command.size() || command[k] != '=') return command;
         std::size_t end = k + 1;
         while (end < command.size() && !shell_space(command[end])) {
             char c = command[end];

@@ -23,8 +23,8 @@ bool specifier_matches(std::string_view specifier, std::string_view command);
 // True when a sandbox.excludedCommands entry covers `command`.
 bool excluded_command_matches(std::string_view entry, std::string_view command);
 
-// `command` without its leading `NAME=value` assignments (`FOO=1 rm x` runs `rm x`); unchanged when an
-// assignment's value is quoted or holds an expansion.
+// `command` without its leading `NAME=value` assignments (`FOO=1 rm x` runs `rm x`; also `NAME+=value`,
+// `NAME[SUBSCRIPT]=value`); unchanged when an assignment's value is quoted or holds an expansion.
 std::string_view without_assignments(std::string_view command);
 
 }  // namespace cordon::agent

@@ -3,6 +3,9 @@
 #include <algorithm>
 
 #include "agent/bash_rules.hpp"
+#include "agent/command_forms.hpp"
+#include "agent/read_only.hpp"
+#include "agent/settings_edit.hpp"
 #include "agent/shell_split.hpp"
 #include "policy/syntax.hpp"
 
@@ -62,7 +65,18 @@ std::string wrap_command(const Wrapper& wrapper, const std::string& cwd, const s
     out += shell_quote(wrapper.cordon) + " run";
     for (const std::string& arg : wrapper.args)
         out += " " + shell_quote(arg);
-    out += " -- " + shell_quote(wrapper.shell) + " -c " + shell_quote(command);
+    // The command travels as a quoted here-document on the jailed shell's stdin, byte for byte and never as
+    // an argument: quoting it for argv would grow it (each ' becomes 4 bytes) past the kernel's 128 KiB limit
+    // for one argument, so a command Claude Code runs would fail with E2BIG once wrapped. The shell reads it
+    // whole
+    // (`read -d ''` up to the end), gives the command /dev/null as stdin as Claude Code does, and runs it
+    // with `eval` as Claude Code's own shell does. The delimiter occurs nowhere in the command.
+    std::string delimiter = "CORDON_COMMAND";
+    for (int n = 1; command.find(delimiter) != std::string::npos; ++n)
+        delimiter = "CORDON_COMMAND_" + std::to_string(n);
+    out += " -- " + shell_quote(wrapper.shell) + " -c " +
+           shell_quote("IFS= read -r -d '' c; exec </dev/null; eval \"unset c;${c%?}\"") + " <<'" +
+           delimiter + "'\n" + command + "\n" + delimiter + "\n";
     return out;
 }
 
@@ -81,42 +95,93 @@ std::string unquoted(std::string_view text) {
     return out;
 }
 
-// The first rule of `rules` that matches one of `parts`: as written, without leading assignments, and without
-// quotes (deny and ask rules; see unquoted()).
+// The first rule of `rules` that matches one of `parts` in any of its forms (command_forms.hpp: wrappers,
+// paths, redirections, assignments and `-c` scripts seen through, as Claude Code's own check does; and the
+// text without quotes), or null. Deny and ask rules only: matching more is the safe side.
 const policy::Rule* first_match(const std::vector<policy::Rule>& rules,
-                                const std::vector<std::string>& parts) {
+                                const std::vector<CommandForms>& parts) {
     for (const policy::Rule& rule : rules)
-        for (const std::string& part : parts) {
-            std::string_view bare = without_assignments(part);
-            if (bash_rule_matches(rule.text, part) || bash_rule_matches(rule.text, bare) ||
-                bash_rule_matches(rule.text, unquoted(part)) || bash_rule_matches(rule.text, unquoted(bare)))
-                return &rule;
-        }
+        for (const CommandForms& part : parts)
+            for (const std::string& form : part.forms)
+                if (bash_rule_matches(rule.text, form) || bash_rule_matches(rule.text, unquoted(form)))
+                    return &rule;
     return nullptr;
 }
 
-// When every part is matched by a rule of `rules` (by `matches`), the rule that matched the first part;
-// otherwise (or with no parts) null (excludedCommands and allow rules: all parts or nothing).
-const policy::Rule* every_part_matched(const std::vector<policy::Rule>& rules,
-                                       const std::vector<std::string>& parts,
-                                       bool (*matches)(std::string_view, std::string_view)) {
-    const policy::Rule* first = nullptr;
-    for (const std::string& part : parts) {
-        auto hit = std::find_if(rules.begin(), rules.end(),
-                                [&](const policy::Rule& rule) { return matches(rule.text, part); });
-        if (hit == rules.end()) return nullptr;
-        if (!first) first = &*hit;
+// `git` with a global option that points it at another repository or configuration.
+bool git_elsewhere(const std::string& form) {
+    std::vector<std::string> words = command_words(form);
+    if (words.empty() || words[0] != "git") return false;
+    for (std::size_t k = 1; k < words.size() && words[k].size() > 1 && words[k][0] == '-'; ++k) {
+        const std::string& w = words[k];
+        if (w == "-C" || w == "-c" || w.rfind("--git-dir", 0) == 0 || w.rfind("--work-tree", 0) == 0 ||
+            w.rfind("--exec-path", 0) == 0 || w.rfind("--config-env", 0) == 0 || w.rfind("-C", 0) == 0 ||
+            w.rfind("-c", 0) == 0)
+            return true;
     }
-    return first;
+    return false;
+}
+
+// Rules of `list` that Claude Code honours: a project's own rules only in a trusted workspace.
+std::vector<const policy::Rule*> honoured(const std::vector<policy::Rule>& list, bool trusted) {
+    std::vector<const policy::Rule*> out;
+    for (const policy::Rule& rule : list)
+        if (trusted || rule.source.layer != policy::Layer::Project) out.push_back(&rule);
+    return out;
+}
+
+const policy::Rule* first_matching(const std::vector<const policy::Rule*>& rules, std::string_view part,
+                                   bool (*matches)(std::string_view, std::string_view)) {
+    for (const policy::Rule* rule : rules)
+        if (matches(rule->text, part)) return rule;
+    return nullptr;
 }
 
 }  // namespace
 
-HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, const Wrapper& wrapper) {
+const policy::Rule* other_bash_hook(const policy::CommandPolicy& rules) {
+    for (const policy::Rule& hook : rules.bash_hooks) {
+        // cordon's own entry as the installer writes it: one command, nothing chained to it whose output
+        // could add an updatedInput of its own.
+        bool plain = hook.text.find_first_of(";&|<>`$(){}\n\r") == std::string::npos;
+        if (!plain || !is_cordon_hook_command(hook.text)) return &hook;
+    }
+    return nullptr;
+}
+
+bool workspace_trusted(std::string_view claude_json, const std::string& cwd) {
+    json root = json::parse(claude_json, nullptr, false);
+    if (root.is_discarded() || !root.is_object()) return false;
+    auto projects = root.find("projects");
+    if (projects == root.end() || !projects->is_object()) return false;
+    std::string dir = cwd;
+    while (!dir.empty() && dir.size() > 1 && dir.back() == '/')
+        dir.pop_back();
+    for (;;) {
+        auto it = projects->find(dir);
+        if (it != projects->end() && it->is_object()) {
+            auto accepted = it->find("hasTrustDialogAccepted");
+            if (accepted != it->end() && accepted->is_boolean() && accepted->get<bool>()) return true;
+        }
+        if (dir.empty() || dir == "/") return false;
+        std::size_t slash = dir.rfind('/');
+        if (slash == std::string::npos) return false;
+        dir = slash == 0 ? "/" : dir.substr(0, slash);
+    }
+}
+
+HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, const Wrapper& wrapper,
+                    const HookOptions& options) {
     HookDecision d;
     d.command = input.command;
     if (input.tool_name != "Bash" || input.command.empty()) {
         d.reason = input.tool_name != "Bash" ? "not the Bash tool" : "no command";
+        return d;
+    }
+    if (input.command.find('\0') != std::string::npos) {
+        // bash would run the text before the NUL only; the rules would have seen the rest too.
+        d.permission = Permission::Deny;
+        d.reason = "cordon: the command holds a NUL byte";
         return d;
     }
     auto split = split_command(input.command);
@@ -125,8 +190,13 @@ HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, 
     if (!split_error) parts = std::get<std::vector<std::string>>(split);
     // Deny and ask rules look at every part and at the whole command, so a command cordon cannot split is
     // still refused by a rule that matches its beginning.
-    std::vector<std::string> checked = parts;
-    checked.push_back(input.command);
+    std::vector<CommandForms> checked;
+    std::string unsure;
+    for (const std::string& part : parts) {
+        checked.push_back(command_forms(part));
+        if (unsure.empty()) unsure = checked.back().unsure;
+    }
+    checked.push_back(command_forms(input.command));
 
     if (const policy::Rule* rule = first_match(rules.deny, checked)) {
         d.permission = Permission::Deny;
@@ -157,15 +227,38 @@ HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, 
         d.reason = "cordon: ask rule " + named(*rule) + "; it runs in cordon's sandbox once approved";
         return d;
     }
-    if (split_error) {
+    // A script inside the command that cannot be read may hold what a deny or ask rule names.
+    if (!unsure.empty() && rules.deny.empty() && rules.ask.empty()) unsure.clear();
+    // Claude Code asks before git runs elsewhere or with other configuration (`git -C DIR`, `-c`,
+    // `--git-dir`, `--work-tree`), even under an allow rule for Bash (measured): so does the hook.
+    for (const CommandForms& part : checked)
+        for (const std::string& form : part.forms)
+            if (git_elsewhere(form)) {
+                d.permission = Permission::Ask;
+                d.reason =
+                    "cordon: git with -C, -c, --git-dir or --work-tree asks, as in Claude Code; it runs "
+                    "in cordon's sandbox once approved";
+                return d;
+            }
+    if (split_error || !unsure.empty()) {
         d.permission = Permission::Ask;
-        d.reason = "cordon: cannot split the command safely (" + *split_error +
+        d.reason = "cordon: cannot split the command safely (" + (split_error ? *split_error : unsure) +
                    "), so it is not auto-allowed; it runs in cordon's sandbox once approved";
         return d;
     }
 
-    const policy::Rule* exclusion =
-        every_part_matched(rules.excluded_commands, parts, excluded_command_matches);
+    // Claude Code ignores the project's own allow rules until the user trusts the workspace: a cloned
+    // repository must not allow itself anything. Its excludedCommands would run outside the jail: same.
+    auto excluded = honoured(rules.excluded_commands, options.trusted);
+    const policy::Rule* exclusion = nullptr;
+    for (const std::string& part : parts) {
+        const policy::Rule* hit = first_matching(excluded, part, excluded_command_matches);
+        if (!hit) {
+            exclusion = nullptr;
+            break;
+        }
+        if (!exclusion) exclusion = hit;
+    }
     if (exclusion && rules.allow_unsandboxed_commands) {
         d.permission = Permission::None;
         d.wrapped = false;
@@ -176,23 +269,52 @@ HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, 
         return d;
     }
 
-    if (rules.sandbox_enabled && rules.auto_allow_bash_if_sandboxed) {
-        d.permission = Permission::Allow;
+    // Another PreToolUse hook for Bash may answer with updatedInput, and Claude Code then runs its command in
+    // place of cordon's wrapper: whatever cordon allowed to run in its jail would run outside it, unprompted.
+    // So never allow then; the user is asked, and told why.
+    if (const policy::Rule* other_hook = other_bash_hook(rules)) {
+        d.permission = Permission::Ask;
+        d.rule = other_hook;
         d.reason =
-            "cordon: runs in cordon's sandbox (jail, egress proxy, audit log): sandbox.enabled with "
-            "autoAllowBashIfSandboxed";
+            "cordon: another PreToolUse hook for Bash, " + named(*other_hook) +
+            ", can replace cordon's wrapped command (updatedInput): approved, the command may run "
+            "outside cordon's sandbox. Remove that hook, or fold it into one hook, to let cordon allow";
         return d;
     }
-    if (const policy::Rule* allowed_by = every_part_matched(rules.allow, parts, bash_rule_matches)) {
+
+    // Every part read-only (Claude Code runs those unprompted) or allowed by an honoured rule.
+    auto allow = honoured(rules.allow, options.trusted);
+    const policy::Rule* allowed_by = nullptr;
+    bool every_part_allowed = !parts.empty();
+    for (const std::string& part : parts) {
+        if (read_only_command(part)) continue;
+        const policy::Rule* hit = first_matching(allow, part, bash_rule_matches);
+        if (!hit) {
+            every_part_allowed = false;
+            break;
+        }
+        if (!allowed_by) allowed_by = hit;
+    }
+    if (every_part_allowed) {
         d.permission = Permission::Allow;
         d.rule = allowed_by;
-        d.reason = "cordon: allowed by " + named(*allowed_by) + "; runs in cordon's sandbox";
+        d.reason = allowed_by
+                       ? "cordon: allowed by " + named(*allowed_by) + "; runs in cordon's sandbox"
+                       : "cordon: read-only, as Claude Code runs it unprompted; runs in cordon's sandbox";
+        return d;
+    }
+    if (options.auto_allow && options.trusted && rules.auto_allow_bash_if_sandboxed) {
+        d.permission = Permission::Allow;
+        d.reason =
+            "cordon: runs in cordon's sandbox (jail, egress proxy, audit log): claude-hook --auto-allow";
         return d;
     }
     d.permission = Permission::Ask;
     d.reason =
-        "cordon: no allow rule matches every part and the sandbox does not auto-allow (sandbox.enabled, "
-        "autoAllowBashIfSandboxed); it runs in cordon's sandbox once approved";
+        std::string("cordon: no allow rule matches every part") +
+        (options.auto_allow ? " and --auto-allow does not apply in a workspace Claude Code does not trust"
+                            : "") +
+        "; it runs in cordon's sandbox once approved";
     return d;
 }
 

@@ -12,9 +12,16 @@
 //   6. every part matches sandbox.excludedCommands          -> no opinion, unwrapped (Claude Code's own
 //      (and allowUnsandboxedCommands is not false)             permission flow)
 //   7. otherwise the command is wrapped in `cordon run`, and
-//      sandbox.enabled && autoAllowBashIfSandboxed          -> allow ("runs in cordon's sandbox")
-//      every part matches an allow rule                     -> allow, naming the rule
+//      every part is read-only (read_only.hpp) or matches   -> allow, naming the rule
+//      an allow rule Claude Code honours
+//      the hook runs with --auto-allow in a trusted         -> allow ("runs in cordon's sandbox")
+//      workspace
 //      else                                                 -> ask, wrapped
+//      but another PreToolUse hook for Bash exists          -> ask, naming it (its updatedInput would
+//                                                              replace the wrapper)
+// Deny and ask rules match every form of every part (command_forms.hpp), as strictly as Claude Code's own
+// check. In a workspace the user has not trusted, Claude Code ignores the project's .claude/settings.json
+// allow rules; so does the hook, with its excludedCommands and --auto-allow.
 // Errors: none here; malformed input is the caller's (cli/cmd_claude_hook.cpp) to refuse.
 #pragma once
 
@@ -39,7 +46,8 @@ struct HookInput {
 // Reads the hook's stdin JSON; an error message when it is not a PreToolUse input cordon can read.
 std::variant<HookInput, std::string> parse_hook_input(std::string_view text);
 
-// How a command runs under cordon: `cd -- CWD && CORDON run ARGS -- SHELL -c COMMAND`, every piece quoted.
+// How a command runs under cordon: `cd -- CWD && CORDON run ARGS -- SHELL -c READER <<'DELIMITER'`, the
+// command itself in the here-document (no argument size limit, not re-quoted).
 struct Wrapper {
     std::string cordon;             // absolute path of the cordon binary
     std::vector<std::string> args;  // flags for `cordon run` (the hook's policy flags, --audit-log)
@@ -57,7 +65,23 @@ struct HookDecision {
 };
 std::string_view to_string(HookDecision::Permission permission);  // "none", "allow", "ask", "deny"
 
-HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, const Wrapper& wrapper);
+struct HookOptions {
+    bool auto_allow = false;  // `cordon claude-hook --auto-allow`: the jail makes the command safe to run
+    bool trusted = false;     // the workspace is trusted in Claude Code's ~/.claude.json
+};
+
+HookDecision decide(const HookInput& input, const policy::CommandPolicy& rules, const Wrapper& wrapper,
+                    const HookOptions& options);
+
+// The first hooks.PreToolUse hook for Bash in the settings that is not cordon's own, or null. Claude Code
+// runs every matching hook, and another hook's updatedInput replaces cordon's wrapped command (the command
+// then runs outside the jail): with one, decide() never allows, it asks.
+const policy::Rule* other_bash_hook(const policy::CommandPolicy& rules);
+
+// Whether Claude Code trusts the workspace `cwd`: `projects[DIR].hasTrustDialogAccepted` in its global
+// config (`claude_json`: the text of $CLAUDE_CONFIG_DIR/.claude.json or ~/.claude.json) for `cwd` or a
+// directory above it. Anything unreadable is untrusted.
+bool workspace_trusted(std::string_view claude_json, const std::string& cwd);
 
 // Claude Code's hook output for a decision (empty string: no opinion).
 std::string hook_output(const HookInput& input, const HookDecision& decision);

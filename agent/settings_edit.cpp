@@ -1,5 +1,6 @@
 #include "agent/settings_edit.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -87,6 +88,13 @@ std::optional<Item> find(const std::vector<Item>& list, std::string_view key) {
     for (const Item& item : list)
         if (item.key == key) return item;
     return std::nullopt;
+}
+
+// Claude Code reads settings with JSON.parse, where the last of two equal keys wins; nlohmann keeps the
+// first. Rather than edit the entry Claude Code does not read, a duplicate key on the way to the entry is
+// refused.
+bool duplicated(const std::vector<Item>& list, std::string_view key) {
+    return std::count_if(list.begin(), list.end(), [&](const Item& item) { return item.key == key; }) > 1;
 }
 
 // The whitespace before `pos` on its line, when only whitespace precedes it there.
@@ -186,6 +194,10 @@ Located locate(std::string_view t) {
     }
     l.top = skip_ws(t, 0);
     l.top_items = items(t, l.top);
+    if (duplicated(l.top_items, "hooks")) {
+        l.error = "\"hooks\" appears twice";
+        return l;
+    }
     l.hooks = find(l.top_items, "hooks");
     if (!l.hooks) return l;
     if (t[l.hooks->value_begin] != '{') {
@@ -193,6 +205,10 @@ Located locate(std::string_view t) {
         return l;
     }
     l.hook_items = items(t, l.hooks->value_begin);
+    if (duplicated(l.hook_items, "PreToolUse")) {
+        l.error = "\"hooks.PreToolUse\" appears twice";
+        return l;
+    }
     l.pre_tool_use = find(l.hook_items, "PreToolUse");
     if (!l.pre_tool_use) return l;
     if (t[l.pre_tool_use->value_begin] != '[') {
@@ -240,7 +256,37 @@ bool is_cordon_hook_command(std::string_view command) {
     return program.substr(slash == std::string::npos ? 0 : slash + 1) == "cordon";
 }
 
+namespace {
+
+constexpr std::string_view kBom = "\xEF\xBB\xBF";
+
+// A UTF-8 byte order mark (which Claude Code accepts and some Windows editors write) is kept as it was and
+// left out of the edit.
+std::string_view without_bom(std::string_view text) {
+    return text.substr(0, kBom.size()) == kBom ? text.substr(kBom.size()) : text;
+}
+
+SettingsEdit with_bom(std::string_view original, SettingsEdit edit) {
+    if (original.substr(0, kBom.size()) == kBom) edit.text.insert(0, kBom);
+    return edit;
+}
+
+SettingsEdit install(std::string_view original, const std::string& hook_command);
+SettingsEdit uninstall(std::string_view original);
+
+}  // namespace
+
 SettingsEdit install_hook(std::string_view original, const std::string& hook_command) {
+    return with_bom(original, install(without_bom(original), hook_command));
+}
+
+SettingsEdit uninstall_hook(std::string_view original) {
+    return with_bom(original, uninstall(without_bom(original)));
+}
+
+namespace {
+
+SettingsEdit install(std::string_view original, const std::string& hook_command) {
     SettingsEdit out;
     std::string t(original);
     if (t.find_first_not_of(" \t\r\n") == std::string::npos) t = "{}\n";
@@ -269,7 +315,7 @@ SettingsEdit install_hook(std::string_view original, const std::string& hook_com
     return out;
 }
 
-SettingsEdit uninstall_hook(std::string_view original) {
+SettingsEdit uninstall(std::string_view original) {
     SettingsEdit out;
     out.text = std::string(original);
     if (out.text.find_first_not_of(" \t\r\n") == std::string::npos) return out;
@@ -295,5 +341,7 @@ SettingsEdit uninstall_hook(std::string_view original) {
     }
     return out;
 }
+
+}  // namespace
 
 }  // namespace cordon::agent

@@ -5,8 +5,10 @@
 
 namespace cordon::agent {
 
+// Not \r: to bash a carriage return is an ordinary character of a word, so `a\r#$(b)` is one word whose
+// substitution runs, not a word and a comment.
 bool shell_space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+    return c == ' ' || c == '\t' || c == '\n';
 }
 
 std::string_view trim_shell_space(std::string_view text) {
@@ -50,6 +52,9 @@ std::string_view strip_keywords(std::string_view text) {
                                              kLeadingKeywords.end();
         if (!keyword || word.empty()) return text;
         text.remove_prefix(word.size());
+        // `time -p CMD`: -p belongs to the reserved word, CMD is the command.
+        if (word == "time" && first_word(trim_shell_space(text)) == "-p")
+            text = trim_shell_space(text).substr(2);
     }
 }
 
@@ -62,6 +67,15 @@ class Splitter {
     Splitter(std::string_view text, std::vector<std::string>& out) : s_(text), out_(out) {}
 
     void run() {
+        // bash removes a backslash-newline before it reads tokens, so `$\<newline>(a)` is `$(a)`. Where one
+        // would join an expansion or a redirection to what follows, the command is not split.
+        for (std::size_t k = s_.find("\\\n"); k != std::string_view::npos; k = s_.find("\\\n", k + 1)) {
+            if (escaped(k)) continue;
+            char before = k > 0 ? s_[k - 1] : '\0', after = at(k + 2);
+            if (before == '$' || before == '<' || before == '>' || before == '`' || after == '(' ||
+                after == '\\')
+                throw Failure{"a line continuation inside an expansion or operator"};
+        }
         list('\0');
         if (!heredocs_.empty())
             throw Failure{"unterminated here-document (<<" + heredocs_.front().delimiter + ")"};
@@ -76,10 +90,24 @@ class Splitter {
 
     char at(std::size_t k) const { return k < s_.size() ? s_[k] : '\0'; }
 
-    // Reads commands until `terminator` (')' for a subshell or $( ), '`' for backticks, '\0' for the end).
+    // Whether the character at `k` (outside quotes) is escaped: an odd number of backslashes before it.
+    bool escaped(std::size_t k) const {
+        std::size_t n = 0;
+        while (k > 0 && s_[k - 1] == '\\') {
+            ++n;
+            --k;
+        }
+        return n % 2 == 1;
+    }
+
+    // Reads commands until `terminator` (')' for a subshell or $( ), '\0' for the end).
     // Returns with i_ at the terminator (not consumed).
     void list(char terminator) {
         std::size_t start = i_;
+        // Where a word may start: after a blank or an operator that ends a command. A `#` there begins a
+        // comment; anywhere else (`$((1))#`, `$(a)#`, `\ #`, `\;#`) it is part of a word, and what follows
+        // runs.
+        std::size_t word_may_start = i_;
         bool compound = false;  // the command is a ( subshell ): its own text is not a simple command
         auto end_command = [&](std::size_t end) {
             if (!compound) emit(s_.substr(start, end - start));
@@ -103,16 +131,13 @@ class Splitter {
                     double_quoted();
                     continue;
                 case '`':
-                    ++i_;
-                    list('`');
-                    if (at(i_) != '`') throw Failure{"unterminated `"};
-                    ++i_;
+                    backquoted(false);
                     continue;
                 case '$':
                     dollar();
                     continue;
                 case '#':
-                    if (i_ == 0 || word_end(s_[i_ - 1])) {
+                    if (i_ == word_may_start) {
                         while (i_ < s_.size() && s_[i_] != '\n')
                             ++i_;
                         continue;
@@ -123,13 +148,13 @@ class Splitter {
                     end_command(i_);
                     ++i_;
                     here_documents();
-                    start = i_;
+                    start = word_may_start = i_;
                     continue;
                 case ';':
                     if (at(i_ + 1) == ';' || at(i_ + 1) == '&')
                         throw Failure{"`;;` or `;&` (a case statement)"};
                     end_command(i_);
-                    start = ++i_;
+                    start = word_may_start = ++i_;
                     continue;
                 case '&':
                     if (at(i_ + 1) == '>') {  // &> FILE: a redirection
@@ -137,17 +162,26 @@ class Splitter {
                         continue;
                     }
                     if (i_ > 0 && (s_[i_ - 1] == '>' || s_[i_ - 1] == '<')) {  // 2>&1, <&3
+                        // bash expands a quoted word after >& once more (`>&1'$(p)'` runs p): only plain
+                        // descriptors and names are read.
+                        std::size_t k = i_ + 1;
+                        while (k < s_.size() && !word_end(s_[k])) {
+                            if (s_[k] == '\'' || s_[k] == '"' || s_[k] == '$' || s_[k] == '`' ||
+                                s_[k] == '\\')
+                                throw Failure{"a quoted or expanded word after >& or <&"};
+                            ++k;
+                        }
                         ++i_;
                         continue;
                     }
                     end_command(i_);
                     i_ += at(i_ + 1) == '&' ? 2 : 1;
-                    start = i_;
+                    start = word_may_start = i_;
                     continue;
                 case '|':
                     end_command(i_);
                     i_ += (at(i_ + 1) == '|' || at(i_ + 1) == '&') ? 2 : 1;
-                    start = i_;
+                    start = word_may_start = i_;
                     continue;
                 case '<':
                 case '>':
@@ -177,6 +211,7 @@ class Splitter {
                     throw Failure{"unbalanced `)`"};
                 default:
                     ++i_;
+                    if (blank(c)) word_may_start = i_;
                     continue;
             }
         }
@@ -192,6 +227,33 @@ class Splitter {
         if (at(i_) != close) throw Failure{std::string("unterminated `") + close + "`"};
         ++i_;
         --depth_;
+    }
+
+    // At a backquote. bash ends the substitution at the first backquote that no backslash escapes, quotes
+    // or not, then removes the backslash before `$`, a backquote or a backslash (and before `"` when the
+    // substitution stands inside double quotes) and parses the rest as a script of its own: an escaped
+    // backquote inside backquotes opens a nested substitution, and what it holds runs. The same here: the
+    // text is unescaped as bash does and split again.
+    void backquoted(bool in_double_quotes) {
+        std::string inner;
+        std::size_t k = i_ + 1;
+        for (; k < s_.size() && s_[k] != '`'; ++k) {
+            if (s_[k] == '\\' && k + 1 < s_.size()) {
+                char next = s_[k + 1];
+                if (next != '$' && next != '`' && next != '\\' && !(in_double_quotes && next == '"'))
+                    inner.push_back('\\');
+                inner.push_back(next);
+                ++k;
+                continue;
+            }
+            inner.push_back(s_[k]);
+        }
+        if (k >= s_.size()) throw Failure{"unterminated `"};
+        if (depth_ + 1 > 64) throw Failure{"nested too deeply"};
+        Splitter nested(inner, out_);
+        nested.depth_ = depth_ + 1;
+        nested.run();
+        i_ = k + 1;
     }
 
     void single_quoted() {
@@ -211,10 +273,9 @@ class Splitter {
             if (c == '\\') {
                 i_ += 2;
             } else if (c == '`') {
-                ++i_;
-                list('`');
-                if (at(i_) != '`') throw Failure{"unterminated `"};
-                ++i_;
+                backquoted(true);
+            } else if (c == '$' && at(i_ + 1) == '\'') {
+                ++i_;  // no ANSI-C quoting inside double quotes: `$'` is a dollar and a quote character
             } else if (c == '$') {
                 dollar();
             } else {
@@ -228,17 +289,27 @@ class Splitter {
     void dollar() {
         char next = at(i_ + 1);
         if (next == '(' && at(i_ + 2) == '(') {
-            // Arithmetic: no commands, only balanced parentheses.
+            // Arithmetic only when the parenthesis that closes `$((` is followed at once by another: bash
+            // reads `$((a) )` as a command substitution of the subshell `(a)`.
             std::size_t k = i_ + 3;
             int open = 2;
-            for (; k < s_.size() && open > 0; ++k) {
+            bool arithmetic = false;
+            for (; k < s_.size(); ++k) {
                 if (s_[k] == '(') ++open;
-                if (s_[k] == ')') --open;
                 if (s_[k] == '$' && at(k + 1) == '(') throw Failure{"a command substitution inside $(( ))"};
                 if (s_[k] == '`') throw Failure{"a command substitution inside $(( ))"};
+                if (s_[k] == ')' && --open == 1) {
+                    arithmetic = at(k + 1) == ')';
+                    break;
+                }
             }
-            if (open != 0) throw Failure{"unterminated $(("};
-            i_ = k;
+            if (k >= s_.size()) throw Failure{"unterminated $(("};
+            if (arithmetic) {
+                i_ = k + 2;
+                return;
+            }
+            i_ += 2;
+            nested(')');
             return;
         }
         if (next == '(') {
@@ -253,8 +324,10 @@ class Splitter {
                 char c = s_[k];
                 if (c == '{') ++open;
                 if (c == '}') --open;
-                if (c == '`' || (c == '$' && at(k + 1) == '(') || c == '\'' || c == '"' || c == '\\')
-                    throw Failure{"quotes or a command substitution inside ${ }"};
+                // `$(`, backticks and `<(`/`>(` inside run commands; quotes and parentheses are beyond this
+                // reader: not split.
+                if (c == '`' || c == '(' || c == '\'' || c == '"' || c == '\\')
+                    throw Failure{"quotes, parentheses or a substitution inside ${ }"};
             }
             if (open != 0) throw Failure{"unterminated ${"};
             i_ = k;

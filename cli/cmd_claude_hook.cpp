@@ -29,19 +29,24 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kHookHelp =
-    "usage: cordon claude-hook [policy flags] [--audit-log FILE]      (Claude Code runs it; JSON on stdin)\n"
-    "       cordon claude-hook --install [--local|--project|--user] [policy flags] [--audit-log FILE]\n"
+    "usage: cordon claude-hook [--auto-allow] [policy flags] [--audit-log FILE]   (Claude Code runs it)\n"
+    "       cordon claude-hook --install [--local|--project|--user] [--auto-allow] [policy flags]\n"
+    "                          [--audit-log FILE]\n"
     "       cordon claude-hook --uninstall [--local|--project|--user]\n"
     "\n"
     "Claude Code's PreToolUse hook for the Bash tool. Reads the hook input on stdin and answers with\n"
     "hookSpecificOutput: Bash(...) deny rules deny, ask rules ask, dangerouslyDisableSandbox asks (denies\n"
     "when sandbox.allowUnsandboxedCommands is false), sandbox.excludedCommands pass through unwrapped;\n"
     "every other command is rewritten to run under `cordon run` in the session's working directory, and\n"
-    "allowed when sandbox.enabled and autoAllowBashIfSandboxed (default true). Compound commands are split\n"
-    "and every part must pass; a command cordon cannot split is never auto-allowed. Other tools: no output.\n"
+    "allowed when every part is read-only or matches an allow rule, or with --auto-allow. Deny and ask\n"
+    "rules see through wrappers (timeout, env, sudo, xargs, bash -c, ...) as Claude Code does. Compound\n"
+    "commands are split and every part must pass; a command cordon cannot split is never auto-allowed. In a\n"
+    "workspace Claude Code does not trust, the project's allow rules and --auto-allow do not apply.\n"
     "The settings are the policy engine's layers read from the session's working directory (managed\n"
     "settings first); the policy flags and --audit-log are passed on to the `cordon run` of each command.\n"
     "\n"
+    "  --auto-allow           allow every command that no deny or ask rule stops: it runs in cordon's\n"
+    "                         jail (Claude Code's own sandbox must be off: sandbox.enabled false)\n"
     "  --audit-log FILE       append one `command` event per decision (and the jailed command's proxy\n"
     "                         lines, through `cordon run --audit-log FILE`)\n"
     "  --install              add the hook to a Claude Code settings file (default --local:\n"
@@ -109,7 +114,21 @@ bool append_audit(const std::string& path, const std::string& line, std::string&
     return true;
 }
 
-int run_hook(const policy::LoadOptions& base, const std::string& audit_log) {
+// Claude Code's global config, where it records which workspaces the user trusts.
+std::string claude_json_text() {
+    std::string path;
+    if (const char* dir = std::getenv("CLAUDE_CONFIG_DIR"); dir && *dir)
+        path = std::string(dir) + "/.claude.json";
+    else if (const char* home = std::getenv("HOME"); home && *home)
+        path = std::string(home) + "/.claude.json";
+    if (path.empty()) return "";
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    return buffer.str();
+}
+
+int run_hook(const policy::LoadOptions& base, const std::string& audit_log, bool auto_allow) {
     std::string text;
     char buffer[65536];
     for (;;) {
@@ -150,7 +169,27 @@ int run_hook(const policy::LoadOptions& base, const std::string& audit_log) {
                                (audit_log == "-" ? audit_log : fs::absolute(audit_log, ec).string()));
     }
     if (::access("/bin/bash", X_OK) != 0) wrapper.shell = "/bin/sh";
-    agent::HookDecision decision = agent::decide(input, policy->commands(), wrapper);
+    agent::HookOptions options;
+    options.auto_allow = auto_allow;
+    options.trusted = agent::workspace_trusted(claude_json_text(), input.cwd);
+    policy::CommandPolicy commands = policy->commands();
+    if (!load.discover) {
+        // Claude Code reads its hooks from the user, project and local settings whatever cordon's
+        // --no-discover says, and another hook there can replace the wrapped command: look for those too.
+        // Settings that do not load count as such a hook (the hook then asks).
+        policy::LoadOptions discovered = load;
+        discovered.discover = true;
+        auto all = policy::load_policy(discovered);
+        if (const auto* loaded = std::get_if<policy::PolicyPtr>(&all)) {
+            for (const policy::Rule& hook : (*loaded)->commands().bash_hooks)
+                commands.bash_hooks.push_back(hook);
+        } else {
+            commands.bash_hooks.push_back(
+                policy::Rule{"(settings Claude Code reads that cordon cannot load)",
+                             policy::Source{policy::Layer::Default, "", "hooks", 0}});
+        }
+    }
+    agent::HookDecision decision = agent::decide(input, commands, wrapper, options);
 
     if (!audit_log.empty() && !input.command.empty()) {
         nlohmann::ordered_json event = {
@@ -181,8 +220,95 @@ int run_hook(const policy::LoadOptions& base, const std::string& audit_log) {
     return 0;
 }
 
+// What stops the installed hook from working as meant, said at --install: Claude Code's own sandbox
+// (sandbox.enabled) would run every command, cordon included, in its bubblewrap, where cordon cannot build
+// its jail; another PreToolUse hook for Bash could replace the wrapped command with its updatedInput, so
+// cordon asks about every command instead of allowing it.
+void advise_after_install(const policy::LoadOptions& options) {
+    policy::LoadOptions load = options;
+    std::error_code ec;
+    load.cwd = fs::current_path(ec);
+    load.discover = true;  // what Claude Code reads, whatever cordon's own --no-discover says
+    auto policy = policy::load_policy(load);
+    const auto* loaded = std::get_if<policy::PolicyPtr>(&policy);
+    if (!loaded) return;
+    const policy::CommandPolicy& commands = (*loaded)->commands();
+    if (commands.sandbox_enabled)
+        std::cerr
+            << "cordon claude-hook: sandbox.enabled is on in Claude Code's settings: Claude Code would run "
+               "every command, cordon included, in its own bubblewrap sandbox, where cordon cannot build its "
+               "jail and every command fails. Set \"sandbox\": {\"enabled\": false}: cordon's jail replaces "
+               "it (its rules still apply), and use --auto-allow for what sandbox.enabled's auto-allow "
+               "did.\n";
+    if (const policy::Rule* other = agent::other_bash_hook(commands))
+        std::cerr
+            << "cordon claude-hook: warning: another PreToolUse hook for Bash, `" << other->text << "` ("
+            << policy::format_source(other->source)
+            << "), can replace cordon's wrapped command with its own updatedInput, and the command then "
+               "runs outside cordon's jail; while it is there, cordon asks about every command instead "
+               "of allowing it. Remove it, or make it part of one hook with cordon.\n";
+}
+
+// Replaces `target` with `text`, atomically: written to a new file of an unpredictable name in the same
+// directory and renamed over it, so a crash leaves the old file or the new one. Why not a fixed temporary
+// name: a jailed command can write the project directory, and a symlink it planted at a predictable name
+// would make the user's next --install/--uninstall write through it (over ~/.bashrc, say). mkostemp's
+// O_CREAT|O_EXCL does not follow a symlink. The new file gets the old one's owner and mode (a new settings
+// file: 0666 less the umask, as any editor would make it).
+bool replace_file(const fs::path& target, const std::string& text, const struct stat* old) {
+    std::string pattern =
+        (target.parent_path() / ("." + target.filename().string() + ".cordon-XXXXXX")).string();
+    std::vector<char> name(pattern.begin(), pattern.end());
+    name.push_back('\0');
+    int fd = ::mkostemp(name.data(), O_CLOEXEC);
+    if (fd < 0) {
+        std::cerr << "cordon claude-hook: cannot create a file in " << target.parent_path().string() << ": "
+                  << std::strerror(errno) << "\n";
+        return false;
+    }
+    std::string temp(name.data());
+    auto fail = [&](const char* what) {
+        std::cerr << "cordon claude-hook: cannot " << what << " " << temp << ": " << std::strerror(errno)
+                  << "\n";
+        ::close(fd);
+        ::unlink(temp.c_str());
+        return false;
+    };
+    std::size_t done = 0;
+    while (done < text.size()) {
+        ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return fail("write");
+        done += static_cast<std::size_t>(n);
+    }
+    mode_t mode;
+    if (old) {
+        mode = old->st_mode & 07777;
+        if (::fchown(fd, old->st_uid, old->st_gid) != 0 && (old->st_uid != ::geteuid() || errno != EPERM))
+            return fail("set the owner of");
+    } else {
+        mode_t mask = ::umask(0);
+        ::umask(mask);
+        mode = 0666 & ~mask;
+    }
+    if (::fchmod(fd, mode) != 0) return fail("set the mode of");
+    if (::fsync(fd) != 0) return fail("sync");
+    if (::close(fd) != 0) {
+        fd = -1;
+        ::unlink(temp.c_str());
+        return false;
+    }
+    if (::rename(temp.c_str(), target.c_str()) != 0) {
+        std::cerr << "cordon claude-hook: cannot replace " << target.string() << ": " << std::strerror(errno)
+                  << "\n";
+        ::unlink(temp.c_str());
+        return false;
+    }
+    return true;
+}
+
 int edit_settings(bool install, const std::string& scope, const policy::LoadOptions& options,
-                  const std::string& audit_log) {
+                  const std::string& audit_log, bool auto_allow) {
     std::error_code ec;
     fs::path file;
     if (scope == "--user") {
@@ -193,8 +319,24 @@ int edit_settings(bool install, const std::string& scope, const policy::LoadOpti
         file = fs::current_path(ec) / ".claude" /
                (scope == "--project" ? "settings.json" : "settings.local.json");
     }
+    // A settings file that is a symlink (a dotfiles repository, say) is edited where it points, so the link
+    // stays a link.
+    struct stat st {};
+    bool exists = ::stat(file.c_str(), &st) == 0;
+    if (exists) {
+        fs::path target = fs::canonical(file, ec);
+        if (ec) {
+            std::cerr << "cordon claude-hook: cannot resolve " << file.string() << ": " << ec.message()
+                      << "\n";
+            return 2;
+        }
+        file = target;
+        if (!S_ISREG(st.st_mode)) {
+            std::cerr << "cordon claude-hook: " << file.string() << " is not a regular file; not changed\n";
+            return 2;
+        }
+    }
     std::string text;
-    bool exists = fs::exists(file, ec);
     if (exists) {
         std::ifstream in(file, std::ios::binary);
         if (!in) {
@@ -213,6 +355,7 @@ int edit_settings(bool install, const std::string& scope, const policy::LoadOpti
     for (const auto& arg : policy_args(options))
         command += " " + word(arg);
     if (!audit_log.empty()) command += " " + word("--audit-log=" + fs::absolute(audit_log, ec).string());
+    if (auto_allow) command += " --auto-allow";
     agent::SettingsEdit edit = install ? agent::install_hook(text, command) : agent::uninstall_hook(text);
     if (!edit.error.empty()) {
         std::cerr << "cordon claude-hook: " << file.string() << ": " << edit.error << "; not changed\n";
@@ -221,32 +364,13 @@ int edit_settings(bool install, const std::string& scope, const policy::LoadOpti
     if (!edit.changed) {
         std::cerr << "cordon claude-hook: " << file.string() << ": "
                   << (install ? "already installed" : "no cordon hook to remove") << "\n";
-        return 0;
+    } else {
+        fs::create_directories(file.parent_path(), ec);
+        if (!replace_file(file, edit.text, exists ? &st : nullptr)) return 2;
+        std::cerr << "cordon claude-hook: " << (install ? "installed in " : "removed from ") << file.string()
+                  << "\n";
     }
-    fs::create_directories(file.parent_path(), ec);
-    // Written next to the file and renamed over it: a crash leaves the old file or the new one.
-    fs::path temp = file;
-    temp += ".cordon-tmp";
-    {
-        std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-        out << edit.text;
-        out.close();
-        if (!out) {
-            std::cerr << "cordon claude-hook: cannot write " << temp.string() << "\n";
-            fs::remove(temp, ec);
-            return 2;
-        }
-    }
-    struct stat st {};
-    if (exists && ::stat(file.c_str(), &st) == 0) ::chmod(temp.c_str(), st.st_mode & 07777);
-    fs::rename(temp, file, ec);
-    if (ec) {
-        std::cerr << "cordon claude-hook: cannot replace " << file.string() << ": " << ec.message() << "\n";
-        fs::remove(temp, ec);
-        return 2;
-    }
-    std::cerr << "cordon claude-hook: " << (install ? "installed in " : "removed from ") << file.string()
-              << "\n";
+    if (install) advise_after_install(options);
     return 0;
 }
 
@@ -256,7 +380,7 @@ int cmd_claude_hook(int argc, char** argv) {
     ArgCursor args(argc, argv, 0);
     policy::LoadOptions load;
     std::string audit_log, scope;
-    bool install = false, uninstall = false;
+    bool install = false, uninstall = false, auto_allow = false;
     while (!args.done()) {
         if (args.flag("--help") || args.flag("-h")) {
             std::cout << kHookHelp << kPolicyFlagsHelp;
@@ -265,6 +389,8 @@ int cmd_claude_hook(int argc, char** argv) {
         if (parse_policy_flag(args, load)) continue;
         if (args.flag("--audit-log")) {
             audit_log = args.value();
+        } else if (args.flag("--auto-allow")) {
+            auto_allow = true;
         } else if (args.flag("--install")) {
             install = true;
         } else if (args.flag("--uninstall")) {
@@ -280,8 +406,8 @@ int cmd_claude_hook(int argc, char** argv) {
     if (!scope.empty() && !install && !uninstall)
         throw UsageError(scope + " goes with --install or --uninstall");
     if (install || uninstall)
-        return edit_settings(install, scope.empty() ? "--local" : scope, load, audit_log);
-    return run_hook(load, audit_log);
+        return edit_settings(install, scope.empty() ? "--local" : scope, load, audit_log, auto_allow);
+    return run_hook(load, audit_log, auto_allow);
 }
 
 }  // namespace cordon::cli

@@ -189,6 +189,10 @@ struct NetworkPolicy {
 struct CommandPolicy {
     std::vector<Rule> allow, ask, deny;   // permissions.allow / ask / deny rules for the Bash tool
     std::vector<Rule> excluded_commands;  // sandbox.excludedCommands
+    // hooks.PreToolUse hooks whose matcher can select the Bash tool (cordon's own included): each hook's
+    // command, or `type: TYPE` for a hook that is not a command. Such a hook can answer with updatedInput,
+    // which replaces the command cordon's hook wrapped in its jail.
+    std::vector<Rule> bash_hooks;
     // Scalars: the highest layer that sets them wins (managed first). Claude Code's defaults.
     bool sandbox_enabled = false;              // sandbox.enabled
     bool auto_allow_bash_if_sandboxed = true;  // sandbox.autoAllowBashIfSandboxed

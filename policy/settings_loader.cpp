@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <system_error>
 
 #include "policy/huge_pages.hpp"
@@ -81,12 +82,21 @@ constexpr KnownKey kTopLevelSrtKeys[] = {
     {"seccomp", KeyUse::NotHonoured, "cordon brings its own seccomp filter"},
     {"credentials", KeyUse::Honoured, ""},
 };
-// Claude Code's `sandbox` section: the same keys as an srt file, plus Claude Code's own.
+// Claude Code's `sandbox` section: the same keys as an srt file, plus Claude Code's own (its settings schema,
+// as of Claude Code 2.1.332).
 constexpr KnownKey kSandboxKeys[] = {
     {"enabled", KeyUse::ClaudeCodeOnly, ""},
     {"autoAllowBashIfSandboxed", KeyUse::ClaudeCodeOnly, ""},
     {"excludedCommands", KeyUse::ClaudeCodeOnly, ""},
     {"allowUnsandboxedCommands", KeyUse::ClaudeCodeOnly, ""},
+    {"enabledPlatforms", KeyUse::ClaudeCodeOnly, ""},
+    {"failIfUnavailable", KeyUse::ClaudeCodeOnly, ""},
+    {"bwrapPath", KeyUse::ClaudeCodeOnly, ""},
+    {"socatPath", KeyUse::ClaudeCodeOnly, ""},
+    {"backend", KeyUse::ClaudeCodeOnly, ""},
+    {"windows", KeyUse::ClaudeCodeOnly, ""},
+    {"allowAppleEvents", KeyUse::ClaudeCodeOnly, ""},
+    {"allowNestedUserNamespaces", KeyUse::NotHonoured, "cordon's jail is never weakened"},
 };
 constexpr KnownKey kNetworkKeys[] = {
     {"allowedDomains", KeyUse::Honoured, ""},
@@ -100,15 +110,20 @@ constexpr KnownKey kNetworkKeys[] = {
     {"httpProxyPort", KeyUse::NotHonoured, "cordon's proxy listens on its own port inside the jail"},
     {"socksProxyPort", KeyUse::NotHonoured, "cordon's proxy listens on its own port inside the jail"},
     {"mitmProxy", KeyUse::NotHonoured, "no upstream MITM proxy is used"},
+    {"allowMachLookup", KeyUse::NotHonoured, "macOS XPC services; cordon's jail reaches none"},
     {"parentProxy", KeyUse::Honoured, ""},
     {"inspect", KeyUse::Honoured, ""},
     {"tlsTerminate", KeyUse::Honoured, ""},
     {"requestRules", KeyUse::Honoured, ""},
 };
 constexpr KnownKey kFilesystemKeys[] = {
-    {"allowWrite", KeyUse::Honoured, ""},     {"denyWrite", KeyUse::Honoured, ""},
-    {"denyRead", KeyUse::Honoured, ""},       {"allowRead", KeyUse::Honoured, ""},
-    {"allowGitConfig", KeyUse::Honoured, ""}, {"readScope", KeyUse::Honoured, ""},
+    {"allowWrite", KeyUse::Honoured, ""},
+    {"denyWrite", KeyUse::Honoured, ""},
+    {"denyRead", KeyUse::Honoured, ""},
+    {"allowRead", KeyUse::Honoured, ""},
+    {"allowGitConfig", KeyUse::Honoured, ""},
+    {"readScope", KeyUse::Honoured, ""},
+    {"allowManagedReadPathsOnly", KeyUse::NotHonoured, "allowRead from every settings file is honoured"},
 };
 
 template <std::size_t N>
@@ -160,6 +175,40 @@ std::string_view misspelt_tool(std::string_view tool) {
     return {};
 }
 
+// Whether a hooks matcher selects the Bash tool, as Claude Code reads it: empty or `*` selects every tool;
+// a plain list of names (`Bash|Edit`, `Bash, Edit`) selects those; anything else is a regular expression
+// searched in the tool name. One that does not compile counts as selecting Bash: the safe side.
+bool matcher_selects_bash(const std::string& matcher) {
+    std::string_view m = matcher;
+    while (!m.empty() && (m.front() == ' ' || m.front() == '\t'))
+        m.remove_prefix(1);
+    while (!m.empty() && (m.back() == ' ' || m.back() == '\t'))
+        m.remove_suffix(1);
+    if (m.empty() || m == "*" || m == ".*") return true;
+    bool plain = std::all_of(m.begin(), m.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '|' || c == ',' || c == ' ';
+    });
+    if (plain) {
+        std::size_t start = 0;
+        for (;;) {
+            std::size_t end = m.find_first_of("|,", start);
+            std::string_view name = m.substr(start, end - start);
+            while (!name.empty() && name.front() == ' ')
+                name.remove_prefix(1);
+            while (!name.empty() && name.back() == ' ')
+                name.remove_suffix(1);
+            if (name == "Bash") return true;
+            if (end == std::string_view::npos) return false;
+            start = end + 1;
+        }
+    }
+    try {
+        return std::regex_search("Bash", std::regex(std::string(m), std::regex::ECMAScript));
+    } catch (const std::regex_error&) {
+        return true;
+    }
+}
+
 // One settings file being loaded: where it is, its layer, positions of its values, and the path conventions.
 class FileLoader {
   public:
@@ -184,6 +233,7 @@ class FileLoader {
             return;
         }
         if (json* permissions = object_member(root, "permissions", "")) load_permissions(*permissions);
+        load_bash_hooks(root);
         if (json* sandbox = object_member(root, "sandbox", "")) {
             check_keys(*sandbox, "sandbox", kTopLevelSrtKeys, kSandboxKeys, std::size(kSandboxKeys));
             if (json* network = object_member(*sandbox, "network", "sandbox"))
@@ -333,6 +383,52 @@ class FileLoader {
             }
             out_.commands.excluded_commands.push_back(Rule{std::move(text), source(where)});
         });
+    }
+
+    // hooks.PreToolUse entries that can run for the Bash tool. Claude Code's own business, except that such
+    // a hook's updatedInput replaces the command `cordon claude-hook` wrapped: the hook must know of them.
+    // Read leniently (Claude Code validates hooks itself), but a part cordon cannot read counts as a hook:
+    // missing one would let a wrapped command run unjailed.
+    void load_bash_hooks(const json& root) {
+        auto hooks = root.find("hooks");
+        if (hooks == root.end() || hooks->is_null()) return;
+        const std::string base = "hooks.PreToolUse";
+        auto unreadable = [&](const std::string& where) {
+            out_.commands.bash_hooks.push_back(Rule{"(a hook cordon cannot read)", source(where)});
+        };
+        if (!hooks->is_object()) return unreadable("hooks");
+        auto pre = hooks->find("PreToolUse");
+        if (pre == hooks->end() || pre->is_null()) return;
+        if (!pre->is_array()) return unreadable(base);
+        std::size_t index = 0;
+        for (const json& entry : *pre) {
+            const std::string where = append_index(base, index++);
+            if (!entry.is_object()) {
+                unreadable(where);
+                continue;
+            }
+            auto matcher = entry.find("matcher");
+            if (matcher != entry.end() && !matcher->is_null() &&
+                (!matcher->is_string() || !matcher_selects_bash(matcher->get<std::string>())))
+                continue;
+            auto list = entry.find("hooks");
+            if (list == entry.end() || !list->is_array()) {
+                unreadable(where);
+                continue;
+            }
+            std::size_t k = 0;
+            for (const json& hook : *list) {
+                const std::string at = append_index(append_key(where, "hooks"), k++);
+                auto command = hook.is_object() ? hook.find("command") : hook.end();
+                auto type = hook.is_object() ? hook.find("type") : hook.end();
+                if (command != hook.end() && command->is_string())
+                    out_.commands.bash_hooks.push_back(Rule{command->get<std::string>(), source(at)});
+                else if (type != hook.end() && type->is_string())
+                    out_.commands.bash_hooks.push_back(Rule{"type: " + type->get<std::string>(), source(at)});
+                else
+                    unreadable(at);
+            }
+        }
     }
 
     // `Bash` and `Bash(...)` rules, kept whole for `cordon claude-hook` (agent/ matches them). A deny or ask

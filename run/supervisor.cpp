@@ -6,8 +6,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "jail/jail.hpp"
 #include "jail/notify.hpp"
@@ -87,6 +90,36 @@ void note_read_scope(const policy::Policy& policy, const std::filesystem::path& 
            "with the same flags and read:PATH says whether PATH is in the scope\n";
 }
 
+// Signs that this process is already confined by another sandbox (bubblewrap, a container runtime, Claude
+// Code's own sandbox): what it took away, or empty. Only said when the jail cannot be built, to explain why.
+std::string inside_another_sandbox() {
+    std::vector<std::string> signs;
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line == "NoNewPrivs:\t1") signs.emplace_back("no_new_privs set");
+        if (line.rfind("Seccomp:\t", 0) == 0 && line != "Seccomp:\t0") signs.emplace_back("a seccomp filter");
+        if (line.rfind("CapEff:\t", 0) == 0 && ::geteuid() == 0 &&
+            line.find_first_not_of('0', 8) == std::string::npos)
+            signs.emplace_back("root without capabilities");
+    }
+    std::ifstream userns("/proc/sys/user/max_user_namespaces");
+    long max = -1;
+    if (userns >> max && max == 0) signs.emplace_back("user namespaces disabled (max_user_namespaces 0)");
+    std::string out;
+    for (const std::string& sign : signs)
+        out += (out.empty() ? "" : ", ") + sign;
+    return out;
+}
+
+void say_if_inside_another_sandbox() {
+    if (std::string why = inside_another_sandbox(); !why.empty())
+        std::cerr
+            << "cordon: running inside another sandbox (" << why
+            << "), which keeps cordon from building its jail; run cordon outside it (under Claude Code: "
+               "sandbox.enabled false)\n";
+}
+
 }  // namespace
 
 int run(const Options& options) {
@@ -118,6 +151,7 @@ int run(const Options& options) {
     auto started = jail::Jail::start(config);
     if (auto* error = std::get_if<std::string>(&started)) {
         std::cerr << "cordon: " << *error << "\n";
+        say_if_inside_another_sandbox();
         return 125;
     }
     auto jail = std::get<std::unique_ptr<jail::Jail>>(std::move(started));
@@ -176,6 +210,7 @@ int run(const Options& options) {
             if (op.path != "/") mount_points.push_back(op.path.string());
     if (auto error = jail->configure(std::move(plan), unix_sockets)) {
         std::cerr << "cordon: " << *error << "\n";
+        say_if_inside_another_sandbox();
         return 125;
     }
 

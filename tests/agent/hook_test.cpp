@@ -7,6 +7,7 @@
 
 #include "agent/bash_rules.hpp"
 #include "agent/claude_hook.hpp"
+#include "agent/command_forms.hpp"
 #include "tests/policy/test_support.hpp"
 
 using namespace cordon;
@@ -39,6 +40,14 @@ agent::Wrapper wrapper() {
     w.cordon = "/usr/bin/cordon";
     w.args = {"--audit-log=/var/log/a.jsonl"};
     return w;
+}
+
+// `claude-hook --auto-allow` in a trusted workspace.
+agent::HookOptions auto_allow() {
+    agent::HookOptions o;
+    o.auto_allow = true;
+    o.trusted = true;
+    return o;
 }
 
 policy::CommandPolicy sandboxed() {
@@ -131,7 +140,7 @@ TEST_CASE("the hook's decision table") {
     };
     for (const Row& row : rows) {
         INFO(row.command);
-        HookDecision d = agent::decide(bash(row.command, row.disable_sandbox), p, wrapper());
+        HookDecision d = agent::decide(bash(row.command, row.disable_sandbox), p, wrapper(), auto_allow());
         CHECK(d.permission == row.permission);
         CHECK(d.wrapped == row.wrapped);
         CHECK((d.rule ? d.rule->text : "") == row.rule);
@@ -143,30 +152,83 @@ TEST_CASE("the hook's decision table") {
     }
 }
 
-TEST_CASE("without the sandbox's auto-allow, allow rules decide and the rest asks") {
+TEST_CASE("without --auto-allow, read-only commands and allow rules decide and the rest asks") {
     auto p = sandboxed();
-    p.auto_allow_bash_if_sandboxed = false;
-    auto d = agent::decide(bash("npm run test --watch | ls -la"), p, wrapper());
+    agent::HookOptions trusted;
+    trusted.trusted = true;
+    auto d = agent::decide(bash("npm run test --watch | ls -la"), p, wrapper(), trusted);
     CHECK(d.permission == Permission::Allow);
     CHECK(d.wrapped);
     REQUIRE(d.rule);
     CHECK(d.rule->text == "Bash(npm run test:*)");
-    d = agent::decide(bash("npm run test && curl x"), p, wrapper());
+    d = agent::decide(bash("npm run test && curl x"), p, wrapper(), trusted);
     CHECK(d.permission == Permission::Ask);
     CHECK(d.wrapped);
-    p.auto_allow_bash_if_sandboxed = true;
-    p.sandbox_enabled = false;
-    CHECK(agent::decide(bash("curl x"), p, wrapper()).permission == Permission::Ask);
+    // What Claude Code runs unprompted: read-only, allowed without a rule (still jailed).
+    d = agent::decide(bash("git status --short && ls -la | wc -l"), p, wrapper(), trusted);
+    CHECK(d.permission == Permission::Allow);
+    CHECK(d.wrapped);
+    CHECK_FALSE(d.rule);
+    for (const char* read_only : {"echo $HOME", "jq . f", "ss -tln", "lsof", "history", "cat f | grep x"}) {
+        INFO(read_only);
+        CHECK(agent::decide(bash(read_only), p, wrapper(), trusted).permission == Permission::Allow);
+    }
+    for (const char* not_read_only :
+         {"ss -K", "history -c", "echo ${x:-$(y)}", "jq --rawfile a /etc/shadow .", "cat /etc/passwd",
+          "cat ../x", "echo hi > f", "find . -delete", "sort -o f g", "git branch -D x", "FOO=1 ls",
+          "git -C . status", "rg --pre sh x", "cd /tmp", "ls $(x)", "date -s 1", "echo `x`"}) {
+        INFO(not_read_only);
+        CHECK(agent::decide(bash(not_read_only), p, wrapper(), trusted).permission == Permission::Ask);
+    }
+    // Claude Code's sandbox switches do not turn on cordon's auto-allow; --auto-allow does, unless managed
+    // settings say autoAllowBashIfSandboxed false.
+    p.sandbox_enabled = true;
+    CHECK(agent::decide(bash("curl x"), p, wrapper(), trusted).permission == Permission::Ask);
+    CHECK(agent::decide(bash("curl x"), p, wrapper(), auto_allow()).permission == Permission::Allow);
+    p.auto_allow_bash_if_sandboxed = false;
+    CHECK(agent::decide(bash("curl x"), p, wrapper(), auto_allow()).permission == Permission::Ask);
+}
+
+TEST_CASE(
+    "an untrusted workspace: the project's allow rules, excludedCommands and --auto-allow do not apply") {
+    policy::CommandPolicy p;
+    p.allow = {rule("Bash(make:*)")};  // rule() is a project rule
+    p.excluded_commands = {rule("docker")};
+    p.allow.push_back(
+        policy::Rule{"Bash(npm test)",
+                     policy::Source{policy::Layer::User, "/home/u/.claude/settings.json", "permissions", 1}});
+    agent::HookOptions untrusted;
+    untrusted.auto_allow = true;
+    CHECK(agent::decide(bash("make"), p, wrapper(), untrusted).permission == Permission::Ask);
+    CHECK(agent::decide(bash("curl x"), p, wrapper(), untrusted).permission == Permission::Ask);
+    auto d = agent::decide(bash("docker ps"), p, wrapper(), untrusted);
+    CHECK(d.permission == Permission::Ask);
+    CHECK(d.wrapped);
+    CHECK(agent::decide(bash("npm test"), p, wrapper(), untrusted).permission == Permission::Allow);
+    CHECK(agent::decide(bash("git status"), p, wrapper(), untrusted).permission == Permission::Allow);
+    CHECK(agent::decide(bash("make"), p, wrapper(), auto_allow()).permission == Permission::Allow);
+}
+
+TEST_CASE("workspace trust as Claude Code records it") {
+    const char* config = R"({"projects": {"/w/trusted": {"hasTrustDialogAccepted": true},
+                                          "/w/no": {"hasTrustDialogAccepted": false}, "/": {}}})";
+    CHECK(agent::workspace_trusted(config, "/w/trusted"));
+    CHECK(agent::workspace_trusted(config, "/w/trusted/sub/dir/"));
+    CHECK_FALSE(agent::workspace_trusted(config, "/w/no"));
+    CHECK_FALSE(agent::workspace_trusted(config, "/w/no/sub"));
+    CHECK_FALSE(agent::workspace_trusted(config, "/w/trusted-not"));
+    CHECK_FALSE(agent::workspace_trusted("", "/w/trusted"));
+    CHECK_FALSE(agent::workspace_trusted("{\"projects\": []}", "/w/trusted"));
 }
 
 TEST_CASE("allowUnsandboxedCommands false: no way out of the sandbox") {
     auto p = sandboxed();
     p.allow_unsandboxed_commands = false;
-    auto d = agent::decide(bash("curl example.com", true), p, wrapper());
+    auto d = agent::decide(bash("curl example.com", true), p, wrapper(), auto_allow());
     CHECK(d.permission == Permission::Deny);
     CHECK_FALSE(d.wrapped);
     CHECK_THAT(d.reason, Catch::Contains("allowUnsandboxedCommands"));
-    d = agent::decide(bash("docker ps"), p, wrapper());
+    d = agent::decide(bash("docker ps"), p, wrapper(), auto_allow());
     CHECK(d.permission == Permission::Allow);
     CHECK(d.wrapped);
 }
@@ -180,7 +242,7 @@ TEST_CASE("hook input and output JSON") {
     CHECK(input.command == "ls");
     CHECK(input.session_id == "abc");
     CHECK(input.cwd == "/w");
-    auto d = agent::decide(input, sandboxed(), wrapper());
+    auto d = agent::decide(input, sandboxed(), wrapper(), auto_allow());
     json out = json::parse(agent::hook_output(input, d));
     const json& h = out.at("hookSpecificOutput");
     CHECK(h.at("hookEventName") == "PreToolUse");
@@ -192,10 +254,11 @@ TEST_CASE("hook input and output JSON") {
 
     auto other = std::get<HookInput>(
         agent::parse_hook_input(R"({"tool_name":"Read","tool_input":{"file_path":"/x"}})"));
-    CHECK(agent::hook_output(other, agent::decide(other, sandboxed(), wrapper())).empty());
+    CHECK(agent::hook_output(other, agent::decide(other, sandboxed(), wrapper(), auto_allow())).empty());
 
     auto deny = bash("rm -rf x");
-    json denied = json::parse(agent::hook_output(deny, agent::decide(deny, sandboxed(), wrapper())));
+    json denied =
+        json::parse(agent::hook_output(deny, agent::decide(deny, sandboxed(), wrapper(), auto_allow())));
     CHECK(denied["hookSpecificOutput"]["permissionDecision"] == "deny");
     CHECK_FALSE(denied["hookSpecificOutput"].contains("updatedInput"));
 
@@ -224,6 +287,17 @@ TEST_CASE("the rewritten command keeps its quoting exactly") {
         "cat <<'EOF'\nliteral $HOME 'q' \"d\" \\ done\nEOF",
         "cat <<EOF\nexpanded $((6*7))\nEOF",
         "x='a'\\''b'; echo \"$x\"; echo $'tab\\there'",
+        "echo \"c=${c:-unset}\"; echo CORDON_COMMAND; echo CORDON_COMMAND_1",
+        "printf '%s|' a b\n\n",
+        // 160 KB quoted for argv, past the kernel's 128 KiB limit for one argument: travels by here-document.
+        "printf '%s' " +
+            [] {
+                std::string s;
+                for (int k = 0; k < 25000; ++k)
+                    s += "'a'\"b\"";
+                return s;
+            }() +
+            " | wc -c",
     };
     auto run = [&](const std::string& script) {
         auto file = tree.write("script.sh", script);
@@ -261,15 +335,16 @@ TEST_CASE("Bash rules and sandbox switches come from the layered settings; manag
     CHECK_FALSE(c.auto_allow_bash_if_sandboxed);
     REQUIRE(c.deny.size() == 1);
     CHECK(c.deny[0].source.layer == policy::Layer::Managed);
-    auto d = agent::decide(bash("curl https://example.com"), c, wrapper());
+    auto d = agent::decide(bash("curl https://example.com"), c, wrapper(), auto_allow());
     CHECK(d.permission == Permission::Deny);
     CHECK_THAT(d.reason, Catch::Contains("managed"));
-    CHECK(agent::decide(bash("make"), c, wrapper()).permission == Permission::Allow);
-    CHECK(agent::decide(bash("make; ls"), c, wrapper()).permission == Permission::Ask);
-    CHECK(agent::decide(bash("git push"), c, wrapper()).permission == Permission::Ask);
-    CHECK(agent::decide(bash("x", true), c, wrapper()).permission == Permission::Deny);
+    CHECK(agent::decide(bash("make"), c, wrapper(), auto_allow()).permission == Permission::Allow);
+    CHECK(agent::decide(bash("make; ls"), c, wrapper(), auto_allow()).permission == Permission::Allow);
+    CHECK(agent::decide(bash("make; npm i"), c, wrapper(), auto_allow()).permission == Permission::Ask);
+    CHECK(agent::decide(bash("git push"), c, wrapper(), auto_allow()).permission == Permission::Ask);
+    CHECK(agent::decide(bash("x", true), c, wrapper(), auto_allow()).permission == Permission::Deny);
     // docker is excluded, but allowUnsandboxedCommands (managed) is false: it runs sandboxed
-    CHECK(agent::decide(bash("docker ps"), c, wrapper()).wrapped);
+    CHECK(agent::decide(bash("docker ps"), c, wrapper(), auto_allow()).wrapped);
 }
 
 TEST_CASE("a Bash deny or ask rule that cannot be read stops the load") {
@@ -278,4 +353,93 @@ TEST_CASE("a Bash deny or ask rule that cannot be read stops the load") {
     CHECK_THAT(policy::test::load_error(tree.options()), Catch::Contains("Bash(rm -rf"));
     tree.project_settings(R"J({"permissions": {"ask": ["Bash(npm publish"]}})J");
     CHECK_THAT(policy::test::load_error(tree.options()), Catch::Contains("npm publish"));
+}
+
+TEST_CASE("deny and ask rules see through wrappers, paths, redirections, assignments and -c scripts") {
+    policy::CommandPolicy p;
+    p.sandbox_enabled = true;
+    p.deny = {rule("Bash(rm:*)")};
+    p.ask = {rule("Bash(curl:*)")};
+    // Every spelling Claude Code 2.1.332 itself refuses for `Bash(rm:*)` (measured with the real binary;
+    // tests/agent/test_claude_code.py checks the same list end to end).
+    for (const char* command : {"timeout 5 rm -f x",
+                                "env rm -f x",
+                                "command rm -f x",
+                                "/bin/rm -f x",
+                                "echo x | xargs rm -f",
+                                "nohup rm -f x",
+                                "bash -c 'rm -f x'",
+                                "rm>/dev/null -f x",
+                                "exec rm -f x",
+                                "nice rm -f x",
+                                "nice -n 5 rm -f x",
+                                "sudo rm -f x",
+                                "time -p rm -f x",
+                                "time rm -f x",
+                                "X='' rm -f x",
+                                ">/dev/null rm -f x",
+                                "sh -c 'rm -f x'",
+                                "FOO=1 rm -f x",
+                                "r'm' -f x",
+                                "\\rm -f x",
+                                "env -i rm -f x",
+                                "timeout -s KILL 5 rm -f x",
+                                "sudo -u nobody rm -f x",
+                                "bash -lc 'rm -f x'",
+                                "stdbuf -o0 rm -f x",
+                                "setsid rm -f x",
+                                "ionice rm -f x",
+                                "env -S 'rm -f x'",
+                                "eval rm -f x",
+                                "exec -a foo rm -f x",
+                                "true && rm -f x",
+                                "(rm -f x)",
+                                "echo $(rm -f x)",
+                                "2>/dev/null rm x",
+                                "sudo env X=1 nice -n 5 /usr/bin/rm x",
+                                "bash -c \"sh -c 'rm x'\"",
+                                "xargs -n1 -I{} rm {}",
+                                "timeout --signal=KILL 5 rm x",
+                                "nice -5 rm x",
+                                "\"/bin/rm\" x",
+                                "rm<x",
+                                "rm 2>&1 x"}) {
+        INFO(command);
+        HookDecision d = agent::decide(bash(command), p, wrapper(), auto_allow());
+        CHECK(d.permission == Permission::Deny);
+    }
+    for (const char* command :
+         {"timeout 5 curl x", "bash -c 'curl x'", "env A=1 curl x", "/usr/bin/curl x"}) {
+        INFO(command);
+        CHECK(agent::decide(bash(command), p, wrapper(), auto_allow()).permission == Permission::Ask);
+    }
+    // Not the command: arguments that merely look like it.
+    for (const char* command : {"echo rm", "git rm x", "command -v rm", "ls rm"}) {
+        INFO(command);
+        CHECK(agent::decide(bash(command), p, wrapper(), auto_allow()).permission == Permission::Allow);
+    }
+    // A -c script cordon cannot split may hold the denied command: asked, never auto-allowed.
+    CHECK(
+        agent::decide(bash("bash -c 'for f in *; do rm $f; done'"), p, wrapper(), auto_allow()).permission ==
+        Permission::Ask);
+}
+
+TEST_CASE("command words: quotes, escapes and redirections as bash reads them") {
+    using V = std::vector<std::string>;
+    CHECK(agent::command_words("rm>/dev/null -rf x") == V{"rm", "-rf", "x"});
+    CHECK(agent::command_words(">/dev/null rm") == V{"rm"});
+    CHECK(agent::command_words("r'm' \"a b\" \\c 2>&1 d") == V{"rm", "a b", "c", "d"});
+    CHECK(agent::command_words("a2>x b") == V{"a2", "b"});
+    CHECK(agent::command_words("echo \"$(x \")\")\" y") == V{"echo", "$(x \")\")", "y"});
+}
+
+TEST_CASE("git pointed elsewhere asks even under an allow rule for Bash, as in Claude Code") {
+    policy::CommandPolicy p;
+    p.allow = {rule("Bash")};
+    for (const char* command : {"git -C . status", "git -c core.pager=x log", "git --git-dir=/x status",
+                                "ls && timeout 5 git -C /tmp status"}) {
+        INFO(command);
+        CHECK(agent::decide(bash(command), p, wrapper(), auto_allow()).permission == Permission::Ask);
+    }
+    CHECK(agent::decide(bash("git status -c"), p, wrapper(), auto_allow()).permission == Permission::Allow);
 }

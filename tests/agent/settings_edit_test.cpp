@@ -94,3 +94,24 @@ TEST_CASE("cordon's hook command is recognised by its program and subcommand") {
     CHECK_FALSE(is_cordon_hook_command("/bin/notcordon claude-hook"));
     CHECK_FALSE(is_cordon_hook_command("lint.sh"));
 }
+
+TEST_CASE(
+    "a UTF-8 byte order mark is accepted and kept; duplicate keys on the way to the entry are refused") {
+    const std::string bom = "\xEF\xBB\xBF";
+    const std::string original = bom + "{\n  \"model\": \"opus\"\n}\n";
+    auto installed = install_hook(original, kCommand);
+    REQUIRE(installed.error.empty());
+    CHECK(installed.text.substr(0, 3) == bom);
+    CHECK(pre_tool_use(installed.text.substr(3)).size() == 1);
+    auto removed = uninstall_hook(installed.text);
+    REQUIRE(removed.error.empty());
+    CHECK(removed.text == original);
+
+    // JSON.parse (Claude Code) reads the last "hooks", nlohmann the first: cordon edits neither.
+    for (const std::string& text : {std::string(R"({"hooks": {}, "hooks": {"PreToolUse": []}})"),
+                                    std::string(R"({"hooks": {"PreToolUse": [], "PreToolUse": []}})")}) {
+        INFO(text);
+        CHECK_FALSE(install_hook(text, kCommand).error.empty());
+        CHECK_FALSE(uninstall_hook(text).error.empty());
+    }
+}

@@ -1,5 +1,6 @@
 #include "agent/shell_split.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 using cordon::agent::shell_quote;
@@ -91,8 +92,13 @@ TEST_CASE("shell_quote makes one single-quoted word") {
 }
 
 // Shell metacharacters in random order (a fixed seed): every input is split or refused, never crashes, and
-// each part is a piece of the input.
+// each part is a piece of the input (inside backquotes, as bash reads it: with the backslashes before `$`,
+// backquotes, backslashes and `"` removed, so compared without backslashes).
 TEST_CASE("random inputs are split or refused") {
+    auto without_backslashes = [](std::string text) {
+        text.erase(std::remove(text.begin(), text.end(), '\\'), text.end());
+        return text;
+    };
     const std::string alphabet = "ab ;&|()$`'\"\\<>-#\n{}=*E";
     std::uint32_t state = 12345;
     auto next = [&] {
@@ -108,7 +114,52 @@ TEST_CASE("random inputs are split or refused") {
         if (auto* parts = std::get_if<Parts>(&result))
             for (const auto& part : *parts) {
                 INFO(input);
-                CHECK(input.find(part) != std::string::npos);
+                CHECK((input.find(part) != std::string::npos ||
+                       without_backslashes(input).find(without_backslashes(part)) != std::string::npos));
             }
     }
+}
+
+TEST_CASE("the splitter agrees with bash where it used to let a payload through") {
+    // `#` after an escaped blank, `;` or `|` is inside a word: the substitution runs.
+    CHECK(parts("npm test \\ #$(x)") == Parts{"x", "npm test \\ #$(x)"});
+    CHECK(parts("a \\;#$(x)") == Parts{"x", "a \\;#$(x)"});
+    CHECK(parts("a \\|#`x`") == Parts{"x", "a \\|#`x`"});
+    CHECK(parts("a \\\\ #$(x)") == Parts{"a \\\\ #$(x)"});  // an escaped backslash, then a comment
+    // \r is an ordinary character to bash, not a blank.
+    CHECK(parts("a\r#$(x)") == Parts{"x", "a\r#$(x)"});
+    // $(( … ) ) is a command substitution of a subshell; $(( … )) is arithmetic.
+    CHECK(parts("echo $((x) )") == Parts{"x", "echo $((x) )"});
+    CHECK(parts("echo $((x) ;y)") == Parts{"x", "y", "echo $((x) ;y)"});
+    CHECK(parts("echo $(( (1+2) * 3 ))") == Parts{"echo $(( (1+2) * 3 ))"});
+    // Inside double quotes `$'` is a `$` and a `'`, not ANSI-C quoting.
+    CHECK(parts("a \"$'\"; x; b \"'\"") == Parts{"a \"$'\"", "x", "b \"'\""});
+    CHECK(parts("a $'\"'; b") == Parts{"a $'\"'", "b"});
+    // Inside backquotes an escaped backquote opens a nested substitution; its commands run.
+    CHECK(parts("a `b \\`x\\``") == Parts{"x", "b `x`", "a `b \\`x\\``"});
+    CHECK(parts("a \"`b \\\"\\`x\\`\\\"`\"") == Parts{"x", "b \"`x`\"", "a \"`b \\\"\\`x\\`\\\"`\""});
+    // A quote does not hide the closing backquote; quotes inside the substitution work as in a script.
+    CHECK(parts("a `b '\\`x\\`'`") == Parts{"b '`x`'", "a `b '\\`x\\`'`"});
+    CHECK(std::holds_alternative<std::string>(split_command("a `b '`'")));
+    CHECK(parts("a `b \\$(x)`") == Parts{"x", "b $(x)", "a `b \\$(x)`"});
+    CHECK(std::holds_alternative<std::string>(split_command("a `b \\\\`")));  // ends in a lone backslash
+}
+
+TEST_CASE("found by the differential against bash: # after an expansion, line continuations") {
+    // `#` right after `$((…))`, `$( )` or backticks is inside the word: the substitution after it runs.
+    CHECK(parts("a \\;$((1+2))#$(p)") == Parts{"p", "a \\;$((1+2))#$(p)"});
+    CHECK(parts("a $(c)#$(p)") == Parts{"c", "p", "a $(c)#$(p)"});
+    CHECK(parts("a `b`#`p`") == Parts{"b", "p", "a `b`#`p`"});
+    // A backslash-newline is removed before bash reads tokens: `$\<newline>(p)` is `$(p)`.
+    CHECK_FALSE(refusal("a 'x' \"$\\\n(p)\"").empty());
+    CHECK_FALSE(refusal("a $\\\n(p)").empty());
+    CHECK(parts("a \\\nb") == Parts{"a \\\nb"});
+    // A process substitution inside ${ } runs.
+    CHECK_FALSE(refusal("a ${x:-$<(p)}").empty());
+    CHECK_FALSE(refusal("a ${x:->(p)}").empty());
+    // Inside double quotes `$'` is no ANSI-C quote: the substitution after it runs.
+    CHECK(parts("a \"$'$(p)'\"") == Parts{"p", "a \"$'$(p)'\""});
+    // bash expands a quoted word after >& again.
+    CHECK_FALSE(refusal("a 2>&1'$(p)'").empty());
+    CHECK(parts("a 2>&1 b") == Parts{"a 2>&1 b"});
 }

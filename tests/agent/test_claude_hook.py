@@ -39,6 +39,10 @@ class HookTest(unittest.TestCase):
             os.makedirs(d, exist_ok=True)
         self.audit = os.path.join(self.dir, "audit.jsonl")
         self.env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.home}
+        # Claude Code's record that the user trusts the workspace (the project's allow rules and --auto-allow
+        # apply only then).
+        with open(os.path.join(self.home, ".claude.json"), "w") as f:
+            json.dump({"projects": {self.work: {"hasTrustDialogAccepted": True}}}, f)
 
     def settings(self, obj, name="settings.json"):
         with open(os.path.join(self.work, ".claude", name), "w") as f:
@@ -47,7 +51,8 @@ class HookTest(unittest.TestCase):
     def hook(self, command, tool="Bash", extra_input=None, raw=None):
         data = dict(RECORDED, cwd=self.work, tool_name=tool)
         data["tool_input"] = dict(RECORDED["tool_input"], command=command, **(extra_input or {}))
-        return subprocess.run([CORDON, "claude-hook", "--managed-dir", self.managed, "--audit-log", self.audit],
+        return subprocess.run([CORDON, "claude-hook", "--auto-allow", "--managed-dir", self.managed,
+                               "--audit-log", self.audit],
                               input=raw if raw is not None else json.dumps(data), cwd=self.work, env=self.env,
                               capture_output=True, text=True, timeout=30)
 
@@ -70,7 +75,7 @@ class HookTest(unittest.TestCase):
                    "touch inside && echo wrote-inside")
         h = self.answer(self.hook(command))
         self.assertEqual(h["permissionDecision"], "allow")
-        self.assertIn("sandbox", h["permissionDecisionReason"])
+        self.assertIn("--auto-allow", h["permissionDecisionReason"])
         updated = h["updatedInput"]
         self.assertEqual(updated["description"], "Run the script")
         self.assertEqual(updated["timeout"], 120000)
@@ -171,6 +176,75 @@ class HookTest(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         with open(path) as f:
             self.assertEqual(f.read(), "[1]")
+
+    def test_install_cannot_be_turned_against_the_user(self):
+        """A jailed command can write the project, so it can plant symlinks where the installer writes: the
+        old fixed temporary name `settings.local.json.cordon-tmp`, followed, overwrote their target."""
+        claude = os.path.join(self.work, ".claude")
+        path = os.path.join(claude, "settings.local.json")
+        bashrc = os.path.join(self.home, ".bashrc")
+        with open(bashrc, "w") as f:
+            f.write("# the user's shell start-up\n")
+        for name in ("settings.local.json.cordon-tmp", ".settings.local.json.cordon-tmp",
+                     "settings.local.json.tmp"):
+            os.symlink(bashrc, os.path.join(claude, name))
+        run = lambda *a: subprocess.run([CORDON, "claude-hook", *a], cwd=self.work, env=self.env,
+                                        capture_output=True, text=True, timeout=30)
+        with open(path, "w") as f:
+            f.write('{"model": "opus"}\n')
+        os.chmod(path, 0o640)
+        os.chown(path, 65534, 65534)
+        for args in (("--install",), ("--uninstall",), ("--install", "--auto-allow")):
+            r = run(*args)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(bashrc) as f:
+                self.assertEqual(f.read(), "# the user's shell start-up\n")
+            st = os.stat(path)
+            self.assertEqual((st.st_mode & 0o7777, st.st_uid, st.st_gid), (0o640, 65534, 65534))
+        with open(path) as f:
+            self.assertTrue(json.load(f)["hooks"]["PreToolUse"][0]["hooks"][0]["command"].endswith("--auto-allow"))
+        # Nothing left behind but the planted links.
+        self.assertEqual(sorted(os.listdir(claude)), sorted(["settings.local.json", "settings.local.json.cordon-tmp",
+                                                             ".settings.local.json.cordon-tmp",
+                                                             "settings.local.json.tmp"]))
+        # A settings file that is a symlink is edited at its target; the link stays.
+        os.unlink(path)
+        target = os.path.join(self.dir, "dotfiles-settings.json")
+        with open(target, "w") as f:
+            f.write("\ufeff{}\n")  # with a byte order mark
+        os.symlink(target, path)
+        r = run("--install")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.islink(path))
+        with open(target, encoding="utf-8-sig") as f:
+            self.assertEqual(len(json.load(f)["hooks"]["PreToolUse"]), 1)
+        self.assertEqual(run("--uninstall").returncode, 0)
+        with open(target, "rb") as f:
+            self.assertEqual(f.read(), "\ufeff{}\n".encode())
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to drop what another sandbox would drop")
+    def test_inside_another_sandbox_says_so_in_one_line(self):
+        # What Claude Code's bubblewrap leaves a command: no capabilities, no_new_privs.
+        r = subprocess.run(["setpriv", "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", CORDON, "run",
+                            "--", "true"], cwd=self.work, env=self.env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        notices = [line for line in r.stderr.splitlines() if "inside another sandbox" in line]
+        self.assertEqual(len(notices), 1, r.stderr)
+        self.assertIn("no_new_privs", notices[0])
+        self.assertIn("sandbox.enabled false", notices[0])
+        # Not said where cordon builds its jail.
+        r = subprocess.run([CORDON, "run", "--", "true"], cwd=self.work, env=self.env, capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("another sandbox", r.stderr)
+
+    def test_install_advises_when_claude_codes_sandbox_is_on(self):
+        self.settings({"sandbox": {"enabled": True}})
+        r = subprocess.run([CORDON, "claude-hook", "--install", "--auto-allow"], cwd=self.work, env=self.env,
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("sandbox.enabled is on", r.stderr)
+        self.assertIn('"enabled": false', r.stderr)
 
 
 if __name__ == "__main__":

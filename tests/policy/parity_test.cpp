@@ -351,6 +351,26 @@ TEST_CASE("Claude Code's sandbox section: its own keys pass, typos are warned ab
     CHECK(warned(p, "sandbox.network.allowUnixSocket: unknown key"));
 }
 
+TEST_CASE("the sandbox keys of Claude Code 2.1.332's settings schema are known", "[parity][warnings]") {
+    TempTree tree;
+    tree.project_settings(R"J({"sandbox": {
+    "enabled": false, "enabledPlatforms": ["linux"], "failIfUnavailable": false, "bwrapPath": "/usr/bin/bwrap",
+    "socatPath": "/usr/bin/socat", "backend": "auto", "windows": {}, "allowAppleEvents": false,
+    "autoAllowBashIfSandboxed": true, "allowUnsandboxedCommands": true, "excludedCommands": [],
+    "allowNestedUserNamespaces": true,
+    "network": {"allowMachLookup": ["com.example.*"], "allowedDomains": []},
+    "filesystem": {"allowManagedReadPathsOnly": true}
+}})J");
+    auto p = load_ok(tree.options());
+    INFO(all_warnings(p));
+    CHECK_FALSE(warned(p, "unknown key"));
+    // Known, but what they would weaken or widen cordon does not do: said once each.
+    CHECK(warned(p, "sandbox.allowNestedUserNamespaces: not honoured"));
+    CHECK(warned(p, "sandbox.network.allowMachLookup: not honoured"));
+    CHECK(warned(p, "sandbox.filesystem.allowManagedReadPathsOnly: not honoured"));
+    CHECK(p->warnings().size() == 3);
+}
+
 TEST_CASE("permission rules that look like a misspelt WebFetch/Read/Edit are warned about",
           "[parity][warnings]") {
     TempTree tree;
