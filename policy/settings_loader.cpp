@@ -123,7 +123,7 @@ constexpr KnownKey kFilesystemKeys[] = {
     {"allowRead", KeyUse::Honoured, ""},
     {"allowGitConfig", KeyUse::Honoured, ""},
     {"readScope", KeyUse::Honoured, ""},
-    {"allowManagedReadPathsOnly", KeyUse::NotHonoured, "allowRead from every settings file is honoured"},
+    {"allowManagedReadPathsOnly", KeyUse::Honoured, ""},
 };
 
 template <std::size_t N>
@@ -571,6 +571,14 @@ class FileLoader {
         strings(filesystem, "denyWrite", base, into(out_.deny_write, false));
         strings(filesystem, "denyRead", base, into(out_.deny_read, false));
         strings(filesystem, "allowRead", base, into(out_.allow_read, true));
+        if (auto value = boolean(filesystem, "allowManagedReadPathsOnly", base)) {
+            if (layer_ == Layer::Managed) {
+                out_.managed_read_paths_only = *value;
+            } else if (*value) {
+                warn(append_key(base, "allowManagedReadPathsOnly"),
+                     "honoured only in managed settings; ignored");
+            }
+        }
         if (auto value = boolean(filesystem, "allowGitConfig", base)) {
             // A scalar: the highest layer wins; within a layer the later file.
             if (!out_.allow_git_config || out_.allow_git_config_layer == layer_) {
@@ -770,6 +778,23 @@ void load_flags(const LoadOptions& options, Collected& out) {
                                    format_source(out.read_scope_project->source) +
                                    "): a restriction from any source holds");
         }
+
+    // Claude Code's allowManagedReadPathsOnly: only the managed layer may allow reads (allowRead, Read(...)
+    // allow rules); the flag and every other file's entries are dropped, never silently: an allowance the
+    // managed layer forbade must not widen what the jail may read.
+    if (out.managed_read_paths_only) {
+        std::vector<PathRule> kept;
+        for (PathRule& rule : out.allow_read) {
+            if (rule.rule.source.layer == Layer::Managed) {
+                kept.push_back(std::move(rule));
+                continue;
+            }
+            out.warnings.push_back(format_source(rule.rule.source) + ": allowRead " +
+                                   json_quoted(rule.rule.text) +
+                                   " ignored: allowManagedReadPathsOnly in managed settings");
+        }
+        out.allow_read = std::move(kept);
+    }
 
     for (const std::string& text : options.allow_addresses) {
         auto range = parse_cidr(text);

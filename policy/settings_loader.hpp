@@ -37,6 +37,10 @@ struct Collected {
     std::vector<AddressRange> ranges;  // addresses, parsed
     std::vector<PathRule> allow_write, deny_write, deny_read, allow_read;
     bool managed_only = false;
+    // allowManagedReadPathsOnly from managed settings: allowRead entries of other layers are dropped (each
+    // with a warning) once every source is read, since a read allowance is a widening the managed layer
+    // forbade.
+    bool managed_read_paths_only = false;
     std::optional<bool> allow_all_unix_sockets;
     Layer allow_all_unix_sockets_layer = Layer::Default;
     std::optional<bool> allow_git_config;

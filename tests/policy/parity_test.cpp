@@ -367,8 +367,36 @@ TEST_CASE("the sandbox keys of Claude Code 2.1.332's settings schema are known",
     // Known, but what they would weaken or widen cordon does not do: said once each.
     CHECK(warned(p, "sandbox.allowNestedUserNamespaces: not honoured"));
     CHECK(warned(p, "sandbox.network.allowMachLookup: not honoured"));
-    CHECK(warned(p, "sandbox.filesystem.allowManagedReadPathsOnly: not honoured"));
+    // Honoured, but only from managed settings (as allowManagedDomainsOnly): here it is a project file's.
+    CHECK(warned(p,
+                 "sandbox.filesystem.allowManagedReadPathsOnly: honoured only in managed settings; ignored"));
     CHECK(p->warnings().size() == 3);
+}
+
+TEST_CASE("allowManagedReadPathsOnly in managed settings drops every other layer's read allowance",
+          "[parity][layers]") {
+    TempTree tree;
+    tree.managed_settings(R"J({"sandbox": {"filesystem": {"allowManagedReadPathsOnly": true,
+        "denyRead": ["~/secrets"], "allowRead": ["~/secrets/managed"]}}})J");
+    tree.project_settings(R"J({"sandbox": {"filesystem": {"allowRead": ["~/secrets/project"]}},
+        "permissions": {"allow": ["Read(~/secrets/rule)"]}})J");
+    LoadOptions options = tree.options();
+    options.allow_read.push_back((tree.home() / "secrets/flag").string());
+    auto p = load_ok(options);
+    INFO(all_warnings(p));
+    CHECK(p->decide_read(tree.home() / "secrets/managed/a").allowed());
+    CHECK_FALSE(p->decide_read(tree.home() / "secrets/project/a").allowed());
+    CHECK_FALSE(p->decide_read(tree.home() / "secrets/rule/a").allowed());
+    CHECK_FALSE(p->decide_read(tree.home() / "secrets/flag/a").allowed());
+    CHECK(
+        warned(p, "allowRead \"~/secrets/project\" ignored: allowManagedReadPathsOnly in managed settings"));
+    CHECK(warned(p, "ignored: allowManagedReadPathsOnly"));
+
+    // Without it the same files allow those reads: the test above fails for the right reason.
+    TempTree open;
+    open.managed_settings(R"J({"sandbox": {"filesystem": {"denyRead": ["~/secrets"]}}})J");
+    open.project_settings(R"J({"sandbox": {"filesystem": {"allowRead": ["~/secrets/project"]}}})J");
+    CHECK(load_ok(open.options())->decide_read(open.home() / "secrets/project/a").allowed());
 }
 
 TEST_CASE("permission rules that look like a misspelt WebFetch/Read/Edit are warned about",
