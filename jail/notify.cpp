@@ -1,6 +1,7 @@
 // The supervisor's side of the seccomp user notification (see notify.hpp and jail/README.md).
 #include "jail/notify.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/openat2.h>
@@ -263,6 +264,113 @@ struct Target {
     }
 };
 
+// The calls that wait (a FIFO's open, a blocking connect) run on threads of their own, not to hold up every
+// other call. Why bounded and reaped: the threads are the supervisor's, outside the jail's --pids and
+// --memory, and a caller killed while it waits would otherwise pin its thread and descriptors for good
+// (thousands of killed openers exhaust the supervisor, and then the jail's own calls fail). So at most
+// kMaxWaits wait at once (beyond: EAGAIN to the caller), and a reaper ends, within a tick, each wait whose
+// notification is no longer valid (the caller was killed, or a signal interrupted its call, which the kernel
+// then restarts as a new notification). A wait that outlives the notifier answers on its own listener copy.
+class Waits : public std::enable_shared_from_this<Waits> {
+  public:
+    static constexpr std::size_t kMaxWaits = 128;
+
+    explicit Waits(int listener) : listener_(::fcntl(listener, F_DUPFD_CLOEXEC, 0)) {}
+    ~Waits() {
+        if (listener_ >= 0) ::close(listener_);
+    }
+
+    // Runs `work(listener, cancelled)` on a thread of its own for the notification `id` (`cancelled()` turns
+    // true once the reaper found its caller gone; the wake signal then interrupts the thread's wait).
+    // False when the bound is reached or no thread can be made: the caller is answered EAGAIN.
+    bool start(std::uint64_t id, std::function<void(int, const std::function<bool()>&)> work,
+               int wake_signal) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (listener_ < 0 || entries_.size() >= kMaxWaits || entries_.count(id)) return false;
+        auto* job = new Job{shared_from_this(), id, std::move(work)};
+        pthread_attr_t attr;
+        ::pthread_attr_init(&attr);
+        ::pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        ::pthread_attr_setstacksize(&attr, 256 * 1024);  // a system call and its answer: little stack
+        pthread_t thread{};
+        // The entry exists before the thread runs: it removes it when done.
+        entries_[id] = Entry{};
+        const int rc = ::pthread_create(&thread, &attr, &Waits::run, job);
+        ::pthread_attr_destroy(&attr);
+        if (rc != 0) {
+            entries_.erase(id);
+            delete job;
+            return false;
+        }
+        entries_[id].thread = thread;
+        entries_[id].started = true;
+        wake_signal_ = wake_signal;
+        if (!reaper_) {
+            reaper_ = true;
+            std::thread([self = shared_from_this()] { self->reap(); }).detach();
+        }
+        return true;
+    }
+
+    std::size_t size() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return entries_.size();
+    }
+
+  private:
+    struct Entry {
+        pthread_t thread{};
+        bool started = false;
+        bool cancelled = false;
+    };
+    struct Job {
+        std::shared_ptr<Waits> waits;
+        std::uint64_t id;
+        std::function<void(int, const std::function<bool()>&)> work;
+    };
+
+    static void* run(void* arg) {
+        std::unique_ptr<Job> job(static_cast<Job*>(arg));
+        Waits& w = *job->waits;
+        const std::uint64_t id = job->id;
+        job->work(w.listener_, [&w, id] { return w.cancelled(id); });
+        std::lock_guard<std::mutex> lock(w.mutex_);
+        w.entries_.erase(id);
+        w.cv_.notify_all();
+        return nullptr;
+    }
+
+    bool cancelled(std::uint64_t id) const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = entries_.find(id);
+        return it == entries_.end() || it->second.cancelled;
+    }
+
+    // Every tick while waits exist: a wait whose notification is no longer valid is cancelled and its thread
+    // signalled (again each tick until it is gone: the signal may come before the thread enters its wait).
+    void reap() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        while (!entries_.empty()) {
+            for (auto& [id, entry] : entries_) {
+                if (!entry.started) continue;
+                std::uint64_t check = id;
+                if (!entry.cancelled && ::ioctl(listener_, SECCOMP_IOCTL_NOTIF_ID_VALID, &check) != 0)
+                    entry.cancelled = true;
+                if (entry.cancelled) ::pthread_kill(entry.thread, wake_signal_);
+            }
+            cv_.wait_for(lock, std::chrono::milliseconds(50));
+        }
+        reaper_ = false;
+    }
+
+    int listener_ = -1;
+    mutable std::mutex mutex_;
+    std::condition_variable cv_;
+    std::map<std::uint64_t, Entry> entries_;
+    bool reaper_ = false;
+    int wake_signal_ = 0;
+};
+
 class NotifierImpl final : public Notifier {
   public:
     NotifierImpl(int fd, policy::PolicyPtr policy, RunStart run_start, std::vector<std::string> mount_points)
@@ -274,6 +382,8 @@ class NotifierImpl final : public Notifier {
             if (!rule.glob) writable_roots_.insert(rule.path.string());
         listed_sockets_ = unix_sockets::listed_paths(policy_->network().allow_unix_sockets,
                                                      policy_->filesystem().home.string());
+        pinned_sockets_ = unix_sockets::pin_listed(listed_sockets_);
+        waits_ = std::make_shared<Waits>(listener_.fd);
         privileged_ = ::geteuid() == 0;
         // A speed-up only: an older kernel (EINVAL) serves the same calls with ordinary wake-ups.
         ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
@@ -293,11 +403,18 @@ class NotifierImpl final : public Notifier {
             }
             thread_.join();
         }
+        for (const auto& p : pinned_sockets_)
+            ::close(p.fd);
     }
 
-    std::set<std::string> new_repositories() const override {
+    NewRepositories new_repositories() const override {
         std::lock_guard<std::mutex> lock(mutex_);
-        return new_repos_;
+        NewRepositories out;
+        for (const auto& [identity, path] : new_repos_)
+            out.paths.push_back(path);
+        std::sort(out.paths.begin(), out.paths.end());
+        out.more = more_repos_;
+        return out;
     }
 
   private:
@@ -370,6 +487,59 @@ class NotifierImpl final : public Notifier {
     // The signal that interrupts the thread's wait (a real-time one glibc leaves to programs; its handler
     // does nothing and has no SA_RESTART, so the wait returns EINTR).
     static int wake_signal() { return SIGRTMIN + 3; }
+
+    // A blocking connect, interrupted by the wake signal only to see whether its caller is gone: an
+    // interrupted connect goes on in the kernel (EALREADY on the next try), so the rest is a wait for the
+    // socket to become writable. 0 or an errno; -1 when cancelled (nobody to answer).
+    static int connect_waiting(int sock, const std::function<int()>& attempt,
+                               const std::function<bool()>& cancelled) {
+        int err = attempt();
+        while (err == EINTR || err == EALREADY || err == EINPROGRESS) {
+            if (cancelled()) return -1;
+            if (err == EINTR) {
+                err = attempt();
+                if (err == EISCONN) return 0;
+                continue;
+            }
+            pollfd p{sock, POLLOUT, 0};
+            if (::poll(&p, 1, -1) < 0) {
+                err = errno == EINTR ? EALREADY : errno;
+                continue;
+            }
+            int so_error = 0;
+            socklen_t len = sizeof so_error;
+            if (::getsockopt(sock, SOL_SOCKET, SO_ERROR, &so_error, &len) != 0) return errno;
+            return so_error;
+        }
+        return err;
+    }
+
+    // Runs `call` (a connect to a listed socket) with the caller's effective uid and gid. Why: the listening
+    // end takes the connecting thread's effective ids for its peer's (SO_PEERCRED, and the groups for
+    // SO_PEERGROUPS): performed with ours, a command run by root with --user would be root to a service that
+    // authorises by peer credentials. The real and saved ids stay ours, so the thread comes back; the way
+    // back raises its effective capabilities, which are then restricted again.
+    template <typename Call>
+    static int as_caller(const Caller& c, bool privileged, Call&& call) {
+        uid_t ruid = 0, euid = 0, suid = 0;
+        gid_t rgid = 0, egid = 0, sgid = 0;
+        if (!privileged || ::getresuid(&ruid, &euid, &suid) != 0 || ::getresgid(&rgid, &egid, &sgid) != 0 ||
+            (c.fsuid == euid && c.fsgid == egid))
+            return call();
+        int result = EPERM;
+        if (::syscall(SYS_setresgid, -1, c.fsgid, -1) == 0) {
+            if (::syscall(SYS_setresuid, -1, c.fsuid, -1) == 0) {
+                result = call();
+                ::syscall(SYS_setresuid, -1, euid, -1);
+            }
+            ::syscall(SYS_setresgid, -1, egid, -1);
+        }
+        // The file system ids followed the effective ones: the next become() sets them again.
+        state_.fsuid = static_cast<uid_t>(-1);
+        state_.fsgid = static_cast<gid_t>(-1);
+        if (!restrict_capabilities()) return EPERM;
+        return result;
+    }
 
     static void install_wake_signal() {
         static std::once_flag once;
@@ -516,6 +686,19 @@ class NotifierImpl final : public Notifier {
             }
             if (t.dir_path.empty() || t.dir_path[0] != '/') return EACCES;
             t.dir = std::move(dir);
+            // Why: decided on the path resolved, not on its spelling: `/proc/1/../PID/mem` or a symlink to
+            // `/proc/PID` reach another process's directory, which we would open with our own rights
+            // (its memory read-write, whatever ptrace would allow), and `/proc/PID/fd/N` of the caller's own
+            // is a magic link to reopen as its descriptor.
+            if (t.dir_path == "/proc" || t.dir_path.compare(0, 6, "/proc/") == 0) {
+                const long m = magic_descriptor(components(t.path()), c);
+                if (m == -2) return EACCES;
+                if (m >= 0) {
+                    t.magic = m;
+                    t.dir.reset();
+                    return 0;
+                }
+            }
             if (!follow || t.name == ".") return 0;
             char target[PATH_MAX + 1];
             ssize_t n = ::readlinkat(t.dir.fd, t.name.c_str(), target, PATH_MAX);
@@ -531,38 +714,146 @@ class NotifierImpl final : public Notifier {
     }
 
     // A directory just made, in the run's first tick (its birth time may read as before the run): noted, so
-    // that it counts as the run's own when it is (or holds) a git directory.
+    // that it counts as the run's own when it is (or holds) a git directory. Bounded: past the bound a
+    // directory of that tick counts as older than the run (the safe side).
     void note_made_early(const Target& t) {
         struct statx stx {};
-        if (::statx(t.dir.fd, t.name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_INO, &stx) == 0)
+        if (made_early_.size() < kMaxMadeEarly &&
+            ::statx(t.dir.fd, t.name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_INO, &stx) == 0)
             made_early_.insert(inode_of(stx));
     }
 
-    // Whether the git directory `dir` (jail view) existed when the run started: its birth time, or existing
-    // when the file system does not record one.
+    // Whether an entry with this statx (birth time, device, inode) existed when the run started. Without a
+    // birth time it counts as existing.
+    bool existed_at_start(const struct statx& stx) const {
+        if (!(stx.stx_mask & STATX_BTIME)) return true;
+        const timespec btime{static_cast<time_t>(stx.stx_btime.tv_sec),
+                             static_cast<long>(stx.stx_btime.tv_nsec)};
+        return existed_before(run_start_, btime, made_early_.count(inode_of(stx)) > 0);
+    }
+
+    // Whether the git directory `dir` (jail view) existed when the run started. Why: decided on the directory
+    // itself (its birth time, device and inode), never remembered by path: a path names whatever directory
+    // was last moved there (`rm -rf b; mv a b` puts an old git directory where a new one was).
     bool git_dir_existed(const std::string& dir) {
-        auto it = git_dirs_.find(dir);
-        if (it != git_dirs_.end()) return it->second;
-        bool existed = true;
         open_how how{};
         how.flags = O_PATH | O_CLOEXEC;
         how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
         Fd fd(static_cast<int>(::syscall(SYS_openat2, root_.fd, dir.c_str(), &how, sizeof how)));
+        if (fd.fd < 0) return errno != ENOENT;  // missing: it will be new; unreadable: counts as existing
         struct statx stx {};
-        if (fd.fd >= 0 && ::statx(fd.fd, "", AT_EMPTY_PATH, STATX_BTIME | STATX_INO, &stx) == 0 &&
-            (stx.stx_mask & STATX_BTIME)) {
-            const timespec btime{static_cast<time_t>(stx.stx_btime.tv_sec),
-                                 static_cast<long>(stx.stx_btime.tv_nsec)};
-            existed = existed_before(run_start_, btime, made_early_.count(inode_of(stx)) > 0);
-        } else if (fd.fd < 0 && errno == ENOENT) {
-            return false;  // not there yet: it will be new (not cached)
-        }
-        if (!existed) {
-            std::lock_guard<std::mutex> lock(mutex_);
-            new_repos_.insert(dir);
-        }
-        git_dirs_.emplace(dir, existed);
+        if (::statx(fd.fd, "", AT_EMPTY_PATH, STATX_BTIME | STATX_INO, &stx) != 0) return true;
+        const bool existed = existed_at_start(stx);
+        if (!existed) note_repository(inode_of(stx), dir);
         return existed;
+    }
+
+    // A repository the run created, for the end-of-run summary: by identity (one entry however often it is
+    // moved or written), under the last path it was seen at; bounded, the rest counted.
+    void note_repository(std::pair<std::uint64_t, std::uint64_t> identity, const std::string& path) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = new_repos_.find(identity);
+        if (it != new_repos_.end()) {
+            it->second = path;
+        } else if (new_repos_.size() < kMaxNamedRepositories) {
+            new_repos_.emplace(identity, path);
+        } else if (seen_beyond_bound_.size() < kMaxCountedRepositories) {
+            if (seen_beyond_bound_.insert(identity).second) ++more_repos_;
+        }
+    }
+
+    // A `.git` the call just made (a directory, a gitfile, a link): named in the summary, whatever it is.
+    void note_if_git(const Target& t) {
+        if (t.name != ".git") return;
+        struct statx stx {};
+        if (::statx(t.dir.fd, ".git", AT_SYMLINK_NOFOLLOW, STATX_INO, &stx) == 0)
+            note_repository(inode_of(stx), t.path());
+    }
+
+    static bool inside_git_dir(const std::string& dir) {
+        return (dir.size() >= 5 && dir.compare(dir.size() - 5, 5, "/.git") == 0) ||
+               dir.find("/.git/") != std::string::npos;
+    }
+
+    // A directory being moved from `from` to `to`: refused (EACCES) when it holds, at any depth, a `.git`
+    // that existed when the run started, or a directory git would read as a repository that would land
+    // where none may be (repository_place_allowed). Why: moving an ancestor would launder a git directory
+    // (move the old one away, put a new one with a prepared config or hooks in its place), and moving a
+    // prepared directory out of a new `.git` would plant a repository where git searches. A tree too large
+    // or deep to look through gets EXDEV, the kernel's answer for a move it cannot make in place: `mv` then
+    // copies, and every file of the copy is decided as it is made. A directory that cannot be searched
+    // (its mode forbids it) is refused: what it holds is unknown.
+    int decide_moved_tree(const Target& from, const Target& to) {
+        struct stat st {};
+        if (::fstatat(from.dir.fd, from.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+            return 0;
+        struct Item {
+            Fd dir;
+            std::string path;  // where it lands (jail view)
+            int depth;
+        };
+        std::vector<Item> stack;
+        Fd top(::openat(from.dir.fd, from.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (top.fd < 0) return EACCES;
+        stack.push_back({std::move(top), to.path(), 0});
+        std::size_t entries = 0;
+        alignas(8) char buf[8192];
+        while (!stack.empty()) {
+            Item item = std::move(stack.back());
+            stack.pop_back();
+            bool head = false, objects = false, refs = false;
+            for (;;) {
+                const long n = ::syscall(SYS_getdents64, item.dir.fd, buf, sizeof buf);
+                if (n < 0) return EACCES;
+                if (n == 0) break;
+                for (long off = 0; off < n;) {
+                    const auto* d = reinterpret_cast<const struct dirent64*>(buf + off);
+                    off += d->d_reclen;
+                    const std::string name = d->d_name;
+                    if (name == "." || name == "..") continue;
+                    if (++entries > kMaxMovedEntries) return EXDEV;
+                    if (name == ".git") {
+                        struct statx stx {};
+                        if (::statx(item.dir.fd, ".git", AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO,
+                                    &stx) != 0 ||
+                            existed_at_start(stx))
+                            return EACCES;
+                    }
+                    head = head || name == "HEAD";
+                    objects = objects || name == "objects";
+                    refs = refs || name == "refs";
+                    unsigned char type = d->d_type;
+                    if (type == DT_UNKNOWN) {
+                        struct stat est {};
+                        if (::fstatat(item.dir.fd, name.c_str(), &est, AT_SYMLINK_NOFOLLOW) != 0)
+                            return EACCES;
+                        type = S_ISDIR(est.st_mode) ? DT_DIR : DT_REG;
+                    }
+                    if (type != DT_DIR) continue;
+                    if (item.depth + 1 > kMaxMovedDepth) return EXDEV;
+                    Fd sub(
+                        ::openat(item.dir.fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+                    if (sub.fd < 0) return EACCES;
+                    stack.push_back({std::move(sub), item.path + "/" + name, item.depth + 1});
+                }
+            }
+            if (head && (objects || refs) && !repository_place_allowed(item.path)) return EACCES;
+        }
+        return 0;
+    }
+    static constexpr std::size_t kMaxMovedEntries = 100000;
+    static constexpr int kMaxMovedDepth = 64;
+
+    // Whether `dir` (jail view) may hold what git reads as a repository (`HEAD` next to `objects` or `refs`).
+    // Why: git takes such a directory for a repository at every level it searches (and reads its `config`:
+    // core.fsmonitor, core.worktree), so one planted in `src/` runs a command on the host's next `git status`
+    // there. Allowed: a git directory itself (`.../.git`), anything inside a git directory the run created
+    // (submodules, `git clone --mirror` into `.git/...`), and with allowBareRepositories anywhere (named).
+    bool repository_place_allowed(const std::string& dir) {
+        if (dir.size() >= 5 && dir.compare(dir.size() - 5, 5, "/.git") == 0) return true;
+        const std::size_t at = dir.rfind("/.git/");
+        if (at != std::string::npos && !git_dir_existed(dir.substr(0, at + 5))) return true;
+        return policy_->filesystem().allow_bare_repositories;
     }
 
     // 0 when the policy lets the caller write `path` (jail view), otherwise the errno to return: EROFS
@@ -596,10 +887,16 @@ class NotifierImpl final : public Notifier {
         if (t.name == ".git" && ::fstatat(t.dir.fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
             S_ISREG(st.st_mode))
             return EACCES;
-        if (creates && (t.name == "HEAD" || t.name == "objects" || t.name == "refs") &&
-            writable_roots_.count(t.dir_path)) {
+        if (creates && (t.name == "HEAD" || t.name == "objects" || t.name == "refs")) {
             auto has = [&](const char* n) { return ::fstatat(t.dir.fd, n, &st, AT_SYMLINK_NOFOLLOW) == 0; };
-            if (t.name == "HEAD" ? (has("objects") || has("refs")) : has("HEAD")) return EACCES;
+            if (t.name == "HEAD" ? (has("objects") || has("refs")) : has("HEAD")) {
+                if (!repository_place_allowed(t.dir_path)) return EACCES;
+                if (!inside_git_dir(t.dir_path)) {
+                    struct statx stx {};  // a bare repository allowed by the setting: named
+                    if (::statx(t.dir.fd, "", AT_EMPTY_PATH, STATX_INO, &stx) == 0)
+                        note_repository(inode_of(stx), t.dir_path);
+                }
+            }
         }
         return 0;
     }
@@ -651,9 +948,14 @@ class NotifierImpl final : public Notifier {
         int oflags = ::fcntl(orig.fd, F_GETFL);
         struct stat st {};
         if (oflags < 0 || ::fstat(orig.fd, &st) != 0) return EACCES;
-        const bool wants_write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
-        if (wants_write && ((oflags & O_PATH) || (oflags & O_ACCMODE) == O_RDONLY || S_ISDIR(st.st_mode)))
-            return EACCES;
+        // Why: a reopen never widens the descriptor's access: `2>>outside/log` must not become a way to read
+        // the log (the read scope), nor `< file` a way to write the file.
+        const int wanted = (flags & O_PATH) ? -1 : (flags & O_ACCMODE);
+        const bool wants_write = wanted == O_WRONLY || wanted == O_RDWR || (flags & O_TRUNC);
+        const bool wants_read = wanted == O_RDONLY || wanted == O_RDWR;
+        const int had = (oflags & O_PATH) ? -1 : (oflags & O_ACCMODE);
+        if (wants_write && ((had != O_WRONLY && had != O_RDWR) || S_ISDIR(st.st_mode))) return EACCES;
+        if (wants_read && had != O_RDONLY && had != O_RDWR) return EACCES;
         char self[64];
         std::snprintf(self, sizeof self, "/proc/self/fd/%d", orig.fd);
         out = Fd(::open(self, (flags & ~O_NOFOLLOW) | O_CLOEXEC | O_NOCTTY, mode));
@@ -750,34 +1052,53 @@ class NotifierImpl final : public Notifier {
         if (!become(c)) return EPERM;
         const int open_flags = (flags & ~O_CLOEXEC) | O_CLOEXEC | O_NOCTTY | (tmpfile ? 0 : O_NOFOLLOW);
         if (exists && S_ISFIFO(st.st_mode) && !(flags & O_NONBLOCK)) {
-            // Opening a FIFO waits for the other side: on a thread of its own, not to hold up every other
-            // call.
-            // It may outlive the notifier (no reader ever comes): it answers on a listener of its own.
-            Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
-            std::thread([dir = std::move(t.dir), name = t.name, who = c, id = req.id,
-                         answer = std::move(answer), privileged = privileged_, open_flags, mode, flags]() {
-                if (!become(who, privileged)) return reply_on(answer.fd, id, EPERM);
-                Fd fd(::openat(dir.fd, name.c_str(), open_flags, mode));
-                if (fd.fd < 0) return reply_on(answer.fd, id, errno);
-                send_fd_on(answer.fd, id, fd.fd, flags);
-            }).detach();
-            return -1;
+            // Opening a FIFO waits for the other side: on a thread of its own (see Waits).
+            auto dir = std::make_shared<Fd>(std::move(t.dir));
+            const bool started = waits_->start(
+                req.id,
+                [dir, name = t.name, who = c, id = req.id, privileged = privileged_, open_flags, mode, flags](
+                    int answer, const std::function<bool()>& cancelled) {
+                    if (!become(who, privileged)) return reply_on(answer, id, EPERM);
+                    for (;;) {
+                        Fd fd(::openat(dir->fd, name.c_str(), open_flags, mode));
+                        if (fd.fd >= 0) return send_fd_on(answer, id, fd.fd, flags);
+                        if (errno != EINTR) return reply_on(answer, id, errno);
+                        if (cancelled()) return;  // the caller is gone: nobody to answer
+                    }
+                },
+                wake_signal());
+            return started ? -1 : EAGAIN;
         }
         result = Fd(::openat(t.dir.fd, t.name.c_str(), open_flags, mode));
-        return result.fd < 0 ? errno : 0;
+        if (result.fd < 0) return errno;
+        if ((flags & O_CREAT) && !exists) note_if_git(t);
+        return 0;
     }
 
     // The caller's status, read once per thread: the jail's credentials never change (no capability, no
     // setuid binary under no_new_privs) and its umask only through umask(2), which is notified too (see
     // note_umask). A thread's pidfd tells when the id is gone (and may be reused by another process).
     const Caller* caller(pid_t tid) {
+        // Once a second at most: the entries of threads that are gone are dropped, so that their pidfds do
+        // not stay after a burst of short-lived callers.
+        timespec now{};
+        ::clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+        if (now.tv_sec != last_sweep_ && !callers_.empty()) {
+            last_sweep_ = now.tv_sec;
+            sweep_callers();
+        }
         auto it = callers_.find(tid);
         if (it != callers_.end()) {
             pollfd p{it->second.pidfd.fd, POLLIN, 0};
             if (::poll(&p, 1, 0) == 0) return &it->second.caller;
             callers_.erase(it);
         }
-        if (callers_.size() > 4096) callers_.clear();
+        // Bounded: each entry holds a pidfd. Past kCallersSwept the entries of threads that are gone are
+        // dropped (one poll over all); past kCallersMax all (they are read again when they call).
+        if (callers_.size() >= kCallersSwept) {
+            sweep_callers();
+            if (callers_.size() >= kCallersMax) callers_.clear();
+        }
         // The pidfd first: the status read next is then that thread's (or the read fails).
         constexpr unsigned kPidfdThread = O_EXCL;  // PIDFD_THREAD (Linux 6.9)
         Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, tid, kPidfdThread)));
@@ -789,6 +1110,17 @@ class NotifierImpl final : public Notifier {
         }
         entry.pidfd = std::move(pidfd);
         return &callers_.emplace(tid, std::move(entry)).first->second.caller;
+    }
+
+    void sweep_callers() {
+        std::vector<pollfd> fds;
+        fds.reserve(callers_.size());
+        for (const auto& [id, entry] : callers_)
+            fds.push_back(pollfd{entry.pidfd.fd, POLLIN, 0});
+        if (::poll(fds.data(), fds.size(), 0) <= 0) return;
+        std::size_t i = 0;
+        for (auto it = callers_.begin(); it != callers_.end(); ++i)
+            it = fds[i].revents ? callers_.erase(it) : std::next(it);
     }
 
     // umask(2): the new mask is noted for every known thread of the process (they share it), and the kernel
@@ -898,6 +1230,7 @@ class NotifierImpl final : public Notifier {
                 if (::mkdirat(t1.dir.fd, t1.name.c_str(), mode) != 0) return errno;
                 // Born at `now` or later (the coarse clock): possibly before run_start_.fine.
                 if (!before(run_start_.fine, now)) note_made_early(t1);
+                note_if_git(t1);
                 return 0;
             }
 #ifdef SYS_mknod
@@ -912,7 +1245,9 @@ class NotifierImpl final : public Notifier {
                 if (!become(c)) return EPERM;
                 const mode_t mode = static_cast<mode_t>(a[at ? 2 : 1]);
                 const dev_t dev = static_cast<dev_t>(a[at ? 3 : 2]);
-                return ::mknodat(t1.dir.fd, t1.name.c_str(), mode, dev) == 0 ? 0 : errno;
+                if (::mknodat(t1.dir.fd, t1.name.c_str(), mode, dev) != 0) return errno;
+                note_if_git(t1);
+                return 0;
             }
 #ifdef SYS_unlink
             case SYS_unlink:
@@ -969,11 +1304,15 @@ class NotifierImpl final : public Notifier {
                 // RENAME_EXCHANGE moves the target to the source's name too.
                 if ((flags & RENAME_EXCHANGE) && (err = decide_directory_move(t1.path(), t2.dir.fd, t2.name)))
                     return refused(err);
+                if ((err = decide_moved_tree(t1, t2)) ||
+                    ((flags & RENAME_EXCHANGE) && (err = decide_moved_tree(t2, t1))))
+                    return refused(err);
                 if (!become(c)) return EPERM;
-                return ::syscall(SYS_renameat2, t1.dir.fd, t1.name.c_str(), t2.dir.fd, t2.name.c_str(),
-                                 flags) == 0
-                           ? 0
-                           : errno;
+                if (::syscall(SYS_renameat2, t1.dir.fd, t1.name.c_str(), t2.dir.fd, t2.name.c_str(), flags) !=
+                    0)
+                    return errno;
+                note_if_git(t2);
+                return 0;
             }
 #ifdef SYS_link
             case SYS_link:
@@ -1015,16 +1354,19 @@ class NotifierImpl final : public Notifier {
                         if ((err = decide(where, false))) return err;
                     }
                     if (!become(c)) return EPERM;
-                    return ::linkat(AT_FDCWD, self, t2.dir.fd, t2.name.c_str(), AT_SYMLINK_FOLLOW) == 0
-                               ? 0
-                               : errno;
+                    if (::linkat(AT_FDCWD, self, t2.dir.fd, t2.name.c_str(), AT_SYMLINK_FOLLOW) != 0)
+                        return errno;
+                    note_if_git(t2);
+                    return 0;
                 }
                 if (t1.name == ".") return EPERM;
                 // The source gets a second name: it must be writable where it is (between mounts EXDEV, as
                 // the kernel says first and says itself for a call performed).
                 if ((err = decide_at(t1, false))) return same_mount(t1, t2) ? err : EXDEV;
                 if (!become(c)) return EPERM;
-                return ::linkat(t1.dir.fd, t1.name.c_str(), t2.dir.fd, t2.name.c_str(), 0) == 0 ? 0 : errno;
+                if (::linkat(t1.dir.fd, t1.name.c_str(), t2.dir.fd, t2.name.c_str(), 0) != 0) return errno;
+                note_if_git(t2);
+                return 0;
             }
 #ifdef SYS_symlink
             case SYS_symlink:
@@ -1037,7 +1379,9 @@ class NotifierImpl final : public Notifier {
                 if (t2.name == ".") return EEXIST;
                 if ((err = decide_at(t2, true))) return err;
                 if (!become(c)) return EPERM;
-                return ::symlinkat(p1.c_str(), t2.dir.fd, t2.name.c_str()) == 0 ? 0 : errno;
+                if (::symlinkat(p1.c_str(), t2.dir.fd, t2.name.c_str()) != 0) return errno;
+                note_if_git(t2);
+                return 0;
             }
             case SYS_truncate: {
                 if ((err = read_string(c.pid, a[0], p1))) return err;
@@ -1097,16 +1441,19 @@ class NotifierImpl final : public Notifier {
             // performed with the caller's rights.
             if (int err = unix_sockets::needs_privilege(addr, len, connecting)) return err;
             if (blocking) {
-                // The thread may outlive the notifier (a peer that never answers): after become() it answers
-                // on a listener of its own.
-                Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
-                std::thread([sock = std::move(sock), answer = std::move(answer), addr, len, who = c,
-                             id = req.id, privileged = privileged_]() {
-                    if (!become(who, privileged)) return reply_on(answer.fd, id, EPERM);
-                    const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
-                    reply_on(answer.fd, id, ::connect(sock.fd, sa, len) == 0 ? 0 : errno);
-                }).detach();
-                return -1;
+                auto s = std::make_shared<Fd>(std::move(sock));
+                const bool started = waits_->start(
+                    req.id,
+                    [s, addr, len, who = c, id = req.id, privileged = privileged_](
+                        int answer, const std::function<bool()>& cancelled) {
+                        if (!become(who, privileged)) return reply_on(answer, id, EPERM);
+                        const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
+                        const int err = connect_waiting(
+                            s->fd, [&] { return ::connect(s->fd, sa, len) == 0 ? 0 : errno; }, cancelled);
+                        if (err >= 0) reply_on(answer, id, err);
+                    },
+                    wake_signal());
+                return started ? -1 : EAGAIN;
             }
             if (!become(c)) return EPERM;
             const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
@@ -1117,18 +1464,28 @@ class NotifierImpl final : public Notifier {
         if (int err = absolute(c, AT_FDCWD, *path, abs)) return err;
         if (connecting) {
             Fd target;
-            if (int err = unix_sockets::open_listed(root(c.pid), abs, listed_sockets_, target.fd)) return err;
+            if (int err =
+                    unix_sockets::open_listed(root(c.pid), abs, pinned_sockets_, listed_sockets_, target.fd))
+                return err;
             if (blocking) {
-                Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
-                std::thread([sock = std::move(sock), target = std::move(target), answer = std::move(answer),
-                             who = c, id = req.id, privileged = privileged_]() {
-                    if (!become(who, privileged)) return reply_on(answer.fd, id, EPERM);
-                    reply_on(answer.fd, id, unix_sockets::connect_to(sock.fd, target.fd));
-                }).detach();
-                return -1;
+                auto s = std::make_shared<Fd>(std::move(sock));
+                auto to = std::make_shared<Fd>(std::move(target));
+                const bool started = waits_->start(
+                    req.id,
+                    [s, to, who = c, id = req.id, privileged = privileged_](
+                        int answer, const std::function<bool()>& cancelled) {
+                        if (!become(who, privileged)) return reply_on(answer, id, EPERM);
+                        const int err = as_caller(who, privileged, [&] {
+                            return connect_waiting(
+                                s->fd, [&] { return unix_sockets::connect_to(s->fd, to->fd); }, cancelled);
+                        });
+                        if (err >= 0) reply_on(answer, id, err);
+                    },
+                    wake_signal());
+                return started ? -1 : EAGAIN;
             }
             if (!become(c)) return EPERM;
-            return unix_sockets::connect_to(sock.fd, target.fd);
+            return as_caller(c, privileged_, [&] { return unix_sockets::connect_to(sock.fd, target.fd); });
         }
         // bind creates the name: the write rules, as mknod.
         Target t;
@@ -1150,18 +1507,25 @@ class NotifierImpl final : public Notifier {
     // existed_before): the first tick of the run only.
     std::set<std::pair<std::uint64_t, std::uint64_t>> made_early_;
     bool privileged_ = false;
-    std::map<std::string, bool> git_dirs_;
     struct Cached {
         Caller caller;
         Fd pidfd;
     };
     std::unordered_map<pid_t, Cached> callers_;
+    static constexpr std::size_t kCallersSwept = 64, kCallersMax = 1024;
+    time_t last_sweep_ = 0;
     Caller uncached_;
     std::unordered_set<std::string> mount_points_;
-    std::unordered_set<std::string> writable_roots_;  // allowWrite entries, the working directory, /tmp
-    std::vector<std::string> listed_sockets_;         // allowUnixSockets, `~` expanded
+    std::unordered_set<std::string> writable_roots_;    // allowWrite entries, the working directory, /tmp
+    std::vector<std::string> listed_sockets_;           // allowUnixSockets, `~` expanded
+    std::vector<unix_sockets::Pinned> pinned_sockets_;  // what they named when the run started
+    std::shared_ptr<Waits> waits_;
     mutable std::mutex mutex_;
-    std::set<std::string> new_repos_;
+    std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> new_repos_;  // by identity
+    std::set<std::pair<std::uint64_t, std::uint64_t>> seen_beyond_bound_;
+    std::size_t more_repos_ = 0;
+    static constexpr std::size_t kMaxCountedRepositories = 65536;
+    static constexpr std::size_t kMaxMadeEarly = 4096;
     std::thread thread_;
 };
 

@@ -100,6 +100,36 @@ Result add_unix_socket_rules(scmp_filter_ctx ctx) {
     return r;
 }
 
+// Unix sockets from socketpair(), which needs no address and stays allowed. Why: the network namespace does
+// not stop filesystem addresses, so a datagram socketpair end could sendto/sendmsg (SCM_RIGHTS included) or
+// connect to any datagram socket file on the host, and the destination address of sendto/sendmsg is in
+// memory where the filter cannot look. Datagram (and SOCK_RAW, which the kernel makes a datagram socket)
+// socketpairs are refused unless allowAllUnixSockets; a stream end refuses an address and a seqpacket end
+// ignores one, so no Unix socket of the jail can name a path but through connect and bind. And bind names a
+// path on any socket, a socketpair end included (a socket file named `.mcp.json`, or in a repository's
+// hooks): notified, so the write rules decide (the per-path mode notifies it already; `notify_bind` for the
+// others). Without user
+// notification (old kernels) the jail's Landlock still confines where the name can be made.
+Result add_socketpair_rules(scmp_filter_ctx ctx, bool notify_bind) {
+    constexpr scmp_datum_t kSockTypeMask = 0xf;  // SOCK_TYPE_MASK
+    Result r;
+    if (notify_bind) {
+        int nr = seccomp_syscall_resolve_name("bind");
+        int rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 0);
+        if (rc != 0) {
+            errno = -rc;
+            return fail("seccomp notification rule for bind");
+        }
+    }
+    for (scmp_datum_t type = 0; type <= kSockTypeMask && !r; ++type) {
+        if (type == SOCK_STREAM || type == SOCK_SEQPACKET) continue;
+        scmp_arg_cmp args[] = {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, AF_UNIX),
+                               SCMP_A1(SCMP_CMP_MASKED_EQ, kSockTypeMask, type)};
+        r = refuse(ctx, "socketpair", EPERM, 2, args);
+    }
+    return r;
+}
+
 }  // namespace
 
 Result compile_seccomp(const JailConfig& config, UnixSockets unix_sockets,
@@ -189,6 +219,8 @@ Result compile_seccomp(const JailConfig& config, UnixSockets unix_sockets,
     }
     if (!r && config.user_notify) r = add_notify_rules(f.ctx);
     if (!r && unix_sockets == UnixSockets::Listed) r = add_unix_socket_rules(f.ctx);
+    if (!r && unix_sockets != UnixSockets::All)
+        r = add_socketpair_rules(f.ctx, config.user_notify && unix_sockets == UnixSockets::Refused);
     if (r) return r;
 
     // Exported as raw BPF once, in the supervisor; the command process only loads it.

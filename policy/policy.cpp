@@ -195,6 +195,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             }
         }
         fs_.allow_git_config = c.allow_git_config.value_or(false);
+        fs_.allow_bare_repositories = c.allow_bare_repositories.value_or(false);
         for (const std::string& name : always_read_only_names()) {
             // allowGitConfig (srt): git may write .git/config; .git/hooks stays protected.
             if (fs_.allow_git_config && name == ".git/config") continue;
@@ -409,6 +410,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
                 {"refusal", fs_.working_directory.refusal.empty() ? json(nullptr)
                                                                   : json(fs_.working_directory.refusal)}}},
               {"allowGitConfig", fs_.allow_git_config},
+              {"allowBareRepositories", fs_.allow_bare_repositories},
               {"readScope",
                {{"scope", std::string(to_string(fs_.read_scope.scope))},
                 {"source",

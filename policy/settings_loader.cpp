@@ -106,9 +106,13 @@ constexpr KnownKey kNetworkKeys[] = {
     {"requestRules", KeyUse::Honoured, ""},
 };
 constexpr KnownKey kFilesystemKeys[] = {
-    {"allowWrite", KeyUse::Honoured, ""},     {"denyWrite", KeyUse::Honoured, ""},
-    {"denyRead", KeyUse::Honoured, ""},       {"allowRead", KeyUse::Honoured, ""},
-    {"allowGitConfig", KeyUse::Honoured, ""}, {"readScope", KeyUse::Honoured, ""},
+    {"allowWrite", KeyUse::Honoured, ""},
+    {"denyWrite", KeyUse::Honoured, ""},
+    {"denyRead", KeyUse::Honoured, ""},
+    {"allowRead", KeyUse::Honoured, ""},
+    {"allowGitConfig", KeyUse::Honoured, ""},
+    {"readScope", KeyUse::Honoured, ""},
+    {"allowBareRepositories", KeyUse::Honoured, ""},
 };
 
 template <std::size_t N>
@@ -480,6 +484,12 @@ class FileLoader {
             if (!out_.allow_git_config || out_.allow_git_config_layer == layer_) {
                 out_.allow_git_config = *value;
                 out_.allow_git_config_layer = layer_;
+            }
+        }
+        if (auto value = boolean(filesystem, "allowBareRepositories", base)) {
+            if (!out_.allow_bare_repositories || out_.allow_bare_repositories_layer == layer_) {
+                out_.allow_bare_repositories = *value;
+                out_.allow_bare_repositories_layer = layer_;
             }
         }
         read_scope(filesystem, base);

@@ -283,11 +283,17 @@ int run(const Options& options) {
     uv_run(&sup.loop, UV_RUN_DEFAULT);
     int status = sup.status.value_or(125);
     jail.reset();  // placeholders removed
-    if (sup.notifier && !options.quiet) {
-        auto repos = sup.notifier->new_repositories();
-        for (const auto& repo : repos)
-            std::cerr << "cordon: note: a git repository was created during the run: " << repo
+    // Not hidden by --quiet: a repository the run made is code the host's git may run (its hooks and config).
+    if (sup.notifier) {
+        const auto repos = sup.notifier->new_repositories();
+        constexpr std::size_t kShown = 20;
+        for (std::size_t i = 0; i < repos.paths.size() && i < kShown; ++i)
+            std::cerr << "cordon: note: a git repository was created during the run: " << repos.paths[i]
                       << " (its hooks and config were not protected)\n";
+        const std::size_t rest =
+            repos.paths.size() > kShown ? repos.paths.size() - kShown + repos.more : repos.more;
+        if (rest)
+            std::cerr << "cordon: note: and " << rest << " more git repositories created during the run\n";
     }
     inspection.remove();  // the trust bundle's directory
     if (proxy) {
