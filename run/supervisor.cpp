@@ -1,4 +1,6 @@
 // The supervisor of `cordon run` (see run.hpp).
+#include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -87,6 +89,38 @@ void note_read_scope(const policy::Policy& policy, const std::filesystem::path& 
            "with the same flags and read:PATH says whether PATH is in the scope\n";
 }
 
+// Whether `uid` (with primary group `gid`, no capabilities) may search every directory from `/` to `dir`.
+bool may_search(const std::filesystem::path& dir, uid_t uid, gid_t gid) {
+    std::filesystem::path at = "/";
+    for (const auto& part : dir.relative_path()) {
+        struct stat st {};
+        if (::stat(at.c_str(), &st) != 0) return false;
+        const mode_t bit = st.st_uid == uid ? S_IXUSR : st.st_gid == gid ? S_IXGRP : S_IXOTH;
+        if (!(st.st_mode & bit)) return false;
+        at /= part;
+    }
+    struct stat st {};
+    if (::stat(at.c_str(), &st) != 0) return false;
+    const mode_t bits = st.st_uid == uid   ? S_IXUSR | S_IWUSR
+                        : st.st_gid == gid ? S_IXGRP | S_IWGRP
+                                           : S_IXOTH | S_IWOTH;
+    return (st.st_mode & bits) == bits;
+}
+
+// Started by root without --user in a working directory that root's command, which has no capability, cannot
+// enter or write (another user's mode-0700 project): the user it belongs to, who can; nothing otherwise.
+// Why the owner rather than root with a capability: CAP_DAC_OVERRIDE (or _READ_SEARCH) would let the
+// command write (or read) what every mode on the host forbids it.
+std::optional<std::pair<uid_t, gid_t>> owner_for_root(const std::filesystem::path& cwd) {
+    if (::geteuid() != 0) return std::nullopt;
+    struct stat st {};
+    if (::stat(cwd.c_str(), &st) != 0 || st.st_uid == 0 || may_search(cwd, 0, 0)) return std::nullopt;
+    gid_t gid = st.st_gid;
+    if (const passwd* pw = ::getpwuid(st.st_uid)) gid = pw->pw_gid;
+    if (!may_search(cwd, st.st_uid, gid)) return std::nullopt;
+    return std::make_pair(st.st_uid, gid);
+}
+
 }  // namespace
 
 int run(const Options& options) {
@@ -109,6 +143,14 @@ int run(const Options& options) {
     config.strict = options.strict;
     config.best_effort = options.best_effort;
     config.run_as = options.user;
+    if (!config.run_as) {
+        if (auto owner = owner_for_root(cwd)) {
+            config.run_as = owner;
+            std::cerr << "cordon: note: " << cwd.string() << " belongs to uid " << owner->first
+                      << " and root without capabilities cannot use it: the command runs as uid "
+                      << owner->first << " (--user to choose)\n";
+        }
+    }
     config.memory_bytes = options.memory;
     config.max_pids = options.pids;
     config.network = options.network;

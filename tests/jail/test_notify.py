@@ -527,6 +527,26 @@ class AttackCase(GitFixtures):
         self.assertIn("and 281 more git repositories", err)
 
 
+class RootInAnotherUsersProject(JailFixtures, unittest.TestCase):
+    """Root runs cordon in a project of the test user's that only its owner may enter (mode 0700)."""
+
+    USER_FLAG = True  # the case's files are the user's (cordon itself runs without --user below)
+
+    def test_runs_as_the_projects_owner(self):
+        os.chmod(self.cwd, 0o700)
+        p = subprocess.run([Env.cordon, "run", "--no-discover", "-c", "id -u; echo x > made && cat made"],
+                           cwd=self.cwd, env=self.env(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.split(), [str(Env.uid), "x"], p.stderr)
+        self.assertIn(f"runs as uid {Env.uid}", p.stderr)
+        self.assertEqual(os.stat(os.path.join(self.cwd, "made")).st_uid, Env.uid)
+        # Asked for explicitly, root stays root and cannot enter (no capability): the setup says so.
+        p = subprocess.run([Env.cordon, "run", "--no-discover", "--user", "0", "--", "/bin/true"], cwd=self.cwd,
+                           env=self.env(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 125, p.stderr)
+        self.assertIn("Permission denied", p.stderr)
+
+
 class AsRoot(NotifyCase, unittest.TestCase):
     AS_USER = False
 
