@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/fs.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -802,6 +803,10 @@ class NotifierImpl final : public Notifier {
             Item item = std::move(stack.back());
             stack.pop_back();
             bool head = false, objects = false, refs = false;
+            const bool nocase = casefold_dir(item.dir.fd);
+            auto is = [&](const std::string& name, const char* what) {
+                return name == what || (nocase && same_folded(name, fold(what).c_str()));
+            };
             for (;;) {
                 const long n = ::syscall(SYS_getdents64, item.dir.fd, buf, sizeof buf);
                 if (n < 0) return EACCES;
@@ -812,16 +817,16 @@ class NotifierImpl final : public Notifier {
                     const std::string name = d->d_name;
                     if (name == "." || name == "..") continue;
                     if (++entries > kMaxMovedEntries) return EXDEV;
-                    if (name == ".git") {
+                    if (is(name, ".git")) {
                         struct statx stx {};
-                        if (::statx(item.dir.fd, ".git", AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO,
+                        if (::statx(item.dir.fd, name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO,
                                     &stx) != 0 ||
                             existed_at_start(stx))
                             return EACCES;
                     }
-                    head = head || name == "HEAD";
-                    objects = objects || name == "objects";
-                    refs = refs || name == "refs";
+                    head = head || is(name, "HEAD");
+                    objects = objects || is(name, "objects");
+                    refs = refs || is(name, "refs");
                     unsigned char type = d->d_type;
                     if (type == DT_UNKNOWN) {
                         struct stat est {};
@@ -859,6 +864,67 @@ class NotifierImpl final : public Notifier {
     // 0 when the policy lets the caller write `path` (jail view), otherwise the errno to return: EROFS
     // outside the writable areas (as the read-only mounts say), EACCES for a protected path.
     int decide(const std::string& path, bool creates) {
+        if (int err = decide_exact(path, creates, path)) return err;
+        // Case-insensitive directories (ext4 `chattr +F`, tmpfs `-o casefold`): there `.BASHRC` is bash's
+        // `.bashrc` and `.Git/Hooks` git's `.git/hooks`. A path with capitals that the policy allows is
+        // decided again in lower case (the protected names and the usual deny rules are lower case); a
+        // protection found so holds where a directory on the way compares without case. Paths without
+        // capitals (most) cost nothing more.
+        if (std::none_of(path.begin(), path.end(), [](char ch) { return ch >= 'A' && ch <= 'Z'; })) return 0;
+        if (decide_exact(fold(path), creates, path) != EACCES) return 0;
+        return casefold_on_the_way(path) ? EACCES : 0;
+    }
+
+    static std::string fold(std::string text) {
+        for (char& ch : text)
+            if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+        return text;
+    }
+
+    static bool same_folded(const std::string& a, const char* b) { return fold(a) == b; }
+
+    // Whether the directory open as `dirfd` (not O_PATH) compares names without case.
+    static bool casefold_dir(int dirfd) {
+        constexpr unsigned kCasefold = 0x40000000;  // FS_CASEFOLD_FL
+        unsigned flags = 0;
+        return ::ioctl(dirfd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & kCasefold);
+    }
+
+    // Whether a component of `path` (jail view) that has capitals lies in a directory that compares without
+    // case. A directory on the way that cannot be opened counts as one (the protection holds).
+    bool casefold_on_the_way(const std::string& path) {
+        std::size_t start = 1;
+        while (start < path.size()) {
+            std::size_t end = path.find('/', start);
+            if (end == std::string::npos) end = path.size();
+            const bool capitals = std::any_of(path.begin() + static_cast<std::ptrdiff_t>(start),
+                                              path.begin() + static_cast<std::ptrdiff_t>(end),
+                                              [](char ch) { return ch >= 'A' && ch <= 'Z'; });
+            if (capitals) {
+                const std::string parent = start == 1 ? "/" : path.substr(0, start - 1);
+                open_how how{};
+                how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+                how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+                Fd dir(static_cast<int>(::syscall(SYS_openat2, root_.fd, parent.c_str(), &how, sizeof how)));
+                if (dir.fd < 0 || casefold_dir(dir.fd)) return true;
+            }
+            start = end + 1;
+        }
+        return false;
+    }
+
+    // Whether the name `t.name` is `name` where the call lands: exactly, or in another case in a directory
+    // that compares without case.
+    static bool name_is(const Target& t, const char* name) {
+        if (t.name == name) return true;
+        if (!same_folded(t.name, fold(name).c_str())) return false;
+        Fd dir(::openat(t.dir.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        return dir.fd < 0 || casefold_dir(dir.fd);
+    }
+
+    // decide() on `path` as spelt; `original` is the path as the caller's call names it (the same, or
+    // `path` in lower case: the git directories looked up are taken from it, same length).
+    int decide_exact(const std::string& path, bool creates, const std::string& original) {
         auto under = [&](const char* root) {
             std::size_t n = std::strlen(root);
             return path.compare(0, n, root) == 0 && (path.size() == n || path[n] == '/');
@@ -867,7 +933,7 @@ class NotifierImpl final : public Notifier {
         // rules say; the read-only mounts there still apply).
         if (!under("/dev/shm") && (under("/dev") || under("/proc"))) return creates ? EACCES : 0;
         policy::Decision d = policy_->decide_write_resolved(
-            path, [this](const std::string& dir) { return git_dir_existed(dir); });
+            path, [&](const std::string& dir) { return git_dir_existed(original.substr(0, dir.size())); });
         if (d.allowed()) return 0;
         // Why: the jail's /dev/shm is its own tmpfs (POSIX shared memory), free to write, except a project
         // bound below it (a writable root there): its protected names are refused like anywhere else.
@@ -884,12 +950,14 @@ class NotifierImpl final : public Notifier {
         if (int err = decide(t.path(), creates)) return err;
         if (!decided_with_file_system(t.name)) return 0;
         struct stat st {};
-        if (t.name == ".git" && ::fstatat(t.dir.fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        if (name_is(t, ".git") && ::fstatat(t.dir.fd, t.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
             S_ISREG(st.st_mode))
             return EACCES;
-        if (creates && (t.name == "HEAD" || t.name == "objects" || t.name == "refs")) {
+        const bool head = name_is(t, "HEAD");
+        if (creates && (head || name_is(t, "objects") || name_is(t, "refs"))) {
+            // (A directory that compares without case finds `OBJECTS` for `objects` itself.)
             auto has = [&](const char* n) { return ::fstatat(t.dir.fd, n, &st, AT_SYMLINK_NOFOLLOW) == 0; };
-            if (t.name == "HEAD" ? (has("objects") || has("refs")) : has("HEAD")) {
+            if (head ? (has("objects") || has("refs")) : has("HEAD")) {
                 if (!repository_place_allowed(t.dir_path)) return EACCES;
                 if (!inside_git_dir(t.dir_path)) {
                     struct statx stx {};  // a bare repository allowed by the setting: named
@@ -903,7 +971,8 @@ class NotifierImpl final : public Notifier {
 
     // The names decide_at() also looks up in the file system (a gitfile; the bare-repository trick).
     static bool decided_with_file_system(const std::string& name) {
-        return name == ".git" || name == "HEAD" || name == "objects" || name == "refs";
+        const std::string n = fold(name);
+        return n == ".git" || n == "head" || n == "objects" || n == "refs";
     }
 
     // Whether two targets' directories lie on one mount (a rename or link between mounts is EXDEV, which the
@@ -920,7 +989,9 @@ class NotifierImpl final : public Notifier {
 
     // A `.git` counts only when it existed before the run (a repository the run created may go).
     int decide_directory_move(const std::string& path, int dirfd, const std::string& name) {
-        if (!policy_->holds_protected_names(path)) return 0;
+        if (!policy_->holds_protected_names(path) &&
+            !(path != fold(path) && policy_->holds_protected_names(fold(path)) && casefold_on_the_way(path)))
+            return 0;
         struct stat st {};
         if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) return 0;
         const std::size_t slash = path.rfind('/');

@@ -403,6 +403,30 @@ class AttackCase(GitFixtures):
         self.assertIn(os.path.join(self.cwd, "src/y.git") + " ", err)
         self.assertIn(os.path.join(self.cwd, "g/.git") + " ", err)
 
+    # Also: directories that compare names without case. `.BASHRC` is bash's `.bashrc` there, `.Git/Hooks` git's.
+    def test_case_insensitive_directories(self):
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "casefold,mode=0755", "cordon-casefold", self.cwd],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            self.skipTest(f"SKIPPED LOUDLY: no case-insensitive tmpfs on Linux {os.uname().release} "
+                          f"(mount -t tmpfs -o casefold: {r.stderr.strip() or r.returncode}; it needs Linux >= 6.13 "
+                          "built with CONFIG_UNICODE, see dmesg)")
+        self.addCleanup(subprocess.run, ["umount", "-l", self.cwd])
+        self.own(self.cwd)
+        self.existing_repo("r")
+        self.mkdir("project/b")
+        out, err = self.attempts({
+            "bashrc": "echo x > .BASHRC",
+            "bashrc-deep": "mkdir -p sub && echo x > sub/.BaShRc",
+            "hook": "mkdir -p r/.Git/Hooks && echo x > r/.Git/Hooks/pre-commit",
+            "config": "echo '[core]' >> r/.GIT/CONFIG",
+            "bare": "mkdir -p b/OBJECTS b/Refs && echo 'ref: refs/heads/main' > b/head",
+            "move": "mv r r2",
+        })
+        for rel in (".bashrc", "sub/.bashrc", "r/.git/hooks/pre-commit", "b/head"):
+            self.assertFalse(os.path.exists(os.path.join(self.cwd, rel)), rel)
+        self.assertNotIn("[core]\n[core]", self.read(os.path.join(self.cwd, "r/.git/config")))
+
     # 6. Another process's /proc directory, reached through `..` or a symlink.
     def test_other_process_proc_refused_on_the_resolved_path(self):
         script = ("sleep 30 & P=$!; ln -s /proc/$P pl; "
