@@ -84,6 +84,89 @@ using detail::read_string;
 using detail::readlink_str;
 using detail::Target;
 
+// The notified system calls by what their arguments are: the table that drives NotifierImpl::handle() (as
+// nsjail's syscall_defs.h). Positions of the arguments, -1 for none: `dirfd`/`path` name the first path
+// (AT_FDCWD without a dirfd), `dirfd2`/`path2` the second (rename's and link's new name, symlink's link),
+// `flags`, `mode` and `extra` (mknod's device, truncate's length, symlink's target text); `fixed_flags` are
+// the flags the call implies (creat, rmdir).
+enum class Does {
+    OpenForWriting,  // open*, creat: creates, truncates or opens for writing (the filter passes only those)
+    MakeDirectory,   // creates
+    MakeNode,        // creates
+    Remove,          // unlink*, rmdir
+    Rename,          // removes a name and creates one
+    Link,            // creates a second name
+    Symlink,         // creates
+    Truncate,        // writes through a path
+    Socket,          // connect, bind (unix_sockets.hpp)
+    Umask,           // noted, then continued by the kernel
+    Unsupported,     // openat2: ENOSYS (its resolve flags are not emulated; programs fall back to openat)
+};
+
+struct SyscallRole {
+    long nr;
+    Does does;
+    int dirfd, path, dirfd2, path2, flags, mode, extra;
+    int fixed_flags;
+};
+
+const SyscallRole kSyscalls[] = {
+#ifdef SYS_open
+    {SYS_open, Does::OpenForWriting, -1, 0, -1, -1, 1, 2, -1, 0},
+    {SYS_creat, Does::OpenForWriting, -1, 0, -1, -1, -1, 1, -1, O_CREAT | O_WRONLY | O_TRUNC},
+    {SYS_mkdir, Does::MakeDirectory, -1, 0, -1, -1, -1, 1, -1, 0},
+    {SYS_mknod, Does::MakeNode, -1, 0, -1, -1, -1, 1, 2, 0},
+    {SYS_unlink, Does::Remove, -1, 0, -1, -1, -1, -1, -1, 0},
+    {SYS_rmdir, Does::Remove, -1, 0, -1, -1, -1, -1, -1, AT_REMOVEDIR},
+    {SYS_rename, Does::Rename, -1, 0, -1, 1, -1, -1, -1, 0},
+    {SYS_link, Does::Link, -1, 0, -1, 1, -1, -1, -1, 0},
+    {SYS_symlink, Does::Symlink, -1, -1, -1, 1, -1, -1, 0, 0},
+#endif
+    {SYS_openat, Does::OpenForWriting, 0, 1, -1, -1, 2, 3, -1, 0},
+    {SYS_openat2, Does::Unsupported, -1, -1, -1, -1, -1, -1, -1, 0},
+    {SYS_mkdirat, Does::MakeDirectory, 0, 1, -1, -1, -1, 2, -1, 0},
+    {SYS_mknodat, Does::MakeNode, 0, 1, -1, -1, -1, 2, 3, 0},
+    {SYS_unlinkat, Does::Remove, 0, 1, -1, -1, 2, -1, -1, 0},
+    {SYS_renameat, Does::Rename, 0, 1, 2, 3, -1, -1, -1, 0},
+    {SYS_renameat2, Does::Rename, 0, 1, 2, 3, 4, -1, -1, 0},
+    {SYS_linkat, Does::Link, 0, 1, 2, 3, 4, -1, -1, 0},
+    {SYS_symlinkat, Does::Symlink, -1, -1, 1, 2, -1, -1, 0, 0},
+    {SYS_truncate, Does::Truncate, -1, 0, -1, -1, -1, -1, 1, 0},
+    {SYS_connect, Does::Socket, -1, -1, -1, -1, -1, -1, -1, 0},
+    {SYS_bind, Does::Socket, -1, -1, -1, -1, -1, -1, -1, 0},
+    {SYS_umask, Does::Umask, -1, -1, -1, -1, -1, -1, -1, 0},
+};
+
+const SyscallRole* role_of(long nr) {
+    for (const SyscallRole& r : kSyscalls)
+        if (r.nr == nr) return &r;
+    return nullptr;
+}
+
+// A notification's arguments decoded once by its role. Integer arguments are taken on their low 32 bits, as
+// the kernel takes an `int`.
+struct Args {
+    const SyscallRole* role = nullptr;
+    int dirfd = AT_FDCWD, dirfd2 = AT_FDCWD;
+    std::uint64_t path = 0, path2 = 0;  // addresses in the caller's memory
+    int flags = 0;
+    mode_t mode = 0;
+    std::uint64_t extra = 0;
+
+    Args(const SyscallRole& r, const seccomp_notif& req) : role(&r) {
+        const auto& a = req.data.args;
+        auto low = [&](int i) { return static_cast<int>(static_cast<std::uint32_t>(a[i])); };
+        if (r.dirfd >= 0) dirfd = low(r.dirfd);
+        if (r.dirfd2 >= 0) dirfd2 = low(r.dirfd2);
+        if (r.path >= 0) path = a[r.path];
+        if (r.path2 >= 0) path2 = a[r.path2];
+        if (r.flags >= 0) flags = low(r.flags);
+        flags |= r.fixed_flags;
+        if (r.mode >= 0) mode = static_cast<mode_t>(a[r.mode]);
+        if (r.extra >= 0) extra = a[r.extra];
+    }
+};
+
 // The calls that wait (a FIFO's open, a blocking connect) run on threads of their own, not to hold up every
 // other call. Why bounded and reaped: the threads are the supervisor's, outside the jail's --pids and
 // --memory, and a caller killed while it waits would otherwise pin its thread and descriptors for good
@@ -910,60 +993,35 @@ class NotifierImpl final : public Notifier {
         ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
     }
 
+    // One handler for every notified call, driven by the table (kSyscalls).
     void handle(const seccomp_notif& req) {
-        if (req.data.nr == SYS_umask) return note_umask(req);
+        const SyscallRole* role = role_of(static_cast<long>(req.data.nr));
+        if (!role) return reply(req.id, ENOSYS);
+        if (role->does == Does::Umask) return note_umask(req);
         const Caller* known = caller(static_cast<pid_t>(req.pid));
         if (!known) return reply(req.id, EPERM);
         const Caller& c = *known;
-        const auto& a = req.data.args;
-        auto arg_fd = [&](int i) { return static_cast<int>(static_cast<std::uint32_t>(a[i])); };
-        auto arg_int = [&](int i) { return static_cast<int>(static_cast<std::uint32_t>(a[i])); };
+        const Args args(*role, req);
         std::string p1, p2;
-        auto read = [&](int i, std::string& out) { return read_string(c.pid, a[i], out); };
         int err = 0;
-        switch (req.data.nr) {
-#ifdef SYS_open
-            case SYS_open:
-            case SYS_creat:
-#endif
-            case SYS_openat: {
-                int dirfd = AT_FDCWD, flags = 0;
-                mode_t mode = 0;
-                int at = 0;
-                if (req.data.nr == SYS_openat) {
-                    dirfd = arg_fd(0);
-                    at = 1;
-                    flags = arg_int(2);
-                    mode = static_cast<mode_t>(a[3]);
-#ifdef SYS_open
-                } else if (req.data.nr == SYS_creat) {
-                    flags = O_CREAT | O_WRONLY | O_TRUNC;
-                    mode = static_cast<mode_t>(a[1]);
-                } else {
-                    flags = arg_int(1);
-                    mode = static_cast<mode_t>(a[2]);
-#endif
-                }
-                if ((err = read(at, p1))) break;
+        switch (role->does) {
+            case Does::OpenForWriting: {
+                if ((err = read_string(c.pid, args.path, p1))) break;
                 Fd fd;
-                err = do_open(req, c, dirfd, p1, flags, mode & 07777, fd);
+                err = do_open(req, c, args.dirfd, p1, args.flags, args.mode & 07777, fd);
                 if (err < 0) return;  // answered elsewhere, or the caller is gone
-                if (err == 0) return send_fd(req.id, fd.fd, flags);
+                if (err == 0) return send_fd(req.id, fd.fd, args.flags);
                 break;
             }
-            case SYS_connect:
-            case SYS_bind:
-                // allowUnixSockets (jail/unix_sockets.hpp).
+            case Does::Socket:
                 err = socket_call(req, c);
                 if (err < 0) return;
                 break;
-            case SYS_openat2:
-                // Its resolve flags would need resolving as the caller asked: refused as on a kernel before
-                // 5.6 (programs fall back to openat).
+            case Does::Unsupported:
                 err = ENOSYS;
                 break;
             default:
-                err = handle_path_call(req, c, p1, p2);
+                err = handle_path_call(req, c, args, p1, p2);
                 if (err < 0) return;
                 break;
         }
@@ -972,31 +1030,25 @@ class NotifierImpl final : public Notifier {
 
     // mkdir*, mknod*, unlink*, rmdir, rename*, link*, symlink*, truncate. 0 or an errno; -1: not to be
     // answered (the caller is gone).
-    int handle_path_call(const seccomp_notif& req, const Caller& c, std::string& p1, std::string& p2) {
-        const auto& a = req.data.args;
-        auto arg_int = [&](int i) { return static_cast<int>(static_cast<std::uint32_t>(a[i])); };
+    int handle_path_call(const seccomp_notif& req, const Caller& c, const Args& args, std::string& p1,
+                         std::string& p2) {
         int err = 0;
-        auto target = [&](int dirfd, int path_arg, bool follow, Target& t, std::string& text) {
-            if (int e = read_string(c.pid, a[path_arg], text)) return e;
+        auto target = [&](int dirfd, std::uint64_t path, bool follow, Target& t, std::string& text) {
+            if (int e = read_string(c.pid, path, text)) return e;
             std::string abs;
             if (int e = view_.absolute(c, dirfd, text, abs)) return e;
             if (int e = view_.resolve(c, abs, follow, t)) return e;
             return t.magic >= 0 ? EACCES : 0;
         };
-        const long nr = static_cast<long>(req.data.nr);
         Target t1, t2;
-        switch (nr) {
-#ifdef SYS_mkdir
-            case SYS_mkdir:
-#endif
-            case SYS_mkdirat: {
-                const bool at = nr == SYS_mkdirat;
-                if ((err = target(at ? arg_int(0) : AT_FDCWD, at ? 1 : 0, false, t1, p1))) return err;
+        switch (args.role->does) {
+            case Does::MakeDirectory: {
+                if ((err = target(args.dirfd, args.path, false, t1, p1))) return err;
                 if (!valid(req.id)) return -1;
                 if (t1.name == ".") return EEXIST;
                 if ((err = decide_at(t1, true))) return err;
                 if (!become(c)) return EPERM;
-                const mode_t mode = static_cast<mode_t>(a[at ? 2 : 1]) & 07777;
+                const mode_t mode = args.mode & 07777;
                 timespec now{};
                 ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
                 if (::mkdirat(t1.dir.fd, t1.name.c_str(), mode) != 0) return errno;
@@ -1005,33 +1057,20 @@ class NotifierImpl final : public Notifier {
                 note_if_git(t1);
                 return 0;
             }
-#ifdef SYS_mknod
-            case SYS_mknod:
-#endif
-            case SYS_mknodat: {
-                const bool at = nr == SYS_mknodat;
-                if ((err = target(at ? arg_int(0) : AT_FDCWD, at ? 1 : 0, false, t1, p1))) return err;
+            case Does::MakeNode: {
+                if ((err = target(args.dirfd, args.path, false, t1, p1))) return err;
                 if (!valid(req.id)) return -1;
                 if (t1.name == ".") return EEXIST;
                 if ((err = decide_at(t1, true))) return err;
                 if (!become(c)) return EPERM;
-                const mode_t mode = static_cast<mode_t>(a[at ? 2 : 1]);
-                const dev_t dev = static_cast<dev_t>(a[at ? 3 : 2]);
-                if (::mknodat(t1.dir.fd, t1.name.c_str(), mode, dev) != 0) return errno;
+                const dev_t dev = static_cast<dev_t>(args.extra);
+                if (::mknodat(t1.dir.fd, t1.name.c_str(), args.mode, dev) != 0) return errno;
                 note_if_git(t1);
                 return 0;
             }
-#ifdef SYS_unlink
-            case SYS_unlink:
-            case SYS_rmdir:
-#endif
-            case SYS_unlinkat: {
-                const bool at = nr == SYS_unlinkat;
-                int flags = at ? arg_int(2) & AT_REMOVEDIR : 0;
-#ifdef SYS_rmdir
-                if (nr == SYS_rmdir) flags = AT_REMOVEDIR;
-#endif
-                if ((err = target(at ? arg_int(0) : AT_FDCWD, at ? 1 : 0, false, t1, p1))) return err;
+            case Does::Remove: {
+                const int flags = args.flags & AT_REMOVEDIR;
+                if ((err = target(args.dirfd, args.path, false, t1, p1))) return err;
                 if (!valid(req.id)) return -1;
                 if (t1.name == ".") return flags ? EINVAL : EISDIR;
                 if (mount_points_.count(t1.path())) return EBUSY;
@@ -1040,28 +1079,10 @@ class NotifierImpl final : public Notifier {
                 if (!become(c)) return EPERM;
                 return ::unlinkat(t1.dir.fd, t1.name.c_str(), flags) == 0 ? 0 : errno;
             }
-#ifdef SYS_rename
-            case SYS_rename:
-#endif
-            case SYS_renameat:
-            case SYS_renameat2: {
-                int olddir = AT_FDCWD, newdir = AT_FDCWD, oldarg = 0, newarg = 1;
-                unsigned flags = 0;
-                if (nr != static_cast<long>(
-#ifdef SYS_rename
-                              SYS_rename
-#else
-                              -1
-#endif
-                              )) {
-                    olddir = arg_int(0);
-                    oldarg = 1;
-                    newdir = arg_int(2);
-                    newarg = 3;
-                    if (nr == SYS_renameat2) flags = static_cast<unsigned>(a[4]);
-                }
-                if ((err = target(olddir, oldarg, false, t1, p1))) return err;
-                if ((err = target(newdir, newarg, false, t2, p2))) return err;
+            case Does::Rename: {
+                const auto flags = static_cast<unsigned>(args.flags);
+                if ((err = target(args.dirfd, args.path, false, t1, p1))) return err;
+                if ((err = target(args.dirfd2, args.path2, false, t2, p2))) return err;
                 if (!valid(req.id)) return -1;
                 if (t1.name == "." || t2.name == ".") return EBUSY;
                 // Between mounts the kernel says EXDEV before anything else (`mv` then copies): it says so
@@ -1086,24 +1107,14 @@ class NotifierImpl final : public Notifier {
                 note_if_git(t2);
                 return 0;
             }
-#ifdef SYS_link
-            case SYS_link:
-#endif
-            case SYS_linkat: {
-                int olddir = AT_FDCWD, newdir = AT_FDCWD, oldarg = 0, newarg = 1, flags = 0;
-                if (nr == SYS_linkat) {
-                    olddir = arg_int(0);
-                    oldarg = 1;
-                    newdir = arg_int(2);
-                    newarg = 3;
-                    flags = arg_int(4);
-                }
-                if ((err = read_string(c.pid, a[oldarg], p1))) return err;
+            case Does::Link: {
+                const int flags = args.flags;
+                if ((err = read_string(c.pid, args.path, p1))) return err;
                 if (p1.empty() && (flags & AT_EMPTY_PATH)) return ENOENT;  // needs CAP_DAC_READ_SEARCH
                 std::string abs;
-                if ((err = view_.absolute(c, olddir, p1, abs))) return err;
+                if ((err = view_.absolute(c, args.dirfd, p1, abs))) return err;
                 if ((err = view_.resolve(c, abs, flags & AT_SYMLINK_FOLLOW, t1))) return err;
-                if ((err = target(newdir, newarg, false, t2, p2))) return err;
+                if ((err = target(args.dirfd2, args.path2, false, t2, p2))) return err;
                 if (!valid(req.id)) return -1;
                 if (t2.name == ".") return EEXIST;
                 if ((err = decide_at(t2, true))) return err;
@@ -1140,13 +1151,9 @@ class NotifierImpl final : public Notifier {
                 note_if_git(t2);
                 return 0;
             }
-#ifdef SYS_symlink
-            case SYS_symlink:
-#endif
-            case SYS_symlinkat: {
-                const bool at = nr == SYS_symlinkat;
-                if ((err = read_string(c.pid, a[0], p1))) return err;
-                if ((err = target(at ? arg_int(1) : AT_FDCWD, at ? 2 : 1, false, t2, p2))) return err;
+            case Does::Symlink: {
+                if ((err = read_string(c.pid, args.extra, p1))) return err;
+                if ((err = target(args.dirfd2, args.path2, false, t2, p2))) return err;
                 if (!valid(req.id)) return -1;
                 if (t2.name == ".") return EEXIST;
                 if ((err = decide_at(t2, true))) return err;
@@ -1155,13 +1162,13 @@ class NotifierImpl final : public Notifier {
                 note_if_git(t2);
                 return 0;
             }
-            case SYS_truncate: {
-                if ((err = read_string(c.pid, a[0], p1))) return err;
+            case Does::Truncate: {
+                if ((err = read_string(c.pid, args.path, p1))) return err;
                 std::string abs;
-                if ((err = view_.absolute(c, AT_FDCWD, p1, abs))) return err;
+                if ((err = view_.absolute(c, args.dirfd, p1, abs))) return err;
                 if ((err = view_.resolve(c, abs, true, t1))) return err;
                 if (!valid(req.id)) return -1;
-                const auto length = static_cast<off_t>(a[1]);
+                const auto length = static_cast<off_t>(args.extra);
                 if (t1.magic >= 0) {
                     Fd fd;
                     if (!become(c)) return EPERM;
