@@ -7,11 +7,13 @@
 #include <linux/fs.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -190,22 +192,29 @@ class Waits : public std::enable_shared_from_this<Waits> {
                int wake_signal) {
         std::unique_lock<std::mutex> lock(mutex_);
         if (listener_ < 0 || entries_.size() >= kMaxWaits || entries_.count(id)) return false;
+        // A stack of our own (a guard page below it), unmapped once the thread is joined: glibc would keep
+        // the stacks of exited threads in its cache, and a burst of waits would leave the supervisor bigger.
+        void* stack = ::mmap(nullptr, kGuard + kStack, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+        if (stack == MAP_FAILED) return false;
+        ::mprotect(stack, kGuard, PROT_NONE);
         auto* job = new Job{shared_from_this(), id, std::move(work)};
         pthread_attr_t attr;
         ::pthread_attr_init(&attr);
-        ::pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        ::pthread_attr_setstacksize(&attr, 256 * 1024);  // a system call and its answer: little stack
+        ::pthread_attr_setstack(&attr, static_cast<char*>(stack) + kGuard, kStack);
         pthread_t thread{};
-        // The entry exists before the thread runs: it removes it when done.
+        // The entry exists before the thread runs: it marks it finished, the reaper joins it.
         entries_[id] = Entry{};
         const int rc = ::pthread_create(&thread, &attr, &Waits::run, job);
         ::pthread_attr_destroy(&attr);
         if (rc != 0) {
             entries_.erase(id);
             delete job;
+            ::munmap(stack, kGuard + kStack);
             return false;
         }
         entries_[id].thread = thread;
+        entries_[id].stack = stack;
         entries_[id].started = true;
         wake_signal_ = wake_signal;
         if (!reaper_) {
@@ -221,10 +230,15 @@ class Waits : public std::enable_shared_from_this<Waits> {
     }
 
   private:
+    static constexpr std::size_t kStack = 256 * 1024;  // a system call and its answer: little stack
+    static constexpr std::size_t kGuard = 4096;
+
     struct Entry {
         pthread_t thread{};
+        void* stack = nullptr;
         bool started = false;
         bool cancelled = false;
+        bool finished = false;
     };
     struct Job {
         std::shared_ptr<Waits> waits;
@@ -238,7 +252,7 @@ class Waits : public std::enable_shared_from_this<Waits> {
         const std::uint64_t id = job->id;
         job->work(w.listener_, [&w, id] { return w.cancelled(id); });
         std::lock_guard<std::mutex> lock(w.mutex_);
-        w.entries_.erase(id);
+        w.entries_[id].finished = true;  // it takes the lock no more: the reaper may join it now
         w.cv_.notify_all();
         return nullptr;
     }
@@ -249,13 +263,23 @@ class Waits : public std::enable_shared_from_this<Waits> {
         return it == entries_.end() || it->second.cancelled;
     }
 
-    // Every tick while waits exist: a wait whose notification is no longer valid is cancelled and its thread
-    // signalled (again each tick until it is gone: the signal may come before the thread enters its wait).
+    // Every tick while waits exist (and at once when one finishes): finished threads are joined and their
+    // stacks unmapped; a wait whose notification is no longer valid is cancelled and its thread signalled
+    // (again each tick until it is gone: the signal may come before the thread enters its wait).
     void reap() {
         std::unique_lock<std::mutex> lock(mutex_);
         while (!entries_.empty()) {
+            for (auto it = entries_.begin(); it != entries_.end();) {
+                if (!it->second.finished) {
+                    ++it;
+                    continue;
+                }
+                ::pthread_join(it->second.thread, nullptr);
+                ::munmap(it->second.stack, kGuard + kStack);
+                it = entries_.erase(it);
+            }
             for (auto& [id, entry] : entries_) {
-                if (!entry.started) continue;
+                if (!entry.started || entry.finished) continue;
                 std::uint64_t check = id;
                 if (!entry.cancelled && ::ioctl(listener_, SECCOMP_IOCTL_NOTIF_ID_VALID, &check) != 0)
                     entry.cancelled = true;
@@ -264,6 +288,9 @@ class Waits : public std::enable_shared_from_this<Waits> {
             cv_.wait_for(lock, std::chrono::milliseconds(50));
         }
         reaper_ = false;
+        // The waits' threads allocated in arenas of their own: given back once they are all gone, so that a
+        // burst of waits leaves the supervisor's memory where it was.
+        ::malloc_trim(0);
     }
 
     int listener_ = -1;

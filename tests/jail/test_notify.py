@@ -509,7 +509,7 @@ class AttackCase(GitFixtures):
             self.assertGreater(int(line.split()[1]), 0, line)  # beyond the bound
         self.assertEqual(after[0], base[0], f"threads {base} -> {after}")
         self.assertLessEqual(after[1], base[1] + 4, f"descriptors {base} -> {after}")
-        self.assertLessEqual(after[2], base[2] + 8192, f"memory {base} -> {after}")
+        self.assertLessEqual(after[2], base[2] + 2048, f"memory {base} -> {after}")
         self.assertTrue(os.path.exists(os.path.join(self.cwd, "made")))
 
     # 10. Renames of a new repository: the supervisor's state and the summary stay bounded, --quiet or not.
