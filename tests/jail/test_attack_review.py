@@ -1,0 +1,142 @@
+#!/usr/bin/python3
+"""A security review of the jail's protected names, its per-path Unix sockets and its supervisor: attacks an
+untrusted command in `cordon run` can make, as root, as an unprivileged user and as root with `--user`. Each test
+says what it proves; those marked "holds" document an attack that failed, the others a hole (they fail until it
+is closed). Needs root.
+
+    python3 tests/jail/test_attack_review.py --cordon build/cordon [-k pattern]
+"""
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import jailtest  # noqa: E402  (the fixtures shared by the jail tests)
+from jailtest import Env  # noqa: E402
+from test_notify import GIT_ENV, GitFixtures  # noqa: E402
+
+
+class ReviewCase(GitFixtures):
+    def attempts(self, attempts, tail="", **kw):
+        """Runs each attempt in one jail; returns the keys that succeeded (MADE-key printed)."""
+        script = "; ".join(f"({cmd}) 2>/dev/null && echo MADE-{key}" for key, cmd in attempts.items())
+        out, err = self.sh(script + "; " + (tail or "true"), expect=None, **kw)
+        return [key for key in attempts if f"MADE-{key}" in out], out, err
+
+    def host_git(self, *args, cwd):
+        """git on the host as the project's owner would run it, never searching above `cwd`'s parent."""
+        env = {**os.environ, **GIT_ENV, "HOME": self.home, "GIT_CEILING_DIRECTORIES": os.path.dirname(cwd)}
+        who = {"user": Env.uid, "group": Env.gid, "extra_groups": []} if (self.USER_FLAG or self.AS_USER) else {}
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env, **who)
+
+    # HOLE. A git directory that is not named `.git`: the repository of a project whose `.git` is a gitfile
+    # (`git init --separate-git-dir`, `git clone --separate-git-dir`, the `.bare` layout of worktree users:
+    # `gitdir: ./.bare`). git reads its config and runs its hooks exactly as those of a `.git` directory, but
+    # the write rules know git directories only by the name `.git`, so the command writes core.fsmonitor into
+    # its config and a pre-commit hook, and the user's next `git status` / `git commit` on the host runs them.
+    def test_git_directory_behind_a_gitfile_is_protected(self):
+        self.git("init", "-q", "--separate-git-dir", os.path.join(self.cwd, ".bare"), self.cwd)
+        time.sleep(0.02)  # born before the run (coarse file-system clock)
+        config = self.read(os.path.join(self.cwd, ".bare/config"))
+        made, out, err = self.attempts({
+            "config": "git config core.fsmonitor 'touch /tmp/pwned'",
+            "config-direct": "echo '[core] hooksPath = /tmp' >> .bare/config",
+            "hook": "mkdir -p .bare/hooks && echo 'touch /tmp/pwned' > .bare/hooks/pre-commit && "
+                    "chmod +x .bare/hooks/pre-commit",
+            "commondir": "echo ../elsewhere > .bare/commondir",
+        })
+        self.assertEqual(made, [], out + err)
+        self.assertEqual(self.read(os.path.join(self.cwd, ".bare/config")), config)
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, ".bare/hooks/pre-commit")))
+        self.assertEqual(self.host_git("config", "--get", "core.fsmonitor", cwd=self.cwd).stdout, "")
+
+    # HOLE. A bare repository that existed before the run (a local remote `origin.git` in the project): its
+    # hooks run on the host at the user's next `git push` to it, its config at any git command in it. It is
+    # a git directory born before the run, as protected as a `.git`.
+    def test_existing_bare_repository_is_protected(self):
+        bare = os.path.join(self.cwd, "origin.git")
+        self.git("init", "-q", "--bare", bare)
+        time.sleep(0.02)
+        config = self.read(os.path.join(bare, "config"))
+        made, out, err = self.attempts({
+            "hook": "echo 'touch /tmp/pwned' > origin.git/hooks/post-receive && chmod +x origin.git/hooks/post-receive",
+            "config": "git -C origin.git config core.fsmonitor 'touch /tmp/pwned'",
+        })
+        self.assertEqual(made, [], out + err)
+        self.assertEqual(self.read(os.path.join(bare, "config")), config)
+        self.assertFalse(os.path.exists(os.path.join(bare, "hooks/post-receive")))
+
+    # HOLE. A repository planted at any depth without `objects`/`refs` next to `HEAD`: git's
+    # is_git_directory() looks for them in the directory a `commondir` file names. `src/HEAD` and
+    # `src/commondir` (-> `common`, which holds `objects`, `refs` and a `config` with core.fsmonitor and
+    # core.worktree) make `src` a repository to git on the host, and no rule refuses or names it: HEAD is
+    # refused only next to `objects`/`refs`, and `commondir` only inside a `.git`.
+    def test_repository_through_commondir_at_any_depth(self):
+        self.mkdir("project/src")
+        pwned = os.path.join(self.dir, "pwned")
+        plant = ("mkdir -p src/common/objects src/common/refs && "
+                 f"printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n"
+                 f"\\tworktree = ..\\n\\tfsmonitor = touch {pwned}\\n' > src/common/config && "
+                 "echo common > src/commondir && echo 'ref: refs/heads/main' > src/HEAD")
+        made, out, err = self.attempts({"plant": plant})
+        # Either the plant is refused, or git on the host does not take src for a repository, or the run named
+        # it (the user was told a repository was created).
+        probe = self.host_git("rev-parse", "--absolute-git-dir", cwd=os.path.join(self.cwd, "src"))
+        is_repo = probe.returncode == 0
+        named = os.path.join(self.cwd, "src") in err
+        if is_repo:
+            self.host_git("status", cwd=os.path.join(self.cwd, "src"))  # what the user's prompt runs
+        self.assertFalse(is_repo and not named,
+                         f"git sees a planted repository at {probe.stdout.strip()} that the run did not name; "
+                         f"fsmonitor ran on the host: {os.path.exists(pwned)}\n{out}{err}")
+
+    # HOLE. The supervisor's receive thread reopens a caller's descriptor through /proc/self/fd (reopen()) in
+    # place, not on a thread of its own as a FIFO's open by name: a FIFO open for reading with O_NONBLOCK (not
+    # notified), reopened through /proc/self/fd/N with O_RDONLY|O_CREAT (notified for O_CREAT, allowed: the
+    # descriptor reads) makes the supervisor wait for a writer that never comes. Every notified call of every
+    # jailed process (each file created, renamed, removed) then waits behind it for the rest of the run, also
+    # after the opener is killed: the run's file system is frozen by one call.
+    def test_reopened_fifo_does_not_stall_the_supervisor(self):
+        script = ("import os, signal, sys, time\n"
+                  "os.mkfifo('f')\n"
+                  "fd = os.open('f', os.O_RDONLY | os.O_NONBLOCK)\n"
+                  "pid = os.fork()\n"
+                  "if pid == 0:\n"
+                  "    os.open('/proc/self/fd/%d' % fd, os.O_RDONLY | os.O_CREAT)\n"
+                  "    os._exit(0)\n"
+                  # Bounded: until the child waits in its openat (or 5 s).
+                  "for _ in range(500):\n"
+                  "    try:\n"
+                  "        if open('/proc/%d/syscall' % pid).read().split()[0] == '257': break\n"
+                  "    except (OSError, IndexError):\n"
+                  "        pass\n"
+                  "    time.sleep(0.01)\n"
+                  "os.kill(pid, signal.SIGKILL); os.waitpid(pid, 0)\n"
+                  "def late(*a): raise TimeoutError()\n"
+                  "signal.signal(signal.SIGALRM, late); signal.alarm(10)\n"
+                  "try:\n"
+                  "    os.close(os.open('made', os.O_CREAT | os.O_WRONLY, 0o644)); print('CREATED')\n"
+                  "except TimeoutError:\n"
+                  "    print('STALLED')\n")
+        path = self.write(os.path.join(self.cwd, "stall.py"), script)
+        rc, out, err = self.run_jail(["--", jailtest.PY, path], timeout=60)
+        self.assertIn("CREATED", out, err)
+        self.assertEqual(rc, 0, err)
+
+
+class AsRoot(ReviewCase, unittest.TestCase):
+    AS_USER = False
+
+
+class AsUser(ReviewCase, unittest.TestCase):
+    AS_USER = True
+
+
+class WithUserFlag(ReviewCase, unittest.TestCase):
+    USER_FLAG = True
+
+
+if __name__ == "__main__":
+    sys.exit(jailtest.run_main([Env], "they create a user"))
