@@ -126,6 +126,105 @@ class ReviewCase(GitFixtures):
         self.assertEqual(rc, 0, err)
 
 
+    # HOLE. A connect notified in the per-path mode (allowUnixSockets) is performed on the receive thread when
+    # the socket was non-blocking at the supervisor's F_GETFL, and on a bounded thread of its own otherwise.
+    # The socket's open file is shared with the caller: another thread of the command clears O_NONBLOCK
+    # between that F_GETFL and the supervisor's connect(), and the receive thread waits in the kernel for room
+    # in a listener's full backlog (its own abstract listener here), for good. Every later notified call of
+    # the jail then waits. Bounded: up to 100,000 connects (each interrupted one is followed by a file creation
+    # that must succeed); it takes a few thousand here. A closed hole passes whatever the timing.
+    def test_connect_nonblocking_flag_race_does_not_stall_the_supervisor(self):
+        src = self.write(os.path.join(self.dir, "race.c"), RACE_C)
+        binary = os.path.join(self.cwd, "race")
+        subprocess.run(["cc", "-O2", "-pthread", "-o", binary, src], check=True)
+        self.own(binary)
+        settings = self.write(os.path.join(self.dir, "sockets.json"),
+                              '{"network": {"allowUnixSockets": ["/nonexistent/agent.sock"]}}')
+        rc, out, err = self.run_jail(["--settings", settings, "--", binary], timeout=120)
+        self.assertIn("CREATED", out, err)
+        self.assertEqual(rc, 0, err)
+
+
+# The connect race above: a thread flips O_NONBLOCK on the socket being connected to a full backlog.
+RACE_C = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static atomic_int cur = -1, stop;
+
+static void *flip(void *arg) {
+    (void)arg;
+    while (!stop) {
+        int fd = cur;
+        if (fd < 0) continue;
+        fcntl(fd, F_SETFL, O_NONBLOCK);
+        for (volatile int i = 0; i < 200; ++i) {}
+        fcntl(fd, F_SETFL, 0);
+        for (volatile int i = 0; i < 200; ++i) {}
+    }
+    return 0;
+}
+
+static void on_alarm(int s) { (void)s; }
+
+int main(void) {
+    struct sockaddr_un un = {.sun_family = AF_UNIX};
+    snprintf(un.sun_path + 1, sizeof un.sun_path - 1, "cordon-review-%d", getpid());
+    socklen_t len = offsetof(struct sockaddr_un, sun_path) + 1 + strlen(un.sun_path + 1);
+    int srv = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (bind(srv, (void *)&un, len) || listen(srv, 0)) {
+        perror("listen");
+        return 2;
+    }
+    for (int i = 0; i < 4; ++i) {  /* the backlog is full: a blocking connect waits */
+        int c = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        connect(c, (void *)&un, len);
+    }
+    struct sigaction sa = {.sa_handler = on_alarm};
+    sigaction(SIGALRM, &sa, 0);  /* no SA_RESTART: a call that waits returns EINTR */
+    pthread_t t;
+    pthread_create(&t, 0, flip, 0);
+    int n, waited = 0;
+    for (n = 0; n < 100000; ++n) {
+        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        cur = s;
+        alarm(2);
+        int rc = connect(s, (void *)&un, len), err = errno;
+        alarm(0);
+        cur = -1;
+        close(s);
+        if (rc == 0 || err != EINTR) continue;
+        ++waited;  /* a connect that waited (on a thread of the supervisor, or on its receive thread?) */
+        alarm(3);
+        int fd = open("made", O_CREAT | O_WRONLY, 0644);
+        err = errno;
+        alarm(0);
+        if (fd < 0) {
+            printf("STALLED (%s) after %d connects, %d waited\n", strerror(err), n, waited);
+            stop = 1;
+            pthread_join(t, 0);
+            return 0;
+        }
+        close(fd);
+    }
+    stop = 1;
+    pthread_join(t, 0);
+    printf("CREATED after %d connects, %d waited\n", n, waited);
+    return 0;
+}
+"""
+
+
 class AsRoot(ReviewCase, unittest.TestCase):
     AS_USER = False
 
