@@ -145,6 +145,42 @@ class ReviewCase(GitFixtures):
         self.assertEqual(rc, 0, err)
 
 
+    # HOLE. The receive thread opens an existing file for writing in place (do_open), and an open for writing
+    # breaks a lease first, waiting for its holder up to /proc/sys/fs/lease-break-time (45 s by default): a
+    # jailed process that holds a read lease (F_SETLEASE, on a file it owns) and a second one that opens the
+    # file for writing stall every notified call of the jail for that long, also after the opener is killed,
+    # and again each time the lease is taken anew. An open that waits belongs on a thread of its own (as a
+    # FIFO's): O_NONBLOCK makes the kernel answer EWOULDBLOCK instead of waiting.
+    def test_lease_break_does_not_stall_the_supervisor(self):
+        script = ("import fcntl, os, signal, time\n"
+                  "open('leased', 'w').close()\n"
+                  "fd = os.open('leased', os.O_RDONLY)\n"
+                  "signal.signal(signal.SIGIO, signal.SIG_IGN)\n"
+                  "fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)\n"
+                  "pid = os.fork()\n"
+                  "if pid == 0:\n"
+                  "    os.open('leased', os.O_WRONLY)\n"
+                  "    os._exit(0)\n"
+                  # Bounded: until the child waits in its openat (or 5 s).
+                  "for _ in range(500):\n"
+                  "    try:\n"
+                  "        if open('/proc/%d/syscall' % pid).read().split()[0] == '257': break\n"
+                  "    except (OSError, IndexError):\n"
+                  "        pass\n"
+                  "    time.sleep(0.01)\n"
+                  "def late(*a): raise TimeoutError()\n"
+                  "signal.signal(signal.SIGALRM, late); signal.alarm(10)\n"
+                  "try:\n"
+                  "    os.close(os.open('made', os.O_CREAT | os.O_WRONLY, 0o644)); print('CREATED')\n"
+                  "except TimeoutError:\n"
+                  "    print('STALLED')\n"
+                  "signal.alarm(0)\n"
+                  "os.kill(pid, signal.SIGKILL); os.waitpid(pid, 0)\n")
+        path = self.write(os.path.join(self.cwd, "lease.py"), script)
+        rc, out, err = self.run_jail(["--", jailtest.PY, path], timeout=120)
+        self.assertIn("CREATED", out, err)
+        self.assertEqual(rc, 0, err)
+
 # The connect race above: a thread flips O_NONBLOCK on the socket being connected to a full backlog.
 RACE_C = r"""
 #define _GNU_SOURCE
