@@ -181,6 +181,35 @@ class ReviewCase(GitFixtures):
         self.assertIn("CREATED", out, err)
         self.assertEqual(rc, 0, err)
 
+    # HOLE where the kernel has casefolding (CONFIG_UNICODE; skipped elsewhere, as on this machine's kernel):
+    # in a case-insensitive directory (tmpfs -o casefold, ext4 chattr +F) `.CLAUDE/SETTINGS.JSON` is the file
+    # Claude Code reads as `.claude/settings.json` (hooks: commands run on the host), `.MCP.JSON` its
+    # `.mcp.json`, `.Git/Hooks` git's `.git/hooks`; the write rules compare names byte for byte, and no code
+    # in jail/ or policy/ asks the directory how it compares.
+    def test_protected_names_in_a_case_insensitive_directory(self):
+        mnt = os.path.join(self.dir, "cf")
+        os.mkdir(mnt)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "casefold,mode=0755", "tmpfs", mnt],
+                          stderr=subprocess.DEVNULL).returncode != 0:
+            self.skipTest("no casefold tmpfs on this kernel (CONFIG_UNICODE)")
+        self.addCleanup(subprocess.run, ["umount", "-l", mnt], check=False)
+        project = os.path.join(mnt, "project")
+        os.mkdir(project)
+        subprocess.run(["chattr", "+F", project], stderr=subprocess.DEVNULL, check=False)
+        open(os.path.join(project, "Probe"), "w").close()
+        if not os.path.exists(os.path.join(project, "probe")):
+            self.skipTest("the casefold tmpfs does not fold this directory")
+        os.unlink(os.path.join(project, "Probe"))
+        self.own(project)
+        made, out, err = self.attempts({
+            "claude-settings": "mkdir -p .CLAUDE && echo '{}' > .CLAUDE/SETTINGS.JSON",
+            "mcp": "echo '{}' > .MCP.JSON",
+            "bashrc": "echo x > .BASHRC",
+        }, cwd=project)
+        for name in (".claude/settings.json", ".mcp.json", ".bashrc"):
+            self.assertFalse(os.path.exists(os.path.join(project, name)), f"{name}: {out}{err}")
+        self.assertEqual(made, [], out + err)
+
 # The connect race above: a thread flips O_NONBLOCK on the socket being connected to a full backlog.
 RACE_C = r"""
 #define _GNU_SOURCE
