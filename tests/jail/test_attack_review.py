@@ -6,9 +6,13 @@ is closed). Needs root.
 
     python3 tests/jail/test_attack_review.py --cordon build/cordon [-k pattern]
 """
+import json
 import os
+import socket
+import struct
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -234,6 +238,51 @@ class ReviewCase(GitFixtures):
             euid = subprocess.run([os.path.join(self.cwd, "sx")], capture_output=True, text=True,
                                   user=Env.uid, group=Env.gid, extra_groups=[]).stdout
         self.assertEqual(left, [], f"set-id programs left by the jail; the test user runs sx: {euid}")
+
+    # HOLE with --user (holds as root and unprivileged, where the supervisor is the caller's identity): a
+    # listed socket's listener reads the peer's credentials and the uid is now the jailed user's, but the
+    # peer process SO_PEERCRED names (and SO_PEERPIDFD) is the supervisor, a root process (real, saved and
+    # file-system uid 0). A service that authorises by the peer's process (polkit's unix-process subject,
+    # systemd's pidfd-based peers, anything reading /proc/PID) sees root. The connect should come from a
+    # process with the caller's ids, not from a root thread with its effective ids switched.
+    def test_listed_socket_peer_process_is_the_callers(self):
+        path = os.path.join(self.outside, "svc.sock")
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(path)
+        os.chmod(path, 0o777)
+        srv.listen(4)
+        self.addCleanup(srv.close)
+        seen = []
+
+        def serve():
+            srv.settimeout(30)
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            with conn:
+                pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                                     struct.calcsize("3i")))
+                try:
+                    with open(f"/proc/{pid}/status") as f:
+                        uids = [line.split()[1:] for line in f if line.startswith("Uid:")][0]
+                except OSError:
+                    uids = []
+                seen.append((pid, uid, uids))
+                conn.sendall(b"ok\n")
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        settings = self.write(os.path.join(self.dir, "svc.json"),
+                              json.dumps({"network": {"allowUnixSockets": [path]}}))
+        out, err = self.sh(f"python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{path}'); "
+                           "print(s.recv(10).decode().strip())\"", "--settings", settings)
+        thread.join(10)
+        self.assertEqual(out.strip(), "ok", err)
+        expected = str(Env.uid) if (self.AS_USER or self.USER_FLAG) else "0"
+        pid, uid, uids = seen[0]
+        self.assertEqual(str(uid), expected)
+        self.assertEqual(uids, [expected] * 4, f"the peer process {pid} has uids {uids}")
 
 # The connect race above: a thread flips O_NONBLOCK on the socket being connected to a full backlog.
 RACE_C = r"""
