@@ -284,6 +284,28 @@ class ReviewCase(GitFixtures):
         self.assertEqual(str(uid), expected)
         self.assertEqual(uids, [expected] * 4, f"the peer process {pid} has uids {uids}")
 
+    # HOLE. Where the repository's own configuration sends git: `core.hooksPath` (husky sets it to `.husky/_`,
+    # many projects to `.githooks`) names the hooks directory git runs instead of `.git/hooks`, and
+    # `include.path` / `includeIf` a file read as configuration (core.fsmonitor: run by `git status`). Both
+    # usually point into the worktree, which is writable: the command writes a pre-commit hook there or
+    # core.fsmonitor into the included file, and the user's next commit or status runs it on the host. The
+    # paths are known when the run starts (read the repository's config, and the user's); they deserve the
+    # protection of `.git/hooks` and `.git/config`.
+    def test_hooks_path_and_included_config_are_protected(self):
+        self.existing_repo()
+        self.git("config", "core.hooksPath", ".githooks")
+        self.git("config", "include.path", "../tools/git.conf")
+        self.write(os.path.join(self.cwd, "tools/git.conf"), "[user]\n\tname = owner\n")
+        self.mkdir("project/.githooks")
+        time.sleep(0.02)
+        made, out, err = self.attempts({
+            "hook": "echo 'touch /tmp/pwned' > .githooks/pre-commit && chmod +x .githooks/pre-commit",
+            "included": "printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' >> tools/git.conf",
+        })
+        self.assertEqual(made, [], out + err)
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, ".githooks/pre-commit")))
+        self.assertEqual(self.host_git("config", "--get", "core.fsmonitor", cwd=self.cwd).stdout, "")
+
 # The connect race above: a thread flips O_NONBLOCK on the socket being connected to a full backlog.
 RACE_C = r"""
 #define _GNU_SOURCE
