@@ -306,6 +306,52 @@ class ReviewCase(GitFixtures):
         self.assertFalse(os.path.exists(os.path.join(self.cwd, ".githooks/pre-commit")))
         self.assertEqual(self.host_git("config", "--get", "core.fsmonitor", cwd=self.cwd).stdout, "")
 
+    # HOLDS. Other spellings of a reopen and other calls reaching a protected name: a read-only descriptor
+    # (of a file the command may not write) reopened for writing through /proc/thread-self/fd,
+    # /proc/self/task/TID/fd, /proc/PID/task/TID/fd, /dev/fd, an openat() relative to an open /proc/self/fd
+    # directory, and an O_PATH descriptor; openat2 with RESOLVE_BENEATH; O_TMPFILE + linkat(AT_EMPTY_PATH)
+    # and + linkat of /proc/self/fd/N; renameat2(RENAME_NOREPLACE) onto a protected name.
+    def test_reopen_spellings_and_other_calls_hold(self):
+        script = r"""
+import ctypes, os, threading
+libc = ctypes.CDLL(None, use_errno=True)
+def attempt(key, fn):
+    try:
+        r = fn()
+        if isinstance(r, int) and r < 0:
+            raise OSError(ctypes.get_errno(), key)
+        print('MADE-' + key)
+    except OSError:
+        print('REFUSED-' + key)
+fd = os.open('/etc/hostname', os.O_RDONLY)
+tid = threading.get_native_id()
+pid = os.getpid()
+attempt('thread-self', lambda: os.open('/proc/thread-self/fd/%d' % fd, os.O_WRONLY))
+attempt('task', lambda: os.open('/proc/self/task/%d/fd/%d' % (tid, fd), os.O_RDWR))
+attempt('pid-task', lambda: os.open('/proc/%d/task/%d/fd/%d' % (pid, tid, fd), os.O_WRONLY | os.O_APPEND))
+attempt('dev-fd', lambda: os.open('/dev/fd/%d' % fd, os.O_WRONLY | os.O_TRUNC))
+d = os.open('/proc/self/fd', os.O_RDONLY | os.O_DIRECTORY)
+attempt('dirfd', lambda: os.open(str(fd), os.O_WRONLY, dir_fd=d))
+p = os.open('/etc/hostname', os.O_PATH)
+attempt('o-path', lambda: os.open('/proc/self/fd/%d' % p, os.O_RDWR))
+class How(ctypes.Structure):
+    _fields_ = [('flags', ctypes.c_uint64), ('mode', ctypes.c_uint64), ('resolve', ctypes.c_uint64)]
+how = How(os.O_WRONLY | os.O_CREAT, 0o644, 0x08)  # RESOLVE_BENEATH
+attempt('openat2', lambda: libc.syscall(437, -100, b'.mcp.json', ctypes.byref(how), ctypes.sizeof(how)))
+t = os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o644)
+os.write(t, b'{}')
+attempt('linkat-empty', lambda: libc.linkat(t, b'', -100, b'.mcp.json', 0x1000))
+attempt('linkat-proc', lambda: libc.linkat(-100, b'/proc/self/fd/%d' % t, -100, b'.bashrc', 0x400))
+open('x', 'w').close()
+attempt('noreplace', lambda: libc.renameat2(-100, b'x', -100, b'.gitmodules', 1))
+"""
+        path = self.write(os.path.join(self.cwd, "spell.py"), script)
+        out, err = self.sh(f"python3 {path}")
+        self.assertNotIn("MADE-", out, err)
+        self.assertEqual(out.count("REFUSED-"), 10, out + err)
+        for name in (".mcp.json", ".bashrc", ".gitmodules"):
+            self.assertFalse(os.path.lexists(os.path.join(self.cwd, name)), name)
+
 # The connect race above: a thread flips O_NONBLOCK on the socket being connected to a full backlog.
 RACE_C = r"""
 #define _GNU_SOURCE
