@@ -23,10 +23,10 @@ from test_notify import GIT_ENV, GitFixtures  # noqa: E402
 
 
 class ReviewCase(GitFixtures):
-    def attempts(self, attempts, tail="", **kw):
+    def attempts(self, attempts, *flags, tail="", **kw):
         """Runs each attempt in one jail; returns the keys that succeeded (MADE-key printed)."""
         script = "; ".join(f"({cmd}) 2>/dev/null && echo MADE-{key}" for key, cmd in attempts.items())
-        out, err = self.sh(script + "; " + (tail or "true"), expect=None, **kw)
+        out, err = self.sh(script + "; " + (tail or "true"), *flags, expect=None, **kw)
         return [key for key in attempts if f"MADE-{key}" in out], out, err
 
     def host_git(self, *args, cwd):
@@ -351,6 +351,22 @@ attempt('noreplace', lambda: libc.renameat2(-100, b'x', -100, b'.gitmodules', 1)
         self.assertEqual(out.count("REFUSED-"), 10, out + err)
         for name in (".mcp.json", ".bashrc", ".gitmodules"):
             self.assertFalse(os.path.lexists(os.path.join(self.cwd, name)), name)
+
+    # HOLE. A symlink named for the directory that holds protected names: `.claude/settings.json` may not be
+    # written, nor a prepared directory moved to `.claude`, but `ln -s evil .claude` is allowed, and Claude
+    # Code on the host reads `evil/settings.json` as the project's settings (hooks: commands it runs on the
+    # host; permissions; `sandbox.enabled: false`). The same for `.config` in a writable home
+    # (`.config/git/config`: git's global configuration, core.fsmonitor/core.pager for every repository).
+    # A symlink is a rename of a whole tree into place: decided as decide_directory_move decides one.
+    def test_symlink_to_a_prepared_protected_directory(self):
+        made, out, err = self.attempts({
+            "claude": "mkdir evil && echo '{\"hooks\": {}}' > evil/settings.json && ln -s evil .claude",
+            "config": f"mkdir -p {self.home}/prep/git && echo '[core]' > {self.home}/prep/git/config && "
+                      f"ln -s prep {self.home}/.config",
+        }, "--allow-write", self.home)
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, ".claude/settings.json")), out + err)
+        self.assertFalse(os.path.exists(os.path.join(self.home, ".config/git/config")), out + err)
+        self.assertEqual(made, [], out + err)
 
 # The connect race above: a thread flips O_NONBLOCK on the socket being connected to a full backlog.
 RACE_C = r"""
