@@ -1020,6 +1020,11 @@ class NotifierImpl final : public Notifier {
         ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
     }
 
+    // The permission bits of a mode the supervisor applies for the caller, without S_ISUID and S_ISGID. Why:
+    // a creation performed with the mode as given (`open(..., O_CREAT, 06755)`) would leave a set-id program
+    // in the user's tree, which the chmod family refuses in the filter (jail/seccomp.cpp).
+    static mode_t without_set_id(mode_t mode) { return mode & 01777; }
+
     // One handler for every notified call, driven by the table (kSyscalls).
     void handle(const seccomp_notif& req) {
         const SyscallRole* role = role_of(static_cast<long>(req.data.nr));
@@ -1035,7 +1040,7 @@ class NotifierImpl final : public Notifier {
             case Does::OpenForWriting: {
                 if ((err = read_string(c.pid, args.path, p1))) break;
                 Fd fd;
-                err = do_open(req, c, args.dirfd, p1, args.flags, args.mode & 07777, fd);
+                err = do_open(req, c, args.dirfd, p1, args.flags, without_set_id(args.mode), fd);
                 if (err < 0) return;  // answered elsewhere, or the caller is gone
                 if (err == 0) return send_fd(req.id, fd.fd, args.flags);
                 break;
@@ -1075,7 +1080,7 @@ class NotifierImpl final : public Notifier {
                 if (t1.name == ".") return EEXIST;
                 if ((err = decide_at(t1, true))) return err;
                 if (!become(c)) return EPERM;
-                const mode_t mode = args.mode & 07777;
+                const mode_t mode = without_set_id(args.mode);
                 timespec now{};
                 ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
                 if (::mkdirat(t1.dir.fd, t1.name.c_str(), mode) != 0) return errno;
@@ -1091,7 +1096,8 @@ class NotifierImpl final : public Notifier {
                 if ((err = decide_at(t1, true))) return err;
                 if (!become(c)) return EPERM;
                 const dev_t dev = static_cast<dev_t>(args.extra);
-                if (::mknodat(t1.dir.fd, t1.name.c_str(), args.mode, dev) != 0) return errno;
+                const mode_t mode = args.mode & ~mode_t(S_ISUID | S_ISGID);
+                if (::mknodat(t1.dir.fd, t1.name.c_str(), mode, dev) != 0) return errno;
                 note_if_git(t1);
                 return 0;
             }
