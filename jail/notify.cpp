@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "jail/detail/jail_view.hpp"
+#include "jail/git_dirs.hpp"
 #include "jail/seccomp_notify_compat.hpp"
 #include "jail/unix_sockets.hpp"
 
@@ -612,7 +613,7 @@ class NotifierImpl final : public Notifier {
         while (!stack.empty()) {
             Item item = std::move(stack.back());
             stack.pop_back();
-            bool head = false, objects = false, refs = false;
+            bool head = false, objects = false, refs = false, commondir = false;
             const bool nocase = casefold_dir(item.dir.fd);
             auto is = [&](const std::string& name, const char* what) {
                 return name == what || (nocase && same_folded(name, fold(what).c_str()));
@@ -637,6 +638,7 @@ class NotifierImpl final : public Notifier {
                     head = head || is(name, "HEAD");
                     objects = objects || is(name, "objects");
                     refs = refs || is(name, "refs");
+                    commondir = commondir || is(name, "commondir");
                     unsigned char type = d->d_type;
                     if (type == DT_UNKNOWN) {
                         struct stat est {};
@@ -652,18 +654,26 @@ class NotifierImpl final : public Notifier {
                     stack.push_back({std::move(sub), item.path + "/" + name, item.depth + 1});
                 }
             }
-            if (head && (objects || refs) && !repository_place_allowed(item.path)) return EACCES;
+            if (head && (objects || refs || commondir)) {
+                // A git directory of any name that existed when the run started moves no more than a `.git`.
+                struct statx stx {};
+                if (::statx(item.dir.fd, "", AT_EMPTY_PATH, STATX_BTIME | STATX_INO, &stx) != 0 ||
+                    existed_at_start(stx))
+                    return EACCES;
+                if (!repository_place_allowed(item.path)) return EACCES;
+            }
         }
         return 0;
     }
     static constexpr std::size_t kMaxMovedEntries = 100000;
     static constexpr int kMaxMovedDepth = 64;
 
-    // Whether `dir` (jail view) may hold what git reads as a repository (`HEAD` next to `objects` or `refs`).
-    // Why: git takes such a directory for a repository at every level it searches (and reads its `config`:
-    // core.fsmonitor, core.worktree), so one planted in `src/` runs a command on the host's next `git status`
-    // there. Allowed: a git directory itself (`.../.git`), anything inside a git directory the run created
-    // (submodules, `git clone --mirror` into `.git/...`), and with allowBareRepositories anywhere (named).
+    // Whether `dir` (jail view) may hold what git reads as a repository (`HEAD` next to `objects`, `refs` or
+    // `commondir`). Why: git takes such a directory for a repository at every level it searches (and reads
+    // its `config`: core.fsmonitor, core.worktree), so one planted in `src/` runs a command on the host's
+    // next `git status` there. Allowed: a git directory itself (`.../.git`), anything inside a git directory
+    // the run created (submodules, `git clone --mirror` into `.git/...`), and with allowBareRepositories
+    // anywhere (named).
     bool repository_place_allowed(const std::string& dir) {
         if (dir.size() >= 5 && dir.compare(dir.size() - 5, 5, "/.git") == 0) return true;
         const std::size_t at = dir.rfind("/.git/");
@@ -675,6 +685,7 @@ class NotifierImpl final : public Notifier {
     // outside the writable areas (as the read-only mounts say), EACCES for a protected path.
     int decide(const std::string& path, bool creates) {
         if (int err = decide_exact(path, creates, path)) return err;
+        if (int err = decide_in_git_dirs(path)) return err;
         // Case-insensitive directories (ext4 `chattr +F`, tmpfs `-o casefold`): there `.BASHRC` is bash's
         // `.bashrc` and `.Git/Hooks` git's `.git/hooks`. A path with capitals that the policy allows is
         // decided again in lower case (the protected names and the usual deny rules are lower case); a
@@ -683,6 +694,33 @@ class NotifierImpl final : public Notifier {
         if (std::none_of(path.begin(), path.end(), [](char ch) { return ch >= 'A' && ch <= 'Z'; })) return 0;
         if (decide_exact(fold(path), creates, path) != EACCES) return 0;
         return casefold_on_the_way(path) ? EACCES : 0;
+    }
+
+    // The names protected inside a `.git` that existed when the run started, inside any other git directory
+    // of that age. Why: git reads the config and runs the hooks of the git directory a gitfile points to
+    // (`git init --separate-git-dir .bare`: `.git` holds `gitdir: ./.bare`) and of a bare repository (a local
+    // remote `origin.git`: its hooks run at the user's next push) exactly as those of a `.git`; a name is
+    // no protection. Recognised by what it holds (git_dirs::holds_signature) and judged by its age as a
+    // `.git` is (git_dir_existed: by identity). Looked up only where the path names something inside a git
+    // directory
+    // (`hooks`, `config`, ...): most paths cost nothing.
+    int decide_in_git_dirs(const std::string& path) {
+        const std::vector<std::string> parts = components(path);
+        for (std::size_t i : git_dirs::candidate_dirs(parts)) {
+            const std::string dir = join(parts, i + 1);
+            open_how how{};
+            how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+            how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+            Fd fd(static_cast<int>(::syscall(SYS_openat2, view_.root_fd(), dir.c_str(), &how, sizeof how)));
+            if (fd.fd < 0 || !git_dirs::holds_signature(fd.fd) || !git_dir_existed(dir)) continue;
+            std::string inside = "/.git";
+            for (std::size_t k = i + 1; k < parts.size(); ++k)
+                inside += "/" + parts[k];
+            const policy::Decision d =
+                policy_->decide_write_resolved(inside, [](const std::string&) { return true; });
+            if (d.reason == policy::Reason::AlwaysReadOnly) return EACCES;
+        }
+        return 0;
     }
 
     static std::string fold(std::string text) {
@@ -755,8 +793,8 @@ class NotifierImpl final : public Notifier {
     // A directory being moved or removed that holds protected names, or a pre-existing git directory.
     // decide() for a target, with what only the file system tells: an existing gitfile (`.git` as a file,
     // pointing to the git directory) is neither written, replaced nor removed; and the bare-repository trick:
-    // `HEAD` next to `objects` or `refs` at the top of a writable root that is no git directory (git would
-    // read a `config` there as a repository's) is not created, nor the reverse.
+    // `HEAD` next to `objects`, `refs` or `commondir` at the top of a writable root that is no git directory
+    // (git would read a `config` there as a repository's) is not created, nor the reverse.
     int decide_at(const Target& t, bool creates) {
         if (int err = decide(t.path(), creates)) return err;
         if (!decided_with_file_system(t.name)) return 0;
@@ -765,10 +803,10 @@ class NotifierImpl final : public Notifier {
             S_ISREG(st.st_mode))
             return EACCES;
         const bool head = name_is(t, "HEAD");
-        if (creates && (head || name_is(t, "objects") || name_is(t, "refs"))) {
+        if (creates && (head || name_is(t, "objects") || name_is(t, "refs") || name_is(t, "commondir"))) {
             // (A directory that compares without case finds `OBJECTS` for `objects` itself.)
             auto has = [&](const char* n) { return ::fstatat(t.dir.fd, n, &st, AT_SYMLINK_NOFOLLOW) == 0; };
-            if (head ? (has("objects") || has("refs")) : has("HEAD")) {
+            if (head ? (has("objects") || has("refs") || has("commondir")) : has("HEAD")) {
                 if (!repository_place_allowed(t.dir_path)) return EACCES;
                 if (!inside_git_dir(t.dir_path)) {
                     struct statx stx {};  // a bare repository allowed by the setting: named
@@ -783,7 +821,7 @@ class NotifierImpl final : public Notifier {
     // The names decide_at() also looks up in the file system (a gitfile; the bare-repository trick).
     static bool decided_with_file_system(const std::string& name) {
         const std::string n = fold(name);
-        return n == ".git" || n == "head" || n == "objects" || n == "refs";
+        return n == ".git" || n == "head" || n == "objects" || n == "refs" || n == "commondir";
     }
 
     // Whether two targets' directories lie on one mount (a rename or link between mounts is EXDEV, which the
