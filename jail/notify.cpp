@@ -838,9 +838,7 @@ class NotifierImpl final : public Notifier {
 
     // A `.git` counts only when it existed before the run (a repository the run created may go).
     int decide_directory_move(const std::string& path, int dirfd, const std::string& name) {
-        if (!policy_->holds_protected_names(path) &&
-            !(path != fold(path) && policy_->holds_protected_names(fold(path)) && casefold_on_the_way(path)))
-            return 0;
+        if (!holds_protected_names(path)) return 0;
         struct stat st {};
         if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) return 0;
         const std::size_t slash = path.rfind('/');
@@ -856,6 +854,29 @@ class NotifierImpl final : public Notifier {
             if (!git_dir_existed(dir)) return 0;
         }
         return EACCES;
+    }
+
+    // Whether `path` (jail view) names a directory that holds or would hold protected names (`.claude`,
+    // `.git`, a home's `.config`), as the directory that would hold it compares names.
+    bool holds_protected_names(const std::string& path) {
+        return policy_->holds_protected_names(path) ||
+               (path != fold(path) && policy_->holds_protected_names(fold(path)) &&
+                casefold_on_the_way(path));
+    }
+
+    // A symlink made, renamed or linked to `to`: refused (EACCES) where `to` holds protected names. Why: a
+    // symlink is a directory moved into place for whoever follows it: `ln -s evil .claude` makes Claude Code
+    // on the host read `evil/settings.json` as the project's settings (hooks run on the host), `ln -s prep
+    // ~/.config` gives git a global config of the command's; decide_directory_move refuses `mv evil .claude`,
+    // and the link must not do by name what the move may not. `is_link`: the entry being placed is a symlink
+    // (a symlink call's new one, or what a rename or link moves).
+    int decide_symlink_into_place(bool is_link, const std::string& to) {
+        return is_link && holds_protected_names(to) ? EACCES : 0;
+    }
+
+    static bool is_symlink(int dirfd, const std::string& name) {
+        struct stat st {};
+        return ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
     }
 
     // The caller's descriptor `n`, reopened with `flags` (a write only through a descriptor open for
@@ -1168,6 +1189,10 @@ class NotifierImpl final : public Notifier {
                 // RENAME_EXCHANGE moves the target to the source's name too.
                 if ((flags & RENAME_EXCHANGE) && (err = decide_directory_move(t1.path(), t2.dir.fd, t2.name)))
                     return refused(err);
+                if ((err = decide_symlink_into_place(is_symlink(t1.dir.fd, t1.name), t2.path())) ||
+                    ((flags & RENAME_EXCHANGE) &&
+                     (err = decide_symlink_into_place(is_symlink(t2.dir.fd, t2.name), t1.path()))))
+                    return refused(err);
                 if ((err = decide_moved_tree(t1, t2)) ||
                     ((flags & RENAME_EXCHANGE) && (err = decide_moved_tree(t2, t1))))
                     return refused(err);
@@ -1214,6 +1239,7 @@ class NotifierImpl final : public Notifier {
                     return 0;
                 }
                 if (t1.name == ".") return EPERM;
+                if ((err = decide_symlink_into_place(is_symlink(t1.dir.fd, t1.name), t2.path()))) return err;
                 // The source gets a second name: it must be writable where it is (between mounts EXDEV, as
                 // the kernel says first and says itself for a call performed).
                 if ((err = decide_at(t1, false))) return same_mount(t1, t2) ? err : EXDEV;
@@ -1227,7 +1253,8 @@ class NotifierImpl final : public Notifier {
                 if ((err = target(args.dirfd2, args.path2, false, t2, p2))) return err;
                 if (!valid(req.id)) return -1;
                 if (t2.name == ".") return EEXIST;
-                if ((err = decide_at(t2, true))) return err;
+                if ((err = decide_at(t2, true)) || (err = decide_symlink_into_place(true, t2.path())))
+                    return err;
                 if (!become(c)) return EPERM;
                 if (::symlinkat(p1.c_str(), t2.dir.fd, t2.name.c_str()) != 0) return errno;
                 note_if_git(t2);
