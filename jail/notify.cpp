@@ -425,6 +425,8 @@ class NotifierImpl final : public Notifier {
     static int connect_waiting(int sock, const std::function<int()>& attempt,
                                const std::function<bool()>& cancelled) {
         int err = attempt();
+        // Done, or a non-blocking socket's answer (EINPROGRESS, EAGAIN, EALREADY): the caller's to handle.
+        if (err != EINTR) return err;
         while (err == EINTR || err == EALREADY || err == EINPROGRESS) {
             if (cancelled()) return -1;
             if (err == EINTR) {
@@ -470,6 +472,34 @@ class NotifierImpl final : public Notifier {
         state_.fsgid = static_cast<gid_t>(-1);
         if (!restrict_capabilities()) return EPERM;
         return result;
+    }
+
+    // Runs a connect of a socket that was non-blocking when we looked, on the receive thread, under a
+    // deadline: a timer of the thread's own signals it every kConnectDeadline until the connect returns.
+    // Why: the caller's other thread may have cleared O_NONBLOCK since (the open file is shared), and a
+    // connect that waits (a listener's full backlog) would hold up every notified call of the jail. An
+    // interrupted connect answers EINTR (a Unix one is abandoned, a TCP one goes on in the kernel), which
+    // the caller of this hands to a wait thread (connect_waiting takes either up).
+    static int connect_without_waiting(const std::function<int()>& attempt) {
+        static constexpr long kConnectDeadline = 5'000'000;  // ns
+        thread_local timer_t timer{};
+        thread_local bool made = false;
+        if (!made) {
+            sigevent ev{};
+            ev.sigev_notify = SIGEV_THREAD_ID;
+            ev.sigev_signo = wake_signal();
+            ev._sigev_un._tid = static_cast<pid_t>(::syscall(SYS_gettid));
+            if (::timer_create(CLOCK_MONOTONIC, &ev, &timer) != 0) return EINTR;  // no deadline: to a thread
+            made = true;
+        }
+        itimerspec arm{};
+        arm.it_value.tv_nsec = kConnectDeadline;
+        arm.it_interval.tv_nsec = kConnectDeadline;  // again, should a tick come before the connect waits
+        if (::timer_settime(timer, 0, &arm, nullptr) != 0) return EINTR;
+        const int err = attempt();
+        const itimerspec off{};
+        ::timer_settime(timer, 0, &off, nullptr);
+        return err;
     }
 
     static void install_wake_signal() {
@@ -881,7 +911,9 @@ class NotifierImpl final : public Notifier {
 
     // The caller's descriptor `n`, reopened with `flags` (a write only through a descriptor open for
     // writing, never a directory or O_PATH one: the reopen writes only where the original could).
-    int reopen(pid_t pid, long n, int flags, mode_t mode, Fd& out) {
+    // kWouldWait: the open would wait (a FIFO, a lease to break), and `pending` holds the original for an
+    // open on a wait thread (reopen_path names it there).
+    int reopen(pid_t pid, long n, int flags, mode_t mode, Fd& out, std::shared_ptr<Fd>& pending) {
         Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
         if (pidfd.fd < 0) return errno;
         Fd orig(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.fd, static_cast<int>(n), 0)));
@@ -897,10 +929,77 @@ class NotifierImpl final : public Notifier {
         const int had = (oflags & O_PATH) ? -1 : (oflags & O_ACCMODE);
         if (wants_write && ((had != O_WRONLY && had != O_RDWR) || S_ISDIR(st.st_mode))) return EACCES;
         if (wants_read && had != O_RDONLY && had != O_RDWR) return EACCES;
-        char self[64];
-        std::snprintf(self, sizeof self, "/proc/self/fd/%d", orig.fd);
-        out = Fd(::open(self, (flags & ~O_NOFOLLOW) | O_CLOEXEC | O_NOCTTY, mode));
-        return out.fd < 0 ? errno : 0;
+        const int open_flags = (flags & ~O_NOFOLLOW) | O_CLOEXEC | O_NOCTTY;
+        const int err = S_ISFIFO(st.st_mode) && !(flags & O_NONBLOCK)
+                            ? kWouldWait
+                            : open_without_waiting(AT_FDCWD, reopen_path(orig.fd), open_flags, mode, out);
+        if (err == kWouldWait) pending = std::make_shared<Fd>(std::move(orig));
+        return err;
+    }
+
+    static std::string reopen_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+    // An open that would wait: for the other end of a FIFO, for the holder of a lease to let go (an open for
+    // writing breaks a read lease, and waits up to /proc/sys/fs/lease-break-time, 45 s by default), for a
+    // device. Returned by open_without_waiting.
+    static constexpr int kWouldWait = -2;
+
+    // Opens as openat(2) would, but never waits. Why: the receive thread serves every notified call of the
+    // jail; one open that waits (a FIFO that became one after we looked, a lease the command holds itself)
+    // would freeze the jail's file system for as long. So the open is tried with O_NONBLOCK, with which the
+    // kernel answers EWOULDBLOCK (a lease) or ENXIO (a FIFO without reader) instead of waiting; a caller who
+    // did not ask for O_NONBLOCK gets the descriptor without it, or kWouldWait (then the open is made again
+    // as asked, on a wait thread: wait_on_thread). A FIFO opened so is closed and left to the wait thread:
+    // a non-blocking FIFO open means something else.
+    static int open_without_waiting(int dirfd, const std::string& name, int open_flags, mode_t mode,
+                                    Fd& out) {
+        out = Fd(::openat(dirfd, name.c_str(), open_flags | O_NONBLOCK, mode));
+        if (open_flags & O_NONBLOCK) return out.fd < 0 ? errno : 0;
+        if (out.fd < 0) return errno == EWOULDBLOCK || errno == ENXIO ? kWouldWait : errno;
+        struct stat st {};
+        if (::fstat(out.fd, &st) != 0) return errno;
+        if (S_ISFIFO(st.st_mode)) {
+            out.reset();
+            return kWouldWait;
+        }
+        const int fl = ::fcntl(out.fd, F_GETFL);
+        if (fl < 0 || ::fcntl(out.fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+            out.reset();
+            return EIO;
+        }
+        return 0;
+    }
+
+    // Runs `attempt` (an open or a truncate that may wait) on a wait thread (see Waits) with the caller's
+    // rights, again after each interruption, until it is done or its caller gone. It answers with the
+    // descriptor `attempt` leaves in its Fd (when it returns 0 and `sends_fd`), or its errno. -1 when
+    // started, EAGAIN when no wait can start.
+    int wait_on_thread(const seccomp_notif& req, const Caller& c, std::function<int(Fd&)> attempt,
+                       bool sends_fd, int send_flags) {
+        const bool started = waits_->start(
+            req.id,
+            [attempt = std::move(attempt), who = c, id = req.id, privileged = privileged_, sends_fd,
+             send_flags](int answer, const std::function<bool()>& cancelled) {
+                if (!become(who, privileged)) return reply_on(answer, id, EPERM);
+                for (;;) {
+                    Fd fd;
+                    const int err = attempt(fd);
+                    if (err == 0 && sends_fd) return send_fd_on(answer, id, fd.fd, send_flags);
+                    if (err != EINTR) return reply_on(answer, id, err);
+                    if (cancelled()) return;  // the caller is gone: nobody to answer
+                }
+            },
+            wake_signal());
+        return started ? -1 : EAGAIN;
+    }
+
+    // The blocking open of `name` in `dir` (kept open by the wait), for wait_on_thread.
+    static std::function<int(Fd&)> blocking_open(std::shared_ptr<Fd> dir, std::string name, int open_flags,
+                                                 mode_t mode) {
+        return [dir = std::move(dir), name = std::move(name), open_flags, mode](Fd& fd) {
+            fd = Fd(::openat(dir ? dir->fd : AT_FDCWD, name.c_str(), open_flags, mode));
+            return fd.fd < 0 ? errno : 0;
+        };
     }
 
     // Hands `fd` to the caller as the call's result (atomically answering the notification).
@@ -972,7 +1071,14 @@ class NotifierImpl final : public Notifier {
             !(flags & O_PATH) && ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) || tmpfile);
         if (t.magic >= 0) {
             if (!become(c)) return EPERM;
-            return reopen(c.pid, t.magic, flags, mode, result);
+            std::shared_ptr<Fd> pending;
+            const int err = reopen(c.pid, t.magic, flags, mode, result, pending);
+            if (err != kWouldWait) return err;
+            const std::string name = reopen_path(pending->fd);
+            return wait_on_thread(
+                req, c,
+                blocking_open(std::move(pending), name, (flags & ~O_NOFOLLOW) | O_CLOEXEC | O_NOCTTY, mode),
+                true, flags);
         }
         struct stat st {};
         bool exists = false;
@@ -992,26 +1098,16 @@ class NotifierImpl final : public Notifier {
         }
         if (!become(c)) return EPERM;
         const int open_flags = (flags & ~O_CLOEXEC) | O_CLOEXEC | O_NOCTTY | (tmpfile ? 0 : O_NOFOLLOW);
-        if (exists && S_ISFIFO(st.st_mode) && !(flags & O_NONBLOCK)) {
-            // Opening a FIFO waits for the other side: on a thread of its own (see Waits).
-            auto dir = std::make_shared<Fd>(std::move(t.dir));
-            const bool started = waits_->start(
-                req.id,
-                [dir, name = t.name, who = c, id = req.id, privileged = privileged_, open_flags, mode, flags](
-                    int answer, const std::function<bool()>& cancelled) {
-                    if (!become(who, privileged)) return reply_on(answer, id, EPERM);
-                    for (;;) {
-                        Fd fd(::openat(dir->fd, name.c_str(), open_flags, mode));
-                        if (fd.fd >= 0) return send_fd_on(answer, id, fd.fd, flags);
-                        if (errno != EINTR) return reply_on(answer, id, errno);
-                        if (cancelled()) return;  // the caller is gone: nobody to answer
-                    }
-                },
-                wake_signal());
-            return started ? -1 : EAGAIN;
-        }
-        result = Fd(::openat(t.dir.fd, t.name.c_str(), open_flags, mode));
-        if (result.fd < 0) return errno;
+        // Opening a FIFO waits for the other side: on a thread of its own (see Waits), as any open that would
+        // wait.
+        const int err = exists && S_ISFIFO(st.st_mode) && !(flags & O_NONBLOCK)
+                            ? kWouldWait
+                            : open_without_waiting(t.dir.fd, t.name, open_flags, mode, result);
+        if (err == kWouldWait)
+            return wait_on_thread(
+                req, c, blocking_open(std::make_shared<Fd>(std::move(t.dir)), t.name, open_flags, mode), true,
+                flags);
+        if (err) return err;
         if ((flags & O_CREAT) && !exists) note_if_git(t);
         return 0;
     }
@@ -1270,7 +1366,19 @@ class NotifierImpl final : public Notifier {
                 if (t1.magic >= 0) {
                     Fd fd;
                     if (!become(c)) return EPERM;
-                    if ((err = reopen(c.pid, t1.magic, O_WRONLY, 0, fd))) return err;
+                    std::shared_ptr<Fd> pending;
+                    err = reopen(c.pid, t1.magic, O_WRONLY, 0, fd, pending);
+                    if (err == kWouldWait) {
+                        auto open = blocking_open(pending, reopen_path(pending->fd), O_WRONLY | O_CLOEXEC, 0);
+                        return wait_on_thread(
+                            req, c,
+                            [open, length](Fd& f) {
+                                const int e = open(f);
+                                return e ? e : ::ftruncate(f.fd, length) == 0 ? 0 : errno;
+                            },
+                            false, 0);
+                    }
+                    if (err) return err;
                     return ::ftruncate(fd.fd, length) == 0 ? 0 : errno;
                 }
                 struct stat st {};
@@ -1279,9 +1387,24 @@ class NotifierImpl final : public Notifier {
                 if (!become(c)) return EPERM;
                 Fd fd(::openat(t1.dir.fd, t1.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
                 if (fd.fd < 0) return errno;
-                char self[64];
-                std::snprintf(self, sizeof self, "/proc/self/fd/%d", fd.fd);
-                return ::truncate(self, length) == 0 ? 0 : errno;
+                const std::string self = reopen_path(fd.fd);
+                // truncate(2) breaks a lease as an open for writing does (and waits): a regular file is
+                // opened for writing without waiting first, and truncated on a wait thread when that would
+                // wait.
+                if (S_ISREG(st.st_mode)) {
+                    Fd w;
+                    err = open_without_waiting(AT_FDCWD, self, O_WRONLY | O_CLOEXEC | O_NOCTTY, 0, w);
+                    if (err == 0) return ::ftruncate(w.fd, length) == 0 ? 0 : errno;
+                    if (err != kWouldWait) return err;
+                    auto kept = std::make_shared<Fd>(std::move(fd));
+                    return wait_on_thread(
+                        req, c,
+                        [kept, length](Fd&) {
+                            return ::truncate(reopen_path(kept->fd).c_str(), length) == 0 ? 0 : errno;
+                        },
+                        false, 0);
+                }
+                return ::truncate(self.c_str(), length) == 0 ? 0 : errno;
             }
             default:
                 return ENOSYS;
@@ -1309,61 +1432,61 @@ class NotifierImpl final : public Notifier {
         const bool connecting = req.data.nr == SYS_connect;
         if (addr.ss_family == AF_UNIX && len > sizeof(sockaddr_un)) return EINVAL;  // as the kernel
         const auto path = unix_sockets::filesystem_path(addr, len);
-        const int flags = ::fcntl(sock.fd, F_GETFL);
         // A blocking connect waits (a full backlog, a TCP handshake): on a thread of its own, not to hold up
-        // every other call.
-        const bool blocking = connecting && flags >= 0 && !(flags & O_NONBLOCK);
+        // every other call. A non-blocking one is made here, but under a deadline (connect_without_waiting):
+        // the socket's open file is shared with the caller, whose other thread can clear O_NONBLOCK between
+        // our look and the connect.
+        const int flags = ::fcntl(sock.fd, F_GETFL);
+        const bool blocking = flags < 0 || (flags & O_NONBLOCK) == 0;
+        auto s = std::make_shared<Fd>(std::move(sock));
+        std::function<int()> attempt;
         if (!path) {
             // Another family, an abstract or unnamed address: confined by the socket's network namespace,
             // performed with the caller's rights.
             if (int err = unix_sockets::needs_privilege(addr, len, connecting)) return err;
-            if (blocking) {
-                auto s = std::make_shared<Fd>(std::move(sock));
-                const bool started = waits_->start(
-                    req.id,
-                    [s, addr, len, who = c, id = req.id, privileged = privileged_](
-                        int answer, const std::function<bool()>& cancelled) {
-                        if (!become(who, privileged)) return reply_on(answer, id, EPERM);
-                        const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
-                        const int err = connect_waiting(
-                            s->fd, [&] { return ::connect(s->fd, sa, len) == 0 ? 0 : errno; }, cancelled);
-                        if (err >= 0) reply_on(answer, id, err);
-                    },
-                    wake_signal());
-                return started ? -1 : EAGAIN;
+            if (!connecting) {
+                if (!become(c)) return EPERM;
+                return ::bind(s->fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0 ? 0 : errno;
             }
-            if (!become(c)) return EPERM;
-            const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
-            const int rc = connecting ? ::connect(sock.fd, sa, len) : ::bind(sock.fd, sa, len);
-            return rc == 0 ? 0 : errno;
+            attempt = [s, addr, len] {
+                return ::connect(s->fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0 ? 0 : errno;
+            };
+        } else if (connecting) {
+            std::string abs;
+            if (int err = view_.absolute(c, AT_FDCWD, *path, abs)) return err;
+            auto to = std::make_shared<Fd>();
+            if (int err = unix_sockets::open_listed(view_.root(c.pid), abs, pinned_sockets_, listed_sockets_,
+                                                    to->fd))
+                return err;
+            attempt = [s, to, who = c, privileged = privileged_] {
+                return as_caller(who, privileged, [&] { return unix_sockets::connect_to(s->fd, to->fd); });
+            };
         }
+        if (connecting) {
+            if (!blocking) {
+                if (!become(c)) return EPERM;
+                const int err = connect_without_waiting(attempt);
+                // Past the deadline a Unix socket's connect is abandoned: answered as the non-blocking
+                // connect the caller made (its flag changed while the call was made; the kernel would have
+                // taken either), EAGAIN for a full backlog. Another family's goes on in the kernel, on a wait
+                // thread.
+                if (err == EINTR && addr.ss_family == AF_UNIX) return EAGAIN;
+                if (err != EINTR || !valid(req.id)) return err;
+            }
+            const bool started = waits_->start(
+                req.id,
+                [s, attempt, who = c, id = req.id, privileged = privileged_](
+                    int answer, const std::function<bool()>& cancelled) {
+                    if (!become(who, privileged)) return reply_on(answer, id, EPERM);
+                    const int err = connect_waiting(s->fd, attempt, cancelled);
+                    if (err >= 0) reply_on(answer, id, err);
+                },
+                wake_signal());
+            return started ? -1 : EAGAIN;
+        }
+        Fd& sock_fd = *s;
         std::string abs;
         if (int err = view_.absolute(c, AT_FDCWD, *path, abs)) return err;
-        if (connecting) {
-            Fd target;
-            if (int err = unix_sockets::open_listed(view_.root(c.pid), abs, pinned_sockets_, listed_sockets_,
-                                                    target.fd))
-                return err;
-            if (blocking) {
-                auto s = std::make_shared<Fd>(std::move(sock));
-                auto to = std::make_shared<Fd>(std::move(target));
-                const bool started = waits_->start(
-                    req.id,
-                    [s, to, who = c, id = req.id, privileged = privileged_](
-                        int answer, const std::function<bool()>& cancelled) {
-                        if (!become(who, privileged)) return reply_on(answer, id, EPERM);
-                        const int err = as_caller(who, privileged, [&] {
-                            return connect_waiting(
-                                s->fd, [&] { return unix_sockets::connect_to(s->fd, to->fd); }, cancelled);
-                        });
-                        if (err >= 0) reply_on(answer, id, err);
-                    },
-                    wake_signal());
-                return started ? -1 : EAGAIN;
-            }
-            if (!become(c)) return EPERM;
-            return as_caller(c, privileged_, [&] { return unix_sockets::connect_to(sock.fd, target.fd); });
-        }
         // bind creates the name: the write rules, as mknod.
         Target t;
         if (int err = view_.resolve(c, abs, false, t)) return err;
@@ -1371,7 +1494,7 @@ class NotifierImpl final : public Notifier {
         if (t.name == ".") return EADDRINUSE;
         if (int err = decide_at(t, true)) return err;
         if (!become(c)) return EPERM;
-        return unix_sockets::bind_at(sock.fd, t.dir.fd, t.name);
+        return unix_sockets::bind_at(sock_fd.fd, t.dir.fd, t.name);
     }
 
     Fd listener_;

@@ -136,7 +136,8 @@ class ReviewCase(GitFixtures):
     # between that F_GETFL and the supervisor's connect(), and the receive thread waits in the kernel for room
     # in a listener's full backlog (its own abstract listener here), for good. Every later notified call of
     # the jail then waits. Bounded: up to 100,000 connects (each interrupted one is followed by a file creation
-    # that must succeed); it takes a few thousand here. A closed hole passes whatever the timing.
+    # that must succeed) or 60 s; it takes a few thousand here. A closed hole passes whatever the timing.
+    # (Bounded by time too: each connect that waits, as the caller's flag allows, costs the 2 s alarm.)
     def test_connect_nonblocking_flag_race_does_not_stall_the_supervisor(self):
         src = self.write(os.path.join(self.dir, "race.c"), RACE_C)
         binary = os.path.join(self.cwd, "race")
@@ -160,7 +161,13 @@ class ReviewCase(GitFixtures):
                   "open('leased', 'w').close()\n"
                   "fd = os.open('leased', os.O_RDONLY)\n"
                   "signal.signal(signal.SIGIO, signal.SIG_IGN)\n"
-                  "fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)\n"
+                  # The supervisor's copy of the descriptor that created the file may be closed an instant
+                  # after the creator resumed (a writer: no read lease meanwhile).
+                  "for _ in range(200):\n"
+                  "    try:\n"
+                  "        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK); break\n"
+                  "    except BlockingIOError:\n"
+                  "        time.sleep(0.01)\n"
                   "pid = os.fork()\n"
                   "if pid == 0:\n"
                   "    os.open('leased', os.O_WRONLY)\n"
@@ -381,6 +388,7 @@ RACE_C = r"""
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 static atomic_int cur = -1, stop;
@@ -418,7 +426,8 @@ int main(void) {
     pthread_t t;
     pthread_create(&t, 0, flip, 0);
     int n, waited = 0;
-    for (n = 0; n < 100000; ++n) {
+    const time_t until = time(0) + 60;
+    for (n = 0; n < 100000 && time(0) < until; ++n) {
         int s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
         cur = s;
         alarm(2);
