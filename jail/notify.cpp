@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "jail/detail/jail_view.hpp"
+#include "jail/git_config.hpp"
 #include "jail/git_dirs.hpp"
 #include "jail/seccomp_notify_compat.hpp"
 #include "jail/unix_sockets.hpp"
@@ -314,6 +316,7 @@ class NotifierImpl final : public Notifier {
         listed_sockets_ = unix_sockets::listed_paths(policy_->network().allow_unix_sockets,
                                                      policy_->filesystem().home.string());
         pinned_sockets_ = unix_sockets::pin_listed(listed_sockets_);
+        note_git_config_targets();
         waits_ = std::make_shared<Waits>(listener_.fd);
         privileged_ = ::geteuid() == 0;
         // A speed-up only: an older kernel (EINVAL) serves the same calls with ordinary wake-ups.
@@ -716,6 +719,7 @@ class NotifierImpl final : public Notifier {
     int decide(const std::string& path, bool creates) {
         if (int err = decide_exact(path, creates, path)) return err;
         if (int err = decide_in_git_dirs(path)) return err;
+        if (int err = decide_git_config_targets(path)) return err;
         // Case-insensitive directories (ext4 `chattr +F`, tmpfs `-o casefold`): there `.BASHRC` is bash's
         // `.bashrc` and `.Git/Hooks` git's `.git/hooks`. A path with capitals that the policy allows is
         // decided again in lower case (the protected names and the usual deny rules are lower case); a
@@ -886,9 +890,48 @@ class NotifierImpl final : public Notifier {
         return EACCES;
     }
 
+    // Where git's configuration sends git when the run starts (see git_config.hpp): `core.hooksPath` (the
+    // hooks git runs instead of `.git/hooks`) and the files `include.path` / `includeIf.*.path` read as
+    // configuration. Why: both usually point into the working tree, which is writable, and a hook written
+    // there (or core.fsmonitor in an included file) runs on the host at the user's next commit or status;
+    // they are protected as `.git/hooks` and `.git/config` are. Each as configured and resolved (the jail
+    // shows the host's paths where they are).
+    void note_git_config_targets() {
+        const auto& f = policy_->filesystem();
+        git_config::Targets found =
+            git_config::find_targets(f.working_directory.path.string(), f.home.string());
+        auto both = [](std::vector<std::string>& into, const std::vector<std::string>& paths) {
+            for (const std::string& p : paths) {
+                into.push_back(p);
+                std::error_code ec;
+                const std::string r = std::filesystem::weakly_canonical(p, ec).string();
+                if (!ec && !r.empty() && r != p) into.push_back(r);
+            }
+        };
+        both(git_targets_.hook_dirs, found.hook_dirs);
+        both(git_targets_.files, found.files);
+    }
+
+    static bool covers(const std::string& dir, const std::string& path) {
+        return path.size() >= dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+               (path.size() == dir.size() || dir == "/" || path[dir.size()] == '/');
+    }
+
+    int decide_git_config_targets(const std::string& path) const {
+        for (const std::string& dir : git_targets_.hook_dirs)
+            if (covers(dir, path)) return EACCES;
+        for (const std::string& file : git_targets_.files)
+            if (file == path) return EACCES;
+        return 0;
+    }
+
     // Whether `path` (jail view) names a directory that holds or would hold protected names (`.claude`,
-    // `.git`, a home's `.config`), as the directory that would hold it compares names.
+    // `.git`, a home's `.config`, an ancestor of a core.hooksPath or included file), as the directory that
+    // would hold it compares names.
     bool holds_protected_names(const std::string& path) {
+        for (const auto* list : {&git_targets_.hook_dirs, &git_targets_.files})
+            for (const std::string& target : *list)
+                if (target != path && covers(path, target)) return true;
         return policy_->holds_protected_names(path) ||
                (path != fold(path) && policy_->holds_protected_names(fold(path)) &&
                 casefold_on_the_way(path));
@@ -930,9 +973,7 @@ class NotifierImpl final : public Notifier {
         if (wants_write && ((had != O_WRONLY && had != O_RDWR) || S_ISDIR(st.st_mode))) return EACCES;
         if (wants_read && had != O_RDONLY && had != O_RDWR) return EACCES;
         const int open_flags = (flags & ~O_NOFOLLOW) | O_CLOEXEC | O_NOCTTY;
-        const int err = S_ISFIFO(st.st_mode) && !(flags & O_NONBLOCK)
-                            ? kWouldWait
-                            : open_without_waiting(AT_FDCWD, reopen_path(orig.fd), open_flags, mode, out);
+        const int err = open_without_waiting(AT_FDCWD, reopen_path(orig.fd), open_flags, mode, out);
         if (err == kWouldWait) pending = std::make_shared<Fd>(std::move(orig));
         return err;
     }
@@ -941,7 +982,7 @@ class NotifierImpl final : public Notifier {
 
     // An open that would wait: for the other end of a FIFO, for the holder of a lease to let go (an open for
     // writing breaks a read lease, and waits up to /proc/sys/fs/lease-break-time, 45 s by default), for a
-    // device. Returned by open_without_waiting.
+    // device. Returned by open_without_waiting and reopen.
     static constexpr int kWouldWait = -2;
 
     // Opens as openat(2) would, but never waits. Why: the receive thread serves every notified call of the
@@ -949,8 +990,7 @@ class NotifierImpl final : public Notifier {
     // would freeze the jail's file system for as long. So the open is tried with O_NONBLOCK, with which the
     // kernel answers EWOULDBLOCK (a lease) or ENXIO (a FIFO without reader) instead of waiting; a caller who
     // did not ask for O_NONBLOCK gets the descriptor without it, or kWouldWait (then the open is made again
-    // as asked, on a wait thread: wait_on_thread). A FIFO opened so is closed and left to the wait thread:
-    // a non-blocking FIFO open means something else.
+    // as asked, on a wait thread: wait_on_thread).
     static int open_without_waiting(int dirfd, const std::string& name, int open_flags, mode_t mode,
                                     Fd& out) {
         out = Fd(::openat(dirfd, name.c_str(), open_flags | O_NONBLOCK, mode));
@@ -958,7 +998,9 @@ class NotifierImpl final : public Notifier {
         if (out.fd < 0) return errno == EWOULDBLOCK || errno == ENXIO ? kWouldWait : errno;
         struct stat st {};
         if (::fstat(out.fd, &st) != 0) return errno;
-        if (S_ISFIFO(st.st_mode)) {
+        // Open for writing with O_NONBLOCK, a FIFO (or a pipe) opens only where a reader is, as without it
+        // (O_RDWR never waits); open for reading it opens with or without a writer, which only waiting tells.
+        if (S_ISFIFO(st.st_mode) && (open_flags & O_ACCMODE) == O_RDONLY) {
             out.reset();
             return kWouldWait;
         }
@@ -1516,8 +1558,9 @@ class NotifierImpl final : public Notifier {
     time_t last_sweep_ = 0;
     Caller uncached_;
     std::unordered_set<std::string> mount_points_;
-    std::unordered_set<std::string> writable_roots_;    // allowWrite entries, the working directory, /tmp
-    std::vector<std::string> listed_sockets_;           // allowUnixSockets, `~` expanded
+    std::unordered_set<std::string> writable_roots_;  // allowWrite entries, the working directory, /tmp
+    git_config::Targets git_targets_;          // core.hooksPath and included files, as written and resolved
+    std::vector<std::string> listed_sockets_;  // allowUnixSockets, `~` expanded
     std::vector<unix_sockets::Pinned> pinned_sockets_;  // what they named when the run started
     std::shared_ptr<Waits> waits_;
     mutable std::mutex mutex_;
