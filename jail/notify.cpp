@@ -232,6 +232,17 @@ class Waits : public std::enable_shared_from_this<Waits> {
         return entries_.size();
     }
 
+    // Called on a wait thread right before it answers: the reaper leaves its wait alone from then on. Why: an
+    // answer that hands a descriptor over (ADDFD with SEND) waits, interruptibly, for the caller to take it,
+    // while the notification already reads as answered (ID_VALID fails): the reaper took that for a caller
+    // gone, and its wake signal withdrew the descriptor: the caller's open returned 0 with no descriptor.
+    static void answering() {
+        if (!current_.first) return;
+        std::lock_guard<std::mutex> lock(current_.first->mutex_);
+        auto it = current_.first->entries_.find(current_.second);
+        if (it != current_.first->entries_.end()) it->second.answering = true;
+    }
+
   private:
     static constexpr std::size_t kStack = 256 * 1024;  // a system call and its answer: little stack
     static constexpr std::size_t kGuard = 4096;
@@ -242,6 +253,7 @@ class Waits : public std::enable_shared_from_this<Waits> {
         bool started = false;
         bool cancelled = false;
         bool finished = false;
+        bool answering = false;
     };
     struct Job {
         std::shared_ptr<Waits> waits;
@@ -253,7 +265,9 @@ class Waits : public std::enable_shared_from_this<Waits> {
         std::unique_ptr<Job> job(static_cast<Job*>(arg));
         Waits& w = *job->waits;
         const std::uint64_t id = job->id;
+        current_ = {&w, id};
         job->work(w.listener_, [&w, id] { return w.cancelled(id); });
+        current_ = {nullptr, 0};
         std::lock_guard<std::mutex> lock(w.mutex_);
         w.entries_[id].finished = true;  // it takes the lock no more: the reaper may join it now
         w.cv_.notify_all();
@@ -282,7 +296,7 @@ class Waits : public std::enable_shared_from_this<Waits> {
                 it = entries_.erase(it);
             }
             for (auto& [id, entry] : entries_) {
-                if (!entry.started || entry.finished) continue;
+                if (!entry.started || entry.finished || entry.answering) continue;
                 std::uint64_t check = id;
                 if (!entry.cancelled && ::ioctl(listener_, SECCOMP_IOCTL_NOTIF_ID_VALID, &check) != 0)
                     entry.cancelled = true;
@@ -296,6 +310,7 @@ class Waits : public std::enable_shared_from_this<Waits> {
         ::malloc_trim(0);
     }
 
+    static thread_local std::pair<Waits*, std::uint64_t> current_;  // the wait this thread serves
     int listener_ = -1;
     mutable std::mutex mutex_;
     std::condition_variable cv_;
@@ -303,6 +318,8 @@ class Waits : public std::enable_shared_from_this<Waits> {
     bool reaper_ = false;
     int wake_signal_ = 0;
 };
+
+thread_local std::pair<Waits*, std::uint64_t> Waits::current_{nullptr, 0};
 
 class NotifierImpl final : public Notifier {
   public:
@@ -1048,6 +1065,7 @@ class NotifierImpl final : public Notifier {
     void send_fd(std::uint64_t id, int fd, int flags) const { send_fd_on(listener_.fd, id, fd, flags); }
 
     static void send_fd_on(int listener, std::uint64_t id, int fd, int flags) {
+        Waits::answering();
         seccomp_notif_addfd add{};
         add.id = id;
         add.flags = SECCOMP_ADDFD_FLAG_SEND;
@@ -1454,6 +1472,7 @@ class NotifierImpl final : public Notifier {
     }
 
     static void reply_on(int listener, std::uint64_t id, int err) {
+        Waits::answering();
         seccomp_notif_resp resp{};
         resp.id = id;
         resp.error = err ? -err : 0;

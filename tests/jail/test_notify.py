@@ -227,6 +227,23 @@ class NotifyCase(GitFixtures):
         self.assertNotIn("WRITTEN", out)
         self.assertEqual(self.read(ro), "data\n")
 
+    def test_opens_answered_from_a_wait_thread_hand_a_descriptor_over(self):
+        # A FIFO opened by the supervisor (on a wait thread) and a reopened FIFO for reading: each open returns
+        # a descriptor of the FIFO (a write and a read through it round-trip), never 0 with no descriptor (the
+        # reaper once took an answered notification for a caller gone and withdrew the descriptor).
+        script = ("import os, stat\n"
+                  "os.mkfifo('ff')\n"
+                  "for i in range(20):\n"
+                  "    w = os.open('ff', os.O_RDWR)\n"
+                  "    r = os.open('/proc/self/fd/%d' % w, os.O_RDONLY | os.O_CREAT)\n"
+                  "    assert stat.S_ISFIFO(os.fstat(w).st_mode) and stat.S_ISFIFO(os.fstat(r).st_mode), (w, r)\n"
+                  "    os.write(w, b'hi'); assert os.read(r, 2) == b'hi'\n"
+                  "    os.close(r); os.close(w)\n"
+                  "print('ROUND-TRIPS')\n")
+        path = self.write(os.path.join(self.cwd, "fifo.py"), script)
+        out, err = self.sh(f"{PY} {path}")
+        self.assertIn("ROUND-TRIPS", out, err)
+
     def test_credentials_umask_cloexec_and_errors(self):
         out, err = self.sh(
             "umask 027; echo x > f; mkdir d; stat -c '%a %u' f d; "
