@@ -314,7 +314,9 @@ class Planner {
     // As the policy does (policy.cpp, follow_allow_write), checked again where the bind is made: an
     // allowWrite path reached through a symlink the command could have planted (the path itself, or a link
     // inside a writable area: `ua/src -> /etc`, also matched by a glob `ua/*`) is followed only into a plain
-    // writable area and never to an ancestor of the path. Returns why not, or nothing when it may be bound.
+    // writable area and never to an ancestor of the path. The path itself as a link that lies where the
+    // command cannot write and resolves within its own directory (`data/current -> v2`) is the user's own
+    // and followed, as srt follows it. Returns why not, or nothing when it may be bound.
     std::optional<std::string> planted_link(const fs::path& raw, const std::vector<fs::path>& plain) {
         const fs::path p = raw.lexically_normal();
         auto in_plain = [&](const fs::path& x) {
@@ -332,8 +334,9 @@ class Planner {
                 at = next;
                 continue;
             }
-            if (i + 1 == parts.size() || in_plain(at)) suspect = true;
-            at = resolve(next);
+            const fs::path target = resolve(next);
+            if (in_plain(at) || (i + 1 == parts.size() && !within(target, at))) suspect = true;
+            at = target;
         }
         if (!suspect) return std::nullopt;
         fs::path r = resolve(p);

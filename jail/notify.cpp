@@ -1,15 +1,19 @@
 // The supervisor's side of the seccomp user notification (see notify.hpp and jail/README.md).
 #include "jail/notify.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/fs.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -26,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -34,6 +39,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "jail/detail/jail_view.hpp"
+#include "jail/git_config.hpp"
+#include "jail/git_dirs.hpp"
 #include "jail/seccomp_notify_compat.hpp"
 #include "jail/unix_sockets.hpp"
 
@@ -70,198 +78,248 @@ bool existed_before(const RunStart& start, const timespec& btime, bool made_by_r
 
 namespace {
 
-// A descriptor closed when it goes out of scope.
-struct Fd {
-    int fd = -1;
-    Fd() = default;
-    explicit Fd(int f) : fd(f) {}
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    Fd(Fd&& o) noexcept : fd(o.fd) { o.fd = -1; }
-    Fd& operator=(Fd&& o) noexcept {
-        if (this != &o) {
-            reset();
-            fd = o.fd;
-            o.fd = -1;
-        }
-        return *this;
-    }
-    ~Fd() { reset(); }
-    void reset() {
-        if (fd >= 0) ::close(fd);
-        fd = -1;
+using detail::Caller;
+using detail::components;
+using detail::Fd;
+using detail::JailView;
+using detail::join;
+using detail::magic_descriptor;
+using detail::read_caller;
+using detail::read_string;
+using detail::readlink_str;
+using detail::Target;
+
+// The notified system calls by what their arguments are: the table that drives NotifierImpl::handle() (as
+// nsjail's syscall_defs.h). Positions of the arguments, -1 for none: `dirfd`/`path` name the first path
+// (AT_FDCWD without a dirfd), `dirfd2`/`path2` the second (rename's and link's new name, symlink's link),
+// `flags`, `mode` and `extra` (mknod's device, truncate's length, symlink's target text); `fixed_flags` are
+// the flags the call implies (creat, rmdir).
+enum class Does {
+    OpenForWriting,  // open*, creat: creates, truncates or opens for writing (the filter passes only those)
+    MakeDirectory,   // creates
+    MakeNode,        // creates
+    Remove,          // unlink*, rmdir
+    Rename,          // removes a name and creates one
+    Link,            // creates a second name
+    Symlink,         // creates
+    Truncate,        // writes through a path
+    Socket,          // connect, bind (unix_sockets.hpp)
+    Umask,           // noted, then continued by the kernel
+    Unsupported,     // openat2: ENOSYS (its resolve flags are not emulated; programs fall back to openat)
+};
+
+struct SyscallRole {
+    long nr;
+    Does does;
+    int dirfd, path, dirfd2, path2, flags, mode, extra;
+    int fixed_flags;
+};
+
+const SyscallRole kSyscalls[] = {
+#ifdef SYS_open
+    {SYS_open, Does::OpenForWriting, -1, 0, -1, -1, 1, 2, -1, 0},
+    {SYS_creat, Does::OpenForWriting, -1, 0, -1, -1, -1, 1, -1, O_CREAT | O_WRONLY | O_TRUNC},
+    {SYS_mkdir, Does::MakeDirectory, -1, 0, -1, -1, -1, 1, -1, 0},
+    {SYS_mknod, Does::MakeNode, -1, 0, -1, -1, -1, 1, 2, 0},
+    {SYS_unlink, Does::Remove, -1, 0, -1, -1, -1, -1, -1, 0},
+    {SYS_rmdir, Does::Remove, -1, 0, -1, -1, -1, -1, -1, AT_REMOVEDIR},
+    {SYS_rename, Does::Rename, -1, 0, -1, 1, -1, -1, -1, 0},
+    {SYS_link, Does::Link, -1, 0, -1, 1, -1, -1, -1, 0},
+    {SYS_symlink, Does::Symlink, -1, -1, -1, 1, -1, -1, 0, 0},
+#endif
+    {SYS_openat, Does::OpenForWriting, 0, 1, -1, -1, 2, 3, -1, 0},
+    {SYS_openat2, Does::Unsupported, -1, -1, -1, -1, -1, -1, -1, 0},
+    {SYS_mkdirat, Does::MakeDirectory, 0, 1, -1, -1, -1, 2, -1, 0},
+    {SYS_mknodat, Does::MakeNode, 0, 1, -1, -1, -1, 2, 3, 0},
+    {SYS_unlinkat, Does::Remove, 0, 1, -1, -1, 2, -1, -1, 0},
+    {SYS_renameat, Does::Rename, 0, 1, 2, 3, -1, -1, -1, 0},
+    {SYS_renameat2, Does::Rename, 0, 1, 2, 3, 4, -1, -1, 0},
+    {SYS_linkat, Does::Link, 0, 1, 2, 3, 4, -1, -1, 0},
+    {SYS_symlinkat, Does::Symlink, -1, -1, 1, 2, -1, -1, 0, 0},
+    {SYS_truncate, Does::Truncate, -1, 0, -1, -1, -1, -1, 1, 0},
+    {SYS_connect, Does::Socket, -1, -1, -1, -1, -1, -1, -1, 0},
+    {SYS_bind, Does::Socket, -1, -1, -1, -1, -1, -1, -1, 0},
+    {SYS_umask, Does::Umask, -1, -1, -1, -1, -1, -1, -1, 0},
+};
+
+const SyscallRole* role_of(long nr) {
+    for (const SyscallRole& r : kSyscalls)
+        if (r.nr == nr) return &r;
+    return nullptr;
+}
+
+// A notification's arguments decoded once by its role. Integer arguments are taken on their low 32 bits, as
+// the kernel takes an `int`.
+struct Args {
+    const SyscallRole* role = nullptr;
+    int dirfd = AT_FDCWD, dirfd2 = AT_FDCWD;
+    std::uint64_t path = 0, path2 = 0;  // addresses in the caller's memory
+    int flags = 0;
+    mode_t mode = 0;
+    std::uint64_t extra = 0;
+
+    Args(const SyscallRole& r, const seccomp_notif& req) : role(&r) {
+        const auto& a = req.data.args;
+        auto low = [&](int i) { return static_cast<int>(static_cast<std::uint32_t>(a[i])); };
+        if (r.dirfd >= 0) dirfd = low(r.dirfd);
+        if (r.dirfd2 >= 0) dirfd2 = low(r.dirfd2);
+        if (r.path >= 0) path = a[r.path];
+        if (r.path2 >= 0) path2 = a[r.path2];
+        if (r.flags >= 0) flags = low(r.flags);
+        flags |= r.fixed_flags;
+        if (r.mode >= 0) mode = static_cast<mode_t>(a[r.mode]);
+        if (r.extra >= 0) extra = a[r.extra];
     }
 };
 
-// What the kernel's /proc/PID/status says of the caller: its credentials for file system access, its umask,
-// its ids in the jail's PID namespace (for /proc/self).
-struct Caller {
-    pid_t pid = 0;   // the thread, in our PID namespace
-    long tgid = -1;  // the process, in our PID namespace
-    long ns_tgid = -1, ns_pid = -1;
-    uid_t fsuid = 0;
-    gid_t fsgid = 0;
-    std::vector<gid_t> groups;
-    mode_t umask = 022;
-};
+// The calls that wait (a FIFO's open, a blocking connect) run on threads of their own, not to hold up every
+// other call. Why bounded and reaped: the threads are the supervisor's, outside the jail's --pids and
+// --memory, and a caller killed while it waits would otherwise pin its thread and descriptors for good
+// (thousands of killed openers exhaust the supervisor, and then the jail's own calls fail). So at most
+// kMaxWaits wait at once (beyond: EAGAIN to the caller), and a reaper ends, within a tick, each wait whose
+// notification is no longer valid (the caller was killed, or a signal interrupted its call, which the kernel
+// then restarts as a new notification). A wait that outlives the notifier answers on its own listener copy.
+class Waits : public std::enable_shared_from_this<Waits> {
+  public:
+    static constexpr std::size_t kMaxWaits = 128;
 
-bool read_caller(pid_t pid, Caller& c) {
-    char path[64];
-    std::snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(pid));
-    Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
-    if (fd.fd < 0) return false;
-    char buf[4096];
-    ssize_t n = ::read(fd.fd, buf, sizeof buf - 1);
-    if (n <= 0) return false;
-    buf[n] = '\0';
-    c.pid = pid;
-    auto last_number = [](const char* line) {
-        long v = -1;
-        const char* p = line;
-        while (*p && *p != '\n') {
-            while (*p == ' ' || *p == '\t')
-                ++p;
-            if (*p >= '0' && *p <= '9') {
-                v = std::strtol(p, const_cast<char**>(&p), 10);
-            } else if (*p && *p != '\n') {
-                ++p;
-            }
+    explicit Waits(int listener) : listener_(::fcntl(listener, F_DUPFD_CLOEXEC, 0)) {}
+    ~Waits() {
+        if (listener_ >= 0) ::close(listener_);
+    }
+
+    // Runs `work(listener, cancelled)` on a thread of its own for the notification `id` (`cancelled()` turns
+    // true once the reaper found its caller gone; the wake signal then interrupts the thread's wait).
+    // False when the bound is reached or no thread can be made: the caller is answered EAGAIN.
+    bool start(std::uint64_t id, std::function<void(int, const std::function<bool()>&)> work,
+               int wake_signal) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (listener_ < 0 || entries_.size() >= kMaxWaits || entries_.count(id)) return false;
+        // A stack of our own (a guard page below it), unmapped once the thread is joined: glibc would keep
+        // the stacks of exited threads in its cache, and a burst of waits would leave the supervisor bigger.
+        void* stack = ::mmap(nullptr, kGuard + kStack, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+        if (stack == MAP_FAILED) return false;
+        ::mprotect(stack, kGuard, PROT_NONE);
+        auto* job = new Job{shared_from_this(), id, std::move(work)};
+        pthread_attr_t attr;
+        ::pthread_attr_init(&attr);
+        ::pthread_attr_setstack(&attr, static_cast<char*>(stack) + kGuard, kStack);
+        pthread_t thread{};
+        // The entry exists before the thread runs: it marks it finished, the reaper joins it.
+        entries_[id] = Entry{};
+        const int rc = ::pthread_create(&thread, &attr, &Waits::run, job);
+        ::pthread_attr_destroy(&attr);
+        if (rc != 0) {
+            entries_.erase(id);
+            delete job;
+            ::munmap(stack, kGuard + kStack);
+            return false;
         }
-        return v;
+        entries_[id].thread = thread;
+        entries_[id].stack = stack;
+        entries_[id].started = true;
+        wake_signal_ = wake_signal;
+        if (!reaper_) {
+            reaper_ = true;
+            std::thread([self = shared_from_this()] { self->reap(); }).detach();
+        }
+        return true;
+    }
+
+    std::size_t size() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return entries_.size();
+    }
+
+    // Called on a wait thread right before it answers: the reaper leaves its wait alone from then on. Why: an
+    // answer that hands a descriptor over (ADDFD with SEND) waits, interruptibly, for the caller to take it,
+    // while the notification already reads as answered (ID_VALID fails): the reaper took that for a caller
+    // gone, and its wake signal withdrew the descriptor: the caller's open returned 0 with no descriptor.
+    static void answering() {
+        if (!current_.first) return;
+        std::lock_guard<std::mutex> lock(current_.first->mutex_);
+        auto it = current_.first->entries_.find(current_.second);
+        if (it != current_.first->entries_.end()) it->second.answering = true;
+    }
+
+  private:
+    static constexpr std::size_t kStack = 256 * 1024;  // a system call and its answer: little stack
+    static constexpr std::size_t kGuard = 4096;
+
+    struct Entry {
+        pthread_t thread{};
+        void* stack = nullptr;
+        bool started = false;
+        bool cancelled = false;
+        bool finished = false;
+        bool answering = false;
     };
-    bool uid = false, gid = false;
-    for (char* line = buf; line && *line; line = std::strchr(line, '\n'), line = line ? line + 1 : nullptr) {
-        if (std::strncmp(line, "Umask:", 6) == 0) {
-            c.umask = static_cast<mode_t>(std::strtoul(line + 6, nullptr, 8));
-        } else if (std::strncmp(line, "Uid:", 4) == 0) {
-            c.fsuid = static_cast<uid_t>(last_number(line + 4));
-            uid = true;
-        } else if (std::strncmp(line, "Gid:", 4) == 0) {
-            c.fsgid = static_cast<gid_t>(last_number(line + 4));
-            gid = true;
-        } else if (std::strncmp(line, "Groups:", 7) == 0) {
-            const char* p = line + 7;
-            while (*p && *p != '\n') {
-                char* end = nullptr;
-                unsigned long g = std::strtoul(p, &end, 10);
-                if (end == p) {
-                    ++p;
+    struct Job {
+        std::shared_ptr<Waits> waits;
+        std::uint64_t id;
+        std::function<void(int, const std::function<bool()>&)> work;
+    };
+
+    static void* run(void* arg) {
+        std::unique_ptr<Job> job(static_cast<Job*>(arg));
+        Waits& w = *job->waits;
+        const std::uint64_t id = job->id;
+        current_ = {&w, id};
+        job->work(w.listener_, [&w, id] { return w.cancelled(id); });
+        current_ = {nullptr, 0};
+        std::lock_guard<std::mutex> lock(w.mutex_);
+        w.entries_[id].finished = true;  // it takes the lock no more: the reaper may join it now
+        w.cv_.notify_all();
+        return nullptr;
+    }
+
+    bool cancelled(std::uint64_t id) const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = entries_.find(id);
+        return it == entries_.end() || it->second.cancelled;
+    }
+
+    // Every tick while waits exist (and at once when one finishes): finished threads are joined and their
+    // stacks unmapped; a wait whose notification is no longer valid is cancelled and its thread signalled
+    // (again each tick until it is gone: the signal may come before the thread enters its wait).
+    void reap() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        while (!entries_.empty()) {
+            for (auto it = entries_.begin(); it != entries_.end();) {
+                if (!it->second.finished) {
+                    ++it;
                     continue;
                 }
-                c.groups.push_back(static_cast<gid_t>(g));
-                p = end;
+                ::pthread_join(it->second.thread, nullptr);
+                ::munmap(it->second.stack, kGuard + kStack);
+                it = entries_.erase(it);
             }
-        } else if (std::strncmp(line, "Tgid:", 5) == 0) {
-            c.tgid = std::strtol(line + 5, nullptr, 10);
-        } else if (std::strncmp(line, "NStgid:", 7) == 0) {
-            c.ns_tgid = last_number(line + 7);
-        } else if (std::strncmp(line, "NSpid:", 6) == 0) {
-            c.ns_pid = last_number(line + 6);
+            for (auto& [id, entry] : entries_) {
+                if (!entry.started || entry.finished || entry.answering) continue;
+                std::uint64_t check = id;
+                if (!entry.cancelled && ::ioctl(listener_, SECCOMP_IOCTL_NOTIF_ID_VALID, &check) != 0)
+                    entry.cancelled = true;
+                if (entry.cancelled) ::pthread_kill(entry.thread, wake_signal_);
+            }
+            cv_.wait_for(lock, std::chrono::milliseconds(50));
         }
+        reaper_ = false;
+        // The waits' threads allocated in arenas of their own: given back once they are all gone, so that a
+        // burst of waits leaves the supervisor's memory where it was.
+        ::malloc_trim(0);
     }
-    return uid && gid;
-}
 
-// Reads a NUL-terminated string of the caller's memory (page by page: a path may end just before an unmapped
-// page). 0 or an errno (EFAULT, ENAMETOOLONG).
-int read_string(pid_t pid, std::uint64_t addr, std::string& out) {
-    out.clear();
-    const std::size_t page = 4096;
-    char buf[4096];
-    while (out.size() <= PATH_MAX) {
-        std::size_t chunk = page - (addr % page);
-        iovec local{buf, chunk};
-        iovec remote{reinterpret_cast<void*>(addr), chunk};
-        ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
-        if (n <= 0) return errno == ESRCH ? ESRCH : EFAULT;
-        const char* nul = static_cast<const char*>(std::memchr(buf, '\0', static_cast<std::size_t>(n)));
-        if (nul) {
-            out.append(buf, static_cast<std::size_t>(nul - buf));
-            return out.size() >= PATH_MAX ? ENAMETOOLONG : 0;
-        }
-        out.append(buf, static_cast<std::size_t>(n));
-        addr += static_cast<std::uint64_t>(n);
-    }
-    return ENAMETOOLONG;
-}
-
-std::string readlink_str(const std::string& path, int& err) {
-    char buf[PATH_MAX + 1];
-    ssize_t n = ::readlink(path.c_str(), buf, PATH_MAX);
-    if (n < 0) {
-        err = errno;
-        return {};
-    }
-    err = 0;
-    return std::string(buf, static_cast<std::size_t>(n));
-}
-
-// Splits on '/', dropping empty and "." components ("a//./b" = a, b); ".." stays (symlinks decide it).
-std::vector<std::string> components(const std::string& p) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start <= p.size()) {
-        std::size_t end = p.find('/', start);
-        if (end == std::string::npos) end = p.size();
-        std::string part = p.substr(start, end - start);
-        if (!part.empty() && part != ".") out.push_back(std::move(part));
-        start = end + 1;
-    }
-    return out;
-}
-
-std::string join(const std::vector<std::string>& parts, std::size_t count) {
-    std::string out;
-    for (std::size_t i = 0; i < count; ++i)
-        out += "/" + parts[i];
-    return out.empty() ? "/" : out;
-}
-
-bool all_digits(const std::string& s) {
-    return !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-}
-
-// A path that reaches one of the caller's descriptors through a magic link (/dev/stdout, /dev/fd/N,
-// /proc/self/fd/N, /proc/<own pid>/fd/N): the descriptor's number. -1: not such a path; -2: a path inside
-// another process's /proc directory (refused: we would open it with our own rights, not the caller's).
-long magic_descriptor(const std::vector<std::string>& parts, const Caller& c) {
-    if (parts.size() == 2 && parts[0] == "dev") {
-        if (parts[1] == "stdin") return 0;
-        if (parts[1] == "stdout") return 1;
-        if (parts[1] == "stderr") return 2;
-    }
-    if (parts.size() == 3 && parts[0] == "dev" && parts[1] == "fd" && all_digits(parts[2]))
-        return std::strtol(parts[2].c_str(), nullptr, 10);
-    if (parts.size() < 2 || parts[0] != "proc") return -1;
-    std::size_t i = 1;
-    const std::string& who = parts[1];
-    if (who == "self" || who == "thread-self") {
-        i = 2;
-    } else if (all_digits(who)) {
-        long n = std::strtol(who.c_str(), nullptr, 10);
-        if (n != c.ns_tgid && n != c.ns_pid) return -2;
-        i = 2;
-    } else {
-        return -1;
-    }
-    if (i + 1 < parts.size() && parts[i] == "task" && all_digits(parts[i + 1])) i += 2;
-    if (i + 2 == parts.size() && parts[i] == "fd" && all_digits(parts[i + 1]))
-        return std::strtol(parts[i + 1].c_str(), nullptr, 10);
-    return -1;
-}
-
-// What a path names for a call: the directory that holds its last component (opened, so the call lands in
-// exactly the directory that was checked), that directory's path in the jail's view, and the name.
-struct Target {
-    Fd dir;
-    std::string dir_path;
-    std::string name;
-    long magic = -1;  // a caller's descriptor reached through a magic link (see magic_descriptor)
-    std::string path() const {
-        if (name == ".") return dir_path;
-        return dir_path == "/" ? "/" + name : dir_path + "/" + name;
-    }
+    static thread_local std::pair<Waits*, std::uint64_t> current_;  // the wait this thread serves
+    int listener_ = -1;
+    mutable std::mutex mutex_;
+    std::condition_variable cv_;
+    std::map<std::uint64_t, Entry> entries_;
+    bool reaper_ = false;
+    int wake_signal_ = 0;
 };
+
+thread_local std::pair<Waits*, std::uint64_t> Waits::current_{nullptr, 0};
 
 class NotifierImpl final : public Notifier {
   public:
@@ -274,6 +332,9 @@ class NotifierImpl final : public Notifier {
             if (!rule.glob) writable_roots_.insert(rule.path.string());
         listed_sockets_ = unix_sockets::listed_paths(policy_->network().allow_unix_sockets,
                                                      policy_->filesystem().home.string());
+        pinned_sockets_ = unix_sockets::pin_listed(listed_sockets_);
+        note_git_config_targets();
+        waits_ = std::make_shared<Waits>(listener_.fd);
         privileged_ = ::geteuid() == 0;
         // A speed-up only: an older kernel (EINVAL) serves the same calls with ordinary wake-ups.
         ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
@@ -293,11 +354,18 @@ class NotifierImpl final : public Notifier {
             }
             thread_.join();
         }
+        for (const auto& p : pinned_sockets_)
+            ::close(p.fd);
     }
 
-    std::set<std::string> new_repositories() const override {
+    NewRepositories new_repositories() const override {
         std::lock_guard<std::mutex> lock(mutex_);
-        return new_repos_;
+        NewRepositories out;
+        for (const auto& [identity, path] : new_repos_)
+            out.paths.push_back(path);
+        std::sort(out.paths.begin(), out.paths.end());
+        out.more = more_repos_;
+        return out;
     }
 
   private:
@@ -371,6 +439,89 @@ class NotifierImpl final : public Notifier {
     // does nothing and has no SA_RESTART, so the wait returns EINTR).
     static int wake_signal() { return SIGRTMIN + 3; }
 
+    // A blocking connect, interrupted by the wake signal only to see whether its caller is gone: an
+    // interrupted connect goes on in the kernel (EALREADY on the next try), so the rest is a wait for the
+    // socket to become writable. 0 or an errno; -1 when cancelled (nobody to answer).
+    static int connect_waiting(int sock, const std::function<int()>& attempt,
+                               const std::function<bool()>& cancelled) {
+        int err = attempt();
+        // Done, or a non-blocking socket's answer (EINPROGRESS, EAGAIN, EALREADY): the caller's to handle.
+        if (err != EINTR) return err;
+        while (err == EINTR || err == EALREADY || err == EINPROGRESS) {
+            if (cancelled()) return -1;
+            if (err == EINTR) {
+                err = attempt();
+                if (err == EISCONN) return 0;
+                continue;
+            }
+            pollfd p{sock, POLLOUT, 0};
+            if (::poll(&p, 1, -1) < 0) {
+                err = errno == EINTR ? EALREADY : errno;
+                continue;
+            }
+            int so_error = 0;
+            socklen_t len = sizeof so_error;
+            if (::getsockopt(sock, SOL_SOCKET, SO_ERROR, &so_error, &len) != 0) return errno;
+            return so_error;
+        }
+        return err;
+    }
+
+    // Runs `call` (a connect to a listed socket) with the caller's effective uid and gid. Why: the listening
+    // end takes the connecting thread's effective ids for its peer's (SO_PEERCRED, and the groups for
+    // SO_PEERGROUPS): performed with ours, a command run by root with --user would be root to a service that
+    // authorises by peer credentials. The real and saved ids stay ours, so the thread comes back; the way
+    // back raises its effective capabilities, which are then restricted again.
+    template <typename Call>
+    static int as_caller(const Caller& c, bool privileged, Call&& call) {
+        uid_t ruid = 0, euid = 0, suid = 0;
+        gid_t rgid = 0, egid = 0, sgid = 0;
+        if (!privileged || ::getresuid(&ruid, &euid, &suid) != 0 || ::getresgid(&rgid, &egid, &sgid) != 0 ||
+            (c.fsuid == euid && c.fsgid == egid))
+            return call();
+        int result = EPERM;
+        if (::syscall(SYS_setresgid, -1, c.fsgid, -1) == 0) {
+            if (::syscall(SYS_setresuid, -1, c.fsuid, -1) == 0) {
+                result = call();
+                ::syscall(SYS_setresuid, -1, euid, -1);
+            }
+            ::syscall(SYS_setresgid, -1, egid, -1);
+        }
+        // The file system ids followed the effective ones: the next become() sets them again.
+        state_.fsuid = static_cast<uid_t>(-1);
+        state_.fsgid = static_cast<gid_t>(-1);
+        if (!restrict_capabilities()) return EPERM;
+        return result;
+    }
+
+    // Runs a connect of a socket that was non-blocking when we looked, on the receive thread, under a
+    // deadline: a timer of the thread's own signals it every kConnectDeadline until the connect returns.
+    // Why: the caller's other thread may have cleared O_NONBLOCK since (the open file is shared), and a
+    // connect that waits (a listener's full backlog) would hold up every notified call of the jail. An
+    // interrupted connect answers EINTR (a Unix one is abandoned, a TCP one goes on in the kernel), which
+    // the caller of this hands to a wait thread (connect_waiting takes either up).
+    static int connect_without_waiting(const std::function<int()>& attempt) {
+        static constexpr long kConnectDeadline = 5'000'000;  // ns
+        thread_local timer_t timer{};
+        thread_local bool made = false;
+        if (!made) {
+            sigevent ev{};
+            ev.sigev_notify = SIGEV_THREAD_ID;
+            ev.sigev_signo = wake_signal();
+            ev._sigev_un._tid = static_cast<pid_t>(::syscall(SYS_gettid));
+            if (::timer_create(CLOCK_MONOTONIC, &ev, &timer) != 0) return EINTR;  // no deadline: to a thread
+            made = true;
+        }
+        itimerspec arm{};
+        arm.it_value.tv_nsec = kConnectDeadline;
+        arm.it_interval.tv_nsec = kConnectDeadline;  // again, should a tick come before the connect waits
+        if (::timer_settime(timer, 0, &arm, nullptr) != 0) return EINTR;
+        const int err = attempt();
+        const itimerspec off{};
+        ::timer_settime(timer, 0, &off, nullptr);
+        return err;
+    }
+
     static void install_wake_signal() {
         static std::once_flag once;
         std::call_once(once, [] {
@@ -420,154 +571,260 @@ class NotifierImpl final : public Notifier {
         ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
     }
 
-    // The jail's root, opened once (every process of the jail has it: the command can neither chroot nor
-    // pivot_root).
-    int root(pid_t pid) {
-        if (root_.fd < 0) {
-            char path[64];
-            std::snprintf(path, sizeof path, "/proc/%d/root", static_cast<int>(pid));
-            root_ = Fd(::open(path, O_PATH | O_DIRECTORY | O_CLOEXEC));
-        }
-        return root_.fd;
-    }
-
-    // The absolute path (jail view) of `path` relative to `dirfd` of the caller. 0 or an errno.
-    int absolute(const Caller& c, int dirfd, const std::string& path, std::string& out) {
-        if (path.empty()) return ENOENT;
-        if (path[0] == '/') {
-            out = path;
-            return 0;
-        }
-        char link[64];
-        if (dirfd == AT_FDCWD)
-            std::snprintf(link, sizeof link, "/proc/%d/cwd", static_cast<int>(c.pid));
-        else
-            std::snprintf(link, sizeof link, "/proc/%d/fd/%d", static_cast<int>(c.pid), dirfd);
-        int err = 0;
-        std::string base = readlink_str(link, err);
-        if (err) return err == ENOENT && dirfd != AT_FDCWD ? EBADF : err;
-        if (base.empty() || base[0] != '/') return ENOTDIR;  // a pipe, a socket, an anonymous inode
-        static const std::string deleted = " (deleted)";
-        if (base.size() > deleted.size() &&
-            base.compare(base.size() - deleted.size(), deleted.size(), deleted) == 0)
-            return ENOENT;
-        out = base + "/" + path;
-        return 0;
-    }
-
-    // Resolves `abs` in the jail's view to the directory holding its last component. `follow`: a symlink as
-    // the last component is followed (open without O_NOFOLLOW, truncate). 0 or an errno.
-    int resolve(const Caller& c, std::string abs, bool follow, Target& t) {
-        int rootfd = root(c.pid);
-        if (rootfd < 0) return EACCES;
-        for (int hops = 0; hops < 40; ++hops) {
-            std::vector<std::string> parts = components(abs);
-            const bool has_dotdot = std::find(parts.begin(), parts.end(), "..") != parts.end();
-            if (!has_dotdot) {
-                long m = magic_descriptor(parts, c);
-                if (m == -2) return EACCES;
-                if (m >= 0) {
-                    t.magic = m;
-                    return 0;
-                }
-                // /proc/self names the caller, not us (we have no PID in the jail's namespace).
-                if (parts.size() >= 2 && parts[0] == "proc" &&
-                    (parts[1] == "self" || parts[1] == "thread-self")) {
-                    if (parts[1] == "thread-self") {
-                        parts[1] = std::to_string(c.ns_tgid);
-                        parts.insert(parts.begin() + 2, {"task", std::to_string(c.ns_pid)});
-                    } else {
-                        parts[1] = std::to_string(c.ns_tgid);
-                    }
-                }
-            }
-            std::string parent;
-            if (parts.empty()) {
-                parent = "/";
-                t.name = ".";
-            } else if (parts.back() == "..") {
-                parent = join(parts, parts.size());
-                t.name = ".";
-            } else {
-                parent = join(parts, parts.size() - 1);
-                t.name = parts.back();
-            }
-            open_how how{};
-            how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-            // Without a symlink or ".." on the way, the directory's path is the one asked for: the kernel
-            // need not be asked for it (most calls).
-            how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS;
-            Fd dir;
-            if (!has_dotdot) {
-                dir = Fd(static_cast<int>(::syscall(SYS_openat2, rootfd, parent.c_str(), &how, sizeof how)));
-                if (dir.fd < 0 && errno != ELOOP) return errno;
-            }
-            if (dir.fd >= 0) {
-                t.dir_path = parent;
-            } else {
-                how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-                dir = Fd(static_cast<int>(::syscall(SYS_openat2, rootfd, parent.c_str(), &how, sizeof how)));
-                if (dir.fd < 0) return errno;
-                char self[64];
-                std::snprintf(self, sizeof self, "/proc/self/fd/%d", dir.fd);
-                int err = 0;
-                t.dir_path = readlink_str(self, err);
-                if (err) return err;
-            }
-            if (t.dir_path.empty() || t.dir_path[0] != '/') return EACCES;
-            t.dir = std::move(dir);
-            if (!follow || t.name == ".") return 0;
-            char target[PATH_MAX + 1];
-            ssize_t n = ::readlinkat(t.dir.fd, t.name.c_str(), target, PATH_MAX);
-            if (n < 0) return 0;  // not a link (EINVAL), or missing (ENOENT): the call says
-            std::string to(target, static_cast<std::size_t>(n));
-            abs = to[0] == '/' ? to : (t.dir_path == "/" ? "" : t.dir_path) + "/" + to;
-        }
-        return ELOOP;
-    }
-
     static std::pair<std::uint64_t, std::uint64_t> inode_of(const struct statx& stx) {
         return {(static_cast<std::uint64_t>(stx.stx_dev_major) << 32) | stx.stx_dev_minor, stx.stx_ino};
     }
 
     // A directory just made, in the run's first tick (its birth time may read as before the run): noted, so
-    // that it counts as the run's own when it is (or holds) a git directory.
+    // that it counts as the run's own when it is (or holds) a git directory. Bounded: past the bound a
+    // directory of that tick counts as older than the run (the safe side).
     void note_made_early(const Target& t) {
         struct statx stx {};
-        if (::statx(t.dir.fd, t.name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_INO, &stx) == 0)
+        if (made_early_.size() < kMaxMadeEarly &&
+            ::statx(t.dir.fd, t.name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_INO, &stx) == 0)
             made_early_.insert(inode_of(stx));
     }
 
-    // Whether the git directory `dir` (jail view) existed when the run started: its birth time, or existing
-    // when the file system does not record one.
+    // Whether an entry with this statx (birth time, device, inode) existed when the run started. Without a
+    // birth time it counts as existing.
+    bool existed_at_start(const struct statx& stx) const {
+        if (!(stx.stx_mask & STATX_BTIME)) return true;
+        const timespec btime{static_cast<time_t>(stx.stx_btime.tv_sec),
+                             static_cast<long>(stx.stx_btime.tv_nsec)};
+        return existed_before(run_start_, btime, made_early_.count(inode_of(stx)) > 0);
+    }
+
+    // Whether the git directory `dir` (jail view) existed when the run started. Why: decided on the directory
+    // itself (its birth time, device and inode), never remembered by path: a path names whatever directory
+    // was last moved there (`rm -rf b; mv a b` puts an old git directory where a new one was).
     bool git_dir_existed(const std::string& dir) {
-        auto it = git_dirs_.find(dir);
-        if (it != git_dirs_.end()) return it->second;
-        bool existed = true;
         open_how how{};
         how.flags = O_PATH | O_CLOEXEC;
         how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-        Fd fd(static_cast<int>(::syscall(SYS_openat2, root_.fd, dir.c_str(), &how, sizeof how)));
+        Fd fd(static_cast<int>(::syscall(SYS_openat2, view_.root_fd(), dir.c_str(), &how, sizeof how)));
+        if (fd.fd < 0) return errno != ENOENT;  // missing: it will be new; unreadable: counts as existing
         struct statx stx {};
-        if (fd.fd >= 0 && ::statx(fd.fd, "", AT_EMPTY_PATH, STATX_BTIME | STATX_INO, &stx) == 0 &&
-            (stx.stx_mask & STATX_BTIME)) {
-            const timespec btime{static_cast<time_t>(stx.stx_btime.tv_sec),
-                                 static_cast<long>(stx.stx_btime.tv_nsec)};
-            existed = existed_before(run_start_, btime, made_early_.count(inode_of(stx)) > 0);
-        } else if (fd.fd < 0 && errno == ENOENT) {
-            return false;  // not there yet: it will be new (not cached)
-        }
-        if (!existed) {
-            std::lock_guard<std::mutex> lock(mutex_);
-            new_repos_.insert(dir);
-        }
-        git_dirs_.emplace(dir, existed);
+        if (::statx(fd.fd, "", AT_EMPTY_PATH, STATX_BTIME | STATX_INO, &stx) != 0) return true;
+        const bool existed = existed_at_start(stx);
+        if (!existed) note_repository(inode_of(stx), dir);
         return existed;
+    }
+
+    // A repository the run created, for the end-of-run summary: by identity (one entry however often it is
+    // moved or written), under the last path it was seen at; bounded, the rest counted.
+    void note_repository(std::pair<std::uint64_t, std::uint64_t> identity, const std::string& path) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = new_repos_.find(identity);
+        if (it != new_repos_.end()) {
+            it->second = path;
+        } else if (new_repos_.size() < kMaxNamedRepositories) {
+            new_repos_.emplace(identity, path);
+        } else if (seen_beyond_bound_.size() < kMaxCountedRepositories) {
+            if (seen_beyond_bound_.insert(identity).second) ++more_repos_;
+        }
+    }
+
+    // A `.git` the call just made (a directory, a gitfile, a link): named in the summary, whatever it is.
+    void note_if_git(const Target& t) {
+        if (t.name != ".git") return;
+        struct statx stx {};
+        if (::statx(t.dir.fd, ".git", AT_SYMLINK_NOFOLLOW, STATX_INO, &stx) == 0)
+            note_repository(inode_of(stx), t.path());
+    }
+
+    static bool inside_git_dir(const std::string& dir) {
+        return (dir.size() >= 5 && dir.compare(dir.size() - 5, 5, "/.git") == 0) ||
+               dir.find("/.git/") != std::string::npos;
+    }
+
+    // A directory being moved from `from` to `to`: refused (EACCES) when it holds, at any depth, a `.git`
+    // that existed when the run started, or a directory git would read as a repository that would land
+    // where none may be (repository_place_allowed). Why: moving an ancestor would launder a git directory
+    // (move the old one away, put a new one with a prepared config or hooks in its place), and moving a
+    // prepared directory out of a new `.git` would plant a repository where git searches. A tree too large
+    // or deep to look through gets EXDEV, the kernel's answer for a move it cannot make in place: `mv` then
+    // copies, and every file of the copy is decided as it is made. A directory that cannot be searched
+    // (its mode forbids it) is refused: what it holds is unknown.
+    int decide_moved_tree(const Target& from, const Target& to) {
+        struct stat st {};
+        if (::fstatat(from.dir.fd, from.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+            return 0;
+        struct Item {
+            Fd dir;
+            std::string path;  // where it lands (jail view)
+            int depth;
+        };
+        std::vector<Item> stack;
+        Fd top(::openat(from.dir.fd, from.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (top.fd < 0) return EACCES;
+        stack.push_back({std::move(top), to.path(), 0});
+        std::size_t entries = 0;
+        alignas(8) char buf[8192];
+        while (!stack.empty()) {
+            Item item = std::move(stack.back());
+            stack.pop_back();
+            bool head = false, objects = false, refs = false, commondir = false;
+            const bool nocase = casefold_dir(item.dir.fd);
+            auto is = [&](const std::string& name, const char* what) {
+                return name == what || (nocase && same_folded(name, fold(what).c_str()));
+            };
+            for (;;) {
+                const long n = ::syscall(SYS_getdents64, item.dir.fd, buf, sizeof buf);
+                if (n < 0) return EACCES;
+                if (n == 0) break;
+                for (long off = 0; off < n;) {
+                    const auto* d = reinterpret_cast<const struct dirent64*>(buf + off);
+                    off += d->d_reclen;
+                    const std::string name = d->d_name;
+                    if (name == "." || name == "..") continue;
+                    if (++entries > kMaxMovedEntries) return EXDEV;
+                    if (is(name, ".git")) {
+                        struct statx stx {};
+                        if (::statx(item.dir.fd, name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO,
+                                    &stx) != 0 ||
+                            existed_at_start(stx))
+                            return EACCES;
+                    }
+                    head = head || is(name, "HEAD");
+                    objects = objects || is(name, "objects");
+                    refs = refs || is(name, "refs");
+                    commondir = commondir || is(name, "commondir");
+                    unsigned char type = d->d_type;
+                    if (type == DT_UNKNOWN) {
+                        struct stat est {};
+                        if (::fstatat(item.dir.fd, name.c_str(), &est, AT_SYMLINK_NOFOLLOW) != 0)
+                            return EACCES;
+                        type = S_ISDIR(est.st_mode) ? DT_DIR : DT_REG;
+                    }
+                    if (type != DT_DIR) continue;
+                    if (item.depth + 1 > kMaxMovedDepth) return EXDEV;
+                    Fd sub(
+                        ::openat(item.dir.fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+                    if (sub.fd < 0) return EACCES;
+                    stack.push_back({std::move(sub), item.path + "/" + name, item.depth + 1});
+                }
+            }
+            if (head && (objects || refs || commondir)) {
+                // A git directory of any name that existed when the run started moves no more than a `.git`.
+                struct statx stx {};
+                if (::statx(item.dir.fd, "", AT_EMPTY_PATH, STATX_BTIME | STATX_INO, &stx) != 0 ||
+                    existed_at_start(stx))
+                    return EACCES;
+                if (!repository_place_allowed(item.path)) return EACCES;
+            }
+        }
+        return 0;
+    }
+    static constexpr std::size_t kMaxMovedEntries = 100000;
+    static constexpr int kMaxMovedDepth = 64;
+
+    // Whether `dir` (jail view) may hold what git reads as a repository (`HEAD` next to `objects`, `refs` or
+    // `commondir`). Why: git takes such a directory for a repository at every level it searches (and reads
+    // its `config`: core.fsmonitor, core.worktree), so one planted in `src/` runs a command on the host's
+    // next `git status` there. Allowed: a git directory itself (`.../.git`), anything inside a git directory
+    // the run created (submodules, `git clone --mirror` into `.git/...`), and with allowBareRepositories
+    // anywhere (named).
+    bool repository_place_allowed(const std::string& dir) {
+        if (dir.size() >= 5 && dir.compare(dir.size() - 5, 5, "/.git") == 0) return true;
+        const std::size_t at = dir.rfind("/.git/");
+        if (at != std::string::npos && !git_dir_existed(dir.substr(0, at + 5))) return true;
+        return policy_->filesystem().allow_bare_repositories;
     }
 
     // 0 when the policy lets the caller write `path` (jail view), otherwise the errno to return: EROFS
     // outside the writable areas (as the read-only mounts say), EACCES for a protected path.
     int decide(const std::string& path, bool creates) {
+        if (int err = decide_exact(path, creates, path)) return err;
+        if (int err = decide_in_git_dirs(path)) return err;
+        if (int err = decide_git_config_targets(path)) return err;
+        // Case-insensitive directories (ext4 `chattr +F`, tmpfs `-o casefold`): there `.BASHRC` is bash's
+        // `.bashrc` and `.Git/Hooks` git's `.git/hooks`. A path with capitals that the policy allows is
+        // decided again in lower case (the protected names and the usual deny rules are lower case); a
+        // protection found so holds where a directory on the way compares without case. Paths without
+        // capitals (most) cost nothing more.
+        if (std::none_of(path.begin(), path.end(), [](char ch) { return ch >= 'A' && ch <= 'Z'; })) return 0;
+        if (decide_exact(fold(path), creates, path) != EACCES) return 0;
+        return casefold_on_the_way(path) ? EACCES : 0;
+    }
+
+    // The names protected inside a `.git` that existed when the run started, inside any other git directory
+    // of that age. Why: git reads the config and runs the hooks of the git directory a gitfile points to
+    // (`git init --separate-git-dir .bare`: `.git` holds `gitdir: ./.bare`) and of a bare repository (a local
+    // remote `origin.git`: its hooks run at the user's next push) exactly as those of a `.git`; a name is
+    // no protection. Recognised by what it holds (git_dirs::holds_signature) and judged by its age as a
+    // `.git` is (git_dir_existed: by identity). Looked up only where the path names something inside a git
+    // directory
+    // (`hooks`, `config`, ...): most paths cost nothing.
+    int decide_in_git_dirs(const std::string& path) {
+        const std::vector<std::string> parts = components(path);
+        for (std::size_t i : git_dirs::candidate_dirs(parts)) {
+            const std::string dir = join(parts, i + 1);
+            open_how how{};
+            how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+            how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+            Fd fd(static_cast<int>(::syscall(SYS_openat2, view_.root_fd(), dir.c_str(), &how, sizeof how)));
+            if (fd.fd < 0 || !git_dirs::holds_signature(fd.fd) || !git_dir_existed(dir)) continue;
+            std::string inside = "/.git";
+            for (std::size_t k = i + 1; k < parts.size(); ++k)
+                inside += "/" + parts[k];
+            const policy::Decision d =
+                policy_->decide_write_resolved(inside, [](const std::string&) { return true; });
+            if (d.reason == policy::Reason::AlwaysReadOnly) return EACCES;
+        }
+        return 0;
+    }
+
+    static std::string fold(std::string text) {
+        for (char& ch : text)
+            if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+        return text;
+    }
+
+    static bool same_folded(const std::string& a, const char* b) { return fold(a) == b; }
+
+    // Whether the directory open as `dirfd` (not O_PATH) compares names without case.
+    static bool casefold_dir(int dirfd) {
+        constexpr unsigned kCasefold = 0x40000000;  // FS_CASEFOLD_FL
+        unsigned flags = 0;
+        return ::ioctl(dirfd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & kCasefold);
+    }
+
+    // Whether a component of `path` (jail view) that has capitals lies in a directory that compares without
+    // case. A directory on the way that cannot be opened counts as one (the protection holds).
+    bool casefold_on_the_way(const std::string& path) {
+        std::size_t start = 1;
+        while (start < path.size()) {
+            std::size_t end = path.find('/', start);
+            if (end == std::string::npos) end = path.size();
+            const bool capitals = std::any_of(path.begin() + static_cast<std::ptrdiff_t>(start),
+                                              path.begin() + static_cast<std::ptrdiff_t>(end),
+                                              [](char ch) { return ch >= 'A' && ch <= 'Z'; });
+            if (capitals) {
+                const std::string parent = start == 1 ? "/" : path.substr(0, start - 1);
+                open_how how{};
+                how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+                how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+                Fd dir(static_cast<int>(
+                    ::syscall(SYS_openat2, view_.root_fd(), parent.c_str(), &how, sizeof how)));
+                if (dir.fd < 0 || casefold_dir(dir.fd)) return true;
+            }
+            start = end + 1;
+        }
+        return false;
+    }
+
+    // Whether the name `t.name` is `name` where the call lands: exactly, or in another case in a directory
+    // that compares without case.
+    static bool name_is(const Target& t, const char* name) {
+        if (t.name == name) return true;
+        if (!same_folded(t.name, fold(name).c_str())) return false;
+        Fd dir(::openat(t.dir.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        return dir.fd < 0 || casefold_dir(dir.fd);
+    }
+
+    // decide() on `path` as spelt; `original` is the path as the caller's call names it (the same, or
+    // `path` in lower case: the git directories looked up are taken from it, same length).
+    int decide_exact(const std::string& path, bool creates, const std::string& original) {
         auto under = [&](const char* root) {
             std::size_t n = std::strlen(root);
             return path.compare(0, n, root) == 0 && (path.size() == n || path[n] == '/');
@@ -576,7 +833,7 @@ class NotifierImpl final : public Notifier {
         // rules say; the read-only mounts there still apply).
         if (!under("/dev/shm") && (under("/dev") || under("/proc"))) return creates ? EACCES : 0;
         policy::Decision d = policy_->decide_write_resolved(
-            path, [this](const std::string& dir) { return git_dir_existed(dir); });
+            path, [&](const std::string& dir) { return git_dir_existed(original.substr(0, dir.size())); });
         if (d.allowed()) return 0;
         // Why: the jail's /dev/shm is its own tmpfs (POSIX shared memory), free to write, except a project
         // bound below it (a writable root there): its protected names are refused like anywhere else.
@@ -587,26 +844,35 @@ class NotifierImpl final : public Notifier {
     // A directory being moved or removed that holds protected names, or a pre-existing git directory.
     // decide() for a target, with what only the file system tells: an existing gitfile (`.git` as a file,
     // pointing to the git directory) is neither written, replaced nor removed; and the bare-repository trick:
-    // `HEAD` next to `objects` or `refs` at the top of a writable root that is no git directory (git would
-    // read a `config` there as a repository's) is not created, nor the reverse.
+    // `HEAD` next to `objects`, `refs` or `commondir` at the top of a writable root that is no git directory
+    // (git would read a `config` there as a repository's) is not created, nor the reverse.
     int decide_at(const Target& t, bool creates) {
         if (int err = decide(t.path(), creates)) return err;
         if (!decided_with_file_system(t.name)) return 0;
         struct stat st {};
-        if (t.name == ".git" && ::fstatat(t.dir.fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        if (name_is(t, ".git") && ::fstatat(t.dir.fd, t.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
             S_ISREG(st.st_mode))
             return EACCES;
-        if (creates && (t.name == "HEAD" || t.name == "objects" || t.name == "refs") &&
-            writable_roots_.count(t.dir_path)) {
+        const bool head = name_is(t, "HEAD");
+        if (creates && (head || name_is(t, "objects") || name_is(t, "refs") || name_is(t, "commondir"))) {
+            // (A directory that compares without case finds `OBJECTS` for `objects` itself.)
             auto has = [&](const char* n) { return ::fstatat(t.dir.fd, n, &st, AT_SYMLINK_NOFOLLOW) == 0; };
-            if (t.name == "HEAD" ? (has("objects") || has("refs")) : has("HEAD")) return EACCES;
+            if (head ? (has("objects") || has("refs") || has("commondir")) : has("HEAD")) {
+                if (!repository_place_allowed(t.dir_path)) return EACCES;
+                if (!inside_git_dir(t.dir_path)) {
+                    struct statx stx {};  // a bare repository allowed by the setting: named
+                    if (::statx(t.dir.fd, "", AT_EMPTY_PATH, STATX_INO, &stx) == 0)
+                        note_repository(inode_of(stx), t.dir_path);
+                }
+            }
         }
         return 0;
     }
 
     // The names decide_at() also looks up in the file system (a gitfile; the bare-repository trick).
     static bool decided_with_file_system(const std::string& name) {
-        return name == ".git" || name == "HEAD" || name == "objects" || name == "refs";
+        const std::string n = fold(name);
+        return n == ".git" || n == "head" || n == "objects" || n == "refs" || n == "commondir";
     }
 
     // Whether two targets' directories lie on one mount (a rename or link between mounts is EXDEV, which the
@@ -623,7 +889,7 @@ class NotifierImpl final : public Notifier {
 
     // A `.git` counts only when it existed before the run (a repository the run created may go).
     int decide_directory_move(const std::string& path, int dirfd, const std::string& name) {
-        if (!policy_->holds_protected_names(path)) return 0;
+        if (!holds_protected_names(path)) return 0;
         struct stat st {};
         if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) return 0;
         const std::size_t slash = path.rfind('/');
@@ -641,9 +907,73 @@ class NotifierImpl final : public Notifier {
         return EACCES;
     }
 
+    // Where git's configuration sends git when the run starts (see git_config.hpp): `core.hooksPath` (the
+    // hooks git runs instead of `.git/hooks`) and the files `include.path` / `includeIf.*.path` read as
+    // configuration. Why: both usually point into the working tree, which is writable, and a hook written
+    // there (or core.fsmonitor in an included file) runs on the host at the user's next commit or status;
+    // they are protected as `.git/hooks` and `.git/config` are. Each as configured and resolved (the jail
+    // shows the host's paths where they are).
+    void note_git_config_targets() {
+        const auto& f = policy_->filesystem();
+        git_config::Targets found =
+            git_config::find_targets(f.working_directory.path.string(), f.home.string());
+        auto both = [](std::vector<std::string>& into, const std::vector<std::string>& paths) {
+            for (const std::string& p : paths) {
+                into.push_back(p);
+                std::error_code ec;
+                const std::string r = std::filesystem::weakly_canonical(p, ec).string();
+                if (!ec && !r.empty() && r != p) into.push_back(r);
+            }
+        };
+        both(git_targets_.hook_dirs, found.hook_dirs);
+        both(git_targets_.files, found.files);
+    }
+
+    static bool covers(const std::string& dir, const std::string& path) {
+        return path.size() >= dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+               (path.size() == dir.size() || dir == "/" || path[dir.size()] == '/');
+    }
+
+    int decide_git_config_targets(const std::string& path) const {
+        for (const std::string& dir : git_targets_.hook_dirs)
+            if (covers(dir, path)) return EACCES;
+        for (const std::string& file : git_targets_.files)
+            if (file == path) return EACCES;
+        return 0;
+    }
+
+    // Whether `path` (jail view) names a directory that holds or would hold protected names (`.claude`,
+    // `.git`, a home's `.config`, an ancestor of a core.hooksPath or included file), as the directory that
+    // would hold it compares names.
+    bool holds_protected_names(const std::string& path) {
+        for (const auto* list : {&git_targets_.hook_dirs, &git_targets_.files})
+            for (const std::string& target : *list)
+                if (target != path && covers(path, target)) return true;
+        return policy_->holds_protected_names(path) ||
+               (path != fold(path) && policy_->holds_protected_names(fold(path)) &&
+                casefold_on_the_way(path));
+    }
+
+    // A symlink made, renamed or linked to `to`: refused (EACCES) where `to` holds protected names. Why: a
+    // symlink is a directory moved into place for whoever follows it: `ln -s evil .claude` makes Claude Code
+    // on the host read `evil/settings.json` as the project's settings (hooks run on the host), `ln -s prep
+    // ~/.config` gives git a global config of the command's; decide_directory_move refuses `mv evil .claude`,
+    // and the link must not do by name what the move may not. `is_link`: the entry being placed is a symlink
+    // (a symlink call's new one, or what a rename or link moves).
+    int decide_symlink_into_place(bool is_link, const std::string& to) {
+        return is_link && holds_protected_names(to) ? EACCES : 0;
+    }
+
+    static bool is_symlink(int dirfd, const std::string& name) {
+        struct stat st {};
+        return ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+    }
+
     // The caller's descriptor `n`, reopened with `flags` (a write only through a descriptor open for
     // writing, never a directory or O_PATH one: the reopen writes only where the original could).
-    int reopen(pid_t pid, long n, int flags, mode_t mode, Fd& out) {
+    // kWouldWait: the open would wait (a FIFO, a lease to break), and `pending` holds the original for an
+    // open on a wait thread (reopen_path names it there).
+    int reopen(pid_t pid, long n, int flags, mode_t mode, Fd& out, std::shared_ptr<Fd>& pending) {
         Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
         if (pidfd.fd < 0) return errno;
         Fd orig(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.fd, static_cast<int>(n), 0)));
@@ -651,19 +981,91 @@ class NotifierImpl final : public Notifier {
         int oflags = ::fcntl(orig.fd, F_GETFL);
         struct stat st {};
         if (oflags < 0 || ::fstat(orig.fd, &st) != 0) return EACCES;
-        const bool wants_write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
-        if (wants_write && ((oflags & O_PATH) || (oflags & O_ACCMODE) == O_RDONLY || S_ISDIR(st.st_mode)))
-            return EACCES;
-        char self[64];
-        std::snprintf(self, sizeof self, "/proc/self/fd/%d", orig.fd);
-        out = Fd(::open(self, (flags & ~O_NOFOLLOW) | O_CLOEXEC | O_NOCTTY, mode));
-        return out.fd < 0 ? errno : 0;
+        // Why: a reopen never widens the descriptor's access: `2>>outside/log` must not become a way to read
+        // the log (the read scope), nor `< file` a way to write the file.
+        const int wanted = (flags & O_PATH) ? -1 : (flags & O_ACCMODE);
+        const bool wants_write = wanted == O_WRONLY || wanted == O_RDWR || (flags & O_TRUNC);
+        const bool wants_read = wanted == O_RDONLY || wanted == O_RDWR;
+        const int had = (oflags & O_PATH) ? -1 : (oflags & O_ACCMODE);
+        if (wants_write && ((had != O_WRONLY && had != O_RDWR) || S_ISDIR(st.st_mode))) return EACCES;
+        if (wants_read && had != O_RDONLY && had != O_RDWR) return EACCES;
+        const int open_flags = (flags & ~O_NOFOLLOW) | O_CLOEXEC | O_NOCTTY;
+        const int err = open_without_waiting(AT_FDCWD, reopen_path(orig.fd), open_flags, mode, out);
+        if (err == kWouldWait) pending = std::make_shared<Fd>(std::move(orig));
+        return err;
+    }
+
+    static std::string reopen_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+    // An open that would wait: for the other end of a FIFO, for the holder of a lease to let go (an open for
+    // writing breaks a read lease, and waits up to /proc/sys/fs/lease-break-time, 45 s by default), for a
+    // device. Returned by open_without_waiting and reopen.
+    static constexpr int kWouldWait = -2;
+
+    // Opens as openat(2) would, but never waits. Why: the receive thread serves every notified call of the
+    // jail; one open that waits (a FIFO that became one after we looked, a lease the command holds itself)
+    // would freeze the jail's file system for as long. So the open is tried with O_NONBLOCK, with which the
+    // kernel answers EWOULDBLOCK (a lease) or ENXIO (a FIFO without reader) instead of waiting; a caller who
+    // did not ask for O_NONBLOCK gets the descriptor without it, or kWouldWait (then the open is made again
+    // as asked, on a wait thread: wait_on_thread).
+    static int open_without_waiting(int dirfd, const std::string& name, int open_flags, mode_t mode,
+                                    Fd& out) {
+        out = Fd(::openat(dirfd, name.c_str(), open_flags | O_NONBLOCK, mode));
+        if (open_flags & O_NONBLOCK) return out.fd < 0 ? errno : 0;
+        if (out.fd < 0) return errno == EWOULDBLOCK || errno == ENXIO ? kWouldWait : errno;
+        struct stat st {};
+        if (::fstat(out.fd, &st) != 0) return errno;
+        // Open for writing with O_NONBLOCK, a FIFO (or a pipe) opens only where a reader is, as without it
+        // (O_RDWR never waits); open for reading it opens with or without a writer, which only waiting tells.
+        if (S_ISFIFO(st.st_mode) && (open_flags & O_ACCMODE) == O_RDONLY) {
+            out.reset();
+            return kWouldWait;
+        }
+        const int fl = ::fcntl(out.fd, F_GETFL);
+        if (fl < 0 || ::fcntl(out.fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+            out.reset();
+            return EIO;
+        }
+        return 0;
+    }
+
+    // Runs `attempt` (an open or a truncate that may wait) on a wait thread (see Waits) with the caller's
+    // rights, again after each interruption, until it is done or its caller gone. It answers with the
+    // descriptor `attempt` leaves in its Fd (when it returns 0 and `sends_fd`), or its errno. -1 when
+    // started, EAGAIN when no wait can start.
+    int wait_on_thread(const seccomp_notif& req, const Caller& c, std::function<int(Fd&)> attempt,
+                       bool sends_fd, int send_flags) {
+        const bool started = waits_->start(
+            req.id,
+            [attempt = std::move(attempt), who = c, id = req.id, privileged = privileged_, sends_fd,
+             send_flags](int answer, const std::function<bool()>& cancelled) {
+                if (!become(who, privileged)) return reply_on(answer, id, EPERM);
+                for (;;) {
+                    Fd fd;
+                    const int err = attempt(fd);
+                    if (err == 0 && sends_fd) return send_fd_on(answer, id, fd.fd, send_flags);
+                    if (err != EINTR) return reply_on(answer, id, err);
+                    if (cancelled()) return;  // the caller is gone: nobody to answer
+                }
+            },
+            wake_signal());
+        return started ? -1 : EAGAIN;
+    }
+
+    // The blocking open of `name` in `dir` (kept open by the wait), for wait_on_thread.
+    static std::function<int(Fd&)> blocking_open(std::shared_ptr<Fd> dir, std::string name, int open_flags,
+                                                 mode_t mode) {
+        return [dir = std::move(dir), name = std::move(name), open_flags, mode](Fd& fd) {
+            fd = Fd(::openat(dir ? dir->fd : AT_FDCWD, name.c_str(), open_flags, mode));
+            return fd.fd < 0 ? errno : 0;
+        };
     }
 
     // Hands `fd` to the caller as the call's result (atomically answering the notification).
     void send_fd(std::uint64_t id, int fd, int flags) const { send_fd_on(listener_.fd, id, fd, flags); }
 
     static void send_fd_on(int listener, std::uint64_t id, int fd, int flags) {
+        Waits::answering();
         seccomp_notif_addfd add{};
         add.id = id;
         add.flags = SECCOMP_ADDFD_FLAG_SEND;
@@ -686,7 +1088,7 @@ class NotifierImpl final : public Notifier {
         if (decided_with_file_system(name)) return std::nullopt;
         const std::string where = join(parts, parts.size());
         if (decide(where, true) != 0) return std::nullopt;  // refused: the slow path says with which errno
-        const int rootfd = root(c.pid);
+        const int rootfd = view_.root(c.pid);
         if (rootfd < 0) return std::nullopt;
         if (!valid(req.id)) return -1;
         if (!become(c)) return EPERM;
@@ -704,7 +1106,7 @@ class NotifierImpl final : public Notifier {
     int do_open(const seccomp_notif& req, const Caller& c, int dirfd, const std::string& path, int flags,
                 mode_t mode, Fd& result) {
         std::string abs;
-        if (int err = absolute(c, dirfd, path, abs)) return err;
+        if (int err = view_.absolute(c, dirfd, path, abs)) return err;
         if ((flags & O_PATH)) flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
         const bool tmpfile = (flags & O_TMPFILE) == O_TMPFILE;
         // "name/" never names a file to create (the kernel's answer).
@@ -715,7 +1117,7 @@ class NotifierImpl final : public Notifier {
         }
         const bool follow = tmpfile || (!(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL)));
         Target t;
-        if (int err = resolve(c, abs, follow, t)) return err;
+        if (int err = view_.resolve(c, abs, follow, t)) return err;
         if (tmpfile && t.magic < 0 && t.name != ".") {
             // O_TMPFILE names the directory the unnamed file goes to.
             Fd d(::openat(t.dir.fd, t.name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -729,7 +1131,14 @@ class NotifierImpl final : public Notifier {
             !(flags & O_PATH) && ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) || tmpfile);
         if (t.magic >= 0) {
             if (!become(c)) return EPERM;
-            return reopen(c.pid, t.magic, flags, mode, result);
+            std::shared_ptr<Fd> pending;
+            const int err = reopen(c.pid, t.magic, flags, mode, result, pending);
+            if (err != kWouldWait) return err;
+            const std::string name = reopen_path(pending->fd);
+            return wait_on_thread(
+                req, c,
+                blocking_open(std::move(pending), name, (flags & ~O_NOFOLLOW) | O_CLOEXEC | O_NOCTTY, mode),
+                true, flags);
         }
         struct stat st {};
         bool exists = false;
@@ -749,35 +1158,44 @@ class NotifierImpl final : public Notifier {
         }
         if (!become(c)) return EPERM;
         const int open_flags = (flags & ~O_CLOEXEC) | O_CLOEXEC | O_NOCTTY | (tmpfile ? 0 : O_NOFOLLOW);
-        if (exists && S_ISFIFO(st.st_mode) && !(flags & O_NONBLOCK)) {
-            // Opening a FIFO waits for the other side: on a thread of its own, not to hold up every other
-            // call.
-            // It may outlive the notifier (no reader ever comes): it answers on a listener of its own.
-            Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
-            std::thread([dir = std::move(t.dir), name = t.name, who = c, id = req.id,
-                         answer = std::move(answer), privileged = privileged_, open_flags, mode, flags]() {
-                if (!become(who, privileged)) return reply_on(answer.fd, id, EPERM);
-                Fd fd(::openat(dir.fd, name.c_str(), open_flags, mode));
-                if (fd.fd < 0) return reply_on(answer.fd, id, errno);
-                send_fd_on(answer.fd, id, fd.fd, flags);
-            }).detach();
-            return -1;
-        }
-        result = Fd(::openat(t.dir.fd, t.name.c_str(), open_flags, mode));
-        return result.fd < 0 ? errno : 0;
+        // Opening a FIFO waits for the other side: on a thread of its own (see Waits), as any open that would
+        // wait.
+        const int err = exists && S_ISFIFO(st.st_mode) && !(flags & O_NONBLOCK)
+                            ? kWouldWait
+                            : open_without_waiting(t.dir.fd, t.name, open_flags, mode, result);
+        if (err == kWouldWait)
+            return wait_on_thread(
+                req, c, blocking_open(std::make_shared<Fd>(std::move(t.dir)), t.name, open_flags, mode), true,
+                flags);
+        if (err) return err;
+        if ((flags & O_CREAT) && !exists) note_if_git(t);
+        return 0;
     }
 
     // The caller's status, read once per thread: the jail's credentials never change (no capability, no
     // setuid binary under no_new_privs) and its umask only through umask(2), which is notified too (see
     // note_umask). A thread's pidfd tells when the id is gone (and may be reused by another process).
     const Caller* caller(pid_t tid) {
+        // Once a second at most: the entries of threads that are gone are dropped, so that their pidfds do
+        // not stay after a burst of short-lived callers.
+        timespec now{};
+        ::clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+        if (now.tv_sec != last_sweep_ && !callers_.empty()) {
+            last_sweep_ = now.tv_sec;
+            sweep_callers();
+        }
         auto it = callers_.find(tid);
         if (it != callers_.end()) {
             pollfd p{it->second.pidfd.fd, POLLIN, 0};
             if (::poll(&p, 1, 0) == 0) return &it->second.caller;
             callers_.erase(it);
         }
-        if (callers_.size() > 4096) callers_.clear();
+        // Bounded: each entry holds a pidfd. Past kCallersSwept the entries of threads that are gone are
+        // dropped (one poll over all); past kCallersMax all (they are read again when they call).
+        if (callers_.size() >= kCallersSwept) {
+            sweep_callers();
+            if (callers_.size() >= kCallersMax) callers_.clear();
+        }
         // The pidfd first: the status read next is then that thread's (or the read fails).
         constexpr unsigned kPidfdThread = O_EXCL;  // PIDFD_THREAD (Linux 6.9)
         Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, tid, kPidfdThread)));
@@ -789,6 +1207,17 @@ class NotifierImpl final : public Notifier {
         }
         entry.pidfd = std::move(pidfd);
         return &callers_.emplace(tid, std::move(entry)).first->second.caller;
+    }
+
+    void sweep_callers() {
+        std::vector<pollfd> fds;
+        fds.reserve(callers_.size());
+        for (const auto& [id, entry] : callers_)
+            fds.push_back(pollfd{entry.pidfd.fd, POLLIN, 0});
+        if (::poll(fds.data(), fds.size(), 0) <= 0) return;
+        std::size_t i = 0;
+        for (auto it = callers_.begin(); it != callers_.end(); ++i)
+            it = fds[i].revents ? callers_.erase(it) : std::next(it);
     }
 
     // umask(2): the new mask is noted for every known thread of the process (they share it), and the kernel
@@ -806,60 +1235,40 @@ class NotifierImpl final : public Notifier {
         ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
     }
 
+    // The permission bits of a mode the supervisor applies for the caller, without S_ISUID and S_ISGID. Why:
+    // a creation performed with the mode as given (`open(..., O_CREAT, 06755)`) would leave a set-id program
+    // in the user's tree, which the chmod family refuses in the filter (jail/seccomp.cpp).
+    static mode_t without_set_id(mode_t mode) { return mode & 01777; }
+
+    // One handler for every notified call, driven by the table (kSyscalls).
     void handle(const seccomp_notif& req) {
-        if (req.data.nr == SYS_umask) return note_umask(req);
+        const SyscallRole* role = role_of(static_cast<long>(req.data.nr));
+        if (!role) return reply(req.id, ENOSYS);
+        if (role->does == Does::Umask) return note_umask(req);
         const Caller* known = caller(static_cast<pid_t>(req.pid));
         if (!known) return reply(req.id, EPERM);
         const Caller& c = *known;
-        const auto& a = req.data.args;
-        auto arg_fd = [&](int i) { return static_cast<int>(static_cast<std::uint32_t>(a[i])); };
-        auto arg_int = [&](int i) { return static_cast<int>(static_cast<std::uint32_t>(a[i])); };
+        const Args args(*role, req);
         std::string p1, p2;
-        auto read = [&](int i, std::string& out) { return read_string(c.pid, a[i], out); };
         int err = 0;
-        switch (req.data.nr) {
-#ifdef SYS_open
-            case SYS_open:
-            case SYS_creat:
-#endif
-            case SYS_openat: {
-                int dirfd = AT_FDCWD, flags = 0;
-                mode_t mode = 0;
-                int at = 0;
-                if (req.data.nr == SYS_openat) {
-                    dirfd = arg_fd(0);
-                    at = 1;
-                    flags = arg_int(2);
-                    mode = static_cast<mode_t>(a[3]);
-#ifdef SYS_open
-                } else if (req.data.nr == SYS_creat) {
-                    flags = O_CREAT | O_WRONLY | O_TRUNC;
-                    mode = static_cast<mode_t>(a[1]);
-                } else {
-                    flags = arg_int(1);
-                    mode = static_cast<mode_t>(a[2]);
-#endif
-                }
-                if ((err = read(at, p1))) break;
+        switch (role->does) {
+            case Does::OpenForWriting: {
+                if ((err = read_string(c.pid, args.path, p1))) break;
                 Fd fd;
-                err = do_open(req, c, dirfd, p1, flags, mode & 07777, fd);
+                err = do_open(req, c, args.dirfd, p1, args.flags, without_set_id(args.mode), fd);
                 if (err < 0) return;  // answered elsewhere, or the caller is gone
-                if (err == 0) return send_fd(req.id, fd.fd, flags);
+                if (err == 0) return send_fd(req.id, fd.fd, args.flags);
                 break;
             }
-            case SYS_connect:
-            case SYS_bind:
-                // allowUnixSockets (jail/unix_sockets.hpp).
+            case Does::Socket:
                 err = socket_call(req, c);
                 if (err < 0) return;
                 break;
-            case SYS_openat2:
-                // Its resolve flags would need resolving as the caller asked: refused as on a kernel before
-                // 5.6 (programs fall back to openat).
+            case Does::Unsupported:
                 err = ENOSYS;
                 break;
             default:
-                err = handle_path_call(req, c, p1, p2);
+                err = handle_path_call(req, c, args, p1, p2);
                 if (err < 0) return;
                 break;
         }
@@ -868,63 +1277,48 @@ class NotifierImpl final : public Notifier {
 
     // mkdir*, mknod*, unlink*, rmdir, rename*, link*, symlink*, truncate. 0 or an errno; -1: not to be
     // answered (the caller is gone).
-    int handle_path_call(const seccomp_notif& req, const Caller& c, std::string& p1, std::string& p2) {
-        const auto& a = req.data.args;
-        auto arg_int = [&](int i) { return static_cast<int>(static_cast<std::uint32_t>(a[i])); };
+    int handle_path_call(const seccomp_notif& req, const Caller& c, const Args& args, std::string& p1,
+                         std::string& p2) {
         int err = 0;
-        auto target = [&](int dirfd, int path_arg, bool follow, Target& t, std::string& text) {
-            if (int e = read_string(c.pid, a[path_arg], text)) return e;
+        auto target = [&](int dirfd, std::uint64_t path, bool follow, Target& t, std::string& text) {
+            if (int e = read_string(c.pid, path, text)) return e;
             std::string abs;
-            if (int e = absolute(c, dirfd, text, abs)) return e;
-            if (int e = resolve(c, abs, follow, t)) return e;
+            if (int e = view_.absolute(c, dirfd, text, abs)) return e;
+            if (int e = view_.resolve(c, abs, follow, t)) return e;
             return t.magic >= 0 ? EACCES : 0;
         };
-        const long nr = static_cast<long>(req.data.nr);
         Target t1, t2;
-        switch (nr) {
-#ifdef SYS_mkdir
-            case SYS_mkdir:
-#endif
-            case SYS_mkdirat: {
-                const bool at = nr == SYS_mkdirat;
-                if ((err = target(at ? arg_int(0) : AT_FDCWD, at ? 1 : 0, false, t1, p1))) return err;
+        switch (args.role->does) {
+            case Does::MakeDirectory: {
+                if ((err = target(args.dirfd, args.path, false, t1, p1))) return err;
                 if (!valid(req.id)) return -1;
                 if (t1.name == ".") return EEXIST;
                 if ((err = decide_at(t1, true))) return err;
                 if (!become(c)) return EPERM;
-                const mode_t mode = static_cast<mode_t>(a[at ? 2 : 1]) & 07777;
+                const mode_t mode = without_set_id(args.mode);
                 timespec now{};
                 ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
                 if (::mkdirat(t1.dir.fd, t1.name.c_str(), mode) != 0) return errno;
                 // Born at `now` or later (the coarse clock): possibly before run_start_.fine.
                 if (!before(run_start_.fine, now)) note_made_early(t1);
+                note_if_git(t1);
                 return 0;
             }
-#ifdef SYS_mknod
-            case SYS_mknod:
-#endif
-            case SYS_mknodat: {
-                const bool at = nr == SYS_mknodat;
-                if ((err = target(at ? arg_int(0) : AT_FDCWD, at ? 1 : 0, false, t1, p1))) return err;
+            case Does::MakeNode: {
+                if ((err = target(args.dirfd, args.path, false, t1, p1))) return err;
                 if (!valid(req.id)) return -1;
                 if (t1.name == ".") return EEXIST;
                 if ((err = decide_at(t1, true))) return err;
                 if (!become(c)) return EPERM;
-                const mode_t mode = static_cast<mode_t>(a[at ? 2 : 1]);
-                const dev_t dev = static_cast<dev_t>(a[at ? 3 : 2]);
-                return ::mknodat(t1.dir.fd, t1.name.c_str(), mode, dev) == 0 ? 0 : errno;
+                const dev_t dev = static_cast<dev_t>(args.extra);
+                const mode_t mode = args.mode & ~mode_t(S_ISUID | S_ISGID);
+                if (::mknodat(t1.dir.fd, t1.name.c_str(), mode, dev) != 0) return errno;
+                note_if_git(t1);
+                return 0;
             }
-#ifdef SYS_unlink
-            case SYS_unlink:
-            case SYS_rmdir:
-#endif
-            case SYS_unlinkat: {
-                const bool at = nr == SYS_unlinkat;
-                int flags = at ? arg_int(2) & AT_REMOVEDIR : 0;
-#ifdef SYS_rmdir
-                if (nr == SYS_rmdir) flags = AT_REMOVEDIR;
-#endif
-                if ((err = target(at ? arg_int(0) : AT_FDCWD, at ? 1 : 0, false, t1, p1))) return err;
+            case Does::Remove: {
+                const int flags = args.flags & AT_REMOVEDIR;
+                if ((err = target(args.dirfd, args.path, false, t1, p1))) return err;
                 if (!valid(req.id)) return -1;
                 if (t1.name == ".") return flags ? EINVAL : EISDIR;
                 if (mount_points_.count(t1.path())) return EBUSY;
@@ -933,28 +1327,10 @@ class NotifierImpl final : public Notifier {
                 if (!become(c)) return EPERM;
                 return ::unlinkat(t1.dir.fd, t1.name.c_str(), flags) == 0 ? 0 : errno;
             }
-#ifdef SYS_rename
-            case SYS_rename:
-#endif
-            case SYS_renameat:
-            case SYS_renameat2: {
-                int olddir = AT_FDCWD, newdir = AT_FDCWD, oldarg = 0, newarg = 1;
-                unsigned flags = 0;
-                if (nr != static_cast<long>(
-#ifdef SYS_rename
-                              SYS_rename
-#else
-                              -1
-#endif
-                              )) {
-                    olddir = arg_int(0);
-                    oldarg = 1;
-                    newdir = arg_int(2);
-                    newarg = 3;
-                    if (nr == SYS_renameat2) flags = static_cast<unsigned>(a[4]);
-                }
-                if ((err = target(olddir, oldarg, false, t1, p1))) return err;
-                if ((err = target(newdir, newarg, false, t2, p2))) return err;
+            case Does::Rename: {
+                const auto flags = static_cast<unsigned>(args.flags);
+                if ((err = target(args.dirfd, args.path, false, t1, p1))) return err;
+                if ((err = target(args.dirfd2, args.path2, false, t2, p2))) return err;
                 if (!valid(req.id)) return -1;
                 if (t1.name == "." || t2.name == ".") return EBUSY;
                 // Between mounts the kernel says EXDEV before anything else (`mv` then copies): it says so
@@ -969,30 +1345,28 @@ class NotifierImpl final : public Notifier {
                 // RENAME_EXCHANGE moves the target to the source's name too.
                 if ((flags & RENAME_EXCHANGE) && (err = decide_directory_move(t1.path(), t2.dir.fd, t2.name)))
                     return refused(err);
+                if ((err = decide_symlink_into_place(is_symlink(t1.dir.fd, t1.name), t2.path())) ||
+                    ((flags & RENAME_EXCHANGE) &&
+                     (err = decide_symlink_into_place(is_symlink(t2.dir.fd, t2.name), t1.path()))))
+                    return refused(err);
+                if ((err = decide_moved_tree(t1, t2)) ||
+                    ((flags & RENAME_EXCHANGE) && (err = decide_moved_tree(t2, t1))))
+                    return refused(err);
                 if (!become(c)) return EPERM;
-                return ::syscall(SYS_renameat2, t1.dir.fd, t1.name.c_str(), t2.dir.fd, t2.name.c_str(),
-                                 flags) == 0
-                           ? 0
-                           : errno;
+                if (::syscall(SYS_renameat2, t1.dir.fd, t1.name.c_str(), t2.dir.fd, t2.name.c_str(), flags) !=
+                    0)
+                    return errno;
+                note_if_git(t2);
+                return 0;
             }
-#ifdef SYS_link
-            case SYS_link:
-#endif
-            case SYS_linkat: {
-                int olddir = AT_FDCWD, newdir = AT_FDCWD, oldarg = 0, newarg = 1, flags = 0;
-                if (nr == SYS_linkat) {
-                    olddir = arg_int(0);
-                    oldarg = 1;
-                    newdir = arg_int(2);
-                    newarg = 3;
-                    flags = arg_int(4);
-                }
-                if ((err = read_string(c.pid, a[oldarg], p1))) return err;
+            case Does::Link: {
+                const int flags = args.flags;
+                if ((err = read_string(c.pid, args.path, p1))) return err;
                 if (p1.empty() && (flags & AT_EMPTY_PATH)) return ENOENT;  // needs CAP_DAC_READ_SEARCH
                 std::string abs;
-                if ((err = absolute(c, olddir, p1, abs))) return err;
-                if ((err = resolve(c, abs, flags & AT_SYMLINK_FOLLOW, t1))) return err;
-                if ((err = target(newdir, newarg, false, t2, p2))) return err;
+                if ((err = view_.absolute(c, args.dirfd, p1, abs))) return err;
+                if ((err = view_.resolve(c, abs, flags & AT_SYMLINK_FOLLOW, t1))) return err;
+                if ((err = target(args.dirfd2, args.path2, false, t2, p2))) return err;
                 if (!valid(req.id)) return -1;
                 if (t2.name == ".") return EEXIST;
                 if ((err = decide_at(t2, true))) return err;
@@ -1015,41 +1389,56 @@ class NotifierImpl final : public Notifier {
                         if ((err = decide(where, false))) return err;
                     }
                     if (!become(c)) return EPERM;
-                    return ::linkat(AT_FDCWD, self, t2.dir.fd, t2.name.c_str(), AT_SYMLINK_FOLLOW) == 0
-                               ? 0
-                               : errno;
+                    if (::linkat(AT_FDCWD, self, t2.dir.fd, t2.name.c_str(), AT_SYMLINK_FOLLOW) != 0)
+                        return errno;
+                    note_if_git(t2);
+                    return 0;
                 }
                 if (t1.name == ".") return EPERM;
+                if ((err = decide_symlink_into_place(is_symlink(t1.dir.fd, t1.name), t2.path()))) return err;
                 // The source gets a second name: it must be writable where it is (between mounts EXDEV, as
                 // the kernel says first and says itself for a call performed).
                 if ((err = decide_at(t1, false))) return same_mount(t1, t2) ? err : EXDEV;
                 if (!become(c)) return EPERM;
-                return ::linkat(t1.dir.fd, t1.name.c_str(), t2.dir.fd, t2.name.c_str(), 0) == 0 ? 0 : errno;
+                if (::linkat(t1.dir.fd, t1.name.c_str(), t2.dir.fd, t2.name.c_str(), 0) != 0) return errno;
+                note_if_git(t2);
+                return 0;
             }
-#ifdef SYS_symlink
-            case SYS_symlink:
-#endif
-            case SYS_symlinkat: {
-                const bool at = nr == SYS_symlinkat;
-                if ((err = read_string(c.pid, a[0], p1))) return err;
-                if ((err = target(at ? arg_int(1) : AT_FDCWD, at ? 2 : 1, false, t2, p2))) return err;
+            case Does::Symlink: {
+                if ((err = read_string(c.pid, args.extra, p1))) return err;
+                if ((err = target(args.dirfd2, args.path2, false, t2, p2))) return err;
                 if (!valid(req.id)) return -1;
                 if (t2.name == ".") return EEXIST;
-                if ((err = decide_at(t2, true))) return err;
+                if ((err = decide_at(t2, true)) || (err = decide_symlink_into_place(true, t2.path())))
+                    return err;
                 if (!become(c)) return EPERM;
-                return ::symlinkat(p1.c_str(), t2.dir.fd, t2.name.c_str()) == 0 ? 0 : errno;
+                if (::symlinkat(p1.c_str(), t2.dir.fd, t2.name.c_str()) != 0) return errno;
+                note_if_git(t2);
+                return 0;
             }
-            case SYS_truncate: {
-                if ((err = read_string(c.pid, a[0], p1))) return err;
+            case Does::Truncate: {
+                if ((err = read_string(c.pid, args.path, p1))) return err;
                 std::string abs;
-                if ((err = absolute(c, AT_FDCWD, p1, abs))) return err;
-                if ((err = resolve(c, abs, true, t1))) return err;
+                if ((err = view_.absolute(c, args.dirfd, p1, abs))) return err;
+                if ((err = view_.resolve(c, abs, true, t1))) return err;
                 if (!valid(req.id)) return -1;
-                const auto length = static_cast<off_t>(a[1]);
+                const auto length = static_cast<off_t>(args.extra);
                 if (t1.magic >= 0) {
                     Fd fd;
                     if (!become(c)) return EPERM;
-                    if ((err = reopen(c.pid, t1.magic, O_WRONLY, 0, fd))) return err;
+                    std::shared_ptr<Fd> pending;
+                    err = reopen(c.pid, t1.magic, O_WRONLY, 0, fd, pending);
+                    if (err == kWouldWait) {
+                        auto open = blocking_open(pending, reopen_path(pending->fd), O_WRONLY | O_CLOEXEC, 0);
+                        return wait_on_thread(
+                            req, c,
+                            [open, length](Fd& f) {
+                                const int e = open(f);
+                                return e ? e : ::ftruncate(f.fd, length) == 0 ? 0 : errno;
+                            },
+                            false, 0);
+                    }
+                    if (err) return err;
                     return ::ftruncate(fd.fd, length) == 0 ? 0 : errno;
                 }
                 struct stat st {};
@@ -1058,9 +1447,24 @@ class NotifierImpl final : public Notifier {
                 if (!become(c)) return EPERM;
                 Fd fd(::openat(t1.dir.fd, t1.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
                 if (fd.fd < 0) return errno;
-                char self[64];
-                std::snprintf(self, sizeof self, "/proc/self/fd/%d", fd.fd);
-                return ::truncate(self, length) == 0 ? 0 : errno;
+                const std::string self = reopen_path(fd.fd);
+                // truncate(2) breaks a lease as an open for writing does (and waits): a regular file is
+                // opened for writing without waiting first, and truncated on a wait thread when that would
+                // wait.
+                if (S_ISREG(st.st_mode)) {
+                    Fd w;
+                    err = open_without_waiting(AT_FDCWD, self, O_WRONLY | O_CLOEXEC | O_NOCTTY, 0, w);
+                    if (err == 0) return ::ftruncate(w.fd, length) == 0 ? 0 : errno;
+                    if (err != kWouldWait) return err;
+                    auto kept = std::make_shared<Fd>(std::move(fd));
+                    return wait_on_thread(
+                        req, c,
+                        [kept, length](Fd&) {
+                            return ::truncate(reopen_path(kept->fd).c_str(), length) == 0 ? 0 : errno;
+                        },
+                        false, 0);
+                }
+                return ::truncate(self.c_str(), length) == 0 ? 0 : errno;
             }
             default:
                 return ENOSYS;
@@ -1068,6 +1472,7 @@ class NotifierImpl final : public Notifier {
     }
 
     static void reply_on(int listener, std::uint64_t id, int err) {
+        Waits::answering();
         seccomp_notif_resp resp{};
         resp.id = id;
         resp.error = err ? -err : 0;
@@ -1088,80 +1493,101 @@ class NotifierImpl final : public Notifier {
         const bool connecting = req.data.nr == SYS_connect;
         if (addr.ss_family == AF_UNIX && len > sizeof(sockaddr_un)) return EINVAL;  // as the kernel
         const auto path = unix_sockets::filesystem_path(addr, len);
-        const int flags = ::fcntl(sock.fd, F_GETFL);
         // A blocking connect waits (a full backlog, a TCP handshake): on a thread of its own, not to hold up
-        // every other call.
-        const bool blocking = connecting && flags >= 0 && !(flags & O_NONBLOCK);
+        // every other call. A non-blocking one is made here, but under a deadline (connect_without_waiting):
+        // the socket's open file is shared with the caller, whose other thread can clear O_NONBLOCK between
+        // our look and the connect.
+        const int flags = ::fcntl(sock.fd, F_GETFL);
+        const bool blocking = flags < 0 || (flags & O_NONBLOCK) == 0;
+        auto s = std::make_shared<Fd>(std::move(sock));
+        std::function<int()> attempt;
         if (!path) {
             // Another family, an abstract or unnamed address: confined by the socket's network namespace,
             // performed with the caller's rights.
             if (int err = unix_sockets::needs_privilege(addr, len, connecting)) return err;
-            if (blocking) {
-                // The thread may outlive the notifier (a peer that never answers): after become() it answers
-                // on a listener of its own.
-                Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
-                std::thread([sock = std::move(sock), answer = std::move(answer), addr, len, who = c,
-                             id = req.id, privileged = privileged_]() {
-                    if (!become(who, privileged)) return reply_on(answer.fd, id, EPERM);
-                    const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
-                    reply_on(answer.fd, id, ::connect(sock.fd, sa, len) == 0 ? 0 : errno);
-                }).detach();
-                return -1;
+            if (!connecting) {
+                if (!become(c)) return EPERM;
+                return ::bind(s->fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0 ? 0 : errno;
             }
-            if (!become(c)) return EPERM;
-            const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
-            const int rc = connecting ? ::connect(sock.fd, sa, len) : ::bind(sock.fd, sa, len);
-            return rc == 0 ? 0 : errno;
+            attempt = [s, addr, len] {
+                return ::connect(s->fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0 ? 0 : errno;
+            };
+        } else if (connecting) {
+            std::string abs;
+            if (int err = view_.absolute(c, AT_FDCWD, *path, abs)) return err;
+            auto to = std::make_shared<Fd>();
+            if (int err = unix_sockets::open_listed(view_.root(c.pid), abs, pinned_sockets_, listed_sockets_,
+                                                    to->fd))
+                return err;
+            attempt = [s, to, who = c, privileged = privileged_] {
+                return as_caller(who, privileged, [&] { return unix_sockets::connect_to(s->fd, to->fd); });
+            };
         }
-        std::string abs;
-        if (int err = absolute(c, AT_FDCWD, *path, abs)) return err;
         if (connecting) {
-            Fd target;
-            if (int err = unix_sockets::open_listed(root(c.pid), abs, listed_sockets_, target.fd)) return err;
-            if (blocking) {
-                Fd answer(::fcntl(listener_.fd, F_DUPFD_CLOEXEC, 0));
-                std::thread([sock = std::move(sock), target = std::move(target), answer = std::move(answer),
-                             who = c, id = req.id, privileged = privileged_]() {
-                    if (!become(who, privileged)) return reply_on(answer.fd, id, EPERM);
-                    reply_on(answer.fd, id, unix_sockets::connect_to(sock.fd, target.fd));
-                }).detach();
-                return -1;
+            if (!blocking) {
+                if (!become(c)) return EPERM;
+                const int err = connect_without_waiting(attempt);
+                // Past the deadline a Unix socket's connect is abandoned: answered as the non-blocking
+                // connect the caller made (its flag changed while the call was made; the kernel would have
+                // taken either), EAGAIN for a full backlog. Another family's goes on in the kernel, on a wait
+                // thread.
+                if (err == EINTR && addr.ss_family == AF_UNIX) return EAGAIN;
+                if (err != EINTR || !valid(req.id)) return err;
             }
-            if (!become(c)) return EPERM;
-            return unix_sockets::connect_to(sock.fd, target.fd);
+            const bool started = waits_->start(
+                req.id,
+                [s, attempt, who = c, id = req.id, privileged = privileged_](
+                    int answer, const std::function<bool()>& cancelled) {
+                    if (!become(who, privileged)) return reply_on(answer, id, EPERM);
+                    const int err = connect_waiting(s->fd, attempt, cancelled);
+                    if (err >= 0) reply_on(answer, id, err);
+                },
+                wake_signal());
+            return started ? -1 : EAGAIN;
         }
+        Fd& sock_fd = *s;
+        std::string abs;
+        if (int err = view_.absolute(c, AT_FDCWD, *path, abs)) return err;
         // bind creates the name: the write rules, as mknod.
         Target t;
-        if (int err = resolve(c, abs, false, t)) return err;
+        if (int err = view_.resolve(c, abs, false, t)) return err;
         if (t.magic >= 0) return EACCES;
         if (t.name == ".") return EADDRINUSE;
         if (int err = decide_at(t, true)) return err;
         if (!become(c)) return EPERM;
-        return unix_sockets::bind_at(sock.fd, t.dir.fd, t.name);
+        return unix_sockets::bind_at(sock_fd.fd, t.dir.fd, t.name);
     }
 
     Fd listener_;
     std::atomic<bool> stopping_{false}, stopped_{false};
     std::condition_variable stopped_cv_;
-    Fd root_;
+    JailView view_;
     policy::PolicyPtr policy_;
     RunStart run_start_;
     // Directories the run made while their birth time could still fall before run_start_.fine (see
     // existed_before): the first tick of the run only.
     std::set<std::pair<std::uint64_t, std::uint64_t>> made_early_;
     bool privileged_ = false;
-    std::map<std::string, bool> git_dirs_;
     struct Cached {
         Caller caller;
         Fd pidfd;
     };
     std::unordered_map<pid_t, Cached> callers_;
+    static constexpr std::size_t kCallersSwept = 64, kCallersMax = 1024;
+    time_t last_sweep_ = 0;
     Caller uncached_;
     std::unordered_set<std::string> mount_points_;
     std::unordered_set<std::string> writable_roots_;  // allowWrite entries, the working directory, /tmp
-    std::vector<std::string> listed_sockets_;         // allowUnixSockets, `~` expanded
+    git_config::Targets git_targets_;          // core.hooksPath and included files, as written and resolved
+    std::vector<std::string> listed_sockets_;  // allowUnixSockets, `~` expanded
+    std::vector<unix_sockets::Pinned> pinned_sockets_;  // what they named when the run started
+    std::shared_ptr<Waits> waits_;
     mutable std::mutex mutex_;
-    std::set<std::string> new_repos_;
+    std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> new_repos_;  // by identity
+    std::set<std::pair<std::uint64_t, std::uint64_t>> seen_beyond_bound_;
+    std::size_t more_repos_ = 0;
+    static constexpr std::size_t kMaxCountedRepositories = 65536;
+    static constexpr std::size_t kMaxMadeEarly = 4096;
     std::thread thread_;
 };
 

@@ -45,8 +45,16 @@ class Notifier {
     // jail's namespace would.
     static std::unique_ptr<Notifier> start(int fd, policy::PolicyPtr policy, RunStart run_start,
                                            std::vector<std::string> mount_points);
-    // The git directories (`.../.git`, jail view) the run created and wrote into, for the end-of-run summary.
-    virtual std::set<std::string> new_repositories() const = 0;
+    // The repositories the run created, for the end-of-run summary: git directories (`.../.git`, jail view)
+    // it made or wrote into, gitfiles, and bare repositories where allowBareRepositories lets it make them.
+    // Each is known by its identity (device and inode), under the path it was last seen at; the list is
+    // bounded (kMaxNamedRepositories), `more` counts the rest.
+    struct NewRepositories {
+        std::vector<std::string> paths;
+        std::size_t more = 0;
+    };
+    static constexpr std::size_t kMaxNamedRepositories = 256;
+    virtual NewRepositories new_repositories() const = 0;
     virtual ~Notifier() = default;
 };
 

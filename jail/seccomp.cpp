@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -100,6 +101,72 @@ Result add_unix_socket_rules(scmp_filter_ctx ctx) {
     return r;
 }
 
+// Unix sockets from socketpair(), which needs no address and stays allowed. Why: the network namespace does
+// not stop filesystem addresses, so a datagram socketpair end could sendto/sendmsg (SCM_RIGHTS included) or
+// connect to any datagram socket file on the host, and the destination address of sendto/sendmsg is in
+// memory where the filter cannot look. Datagram (and SOCK_RAW, which the kernel makes a datagram socket)
+// socketpairs are refused unless allowAllUnixSockets; a stream end refuses an address and a seqpacket end
+// ignores one, so no Unix socket of the jail can name a path but through connect and bind. And bind names a
+// path on any socket, a socketpair end included (a socket file named `.mcp.json`, or in a repository's
+// hooks): notified, so the write rules decide (the per-path mode notifies it already; `notify_bind` for the
+// others). Without user
+// notification (old kernels) the jail's Landlock still confines where the name can be made.
+Result add_socketpair_rules(scmp_filter_ctx ctx, bool notify_bind) {
+    constexpr scmp_datum_t kSockTypeMask = 0xf;  // SOCK_TYPE_MASK
+    Result r;
+    if (notify_bind) {
+        int nr = seccomp_syscall_resolve_name("bind");
+        int rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 0);
+        if (rc != 0) {
+            errno = -rc;
+            return fail("seccomp notification rule for bind");
+        }
+    }
+    for (scmp_datum_t type = 0; type <= kSockTypeMask && !r; ++type) {
+        if (type == SOCK_STREAM || type == SOCK_SEQPACKET) continue;
+        scmp_arg_cmp args[] = {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, AF_UNIX),
+                               SCMP_A1(SCMP_CMP_MASKED_EQ, kSockTypeMask, type)};
+        r = refuse(ctx, "socketpair", EPERM, 2, args);
+    }
+    return r;
+}
+
+// Set-id programs. Started by root, the command is uid 0 without capabilities but owns what it makes:
+// `chmod 4755` on a copy of a shell would leave a set-user-ID-root program in the user's tree, which every
+// local user who can reach it runs as root after the run (the host's mount has no nosuid); with --user or
+// unprivileged it is a set-id program of the caller's. The mode is in a register: S_ISUID is refused in
+// the chmod family, and S_ISGID with group execute (what makes a set-group-ID program; S_ISGID without it
+// marks mandatory locking, and a directory's S_ISGID is refused too, as the filter cannot tell files from
+// directories). The creations' modes are stripped by the supervisor (jail/notify.cpp), and chown clears
+// the bits itself.
+Result add_set_id_rules(scmp_filter_ctx ctx) {
+    // fchmodat2 (Linux 6.6) by number where libseccomp does not know it yet (the same on every
+    // architecture: numbers of new calls are shared).
+    constexpr int kFchmodat2 = 452;
+    struct Call {
+        const char* name;
+        int fallback;
+        unsigned mode_arg;
+    };
+    Result r;
+    for (const Call& call : {Call{"chmod", -1, 1}, Call{"fchmod", -1, 1}, Call{"fchmodat", -1, 2},
+                             Call{"fchmodat2", kFchmodat2, 2}}) {
+        int nr = seccomp_syscall_resolve_name(call.name);
+        if (nr == __NR_SCMP_ERROR) nr = call.fallback;
+        if (nr < 0) continue;  // not on this architecture
+        for (scmp_datum_t bits : {scmp_datum_t(S_ISUID), scmp_datum_t(S_ISGID | S_IXGRP)}) {
+            if (r) break;
+            const scmp_arg_cmp arg{call.mode_arg, SCMP_CMP_MASKED_EQ, bits, bits};
+            int rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &arg);
+            if (rc != 0) {
+                errno = -rc;
+                r = fail(std::string("seccomp rule for ") + call.name);
+            }
+        }
+    }
+    return r;
+}
+
 }  // namespace
 
 Result compile_seccomp(const JailConfig& config, UnixSockets unix_sockets,
@@ -187,8 +254,11 @@ Result compile_seccomp(const JailConfig& config, UnixSockets unix_sockets,
         scmp_arg_cmp arg = SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, request);
         r = refuse(f.ctx, "ioctl", EPERM, 1, &arg);
     }
+    if (!r) r = add_set_id_rules(f.ctx);
     if (!r && config.user_notify) r = add_notify_rules(f.ctx);
     if (!r && unix_sockets == UnixSockets::Listed) r = add_unix_socket_rules(f.ctx);
+    if (!r && unix_sockets != UnixSockets::All)
+        r = add_socketpair_rules(f.ctx, config.user_notify && unix_sockets == UnixSockets::Refused);
     if (r) return r;
 
     // Exported as raw BPF once, in the supervisor; the command process only loads it.

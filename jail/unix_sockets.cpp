@@ -105,9 +105,25 @@ int needs_privilege(const sockaddr_storage& addr, socklen_t len, bool connecting
     }
 }
 
-int open_listed(int rootfd, const std::string& path, const std::vector<std::string>& listed, int& target) {
+std::vector<Pinned> pin_listed(const std::vector<std::string>& listed) {
+    std::vector<Pinned> out;
+    for (const auto& path : listed) {
+        const int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+        if (fd < 0) continue;
+        struct stat st {};
+        if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+            ::close(fd);
+            continue;
+        }
+        out.push_back(Pinned{path, fd, st.st_dev, st.st_ino});
+    }
+    return out;
+}
+
+int open_listed(int rootfd, const std::string& path, const std::vector<Pinned>& pinned,
+                const std::vector<std::string>& listed, int& target) {
     target = -1;
-    int fd = open_in_root(rootfd, path);
+    const int fd = open_in_root(rootfd, path);
     if (fd < 0) {
         const int err = errno;
         for (const auto& l : listed)
@@ -115,22 +131,14 @@ int open_listed(int rootfd, const std::string& path, const std::vector<std::stri
         return EPERM;
     }
     struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        ::close(fd);
-        return EPERM;
-    }
-    for (const auto& l : listed) {
-        int lfd = open_in_root(rootfd, l);
-        if (lfd < 0) continue;
-        struct stat lst {};
-        const bool same = ::fstat(lfd, &lst) == 0 && lst.st_dev == st.st_dev && lst.st_ino == st.st_ino;
-        ::close(lfd);
-        if (same) {
-            target = fd;
-            return 0;
-        }
-    }
+    const bool found = ::fstat(fd, &st) == 0;
     ::close(fd);
+    if (!found) return EPERM;
+    for (const auto& p : pinned) {
+        if (p.dev != st.st_dev || p.ino != st.st_ino) continue;
+        target = ::fcntl(p.fd, F_DUPFD_CLOEXEC, 0);
+        return target < 0 ? errno : 0;
+    }
     return EPERM;
 }
 

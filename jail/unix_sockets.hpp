@@ -4,8 +4,9 @@
 // socket (pidfd_getfd: the same open file) and performs the call itself with its copy, so another thread of
 // the caller rewriting the address changes nothing. A filesystem address is resolved in the jail's view
 // (symlinks followed): connect only when the socket file found is one of the listed paths (resolved the same
-// way), bind only where the write rules allow creating the name. Other addresses (AF_INET/AF_INET6, abstract
-// and unnamed Unix addresses) are performed as given: the socket's own network namespace confines them.
+// when the run started: see Pinned), bind only where the write rules allow creating the name. Other addresses
+// (AF_INET/AF_INET6, abstract and unnamed Unix addresses) are performed as given: the socket's own network
+// namespace confines them.
 #pragma once
 
 #include <sys/socket.h>
@@ -41,10 +42,25 @@ std::optional<std::string> filesystem_path(const sockaddr_storage& addr, socklen
 // never creates (a socket handed in).
 int needs_privilege(const sockaddr_storage& addr, socklen_t len, bool connecting);
 
-// Opens (O_PATH, in `target`) the file `path` (absolute, jail view) leads to in the jail's root `rootfd`,
-// following symlinks, when that file is one of `listed` (resolved the same way). 0, EPERM for a file not
-// listed, or the lookup's errno for a listed path that does not resolve.
-int open_listed(int rootfd, const std::string& path, const std::vector<std::string>& listed, int& target);
+// A listed socket as the entry named it when the run started: the file, opened (O_PATH) in the
+// supervisor's view with symlinks followed, and its identity. Why: a listed path inside a writable area can
+// be renamed away and replaced by a symlink to any other socket; what the entry named at the start is what
+// the user listed.
+struct Pinned {
+    std::string path;
+    int fd = -1;  // owned by the notifier for the run
+    dev_t dev = 0;
+    ino_t ino = 0;
+};
+// The listed paths that are sockets now (the others are left out: nothing reaches them during the run).
+std::vector<Pinned> pin_listed(const std::vector<std::string>& listed);
+
+// Resolves `path` (absolute, jail view) in the jail's root `rootfd`, following symlinks, and when the file it
+// reaches is one of `pinned` (same device and inode), sets `target` to a new O_PATH descriptor of that pinned
+// file. 0, EPERM for any other file, or the lookup's errno for a listed path that does not resolve in the
+// jail's view.
+int open_listed(int rootfd, const std::string& path, const std::vector<Pinned>& pinned,
+                const std::vector<std::string>& listed, int& target);
 
 // connect(2) of `sock` to the socket file open as `target` (through /proc/self/fd: no sun_path length limit,
 // and exactly the file that was checked). 0 or an errno (EINPROGRESS for a non-blocking socket).

@@ -195,6 +195,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             }
         }
         fs_.allow_git_config = c.allow_git_config.value_or(false);
+        fs_.allow_bare_repositories = c.allow_bare_repositories.value_or(false);
         for (const std::string& name : always_read_only_names()) {
             // allowGitConfig (srt): git may write .git/config; .git/hooks stays protected.
             if (fs_.allow_git_config && name == ".git/config") continue;
@@ -409,6 +410,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
                 {"refusal", fs_.working_directory.refusal.empty() ? json(nullptr)
                                                                   : json(fs_.working_directory.refusal)}}},
               {"allowGitConfig", fs_.allow_git_config},
+              {"allowBareRepositories", fs_.allow_bare_repositories},
               {"readScope",
                {{"scope", std::string(to_string(fs_.read_scope.scope))},
                 {"source",
@@ -639,11 +641,13 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         return path.size() > 1 && path[0] == "home" && at(2);
     }
 
-    // §4 of the jail issue: an allowWrite entry reached through a symlink that a command could have planted
-    // (the entry itself, or a link inside a writable area) is followed only to a place that is already
-    // inside another writable area, and never to an ancestor of the entry; otherwise `ln -s /etc ua/src`
-    // with `allowWrite: [ua/src]` would make /etc writable. A dangling link or a loop is skipped too. Each
-    // skip is a warning.
+    // An allowWrite entry reached through a symlink that a command could have planted (the entry itself, or
+    // a link inside a writable area: the working directory or another entry) is followed only to a place
+    // that is already inside another writable area, and never to an ancestor of the entry; otherwise
+    // `ln -s /etc ua/src` with `allowWrite: [ua/src]` would make /etc writable. The entry itself as a link
+    // that lies where the jailed command cannot write and resolves within its own directory
+    // (`/data/current -> v2`, /data writable by no rule) is the user's own and followed, as srt follows it.
+    // A dangling link or a loop is skipped too. Each skip is a warning.
     bool follow_allow_write(const PathRule& rule, const std::vector<PathRule>& all) {
         if (rule.glob) return true;
         const std::string lexical = rule.path.string();
@@ -670,8 +674,9 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
                 if (detail::path_covers(area, false, p)) return true;
             return false;
         };
-        // Walk the entry's components; a symlink is suspect when it is the entry itself or lies in a writable
-        // area (a system link such as /var/run -> /run is followed as it is).
+        // Walk the entry's components; a symlink is suspect when it lies in a writable area or is the entry
+        // itself leading out of its own directory (a system link such as /var/run -> /run is followed as it
+        // is).
         bool suspect = false;
         fs::path at = "/";
         const std::vector<std::string> parts = detail::split_components(lexical);
@@ -683,7 +688,6 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
                 at = next;
                 continue;
             }
-            if (i + 1 == parts.size() || inside_area(at.string())) suspect = true;
             std::error_code ec;
             fs::path target = fs::canonical(next, ec);
             if (ec) {
@@ -691,6 +695,9 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
                     return skip(next.string() + " is a symlink loop");
                 return skip(next.string() + " is a dangling symlink");
             }
+            if (inside_area(at.string()) ||
+                (i + 1 == parts.size() && !detail::path_covers(at.string(), false, target.string())))
+                suspect = true;
             at = target;
         }
         if (!suspect) return true;

@@ -142,6 +142,11 @@ struct FilesystemPolicy {
     // srt's `filesystem.allowGitConfig`: `.git/config` is then not in always_read_only_names (git can write
     // it: `git config`, `git remote add`); `.git/hooks` stays protected.
     bool allow_git_config = false;
+
+    // `filesystem.allowBareRepositories`: the jail may make a directory that git reads as a repository
+    // (`HEAD` next to `objects` or `refs`) outside a git directory the run created. Off by default: git reads
+    // such a directory's `config` (core.fsmonitor, core.worktree) wherever it searches for a repository.
+    bool allow_bare_repositories = false;
 };
 
 // A CIDR range of the address guard (see syntax.hpp parse_cidr): the network-order bytes of the address

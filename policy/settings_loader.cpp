@@ -124,6 +124,7 @@ constexpr KnownKey kFilesystemKeys[] = {
     {"allowGitConfig", KeyUse::Honoured, ""},
     {"readScope", KeyUse::Honoured, ""},
     {"allowManagedReadPathsOnly", KeyUse::Honoured, ""},
+    {"allowBareRepositories", KeyUse::Honoured, ""},
 };
 
 template <std::size_t N>
@@ -584,6 +585,12 @@ class FileLoader {
             if (!out_.allow_git_config || out_.allow_git_config_layer == layer_) {
                 out_.allow_git_config = *value;
                 out_.allow_git_config_layer = layer_;
+            }
+        }
+        if (auto value = boolean(filesystem, "allowBareRepositories", base)) {
+            if (!out_.allow_bare_repositories || out_.allow_bare_repositories_layer == layer_) {
+                out_.allow_bare_repositories = *value;
+                out_.allow_bare_repositories_layer = layer_;
             }
         }
         read_scope(filesystem, base);

@@ -45,6 +45,8 @@ struct Collected {
     Layer allow_all_unix_sockets_layer = Layer::Default;
     std::optional<bool> allow_git_config;
     Layer allow_git_config_layer = Layer::Default;
+    std::optional<bool> allow_bare_repositories;
+    Layer allow_bare_repositories_layer = Layer::Default;
     std::optional<bool> strict_allowlist;
     Layer strict_allowlist_layer = Layer::Default;
     // Bash rules and sandbox switches (for `cordon claude-hook`); the scalars' layers as above.

@@ -1,4 +1,6 @@
 // The supervisor of `cordon run` (see run.hpp).
+#include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -120,6 +122,38 @@ void say_if_inside_another_sandbox() {
                "sandbox.enabled false)\n";
 }
 
+// Whether `uid` (with primary group `gid`, no capabilities) may search every directory from `/` to `dir`.
+bool may_search(const std::filesystem::path& dir, uid_t uid, gid_t gid) {
+    std::filesystem::path at = "/";
+    for (const auto& part : dir.relative_path()) {
+        struct stat st {};
+        if (::stat(at.c_str(), &st) != 0) return false;
+        const mode_t bit = st.st_uid == uid ? S_IXUSR : st.st_gid == gid ? S_IXGRP : S_IXOTH;
+        if (!(st.st_mode & bit)) return false;
+        at /= part;
+    }
+    struct stat st {};
+    if (::stat(at.c_str(), &st) != 0) return false;
+    const mode_t bits = st.st_uid == uid   ? S_IXUSR | S_IWUSR
+                        : st.st_gid == gid ? S_IXGRP | S_IWGRP
+                                           : S_IXOTH | S_IWOTH;
+    return (st.st_mode & bits) == bits;
+}
+
+// Started by root without --user in a working directory that root's command, which has no capability, cannot
+// enter or write (another user's mode-0700 project): the user it belongs to, who can; nothing otherwise.
+// Why the owner rather than root with a capability: CAP_DAC_OVERRIDE (or _READ_SEARCH) would let the
+// command write (or read) what every mode on the host forbids it.
+std::optional<std::pair<uid_t, gid_t>> owner_for_root(const std::filesystem::path& cwd) {
+    if (::geteuid() != 0) return std::nullopt;
+    struct stat st {};
+    if (::stat(cwd.c_str(), &st) != 0 || st.st_uid == 0 || may_search(cwd, 0, 0)) return std::nullopt;
+    gid_t gid = st.st_gid;
+    if (const passwd* pw = ::getpwuid(st.st_uid)) gid = pw->pw_gid;
+    if (!may_search(cwd, st.st_uid, gid)) return std::nullopt;
+    return std::make_pair(st.st_uid, gid);
+}
+
 }  // namespace
 
 int run(const Options& options) {
@@ -142,6 +176,14 @@ int run(const Options& options) {
     config.strict = options.strict;
     config.best_effort = options.best_effort;
     config.run_as = options.user;
+    if (!config.run_as) {
+        if (auto owner = owner_for_root(cwd)) {
+            config.run_as = owner;
+            std::cerr << "cordon: note: " << cwd.string() << " belongs to uid " << owner->first
+                      << " and root without capabilities cannot use it: the command runs as uid "
+                      << owner->first << " (--user to choose)\n";
+        }
+    }
     config.memory_bytes = options.memory;
     config.max_pids = options.pids;
     config.network = options.network;
@@ -318,11 +360,17 @@ int run(const Options& options) {
     uv_run(&sup.loop, UV_RUN_DEFAULT);
     int status = sup.status.value_or(125);
     jail.reset();  // placeholders removed
-    if (sup.notifier && !options.quiet) {
-        auto repos = sup.notifier->new_repositories();
-        for (const auto& repo : repos)
-            std::cerr << "cordon: note: a git repository was created during the run: " << repo
+    // Not hidden by --quiet: a repository the run made is code the host's git may run (its hooks and config).
+    if (sup.notifier) {
+        const auto repos = sup.notifier->new_repositories();
+        constexpr std::size_t kShown = 20;
+        for (std::size_t i = 0; i < repos.paths.size() && i < kShown; ++i)
+            std::cerr << "cordon: note: a git repository was created during the run: " << repos.paths[i]
                       << " (its hooks and config were not protected)\n";
+        const std::size_t rest =
+            repos.paths.size() > kShown ? repos.paths.size() - kShown + repos.more : repos.more;
+        if (rest)
+            std::cerr << "cordon: note: and " << rest << " more git repositories created during the run\n";
     }
     inspection.remove();  // the trust bundle's directory
     if (proxy) {

@@ -44,8 +44,8 @@ struct Context {
 // the plan is known; the plan applied under it, then pivot into the jail's root and detach the host's.
 Result enter_staging_root(Context& ctx);
 Result apply_mount_plan(Context& ctx);
-// jail.cpp: the supervisor's word that the plan's placeholders exist, with those it could not create (where
-// the command cannot create them either: they need no mount). False when the supervisor is gone.
+// jail/handover.cpp: the supervisor's word that the plan's placeholders exist, with those it could not create
+// (where the command cannot create them either: they need no mount). False when the supervisor is gone.
 bool receive_placeholders_made(int fd, std::vector<std::filesystem::path>& not_made);
 std::vector<std::string> read_mount_points();
 // jail/net.cpp

@@ -82,6 +82,7 @@ class JailFixtures:
     case gets a directory below Env.base with project/ (the working directory), outside/ and home/."""
 
     AS_USER = False
+    USER_FLAG = False  # root runs cordon with `--user` (the test user); the case's files are the user's
 
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="case-", dir=Env.base)
@@ -94,7 +95,7 @@ class JailFixtures:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def own(self, path):
-        if self.AS_USER:
+        if self.AS_USER or self.USER_FLAG:
             os.lchown(path, Env.uid, Env.gid)
         return path
 
@@ -130,7 +131,9 @@ class JailFixtures:
 
     def popen(self, args, cwd=None, prefix=(), **kw):
         """`cordon run` with args (after `prefix`, a command that runs it, if any)."""
-        return subprocess.Popen([*prefix, Env.cordon, "run", "--no-discover", *args], cwd=cwd or self.cwd, env=self.env(),
+        user = ["--user", Env.user] if self.USER_FLAG else []
+        return subprocess.Popen([*prefix, Env.cordon, "run", "--no-discover", *user, *args], cwd=cwd or self.cwd,
+                                env=self.env(),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **self._identity(),
                                 **kw)
 

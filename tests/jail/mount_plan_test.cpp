@@ -517,6 +517,18 @@ TEST_CASE("an allowWrite glob matching a symlink out of the writable areas does 
     }));
 }
 
+TEST_CASE("an allowWrite symlink the command cannot have made, within its own directory, is followed") {
+    Scratch s;
+    s.dir("data/v2");
+    fs::create_directory_symlink("v2", s.root / "data/current");
+    auto in = s.input();
+    in.filesystem.allow_write.push_back(rule(s.root / "data/current", false));
+    auto plan = make_mount_plan(in);
+    CHECK(find(plan, MountKind::Writable, s.root / "data/v2") >= 0);
+    CHECK(std::none_of(plan.notices.begin(), plan.notices.end(),
+                       [](const std::string& n) { return n.find("data/current") != std::string::npos; }));
+}
+
 TEST_CASE(
     "a plain allowWrite symlink out of the writable areas is not bound, also without the policy's check") {
     Scratch s;

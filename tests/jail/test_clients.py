@@ -94,7 +94,8 @@ class Environment(JailTest):
                     "-Dhttps.proxyPort=3128", "-DsocksProxyHost=127.0.0.1", "-DsocksProxyPort=1080"]:
             self.assertIn(opt, java)
         self.assertTrue(any(o.startswith("-Dhttp.nonProxyHosts=localhost|127.0.0.1") for o in java))
-        self.assertTrue(env["GIT_SSH_COMMAND"].startswith("ssh -i /k -o ProxyCommand="), env["GIT_SSH_COMMAND"])
+        self.assertTrue(env["GIT_SSH_COMMAND"].startswith("ssh -i /k -o ControlMaster=no -o ControlPath=none "
+                                                          "-o ProxyCommand="), env["GIT_SSH_COMMAND"])
         self.assertIn("connect %h %p", env["GIT_SSH_COMMAND"])
         self.assertEqual(env["SANDBOX_RUNTIME"], "1")
 

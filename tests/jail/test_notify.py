@@ -32,13 +32,14 @@ GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
 
 
-class NotifyCase(JailFixtures):
-    """The fixtures of the jail tests (JailFixtures), for the protected names."""
+class GitFixtures(JailFixtures):
+    """The fixtures of the jail tests (JailFixtures), with git on the host side."""
 
     def git(self, *args, cwd=None):
         env = {**os.environ, **GIT_ENV, "HOME": self.home}
+        who = {"user": Env.uid, "group": Env.gid, "extra_groups": []} if self.USER_FLAG else self._identity()
         return subprocess.run(["git", *args], cwd=cwd or self.cwd, check=True, capture_output=True, text=True,
-                               env=env, **self._identity())
+                               env=env, **who)
 
     def existing_repo(self, rel="."):
         path = os.path.join(self.cwd, rel)
@@ -48,6 +49,10 @@ class NotifyCase(JailFixtures):
         # Birth times before the run (the file system's clock is coarse).
         time.sleep(0.02)
         return path
+
+
+class NotifyCase(GitFixtures):
+    """The protected names."""
 
     # 1. git redirection: commondir, a linked worktree's files, a submodule's config, config.worktree.
     def test_git_redirection_refused_in_existing_repository(self):
@@ -222,6 +227,23 @@ class NotifyCase(JailFixtures):
         self.assertNotIn("WRITTEN", out)
         self.assertEqual(self.read(ro), "data\n")
 
+    def test_opens_answered_from_a_wait_thread_hand_a_descriptor_over(self):
+        # A FIFO opened by the supervisor (on a wait thread) and a reopened FIFO for reading: each open returns
+        # a descriptor of the FIFO (a write and a read through it round-trip), never 0 with no descriptor (the
+        # reaper once took an answered notification for a caller gone and withdrew the descriptor).
+        script = ("import os, stat\n"
+                  "os.mkfifo('ff')\n"
+                  "for i in range(20):\n"
+                  "    w = os.open('ff', os.O_RDWR)\n"
+                  "    r = os.open('/proc/self/fd/%d' % w, os.O_RDONLY | os.O_CREAT)\n"
+                  "    assert stat.S_ISFIFO(os.fstat(w).st_mode) and stat.S_ISFIFO(os.fstat(r).st_mode), (w, r)\n"
+                  "    os.write(w, b'hi'); assert os.read(r, 2) == b'hi'\n"
+                  "    os.close(r); os.close(w)\n"
+                  "print('ROUND-TRIPS')\n")
+        path = self.write(os.path.join(self.cwd, "fifo.py"), script)
+        out, err = self.sh(f"{PY} {path}")
+        self.assertIn("ROUND-TRIPS", out, err)
+
     def test_credentials_umask_cloexec_and_errors(self):
         out, err = self.sh(
             "umask 027; echo x > f; mkdir d; stat -c '%a %u' f d; "
@@ -337,12 +359,253 @@ class NotifyCase(JailFixtures):
         self.assertEqual(os.listdir(self.cwd), [])
 
 
+class AttackCase(GitFixtures):
+    """What the second attack on the jail found: each attack as it was made, as root, as a user and with --user."""
+
+    def attempts(self, attempts, tail="", **kw):
+        script = "; ".join(f"({cmd}) 2>/dev/null && echo MADE-{key}" for key, cmd in attempts.items())
+        out, err = self.sh(script + "; " + (tail or "true"), expect=None, **kw)
+        for key in attempts:
+            self.assertNotIn(f"MADE-{key}", out, err)
+        return out, err
+
+    def supervisor(self, pid):
+        """Threads, descriptors and resident memory (kB) of the supervisor (cordon itself)."""
+        with open(f"/proc/{pid}/status") as f:
+            status = dict(line.split(":", 1) for line in f if ":" in line)
+        return (int(status["Threads"]), len(os.listdir(f"/proc/{pid}/fd")),
+                int(status["VmRSS"].split()[0]))
+
+    # 1. An old git directory moved to where a new one was, and back: its config and hooks stay protected.
+    def test_moved_old_repository_keeps_its_protection(self):
+        self.existing_repo("a")
+        self.git("config", "user.name", "owner", cwd=os.path.join(self.cwd, "a"))
+        config = self.read(os.path.join(self.cwd, "a/.git/config"))
+        # b/.git is new (written during the run); then the old a takes its path, is written and moved back.
+        out, err = self.attempts({
+            "launder": "mkdir -p b/.git && touch b/.git/config && rm -rf b && mv a b && "
+                       "git -C b config core.fsmonitor 'touch /tmp/pwned' && mkdir -p b/.git/hooks && "
+                       "echo 'touch /tmp/pwned' > b/.git/hooks/pre-commit && mv b a",
+            "parent": "mkdir -p p && mv a p/a",
+            "copy-back": "mv a c && cp -r c a",
+            "exchange": "mkdir -p e/.git && python3 -c \"import ctypes,os; l=ctypes.CDLL(None,use_errno=True); "
+                        "exit(l.renameat2(-100,b'a',-100,b'e',2))\"",
+        })
+        self.assertEqual(self.read(os.path.join(self.cwd, "a/.git/config")), config)
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, "a/.git/hooks/pre-commit")))
+        # A new repository may still move (its hooks are the run's and named).
+        out, err = self.sh("git init -q n && mv n m && echo x > m/.git/hooks/pre-commit && echo MOVED")
+        self.assertIn("MOVED", out, err)
+
+    # 2. A repository planted below the top: refused at any depth, unless allowBareRepositories; named.
+    def test_planted_repository_at_any_depth(self):
+        self.mkdir("project/src")
+        self.mkdir("project/src/deep")
+        self.attempts({
+            "head-last": "mkdir -p src/deep/objects src/deep/refs && echo 'ref: refs/heads/main' > src/deep/HEAD",
+            "refs-last": "rm -rf src/deep/*; echo 'ref: refs/heads/main' > src/deep/HEAD && mkdir src/deep/refs",
+            "bare-init": "git init -q --bare src/x.git",
+            "moved-out": "git init -q n && mv n/.git src/evil",
+            "moved-parent": "mkdir -p q/.git && git init -q --bare q/.git/inner && mv q/.git/inner src/inner",
+        })
+        for rel in ("src/deep/HEAD", "src/deep/refs", "src/x.git/HEAD", "src/evil", "src/inner"):
+            if rel != "src/deep/HEAD" or os.path.exists(os.path.join(self.cwd, "src/deep/objects")):
+                self.assertFalse(os.path.exists(os.path.join(self.cwd, rel)), rel)
+        # Every repository the run created is named, a gitfile too; and allowed bare ones when the setting says.
+        settings = self.write(os.path.join(self.dir, "bare.json"),
+                              '{"filesystem": {"allowBareRepositories": true}}')
+        out, err = self.sh("git init -q --bare src/y.git && echo BARE && mkdir g && "
+                           "echo 'gitdir: ../src/y.git' > g/.git && echo GITFILE", "--settings", settings)
+        self.assertIn("GITFILE", out, err)
+        self.assertIn(os.path.join(self.cwd, "src/y.git") + " ", err)
+        self.assertIn(os.path.join(self.cwd, "g/.git") + " ", err)
+
+    # Also: directories that compare names without case. `.BASHRC` is bash's `.bashrc` there, `.Git/Hooks` git's.
+    def test_case_insensitive_directories(self):
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "casefold,mode=0755", "cordon-casefold", self.cwd],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            self.skipTest(f"SKIPPED LOUDLY: no case-insensitive tmpfs on Linux {os.uname().release} "
+                          f"(mount -t tmpfs -o casefold: {r.stderr.strip() or r.returncode}; it needs Linux >= 6.13 "
+                          "built with CONFIG_UNICODE, see dmesg)")
+        self.addCleanup(subprocess.run, ["umount", "-l", self.cwd])
+        self.own(self.cwd)
+        self.existing_repo("r")
+        self.mkdir("project/b")
+        out, err = self.attempts({
+            "bashrc": "echo x > .BASHRC",
+            "bashrc-deep": "mkdir -p sub && echo x > sub/.BaShRc",
+            "hook": "mkdir -p r/.Git/Hooks && echo x > r/.Git/Hooks/pre-commit",
+            "config": "echo '[core]' >> r/.GIT/CONFIG",
+            "bare": "mkdir -p b/OBJECTS b/Refs && echo 'ref: refs/heads/main' > b/head",
+            "move": "mv r r2",
+        })
+        for rel in (".bashrc", "sub/.bashrc", "r/.git/hooks/pre-commit", "b/head"):
+            self.assertFalse(os.path.exists(os.path.join(self.cwd, rel)), rel)
+        self.assertNotIn("[core]\n[core]", self.read(os.path.join(self.cwd, "r/.git/config")))
+
+    # 6. Another process's /proc directory, reached through `..` or a symlink.
+    def test_other_process_proc_refused_on_the_resolved_path(self):
+        script = ("sleep 30 & P=$!; ln -s /proc/$P pl; "
+                  "for p in /proc/1/../$P/mem pl/mem /proc/self/../$P/mem; do "
+                  "python3 -c \"import sys; open(sys.argv[1], 'r+b'); print('OPENED', sys.argv[1])\" $p "
+                  "2>/dev/null || echo REFUSED; done; kill $P")
+        out, err = self.sh(script)
+        self.assertNotIn("OPENED", out, err)
+        self.assertEqual(out.count("REFUSED"), 3, out + err)
+
+    # 7. A reopen through /proc/self/fd never widens the descriptor's access.
+    def test_reopen_never_widens_access(self):
+        log = self.write(os.path.join(self.outside, "log"), "SECRET-LOG\n")
+        script = ("import os\n"
+                  "for flags in (os.O_RDWR, os.O_RDONLY | os.O_CREAT):\n"
+                  "    try:\n"
+                  "        fd = os.open('/proc/self/fd/2', flags)\n"
+                  "        os.lseek(fd, 0, 0); print('READ', os.read(fd, 100))\n"
+                  "    except OSError as e:\n"
+                  "        print('REFUSED', e.errno)\n"
+                  "os.write(2, b'appended\\n')\n")
+        path = self.write(os.path.join(self.cwd, "reopen.py"), script)
+        for scope in ([], ["--read-scope", "project"]):
+            with open(log, "a") as stderr:
+                user = ["--user", Env.user] if self.USER_FLAG else []
+                p = subprocess.run([Env.cordon, "run", "--no-discover", *user, *scope, "--", PY, path], cwd=self.cwd,
+                                   env=self.env(), stdout=subprocess.PIPE, stderr=stderr, text=True, timeout=30,
+                                   **self._identity())
+            self.assertNotIn("SECRET", p.stdout)
+            self.assertEqual(p.stdout.count("REFUSED"), 2, p.stdout + self.read(log))
+        self.assertIn("appended", self.read(log))
+
+    # 5. FIFO openers killed while they wait: the supervisor's threads, descriptors and memory come back.
+    def test_killed_fifo_openers_release_the_supervisor(self):
+        script = ("import os, signal, sys, time\n"
+                  "os.mkfifo('p')\n"
+                  "def step(word):\n"
+                  "    print(word, flush=True); sys.stdin.readline()\n"
+                  "step('BASE')\n"
+                  "for round in range(3):\n"
+                  "    kids = []\n"
+                  "    for i in range(300):\n"
+                  "        pid = os.fork()\n"
+                  "        if pid == 0:\n"
+                  "            try:\n"
+                  "                os.open('p', os.O_WRONLY)\n"
+                  "            except OSError as e:\n"
+                  "                os._exit(e.errno)\n"
+                  "            os._exit(0)\n"
+                  "        kids.append(pid)\n"
+                  "    time.sleep(1)\n"
+                  "    for pid in kids:\n"
+                  "        os.kill(pid, signal.SIGKILL)\n"
+                  "    codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in kids]\n"
+                  "    print('EAGAIN', codes.count(11), 'KILLED', codes.count(-9), flush=True)\n"
+                  "time.sleep(1.2)\n"
+                  "open('made', 'w').write('x')\n"
+                  "step('DONE')\n")
+        path = self.write(os.path.join(self.dir, "fifo.py"), script)
+        p = self.popen(["--", PY, path], stdin=subprocess.PIPE)
+        try:
+            self.assertEqual(p.stdout.readline(), "BASE\n")
+            time.sleep(0.3)
+            base = self.supervisor(p.pid)
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            lines = [p.stdout.readline() for _ in range(4)]
+            self.assertEqual(lines[-1], "DONE\n", lines)
+            after = self.supervisor(p.pid)
+            p.stdin.write("end\n")
+            p.stdin.flush()
+            out, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        self.assertEqual(p.returncode, 0, err)
+        for line in lines[:3]:
+            self.assertIn("EAGAIN", line)
+            self.assertGreater(int(line.split()[1]), 0, line)  # beyond the bound
+        self.assertEqual(after[0], base[0], f"threads {base} -> {after}")
+        self.assertLessEqual(after[1], base[1] + 4, f"descriptors {base} -> {after}")
+        self.assertLessEqual(after[2], base[2] + 2048, f"memory {base} -> {after}")
+        self.assertTrue(os.path.exists(os.path.join(self.cwd, "made")))
+
+    # 10. Renames of a new repository: the supervisor's state and the summary stay bounded, --quiet or not.
+    def test_rename_flood_is_bounded(self):
+        script = ("import os, subprocess, sys\n"
+                  "subprocess.run(['git', 'init', '-q', 'r0'], check=True)\n"
+                  "def step(word):\n"
+                  "    print(word, flush=True); sys.stdin.readline()\n"
+                  "open('r0/.git/config', 'a').close()\n"
+                  "step('BASE')\n"
+                  "cur = 'r0'\n"
+                  "for i in range(1, 20001):\n"
+                  "    os.rename(cur, f'r{i}'); cur = f'r{i}'\n"
+                  "    open(f'{cur}/.git/config', 'a').close()\n"
+                  "for i in range(300):\n"
+                  "    os.makedirs(f'n{i}/.git/hooks')\n"
+                  "step('DONE')\n")
+        path = self.write(os.path.join(self.dir, "flood.py"), script)
+        p = self.popen(["--quiet", "--", PY, path], stdin=subprocess.PIPE)
+        try:
+            self.assertEqual(p.stdout.readline(), "BASE\n")
+            base = self.supervisor(p.pid)
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            self.assertEqual(p.stdout.readline(), "DONE\n")
+            after = self.supervisor(p.pid)
+            p.stdin.write("end\n")
+            p.stdin.flush()
+            out, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        self.assertEqual(p.returncode, 0, err)
+        self.assertLessEqual(after[2], base[2] + 2048, f"memory {base} -> {after}")
+        notes = [line for line in err.splitlines() if "git repositories created during the run" in line or
+                 "a git repository was created during the run" in line]
+        self.assertLessEqual(len(notes), 21, err[-2000:])
+        self.assertIn("and 281 more git repositories", err)
+
+
+class RootInAnotherUsersProject(JailFixtures, unittest.TestCase):
+    """Root runs cordon in a project of the test user's that only its owner may enter (mode 0700)."""
+
+    USER_FLAG = True  # the case's files are the user's (cordon itself runs without --user below)
+
+    def test_runs_as_the_projects_owner(self):
+        os.chmod(self.cwd, 0o700)
+        p = subprocess.run([Env.cordon, "run", "--no-discover", "-c", "id -u; echo x > made && cat made"],
+                           cwd=self.cwd, env=self.env(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.split(), [str(Env.uid), "x"], p.stderr)
+        self.assertIn(f"runs as uid {Env.uid}", p.stderr)
+        self.assertEqual(os.stat(os.path.join(self.cwd, "made")).st_uid, Env.uid)
+        # Asked for explicitly, root stays root and cannot enter (no capability): the setup says so.
+        p = subprocess.run([Env.cordon, "run", "--no-discover", "--user", "0", "--", "/bin/true"], cwd=self.cwd,
+                           env=self.env(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 125, p.stderr)
+        self.assertIn("Permission denied", p.stderr)
+
+
 class AsRoot(NotifyCase, unittest.TestCase):
     AS_USER = False
 
 
 class AsUser(NotifyCase, unittest.TestCase):
     AS_USER = True
+
+
+class AttacksAsRoot(AttackCase, unittest.TestCase):
+    AS_USER = False
+
+
+class AttacksAsUser(AttackCase, unittest.TestCase):
+    AS_USER = True
+
+
+class AttacksWithUserFlag(AttackCase, unittest.TestCase):
+    USER_FLAG = True
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import json
 import os
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import threading
@@ -91,6 +92,33 @@ elif mode == "bind":
     except OSError as e:
         err(e)
     print("OK bound")
+elif mode == "pairbind":
+    # A socketpair end needs no socket(AF_UNIX), but bind still names a path.
+    a, b = socket.socketpair()
+    try:
+        a.bind(sys.argv[2])
+    except OSError as e:
+        err(e)
+    print("OK bound")
+elif mode == "pairdgram":
+    # A datagram socketpair end could send to (or connect to) any datagram socket file of the host.
+    for kind in (socket.SOCK_DGRAM, socket.SOCK_RAW, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC):
+        try:
+            a, b = socket.socketpair(socket.AF_UNIX, kind)
+        except OSError as e:
+            print("PAIR", errno.errorcode.get(e.errno, e.errno))
+            continue
+        try:
+            a.sendto(b"leak", sys.argv[2]); print("SENT")
+        except OSError as e:
+            print("SEND", errno.errorcode.get(e.errno, e.errno))
+    for kind in (socket.SOCK_STREAM, socket.SOCK_SEQPACKET):
+        a, b = socket.socketpair(socket.AF_UNIX, kind)
+        try:
+            a.sendto(b"leak", sys.argv[2])
+        except OSError as e:
+            pass
+    print("OK done")
 elif mode == "dgram":
     # SOCK_RAW is a datagram socket too for AF_UNIX; the flags must not hide the type.
     for kind in (socket.SOCK_DGRAM, socket.SOCK_RAW, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK):
@@ -106,7 +134,7 @@ class Listener:
     """A Unix stream listener of ours that answers each line with "pong <name>" and counts connections."""
 
     def __init__(self, path, name):
-        self.path, self.name, self.count = path, name, 0
+        self.path, self.name, self.count, self.peers = path, name, 0, []
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(path)
         os.chmod(path, 0o777)
@@ -121,6 +149,8 @@ class Listener:
             except OSError:
                 return
             self.count += 1
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            self.peers.append(struct.unpack("3i", creds))  # pid, uid, gid
             threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
 
     def _answer(self, conn):
@@ -235,7 +265,7 @@ class UnixSocketCase(JailFixtures):
         self.assertEqual(self.jailed("bind", "made.sock"), "OK bound")
         made = os.path.join(self.cwd, "made.sock")
         self.assertTrue(stat.S_ISSOCK(os.lstat(made).st_mode))
-        self.assertEqual(os.lstat(made).st_uid, Env.uid if self.AS_USER else 0)
+        self.assertEqual(os.lstat(made).st_uid, Env.uid if self.AS_USER or self.USER_FLAG else 0)
         self.assertEqual(self.jailed("bind", ".bashrc"), "ERR EACCES")
         self.assertFalse(os.path.lexists(os.path.join(self.cwd, ".bashrc")))
         self.assertEqual(self.jailed("bind", os.path.join(self.outside, "x.sock")), "ERR EROFS")
@@ -268,12 +298,67 @@ class UnixSocketCase(JailFixtures):
         self.assertEqual(out.strip(), "ERR EPERM")
 
 
+    # What the second attack on the jail found.
+    def test_swapped_listed_path_reaches_nothing_else(self):
+        # A listed socket inside a writable area, renamed away and replaced by a symlink to an unlisted one:
+        # what the entry named when the run started is what counts.
+        self.listeners()
+        ok = Listener(os.path.join(self.cwd, "ok.sock"), "ok")
+        self.addCleanup(ok.close)
+        self.own(ok.path)
+        settings = self.write(os.path.join(self.dir, "ok.json"), json.dumps(
+            {"network": {"allowUnixSockets": [ok.path]}}))
+        out, err = self.sh(f"mv ok.sock ok.real && ln -s {self.unlisted.path} ok.sock && "
+                           f"python3 {self.client} connect ok.sock; python3 {self.client} connect ok.real",
+                           "--settings", settings)
+        self.assertEqual(out.split("\n")[:2], ["ERR EPERM", "OK pong ok"], err)
+        self.assertEqual(self.unlisted.count, 0)
+
+    def test_listener_sees_the_callers_credentials(self):
+        self.listeners()
+        self.assertEqual(self.jailed("connect", self.listed.path), "OK pong listed")
+        self.assertEqual(self.jailed("nonblock", self.listed.path), "OK pong listed nonblocking")
+        uid, gid = (Env.uid, Env.gid) if self.AS_USER or self.USER_FLAG else (0, 0)
+        self.assertEqual([(p[1], p[2]) for p in self.listed.peers], [(uid, gid)] * 2)
+
+    def test_bind_on_a_socketpair_follows_the_write_rules(self):
+        self.listeners()
+        for flags in ([], ["--settings", self.settings]):
+            for name in (".mcp.json", ".vscode", ".gitmodules"):
+                out, _ = self.sh(f"python3 {self.client} pairbind {name}", *flags)
+                self.assertEqual(out.strip(), "ERR EACCES", (flags, name))
+                self.assertFalse(os.path.lexists(os.path.join(self.cwd, name)))
+            out, _ = self.sh(f"python3 {self.client} pairbind {self.outside}/x.sock", *flags)
+            self.assertEqual(out.strip(), "ERR EROFS")
+            out, _ = self.sh(f"rm -f made.sock; python3 {self.client} pairbind made.sock", *flags)
+            self.assertEqual(out.strip(), "OK bound")
+            self.assertTrue(stat.S_ISSOCK(os.lstat(os.path.join(self.cwd, "made.sock")).st_mode))
+
+    def test_datagram_socketpair_cannot_reach_host_sockets(self):
+        self.listeners()
+        path = os.path.join(self.outside, "dgram.sock")
+        host = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.addCleanup(host.close)
+        host.bind(path)
+        os.chmod(path, 0o777)
+        host.setblocking(False)
+        for flags in ([], ["--settings", self.settings]):
+            out, _ = self.sh(f"python3 {self.client} pairdgram {path}", *flags)
+            self.assertEqual(out.split(), ["PAIR", "EPERM"] * 3 + ["OK", "done"], flags)
+        with self.assertRaises(BlockingIOError):
+            host.recv(100)
+
+
 class AsRoot(UnixSocketCase, unittest.TestCase):
     AS_USER = False
 
 
 class AsUser(UnixSocketCase, unittest.TestCase):
     AS_USER = True
+
+
+class WithUserFlag(UnixSocketCase, unittest.TestCase):
+    USER_FLAG = True
 
 
 if __name__ == "__main__":

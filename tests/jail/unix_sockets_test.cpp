@@ -69,17 +69,27 @@ TEST_CASE("a path is checked by the file it leads to, symlinks followed in the r
     // The root is our own "/": paths are the real ones.
     int root = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
     const std::vector<std::string> listed{(dir / "listed.sock").string(), (dir / "missing.sock").string()};
+    const std::vector<us::Pinned> pinned = us::pin_listed(listed);
+    REQUIRE(pinned.size() == 1);  // the missing one is left out
     int target = -1;
-    CHECK(us::open_listed(root, (dir / "to-listed").string(), listed, target) == 0);
+    CHECK(us::open_listed(root, (dir / "to-listed").string(), pinned, listed, target) == 0);
     REQUIRE(target >= 0);
     int c = ::socket(AF_UNIX, SOCK_STREAM, 0);
     CHECK(us::connect_to(c, target) == 0);
     ::close(c);
     ::close(target);
-    CHECK(us::open_listed(root, (dir / "to-other").string(), listed, target) == EPERM);
-    CHECK(us::open_listed(root, (dir / "other.sock").string(), listed, target) == EPERM);
-    CHECK(us::open_listed(root, (dir / "nothing").string(), listed, target) == EPERM);
-    CHECK(us::open_listed(root, (dir / "missing.sock").string(), listed, target) == ENOENT);
+    CHECK(us::open_listed(root, (dir / "to-other").string(), pinned, listed, target) == EPERM);
+    CHECK(us::open_listed(root, (dir / "other.sock").string(), pinned, listed, target) == EPERM);
+    CHECK(us::open_listed(root, (dir / "nothing").string(), pinned, listed, target) == EPERM);
+    CHECK(us::open_listed(root, (dir / "missing.sock").string(), pinned, listed, target) == ENOENT);
+    // The listed path swapped for a symlink to another socket: what it named at the start is what counts.
+    std::filesystem::rename(dir / "listed.sock", dir / "listed.real");
+    std::filesystem::create_symlink(dir / "other.sock", dir / "listed.sock");
+    CHECK(us::open_listed(root, (dir / "listed.sock").string(), pinned, listed, target) == EPERM);
+    CHECK(us::open_listed(root, (dir / "listed.real").string(), pinned, listed, target) == 0);
+    ::close(target);
+    for (const auto& p : pinned)
+        ::close(p.fd);
     ::close(root);
     ::close(a);
     ::close(b);

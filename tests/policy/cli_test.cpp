@@ -375,7 +375,8 @@ TEST_CASE("cordon policy lists unknown and unhonoured keys under warnings", "[cl
     TempTree tree;
     auto file = tree.write("srt.json",
                            "{\"network\": {\"allowedDomains\": [\"a.example.com\"],\n"
-                           " \"httpProxyPort\": 1}, \"filesystem\": {\"allowGitConfig\": true},\n"
+                           " \"httpProxyPort\": 1}, \"filesystem\": {\"allowGitConfig\": true, "
+                           "\"allowBareRepositories\": true},\n"
                            " \"enableWeakerNestedSandbox\": true, \"netwrok\": {}}");
     auto r = cordon(tree, {"policy", "--managed-dir", tree.managed().string(), "--settings", file.string()});
     INFO(r.err);
@@ -391,6 +392,7 @@ TEST_CASE("cordon policy lists unknown and unhonoured keys under warnings", "[cl
     CHECK_THAT(warnings, Catch::Contains(":3: enableWeakerNestedSandbox: not honoured"));
     CHECK_THAT(warnings, Catch::Contains(":3: netwrok: unknown key"));
     CHECK(j["filesystem"]["allowGitConfig"] == true);
+    CHECK(j["filesystem"]["allowBareRepositories"] == true);  // honoured: no warning
     for (const auto& name : j["filesystem"]["alwaysReadOnlyNames"])
         CHECK(name != ".git/config");
     CHECK_THAT(r.err, Catch::Contains("cordon: warning: " + file.string() + ":2: network.httpProxyPort"));

@@ -614,4 +614,19 @@ TEST_CASE("an allowWrite symlink outside every writable area is skipped, not fol
                       [](const std::string& w) { return w.find("above the entry") != std::string::npos; }));
 }
 
+TEST_CASE("an allowWrite symlink where the command cannot write is followed, as srt does",
+          "[paths][symlink]") {
+    TempTree tree;
+    // The user's own link, outside every writable area: `data/current -> v2`.
+    fs::create_directories(tree.root() / "data/v2");
+    fs::create_directory_symlink("v2", tree.root() / "data/current");
+    LoadOptions o = tree.options();
+    o.allow_write = {(tree.root() / "data/current").string()};
+    auto p = load_ok(o);
+    for (const auto& w : p->warnings())
+        CHECK(w.find("data/current") == std::string::npos);
+    CHECK(p->decide_write(tree.root() / "data/v2/x").allowed());
+    CHECK(p->decide_write(tree.root() / "data/current/x").allowed());
+}
+
 }  // namespace cordon::policy::test
