@@ -5,29 +5,17 @@
 #include <catch2/catch.hpp>
 
 #include "agent/claude_hook.hpp"
+#include "tests/agent/hook_support.hpp"
 
 using namespace cordon;
 using agent::HookDecision;
 using agent::HookInput;
 using Permission = HookDecision::Permission;
+using agent::test::bash;
+using agent::test::rule;
 using nlohmann::json;
 
 namespace {
-
-policy::Rule rule(const std::string& text) {
-    return policy::Rule{text,
-                        policy::Source{policy::Layer::Project, "/p/.claude/settings.json", "permissions", 3}};
-}
-
-HookInput bash(const std::string& command) {
-    HookInput in;
-    in.tool_name = "Bash";
-    in.command = command;
-    in.cwd = "/work/project";
-    in.session_id = "s-1";
-    in.tool_input = json{{"command", command}, {"description", "d"}};
-    return in;
-}
 
 agent::Wrapper wrapper() {
     agent::Wrapper w;

@@ -7,29 +7,18 @@
 #include "agent/command_forms.hpp"
 #include "agent/read_only.hpp"
 #include "agent/shell_split.hpp"
+#include "tests/agent/hook_support.hpp"
 #include "tests/policy/test_support.hpp"
 
 using namespace cordon;
 using agent::HookDecision;
 using agent::HookInput;
 using Permission = HookDecision::Permission;
+using agent::test::bash;
+using agent::test::rule;
 using nlohmann::json;
 
 namespace {
-
-policy::Rule rule(const std::string& text) {
-    return policy::Rule{text,
-                        policy::Source{policy::Layer::Project, "/p/.claude/settings.json", "permissions", 3}};
-}
-
-HookInput bash(const std::string& command) {
-    HookInput in;
-    in.tool_name = "Bash";
-    in.command = command;
-    in.cwd = "/work/project";
-    in.tool_input = json{{"command", command}};
-    return in;
-}
 
 agent::Wrapper wrapper() {
     agent::Wrapper w;

@@ -8,32 +8,18 @@
 #include "agent/bash_rules.hpp"
 #include "agent/claude_hook.hpp"
 #include "agent/command_forms.hpp"
+#include "tests/agent/hook_support.hpp"
 #include "tests/policy/test_support.hpp"
 
 using namespace cordon;
 using agent::HookDecision;
 using agent::HookInput;
 using Permission = HookDecision::Permission;
+using agent::test::bash;
+using agent::test::rule;
 using nlohmann::json;
 
 namespace {
-
-policy::Rule rule(const std::string& text) {
-    return policy::Rule{text,
-                        policy::Source{policy::Layer::Project, "/p/.claude/settings.json", "permissions", 3}};
-}
-
-HookInput bash(const std::string& command, bool disable_sandbox = false) {
-    HookInput in;
-    in.tool_name = "Bash";
-    in.command = command;
-    in.cwd = "/work/project";
-    in.session_id = "s-1";
-    in.tool_input = json{{"command", command}, {"description", "d"}, {"timeout", 1000}};
-    if (disable_sandbox) in.tool_input["dangerouslyDisableSandbox"] = true;
-    in.disable_sandbox = disable_sandbox;
-    return in;
-}
 
 agent::Wrapper wrapper() {
     agent::Wrapper w;
