@@ -22,7 +22,7 @@ import urllib.parse
 sys.path.insert(0, os.path.dirname(__file__))
 from proxytest import read_http_response, recv_until  # noqa: E402
 import test_inspect  # noqa: E402
-from test_inspect import InspectBase, tls_server_context  # noqa: E402
+from test_inspect import InspectBase, ThreadedServer, tls_server_context  # noqa: E402
 from test_paths import DENIED, ALLOWED, PathServers, raw_get  # noqa: E402
 
 
@@ -208,7 +208,7 @@ class PlainHttpJailTest(InspectBase):
         self.assertEqual(plain.requests, [])
 
 
-class ReflectingUpstream:
+class ReflectingUpstream(ThreadedServer):
     """A TLS upstream that reflects the request's Authorization header the ways real servers encode things:
     /gzip in a gzip-encoded body when the client accepts gzip (compression middleware), /location percent-encoded in a redirect's query
     (an OAuth-style callback), /json in JSON with escaped slashes (PHP's json_encode default)."""
@@ -217,19 +217,7 @@ class ReflectingUpstream:
         self.context = context
         self.seen = []
         self.accept_encodings = []
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+        super().__init__()
 
     def _serve(self, raw):
         try:
@@ -266,9 +254,6 @@ class ReflectingUpstream:
             conn.close()
         except (OSError, ssl.SSLError, IndexError):
             pass
-
-    def close(self):
-        self.sock.close()
 
 
 @unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")

@@ -59,15 +59,11 @@ def tls_server_context(cert, key):
     return ctx
 
 
-class ScriptedTlsUpstream:
-    """A TLS upstream that misbehaves by path: /repos/acme/hang reads the request and never answers,
-    /repos/acme/bighead answers with a head over 64 KiB, /repos/acme/cut sends 10 bytes of a 1000-byte body and
-    closes, /repos/acme/reset does so with a reset. `seen` lists the paths that arrived."""
+class ThreadedServer:
+    """A server on 127.0.0.1:0 (`port`) that serves each connection in a thread of its own with `_serve(conn)`.
+    Subclasses set their own state before calling `__init__`, which starts accepting."""
 
-    def __init__(self, context):
-        self.context = context
-        self.seen = []
-        self.conns = []
+    def __init__(self):
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
@@ -81,6 +77,21 @@ class ScriptedTlsUpstream:
             except OSError:
                 return
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def close(self):
+        self.sock.close()
+
+
+class ScriptedTlsUpstream(ThreadedServer):
+    """A TLS upstream that misbehaves by path: /repos/acme/hang reads the request and never answers,
+    /repos/acme/bighead answers with a head over 64 KiB, /repos/acme/cut sends 10 bytes of a 1000-byte body and
+    closes, /repos/acme/reset does so with a reset. `seen` lists the paths that arrived."""
+
+    def __init__(self, context):
+        self.context = context
+        self.seen = []
+        self.conns = []
+        super().__init__()
 
     def _serve(self, raw):
         try:
@@ -459,26 +470,14 @@ class InspectTest(InspectBase):
         self.assertIn("cordon ca init", r.stderr)
 
 
-class TestParentProxy:
+class TestParentProxy(ThreadedServer):
     """A CONNECT-only parent proxy on 127.0.0.1:0 that records each CONNECT line and Proxy-Authorization and
     resolves the test names itself (to 127.0.0.1): cordon must pass names on unresolved."""
 
     def __init__(self, names):
         self.names = names
         self.seen = []
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+        super().__init__()
 
     def _serve(self, conn):
         head = b""
@@ -512,9 +511,6 @@ class TestParentProxy:
 
         threading.Thread(target=pump, args=(up, conn), daemon=True).start()
         pump(conn, up)
-
-    def close(self):
-        self.sock.close()
 
 
 class ParentProxyTest(InspectBase):
