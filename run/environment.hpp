@@ -19,6 +19,9 @@ std::vector<std::uint16_t> proxy_ports();
 
 // The variables that point programs at the proxy, in order, NAME and value.
 std::vector<std::pair<std::string, std::string>> proxy_variables();
+// The same for a proxy on other loopback ports (macOS, where the command shares the host's loopback).
+std::vector<std::pair<std::string, std::string>> proxy_variables(std::uint16_t http_port,
+                                                                 std::uint16_t socks_port);
 
 // The caller's environment `caller_env` (NULL-terminated) without any of proxy_variables() and
 // SANDBOX_RUNTIME, then proxy_variables() (only with network) and SANDBOX_RUNTIME=1.
