@@ -169,6 +169,14 @@ std::string quote(std::string_view text) {
     return out + "\"";
 }
 
+// The bytes `text` takes inside a string literal (quote() escapes `"` and `\`): what Seatbelt's limit counts.
+std::size_t escaped_size(std::string_view text) {
+    std::size_t n = text.size();
+    for (char c : text)
+        if (c == '"' || c == '\\') ++n;
+    return n;
+}
+
 bool has_control(std::string_view text) {
     for (char c : text)
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
@@ -323,7 +331,7 @@ class Builder {
     // A regex filter from a body; split when too long: a deny into a wider require-all of anchored pieces,
     // an allow not at all (nullopt).
     std::optional<std::string> regex_filter(const std::string& anchored, bool wide, const std::string& what) {
-        if (anchored.size() <= kMaxString) return "(regex " + quote(anchored) + ")";
+        if (escaped_size(anchored) <= kMaxString) return "(regex " + quote(anchored) + ")";
         if (!wide) {
             warnings_.push_back(what + ": longer than a Seatbelt string holds; not granted");
             return std::nullopt;
@@ -343,7 +351,7 @@ class Builder {
                 if (i + len < anchored.size() && (anchored[i + len] == '*' || anchored[i + len] == '?'))
                     ++len;
             }
-            if (piece.size() + len > kMaxString / 2) {
+            if (escaped_size(piece) + escaped_size(anchored.substr(i, len)) > kMaxString / 2) {
                 pieces.push_back(piece);
                 piece.clear();
             }
@@ -360,7 +368,7 @@ class Builder {
     // The path and everything below it. `wide`: a deny, which may match more than asked but never less; an
     // allow (or an exception cut out of a deny) may match less but never more.
     std::optional<std::string> subtree(const Spelling& s, bool wide, const std::string& what) {
-        if (!s.glob && !has_control(s.path) && quote(s.path).size() <= kMaxString + 2)
+        if (!s.glob && !has_control(s.path) && escaped_size(s.path) <= kMaxString)
             return "(subpath " + quote(s.path) + ")";
         if (!s.glob && has_control(s.path) && !wide) {
             warnings_.push_back(what + ": a control character in the path; not granted");
@@ -372,8 +380,7 @@ class Builder {
 
     // The one directory entry (its vnode), nothing below: always a deny (moving, removing).
     std::optional<std::string> exact(const std::string& path) {
-        if (!has_control(path) && quote(path).size() <= kMaxString + 2)
-            return "(literal " + quote(path) + ")";
+        if (!has_control(path) && escaped_size(path) <= kMaxString) return "(literal " + quote(path) + ")";
         return regex_filter("^" + regex_literal(path) + "$", true, path);
     }
 
@@ -596,7 +603,9 @@ class Builder {
         std::set<std::string> seen;
         for (const std::string& body : bodies) {
             if (!seen.insert(body).second) continue;
-            if (!group.empty() && head.size() + group.size() + body.size() + 1 + tail.size() > kMaxString)
+            if (!group.empty() &&
+                escaped_size(head) + escaped_size(group) + escaped_size(body) + 1 + escaped_size(tail) >
+                    kMaxString)
                 flush();
             group += (group.empty() ? "" : "|") + body;
         }

@@ -179,6 +179,13 @@ def corpus(fx):
         ("net-local-binding", fs(), {"network": {"allowLocalBinding": True}}),
         ("net-mach-lookup", fs(), {"network": {"allowMachLookup": ["com.example.service"]}}),
         ("net-strict", fs(), {"network": {"strictAllowlist": True, "allowedDomains": ["example.com"]}}),
+        # Managed-only: cordon reads the managed file itself; srt is given what Claude Code's merge hands it.
+        ("managed-read-paths-only", fs(denyRead=["~"], allowRead=[p]),
+         {"settings": fs(denyRead=["~"], allowRead=["~/docs"]),
+          "managed": {"sandbox": {"filesystem": {"allowManagedReadPathsOnly": True, "allowRead": ["/" + p]}}}}),
+        ("managed-domains-only", fs(), {"network": {"allowedDomains": ["example.com"]},
+                                        "managed": {"sandbox": {"network": {"allowManagedDomainsOnly": True,
+                                                                            "allowedDomains": ["example.com"]}}}}),
         ("long-path-deny", fs(denyRead=[p + "/" + "/".join(["d" * 60] * 17)]), {}),
         ("quote-in-path", fs(denyRead=[p + '/we"ird\\name']), {}),
         ("space-in-path", fs(denyRead=[p + "/my secrets"], allowWrite=[h + "/my cache"]), {}),
@@ -198,7 +205,7 @@ def srt_config(fx, fsconf, extra):
 
 
 def cordon_settings(fsconf, extra):
-    s = {"filesystem": dict(fsconf), "network": dict(extra.get("network", {}))}
+    s = {"filesystem": dict(extra.get("settings", fsconf)), "network": dict(extra.get("network", {}))}
     s["network"].setdefault("allowedDomains", [])
     return s
 
@@ -244,7 +251,13 @@ class SrtProfiles(unittest.TestCase):
         path = os.path.join(fx.settings, name + ".json")
         with open(path, "w") as f:
             json.dump(cordon_settings(fsconf, extra), f)
-        cmd = [CORDON, "policy", "--format", "sbpl", "--no-discover", "--managed-dir", fx.empty_managed,
+        managed = fx.empty_managed
+        if "managed" in extra:
+            managed = os.path.join(fx.root, "managed-" + name)
+            os.makedirs(managed, exist_ok=True)
+            with open(os.path.join(managed, "managed-settings.json"), "w") as f:
+                json.dump(extra["managed"], f)
+        cmd = [CORDON, "policy", "--format", "sbpl", "--no-discover", "--managed-dir", managed,
                "--settings", path, "--proxy-port", str(cls.proxy_port(name)), "--temp-dir", fx.tmp]
         env = dict(os.environ, HOME=fx.home)
         r = subprocess.run(cmd, capture_output=True, text=True, cwd=fx.cwd, env=env, timeout=60)
@@ -305,7 +318,8 @@ class SrtProfiles(unittest.TestCase):
                     a, b = sbpl.decide(srt, op, ("path", path)), sbpl.decide(cor, op, ("path", path))
                     if a == b:
                         continue
-                    why = explain(self.fx, name, fsconf, extra, op, path, a, b)
+                    read_denied = sbpl.decide(cor, "file-read-data", ("path", path)) == "deny"
+                    why = explain(self.fx, name, fsconf, extra, op, path, a, b, read_denied)
                     if why:
                         used.add(why)
                     else:
@@ -325,7 +339,8 @@ class SrtProfiles(unittest.TestCase):
                 else:
                     unexplained.append("%s: network-outbound %s: srt %s, cordon %s" % (name, q, a, b))
         self.assertEqual(unexplained, [], "%d differences not listed in seatbelt/README.md" % len(unexplained))
-        readme = open(README).read()
+        with open(README) as f:
+            readme = f.read()
         for why in sorted(used):
             self.assertIn(why, readme, "a difference the test accepts is not in seatbelt/README.md")
 
@@ -341,29 +356,38 @@ class SrtProfiles(unittest.TestCase):
 
 
 # The differences seatbelt/README.md lists, each by its heading there, and the answers that show it.
-def explain(fx, name, fsconf, extra, op, path, srt, cordon):
+SRT_OWN_WRITES = ["/tmp/claude", "/private/tmp/claude", "/.npm/_logs", "/.claude/debug"]
+
+
+def under(path, base):
+    return path == base or path.startswith(base.rstrip("/") + "/")
+
+
+def explain(fx, name, fsconf, extra, op, path, srt, cordon, read_denied):
     h = fx.home
-    write = op in WRITE_OPS
-    if write and srt == "allow" and cordon == "deny":
+    if op not in WRITE_OPS:
+        return None
+    if srt == "allow" and cordon == "deny":
+        if any(under(path, p) or under(path, h + p) for p in SRT_OWN_WRITES):
+            return "srt's own write paths"
         if contains_name(path, CORDON_NAMES) or (op != "file-write-data" and ends_in_prefix(path, CORDON_NAMES)):
             return "Protected names at any depth, in every writable root, in either case"
         home_names = [h + "/" + n for n in HOME_NAMES]
-        if any(path == n or path.startswith(n + "/") for n in home_names) or (
+        if any(under(path, n) for n in home_names) or (
                 op != "file-write-data" and any(n.startswith(path + "/") for n in home_names)):
             return "The home directory's protected names"
-        if op != "file-write-data":
-            return "Directories above a protected or denied path stay in place"
-    if write and srt == "allow" and cordon == "deny" and op == "file-write-data":
-        pass
-    if write and srt == "allow" and cordon == "deny":
+        if op == "file-write-unlink" and read_denied and fsconf.get("denyRead"):
+            return "Read-denied paths are neither moved nor removed, in writable roots too"
         return None
-    if write and srt == "allow":
-        return None
-    if write and srt == "deny" and cordon == "allow":
-        for p in ["/.npm/_logs", "/.claude/debug"]:
-            if path.startswith(h + p):
-                return None
-        return None
+    # cordon grants a write srt does not.
+    for root in fsconf.get("allowWrite", []):
+        full = os.path.normpath(os.path.join(fx.cwd, h + root[1:] if root.startswith("~") else root))
+        if any(c in root for c in "*?["):
+            base = full.split("*")[0].rstrip("/")
+            if under(path, base) and path != base:
+                return "A glob in allowWrite covers what lies below its matches"
+        elif os.path.islink(full) and under(path, os.path.realpath(full)):
+            return "A symlinked allowWrite is granted where it leads"
     return None
 
 
