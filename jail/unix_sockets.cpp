@@ -188,7 +188,8 @@ void on_alarm(int) {}
     if ((sock > 0 && ::syscall(SYS_close_range, 0U, static_cast<unsigned>(sock - 1), 0U) != 0) ||
         ::syscall(SYS_close_range, static_cast<unsigned>(sock + 1), ~0U, 0U) != 0)
         ::_exit(1);
-    if (::chdir("/") != 0) ::_exit(1);
+    // A session of its own: the terminal's signals to the foreground group (^C) are not for it.
+    if (::chdir("/") != 0 || ::setsid() < 0) ::_exit(1);
     // Groups first: afterwards the process has no right to change them.
     if (::syscall(SYS_setgroups, ngroups, groups) != 0 || ::syscall(SYS_setresgid, gid, gid, gid) != 0 ||
         ::syscall(SYS_setresuid, uid, uid, uid) != 0)
