@@ -44,6 +44,7 @@
 #include "jail/git_dirs.hpp"
 #include "jail/seccomp_notify_compat.hpp"
 #include "jail/unix_sockets.hpp"
+#include "policy/casefold.hpp"
 
 namespace cordon::jail {
 
@@ -104,8 +105,9 @@ enum class Does {
     Symlink,         // creates
     Truncate,        // writes through a path
     Socket,          // connect, bind (unix_sockets.hpp)
-    Umask,           // noted, then continued by the kernel
-    Unsupported,     // openat2: ENOSYS (its resolve flags are not emulated; programs fall back to openat)
+    SetGroupId,   // chmod* with S_ISGID and group execute (the filter sends no other mode): directories only
+    Umask,        // noted, then continued by the kernel
+    Unsupported,  // openat2: ENOSYS (its resolve flags are not emulated; programs fall back to openat)
 };
 
 struct SyscallRole {
@@ -114,6 +116,9 @@ struct SyscallRole {
     int dirfd, path, dirfd2, path2, flags, mode, extra;
     int fixed_flags;
 };
+
+// fchmodat2 (Linux 6.6) by number where the headers do not know it (the same on every architecture).
+constexpr long kFchmodat2 = 452;
 
 const SyscallRole kSyscalls[] = {
 #ifdef SYS_open
@@ -126,7 +131,11 @@ const SyscallRole kSyscalls[] = {
     {SYS_rename, Does::Rename, -1, 0, -1, 1, -1, -1, -1, 0},
     {SYS_link, Does::Link, -1, 0, -1, 1, -1, -1, -1, 0},
     {SYS_symlink, Does::Symlink, -1, -1, -1, 1, -1, -1, 0, 0},
+    {SYS_chmod, Does::SetGroupId, -1, 0, -1, -1, -1, 1, -1, 0},
 #endif
+    {SYS_fchmod, Does::SetGroupId, 0, -1, -1, -1, -1, 1, -1, 0},  // dirfd: the descriptor itself
+    {SYS_fchmodat, Does::SetGroupId, 0, 1, -1, -1, -1, 2, -1, 0},
+    {kFchmodat2, Does::SetGroupId, 0, 1, -1, -1, 3, 2, -1, 0},
     {SYS_openat, Does::OpenForWriting, 0, 1, -1, -1, 2, 3, -1, 0},
     {SYS_openat2, Does::Unsupported, -1, -1, -1, -1, -1, -1, -1, 0},
     {SYS_mkdirat, Does::MakeDirectory, 0, 1, -1, -1, -1, 2, -1, 0},
@@ -738,11 +747,12 @@ class NotifierImpl final : public Notifier {
         if (int err = decide_in_git_dirs(path)) return err;
         if (int err = decide_git_config_targets(path)) return err;
         // Case-insensitive directories (ext4 `chattr +F`, tmpfs `-o casefold`): there `.BASHRC` is bash's
-        // `.bashrc` and `.Git/Hooks` git's `.git/hooks`. A path with capitals that the policy allows is
-        // decided again in lower case (the protected names and the usual deny rules are lower case); a
-        // protection found so holds where a directory on the way compares without case. Paths without
-        // capitals (most) cost nothing more.
-        if (std::none_of(path.begin(), path.end(), [](char ch) { return ch >= 'A' && ch <= 'Z'; })) return 0;
+        // `.bashrc`, `.Git/Hooks` git's `.git/hooks` and `.ba\u017Fhrc` (LONG S) `.bashrc` again: the kernel
+        // compares NFD forms after full case folding (policy/casefold.hpp). A path that folds to another
+        // and that the policy allows is decided again folded (the protected names and the usual deny rules
+        // are lower-case ASCII); a protection found so holds where a directory on the way compares without
+        // case. Paths without capitals or such characters (most) cost one scan more.
+        if (!policy::casefold::folds(path)) return 0;
         if (decide_exact(fold(path), creates, path) != EACCES) return 0;
         return casefold_on_the_way(path) ? EACCES : 0;
     }
@@ -774,11 +784,7 @@ class NotifierImpl final : public Notifier {
         return 0;
     }
 
-    static std::string fold(std::string text) {
-        for (char& ch : text)
-            if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
-        return text;
-    }
+    static std::string fold(const std::string& text) { return policy::casefold::fold(text); }
 
     static bool same_folded(const std::string& a, const char* b) { return fold(a) == b; }
 
@@ -789,17 +795,14 @@ class NotifierImpl final : public Notifier {
         return ::ioctl(dirfd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & kCasefold);
     }
 
-    // Whether a component of `path` (jail view) that has capitals lies in a directory that compares without
+    // Whether a component of `path` (jail view) that folds lies in a directory that compares without
     // case. A directory on the way that cannot be opened counts as one (the protection holds).
     bool casefold_on_the_way(const std::string& path) {
         std::size_t start = 1;
         while (start < path.size()) {
             std::size_t end = path.find('/', start);
             if (end == std::string::npos) end = path.size();
-            const bool capitals = std::any_of(path.begin() + static_cast<std::ptrdiff_t>(start),
-                                              path.begin() + static_cast<std::ptrdiff_t>(end),
-                                              [](char ch) { return ch >= 'A' && ch <= 'Z'; });
-            if (capitals) {
+            if (policy::casefold::folds(std::string_view(path).substr(start, end - start))) {
                 const std::string parent = start == 1 ? "/" : path.substr(0, start - 1);
                 open_how how{};
                 how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
@@ -823,7 +826,8 @@ class NotifierImpl final : public Notifier {
     }
 
     // decide() on `path` as spelt; `original` is the path as the caller's call names it (the same, or
-    // `path` in lower case: the git directories looked up are taken from it, same length).
+    // `path` folded: the git directories looked up are taken from it, component for component, as folding
+    // may change a component's length but never where a `/` is).
     int decide_exact(const std::string& path, bool creates, const std::string& original) {
         auto under = [&](const char* root) {
             std::size_t n = std::strlen(root);
@@ -832,8 +836,11 @@ class NotifierImpl final : public Notifier {
         // The jail's own areas: device files and /proc knobs are written, not created (as the jail's Landlock
         // rules say; the read-only mounts there still apply).
         if (!under("/dev/shm") && (under("/dev") || under("/proc"))) return creates ? EACCES : 0;
-        policy::Decision d = policy_->decide_write_resolved(
-            path, [&](const std::string& dir) { return git_dir_existed(original.substr(0, dir.size())); });
+        policy::Decision d = policy_->decide_write_resolved(path, [&](const std::string& dir) {
+            if (&original == &path) return git_dir_existed(dir);
+            const auto n = static_cast<std::size_t>(std::count(dir.begin(), dir.end(), '/'));
+            return git_dir_existed(dir == "/" ? dir : join(components(original), n));
+        });
         if (d.allowed()) return 0;
         // Why: the jail's /dev/shm is its own tmpfs (POSIX shared memory), free to write, except a project
         // bound below it (a writable root there): its protected names are refused like anywhere else.
@@ -1264,6 +1271,10 @@ class NotifierImpl final : public Notifier {
                 err = socket_call(req, c);
                 if (err < 0) return;
                 break;
+            case Does::SetGroupId:
+                err = set_group_id(req, c, args, p1);
+                if (err < 0) return;
+                break;
             case Does::Unsupported:
                 err = ENOSYS;
                 break;
@@ -1273,6 +1284,44 @@ class NotifierImpl final : public Notifier {
                 break;
         }
         reply(req.id, err);
+    }
+
+    // chmod, fchmod, fchmodat, fchmodat2 with S_ISGID and group execute, S_ISUID unset (jail/seccomp.cpp):
+    // performed on a directory (`chmod g+s`: new files take its group), refused on anything else (a
+    // set-group-ID program, EPERM as the filter refuses S_ISUID). The file is opened once in the jail's view
+    // (its mounts: a read-only one stays read-only) and what was looked at is what is changed, through that
+    // descriptor: a directory swapped for a file after the look changes nothing. The kernel's own checks
+    // (owner, group membership for S_ISGID) apply with the caller's file system ids. 0 or an errno; -1: the
+    // caller is gone.
+    int set_group_id(const seccomp_notif& req, const Caller& c, const Args& args, std::string& p1) {
+        const pid_t tgid = c.tgid > 0 ? static_cast<pid_t>(c.tgid) : c.pid;
+        Fd file;
+        if (args.role->path < 0) {  // fchmod
+            file.fd = unix_sockets::take_socket(c.pid, tgid, args.dirfd);
+            if (file.fd < 0) return errno == ESRCH ? -1 : EBADF;
+            const int fl = ::fcntl(file.fd, F_GETFL);
+            if (fl < 0 || (fl & O_PATH)) return EBADF;  // fchmod of an O_PATH descriptor, as the kernel
+        } else {
+            if (int e = read_string(c.pid, args.path, p1)) return e;
+            if (args.flags & ~AT_SYMLINK_NOFOLLOW) return EINVAL;  // AT_EMPTY_PATH among others: not emulated
+            std::string abs;
+            if (int e = view_.absolute(c, args.dirfd, p1, abs)) return e;
+            Target t;
+            if (int e = view_.resolve(c, abs, (args.flags & AT_SYMLINK_NOFOLLOW) == 0, t)) return e;
+            if (t.magic >= 0)
+                file.fd = unix_sockets::take_socket(c.pid, tgid, static_cast<int>(t.magic));
+            else
+                file.fd = ::openat(t.dir.fd, t.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+            if (file.fd < 0) return errno == EBADF ? ENOENT : errno;
+        }
+        struct stat st {};
+        if (::fstat(file.fd, &st) != 0) return errno;
+        if (!S_ISDIR(st.st_mode)) return EPERM;
+        if (!valid(req.id)) return -1;
+        if (!become(c)) return EPERM;
+        char self[64];
+        std::snprintf(self, sizeof self, "/proc/self/fd/%d", file.fd);
+        return ::chmod(self, args.mode & 07777 & ~mode_t(S_ISUID)) == 0 ? 0 : errno;
     }
 
     // mkdir*, mknod*, unlink*, rmdir, rename*, link*, symlink*, truncate. 0 or an errno; -1: not to be
@@ -1519,9 +1568,33 @@ class NotifierImpl final : public Notifier {
             if (int err = unix_sockets::open_listed(view_.root(c.pid), abs, pinned_sockets_, listed_sockets_,
                                                     to->fd))
                 return err;
-            attempt = [s, to, who = c, privileged = privileged_] {
-                return as_caller(who, privileged, [&] { return unix_sockets::connect_to(s->fd, to->fd); });
-            };
+            if (privileged_ && (c.fsuid != ::geteuid() || c.fsgid != ::getegid())) {
+                // Another identity than ours: the connect is made by a process of the caller's ids (see
+                // unix_sockets::Connector), so the listener's peer process is not a root one.
+                auto connector = connector_for(c);
+                if (!connector) return EAGAIN;
+                using std::chrono::milliseconds;
+                if (!blocking) {
+                    // On the receive thread: bounded by the deadline and the wait for a request before it.
+                    const int err = connector->connect(s->fd, to->fd, milliseconds(5), milliseconds(5));
+                    return err == EINTR ? EAGAIN : err;
+                }
+                attempt = [s, to, connector] {
+                    // A millisecond at a time, then a pause: connects that wait for a full backlog share the
+                    // connector (ten of them keep it a fifth busy) instead of holding it from the others.
+                    const int err = connector->connect(s->fd, to->fd, milliseconds(1), milliseconds(50));
+                    if (err == EINTR) {
+                        timespec pause{0, 50'000'000};  // the wake signal ends it early
+                        ::nanosleep(&pause, nullptr);
+                    }
+                    return err;
+                };
+            } else {
+                attempt = [s, to, who = c, privileged = privileged_] {
+                    return as_caller(who, privileged,
+                                     [&] { return unix_sockets::connect_to(s->fd, to->fd); });
+                };
+            }
         }
         if (connecting) {
             if (!blocking) {
@@ -1558,6 +1631,22 @@ class NotifierImpl final : public Notifier {
         return unix_sockets::bind_at(sock_fd.fd, t.dir.fd, t.name);
     }
 
+    // The connector of the caller's identity (receive thread only): made on first use, made again when it
+    // died; null when kMaxConnectors others exist (a jail's command cannot change its ids: one is the rule).
+    std::shared_ptr<unix_sockets::Connector> connector_for(const Caller& c) {
+        const unix_sockets::Connector::Identity who{c.fsuid, c.fsgid, c.groups};
+        auto it = std::find_if(connectors_.begin(), connectors_.end(),
+                               [&](const auto& k) { return k->identity() == who; });
+        if (it != connectors_.end()) {
+            if ((*it)->alive()) return *it;
+            connectors_.erase(it);
+        }
+        if (connectors_.size() >= kMaxConnectors) return nullptr;
+        auto made = unix_sockets::Connector::spawn(who);
+        if (made) connectors_.push_back(made);
+        return made;
+    }
+
     Fd listener_;
     std::atomic<bool> stopping_{false}, stopped_{false};
     std::condition_variable stopped_cv_;
@@ -1581,6 +1670,8 @@ class NotifierImpl final : public Notifier {
     git_config::Targets git_targets_;          // core.hooksPath and included files, as written and resolved
     std::vector<std::string> listed_sockets_;  // allowUnixSockets, `~` expanded
     std::vector<unix_sockets::Pinned> pinned_sockets_;  // what they named when the run started
+    std::vector<std::shared_ptr<unix_sockets::Connector>> connectors_;
+    static constexpr std::size_t kMaxConnectors = 8;
     std::shared_ptr<Waits> waits_;
     mutable std::mutex mutex_;
     std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> new_repos_;  // by identity

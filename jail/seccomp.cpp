@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 
 #include "jail/detail/setup.hpp"
 
@@ -136,10 +137,12 @@ Result add_socketpair_rules(scmp_filter_ctx ctx, bool notify_bind) {
 // local user who can reach it runs as root after the run (the host's mount has no nosuid); with --user or
 // unprivileged it is a set-id program of the caller's. The mode is in a register: S_ISUID is refused in
 // the chmod family, and S_ISGID with group execute (what makes a set-group-ID program; S_ISGID without it
-// marks mandatory locking, and a directory's S_ISGID is refused too, as the filter cannot tell files from
-// directories). The creations' modes are stripped by the supervisor (jail/notify.cpp), and chown clears
-// the bits itself.
-Result add_set_id_rules(scmp_filter_ctx ctx) {
+// marks mandatory locking). The filter cannot tell a file from a directory, whose S_ISGID (`chmod g+s`:
+// new files take the directory's group) is harmless: with user notification (`notify_directories`) such a
+// mode without S_ISUID goes to the supervisor, which looks at what the call names and performs it only on
+// a directory (jail/notify.cpp); without, it is refused too. The creations' modes are stripped by the
+// supervisor, and chown clears the bits itself.
+Result add_set_id_rules(scmp_filter_ctx ctx, bool notify_directories) {
     // fchmodat2 (Linux 6.6) by number where libseccomp does not know it yet (the same on every
     // architecture: numbers of new calls are shared).
     constexpr int kFchmodat2 = 452;
@@ -154,10 +157,18 @@ Result add_set_id_rules(scmp_filter_ctx ctx) {
         int nr = seccomp_syscall_resolve_name(call.name);
         if (nr == __NR_SCMP_ERROR) nr = call.fallback;
         if (nr < 0) continue;  // not on this architecture
-        for (scmp_datum_t bits : {scmp_datum_t(S_ISUID), scmp_datum_t(S_ISGID | S_IXGRP)}) {
+        // S_ISUID refused; S_ISGID with group execute and without S_ISUID (one masked compare: the two rules
+        // never match the same mode) refused or notified.
+        struct Rule {
+            scmp_datum_t mask, bits;
+            std::uint32_t action;
+        };
+        const std::uint32_t gid_action = notify_directories ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO(EPERM);
+        for (const Rule& rule : {Rule{S_ISUID, S_ISUID, SCMP_ACT_ERRNO(EPERM)},
+                                 Rule{S_ISUID | S_ISGID | S_IXGRP, S_ISGID | S_IXGRP, gid_action}}) {
             if (r) break;
-            const scmp_arg_cmp arg{call.mode_arg, SCMP_CMP_MASKED_EQ, bits, bits};
-            int rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &arg);
+            const scmp_arg_cmp arg{call.mode_arg, SCMP_CMP_MASKED_EQ, rule.mask, rule.bits};
+            int rc = seccomp_rule_add_array(ctx, rule.action, nr, 1, &arg);
             if (rc != 0) {
                 errno = -rc;
                 r = fail(std::string("seccomp rule for ") + call.name);
@@ -254,7 +265,7 @@ Result compile_seccomp(const JailConfig& config, UnixSockets unix_sockets,
         scmp_arg_cmp arg = SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, request);
         r = refuse(f.ctx, "ioctl", EPERM, 1, &arg);
     }
-    if (!r) r = add_set_id_rules(f.ctx);
+    if (!r) r = add_set_id_rules(f.ctx, config.user_notify);
     if (!r && config.user_notify) r = add_notify_rules(f.ctx);
     if (!r && unix_sockets == UnixSockets::Listed) r = add_unix_socket_rules(f.ctx);
     if (!r && unix_sockets != UnixSockets::All)

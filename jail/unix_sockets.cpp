@@ -3,13 +3,19 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/netlink.h>
 #include <linux/openat2.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -162,6 +168,202 @@ int bind_at(int sock, int dirfd, const std::string& name) {
     if (::chdir("/") != 0) {
     }
     return err;
+}
+
+namespace {
+
+// What the supervisor asks of a connector, with the caller's socket and the pinned file as SCM_RIGHTS.
+struct ConnectRequest {
+    std::int64_t deadline_ns = 0;
+};
+
+void on_alarm(int) {}
+
+// The connector's side, in the forked child of a multithreaded process: async-signal-safe calls only (no
+// allocation, no locks), each failure an exit.
+[[noreturn]] void serve_connector(int sock, pid_t parent, uid_t uid, gid_t gid, const gid_t* groups,
+                                  std::size_t ngroups) {
+    // Nothing of the supervisor's stays open here: not its listeners, keys, the jail's descriptors, nor
+    // another connector's socketpair end (which would keep that one from seeing its end of file).
+    if ((sock > 0 && ::syscall(SYS_close_range, 0U, static_cast<unsigned>(sock - 1), 0U) != 0) ||
+        ::syscall(SYS_close_range, static_cast<unsigned>(sock + 1), ~0U, 0U) != 0)
+        ::_exit(1);
+    // A session of its own: the terminal's signals to the foreground group (^C) are not for it.
+    if (::chdir("/") != 0 || ::setsid() < 0) ::_exit(1);
+    // Groups first: afterwards the process has no right to change them.
+    if (::syscall(SYS_setgroups, ngroups, groups) != 0 || ::syscall(SYS_setresgid, gid, gid, gid) != 0 ||
+        ::syscall(SYS_setresuid, uid, uid, uid) != 0)
+        ::_exit(1);
+    uid_t r = 0, e = 0, s = 0;
+    gid_t rg = 0, eg = 0, sg = 0;
+    if (::getresuid(&r, &e, &s) != 0 || r != uid || e != uid || s != uid || ::getresgid(&rg, &eg, &sg) != 0 ||
+        rg != gid || eg != gid || sg != gid)
+        ::_exit(1);
+    // No capability (an identity with uid 0 keeps them through setresuid).
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
+    if (::syscall(SYS_capset, &header, none) != 0) ::_exit(1);
+    // After the id change, which clears the parent-death signal: not dumpable (no ptrace, no /proc/PID/mem
+    // for the caller's user on the host: the process holds a copy of the supervisor's memory), and killed
+    // with the receive thread that forked it.
+    if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 ||
+        ::getppid() != parent)
+        ::_exit(1);
+    struct sigaction sa {};
+    sa.sa_handler = on_alarm;  // no SA_RESTART: the deadline interrupts the connect
+    sigemptyset(&sa.sa_mask);
+    sigset_t alarm;
+    sigemptyset(&alarm);
+    sigaddset(&alarm, SIGALRM);
+    if (::sigaction(SIGALRM, &sa, nullptr) != 0 || ::sigprocmask(SIG_UNBLOCK, &alarm, nullptr) != 0)
+        ::_exit(1);
+    for (;;) {
+        ConnectRequest req;
+        iovec iov{&req, sizeof req};
+        alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))];
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        const ssize_t n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) ::_exit(0);  // the supervisor is gone or let go of us
+        int fds[2] = {-1, -1};
+        std::size_t nfds = 0;
+        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+            const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (std::size_t i = 0; i < count; ++i) {
+                int fd = -1;
+                std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+                if (nfds < 2)
+                    fds[nfds++] = fd;
+                else
+                    ::close(fd);
+            }
+        }
+        int err = EINVAL;
+        if (n == static_cast<ssize_t>(sizeof req) && nfds == 2 && (msg.msg_flags & MSG_CTRUNC) == 0) {
+            // "/proc/self/fd/N" without snprintf (not async-signal-safe).
+            sockaddr_un un{};
+            un.sun_family = AF_UNIX;
+            static constexpr char kPrefix[] = "/proc/self/fd/";
+            std::memcpy(un.sun_path, kPrefix, sizeof kPrefix - 1);
+            char digits[16];
+            std::size_t nd = 0;
+            for (unsigned v = static_cast<unsigned>(fds[1]); nd == 0 || v; v /= 10)
+                digits[nd++] = static_cast<char>('0' + v % 10);
+            std::size_t at = sizeof kPrefix - 1;
+            while (nd)
+                un.sun_path[at++] = digits[--nd];
+            itimerval arm{};
+            arm.it_value.tv_sec = static_cast<time_t>(req.deadline_ns / 1'000'000'000);
+            arm.it_value.tv_usec = static_cast<suseconds_t>(req.deadline_ns % 1'000'000'000 / 1000);
+            if (arm.it_value.tv_sec == 0 && arm.it_value.tv_usec == 0) arm.it_value.tv_usec = 1;
+            arm.it_interval = arm.it_value;  // again, should it fire before the connect waits
+            const itimerval off{};
+            ::setitimer(ITIMER_REAL, &arm, nullptr);
+            const int rc = ::connect(fds[0], reinterpret_cast<const sockaddr*>(&un),
+                                     static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + at + 1));
+            err = rc == 0 ? 0 : errno;
+            ::setitimer(ITIMER_REAL, &off, nullptr);
+        }
+        for (std::size_t i = 0; i < nfds; ++i)
+            ::close(fds[i]);
+        if (::send(sock, &err, sizeof err, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof err)) ::_exit(0);
+    }
+}
+
+}  // namespace
+
+std::shared_ptr<Connector> Connector::spawn(const Identity& who) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return nullptr;
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::_Fork();
+    if (pid < 0) {
+        const int err = errno;
+        ::close(sv[0]);
+        ::close(sv[1]);
+        errno = err;
+        return nullptr;
+    }
+    if (pid == 0) serve_connector(sv[1], parent, who.uid, who.gid, who.groups.data(), who.groups.size());
+    ::close(sv[1]);
+    return std::shared_ptr<Connector>(new Connector(who, pid, sv[0]));
+}
+
+Connector::~Connector() {
+    ::close(fd_);  // its end of file: it exits
+    if (!dead_.load()) {
+        ::kill(pid_, SIGKILL);  // also should it be in a connect (a zombie's pid is not reused)
+        while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+        }
+    }
+}
+
+bool Connector::alive() const {
+    return !dead_.load();
+}
+
+void Connector::fail() {
+    if (dead_.exchange(true)) return;
+    ::kill(pid_, SIGKILL);
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+}
+
+int Connector::connect(int sock, int target, std::chrono::nanoseconds deadline,
+                       std::chrono::nanoseconds queue) {
+    std::unique_lock<std::timed_mutex> lock(mutex_, std::defer_lock);
+    if (!lock.try_lock_for(queue)) return EINTR;
+    if (dead_.load()) return ECONNREFUSED;
+    ConnectRequest req{deadline.count()};
+    iovec iov{&req, sizeof req};
+    alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+    const int fds[2] = {sock, target};
+    std::memcpy(CMSG_DATA(c), fds, sizeof fds);
+    ssize_t sent = -1;
+    do
+        sent = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    while (sent < 0 && errno == EINTR);
+    if (sent != static_cast<ssize_t>(sizeof req)) {
+        fail();
+        return ECONNREFUSED;
+    }
+    // Its answer comes within the deadline; a connector that does not answer within a second more (stopped
+    // by the caller's user on the host, or gone) is killed: the connect it may still make is lost with it.
+    const auto until = std::chrono::steady_clock::now() + deadline + std::chrono::seconds(1);
+    for (;;) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+        if (left.count() < 0) {
+            fail();
+            return ECONNREFUSED;
+        }
+        pollfd p{fd_, POLLIN, 0};
+        const int ready = ::poll(&p, 1, static_cast<int>(left.count()) + 1);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) continue;  // the time left decides
+        int err = 0;
+        const ssize_t n = ::recv(fd_, &err, sizeof err, MSG_DONTWAIT);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n != static_cast<ssize_t>(sizeof err)) {
+            fail();
+            return ECONNREFUSED;
+        }
+        return err;
+    }
 }
 
 }  // namespace cordon::jail::unix_sockets

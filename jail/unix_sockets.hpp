@@ -12,7 +12,11 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,5 +73,57 @@ int connect_to(int sock, int target);
 // bind(2) of `sock` to `name` in the directory `dirfd`: the calling thread (its own file system context,
 // unshare(CLONE_FS)) changes to the directory. 0 or an errno.
 int bind_at(int sock, int dirfd, const std::string& name);
+
+// The process that connects to listed sockets for one identity of the jail's callers (all its uids and gids
+// the caller's, its groups the caller's). Why a process: a listener reads the peer's credentials from the
+// connecting *process* (SO_PEERCRED's pid, SO_PEERPIDFD, then /proc/PID/status), not only the connecting
+// thread's effective ids; a root supervisor that switched a thread's ids would still be a root process to a
+// service that authorises by its peer's process (polkit's unix-process subject). The connector is forked by
+// the supervisor when a caller whose ids differ from the supervisor's first connects to a listed socket, and
+// lives as long as the run: a listener may look at /proc/PID after accept.
+//   - It holds nothing but its end of a socketpair (every other descriptor closed at once), takes each
+//     caller socket and the pinned socket file over SCM_RIGHTS, connects through /proc/self/fd (exactly the
+//     file pinned at start), answers the errno and closes both.
+//   - It cannot be ptraced or read by anyone but root: not dumpable (set after the id change, which resets
+//     it anyway). The jailed command cannot name it: it lives in the host's PID namespace, outside the jail's
+//     /proc; signals and ptrace from the jail are refused by the namespace (and seccomp, Landlock scoping).
+//   - It dies with the run: the socketpair's end of file (the supervisor exited or dropped it, also after
+//     SIGKILL) and PR_SET_PDEATHSIG (the forking thread is the notifier's receive thread, which lives as long
+//     as the run).
+//   - Each connect runs under a deadline (an interval timer, SIGALRM without SA_RESTART): a listener whose
+//     backlog is full holds it for at most `deadline`, after which the connect is abandoned (EINTR) and may
+//     be tried again. One request at a time.
+class Connector {
+  public:
+    struct Identity {
+        uid_t uid = 0;
+        gid_t gid = 0;
+        std::vector<gid_t> groups;
+        bool operator==(const Identity&) const = default;
+    };
+    // Forks the connector. Null with errno when it could not be made.
+    static std::shared_ptr<Connector> spawn(const Identity& who);
+    ~Connector();
+    Connector(const Connector&) = delete;
+    Connector& operator=(const Connector&) = delete;
+
+    // Connects `sock` to the socket file open as `target`, in the connector, within `deadline`; waits at
+    // most `queue` for a request before this one to finish. 0 or the connect's errno; EINTR when the
+    // deadline or the queue wait passed (nothing connected; may be tried again); ECONNREFUSED when the
+    // connector is gone (it is not replaced by this call: see alive()).
+    int connect(int sock, int target, std::chrono::nanoseconds deadline, std::chrono::nanoseconds queue);
+    bool alive() const;
+    pid_t pid() const { return pid_; }
+    const Identity& identity() const { return who_; }
+
+  private:
+    Connector(Identity who, pid_t pid, int fd) : who_(std::move(who)), pid_(pid), fd_(fd) {}
+    void fail();  // kills and reaps it: a connector that does not answer is not trusted again
+    Identity who_;
+    pid_t pid_ = -1;
+    int fd_ = -1;
+    std::timed_mutex mutex_;  // one request at a time
+    std::atomic<bool> dead_{false};
+};
 
 }  // namespace cordon::jail::unix_sockets

@@ -77,6 +77,14 @@ Result apply_limits(Context& ctx);
 // exits) and exits with it.
 [[noreturn]] void run_init(pid_t command, int report_fd);
 
+// jail/descriptors.cpp: descriptor hygiene. close_descriptors closes every descriptor in [first, last] but
+// `except` (or marks it close-on-exec), without allocating; false when it cannot, and then the jail must not
+// start (cannot_close_descriptors says so and exits 125). replace_directory_descriptors gives the command
+// /dev/null for a directory or O_PATH descriptor on 0-2 (in the supervisor, before the clone).
+bool close_descriptors(unsigned first, unsigned last, bool cloexec, int except = -1);
+[[noreturn]] void cannot_close_descriptors();
+bool replace_directory_descriptors(std::string& error);
+
 // The signals forwarded to the command (and SIGCHLD), blocked in the supervisor and the jail's init.
 sigset_t forwarded_signals(bool with_sigchld);
 

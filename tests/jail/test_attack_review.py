@@ -9,6 +9,7 @@ is closed). Needs root.
 import json
 import os
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -246,6 +247,75 @@ class ReviewCase(GitFixtures):
                                   user=Env.uid, group=Env.gid, extra_groups=[]).stdout
         self.assertEqual(left, [], f"set-id programs left by the jail; the test user runs sx: {euid}")
 
+    # A directory's S_ISGID (`chmod g+s`: new files take the directory's group) is no set-id program: allowed
+    # through every spelling (chmod, a symlink to the directory, fchmod, fchmodat), while a file's stays
+    # refused through the same spellings. Attacks on the supervisor that performs it: a name swapped between
+    # a directory and a file while chmod runs on it (never a set-group-ID file), a directory outside the
+    # writable areas (read-only in the jail, but not in the host's mount namespace where the supervisor
+    # works: unchanged), an O_PATH descriptor (EBADF, as the kernel).
+    def test_set_group_id_directories_allowed_files_refused(self):
+        ro = self.mkdir("outside/ro")
+        os.chmod(ro, 0o755)
+        script = r"""
+import ctypes, os, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+def attempt(key, fn):
+    try:
+        fn(); print('MADE-' + key)
+    except OSError as e:
+        print('REFUSED-' + key, e.errno)
+os.mkdir('d'); os.mkdir('e'); os.mkdir('f'); os.mkdir('g')
+open('file', 'w').close(); os.chmod('file', 0o755)
+os.symlink('e', 'link-to-dir'); os.symlink('file', 'link-to-file')
+attempt('chmod-dir', lambda: os.chmod('d', 0o2775))
+attempt('chmod-link-to-dir', lambda: os.chmod('link-to-dir', 0o2755))
+fd = os.open('f', os.O_RDONLY | os.O_DIRECTORY)
+attempt('fchmod-dir', lambda: os.fchmod(fd, 0o2750))
+attempt('fchmodat-dir', lambda: os.chmod('g', 0o2755, dir_fd=os.open('.', os.O_RDONLY)))
+attempt('chmod-file', lambda: os.chmod('file', 0o2755))
+attempt('chmod-link-to-file', lambda: os.chmod('link-to-file', 0o2755))
+ffd = os.open('file', os.O_RDONLY)
+attempt('fchmod-file', lambda: os.fchmod(ffd, 0o2755))
+pfd = os.open('d', os.O_PATH)
+attempt('fchmod-opath', lambda: os.fchmod(pfd, 0o2755))
+attempt('chmod-suid-dir', lambda: os.chmod('d', 0o6755))
+attempt('chmod-readonly-dir', lambda: os.chmod(sys.argv[1], 0o2755))
+# The race: the name is a directory and a file by turns while another thread sets 2755 on it.
+open('payload', 'w').close()
+os.mkdir('swap')
+stop = False
+def flip():
+    while not stop:
+        os.rename('swap', 'tmpdir'); os.rename('payload', 'swap')
+        os.rename('swap', 'payload'); os.rename('tmpdir', 'swap')
+t = threading.Thread(target=flip); t.start()
+for _ in range(2000):
+    try:
+        os.chmod('swap', 0o2755)
+    except OSError:
+        pass
+stop = True; t.join()
+print('DONE')
+"""
+        path = self.write(os.path.join(self.dir, "sgid.py"), script)
+        out, err = self.sh(f"python3 {path} {ro}")
+        lines = out.split()
+        for key in ("chmod-dir", "chmod-link-to-dir", "fchmod-dir", "fchmodat-dir"):
+            self.assertIn("MADE-" + key, lines, out + err)
+        for key in ("chmod-file", "chmod-link-to-file", "fchmod-file", "fchmod-opath", "chmod-suid-dir",
+                    "chmod-readonly-dir"):
+            self.assertIn("REFUSED-" + key, lines, out + err)
+        self.assertIn("DONE", lines, out + err)
+        modes = {name: stat.S_IMODE(os.stat(os.path.join(self.cwd, name)).st_mode) for name in "defg"}
+        self.assertEqual(modes, {"d": 0o2775, "e": 0o2755, "f": 0o2750, "g": 0o2755})
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.cwd, "file")).st_mode), 0o755)
+        self.assertEqual(stat.S_IMODE(os.stat(ro).st_mode), 0o755)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.cwd, "payload")).st_mode) & 0o6000, 0)
+        for name in ("swap", "payload"):
+            st = os.stat(os.path.join(self.cwd, name))
+            if not stat.S_ISDIR(st.st_mode):
+                self.assertEqual(st.st_mode & 0o6000, 0, f"{name} is a set-id file")
+
     # HOLE with --user (holds as root and unprivileged, where the supervisor is the caller's identity): a
     # listed socket's listener reads the peer's credentials and the uid is now the jailed user's, but the
     # peer process SO_PEERCRED names (and SO_PEERPIDFD) is the supervisor, a root process (real, saved and
@@ -467,14 +537,6 @@ class AsUser(ReviewCase, unittest.TestCase):
 
 class WithUserFlag(ReviewCase, unittest.TestCase):
     USER_FLAG = True
-
-    # A known hole, not fixed yet (jail/README.md says why and how: a connector process per identity): with
-    # --user the listener sees the caller's uid and gid (test_unix_sockets.py checks that), but the peer process
-    # is the root supervisor. Marked so the suite stays green while it holds; once fixed, the unexpected success
-    # fails the run and this marker goes.
-    @unittest.expectedFailure
-    def test_listed_socket_peer_process_is_the_callers(self):
-        super().test_listed_socket_peer_process_is_the_callers()
 
 
 if __name__ == "__main__":

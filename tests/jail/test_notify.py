@@ -420,7 +420,8 @@ class AttackCase(GitFixtures):
         self.assertIn(os.path.join(self.cwd, "src/y.git") + " ", err)
         self.assertIn(os.path.join(self.cwd, "g/.git") + " ", err)
 
-    # Also: directories that compare names without case. `.BASHRC` is bash's `.bashrc` there, `.Git/Hooks` git's.
+    # Also: directories that compare names without case. `.BASHRC` is bash's `.bashrc` there, `.Git/Hooks` git's,
+    # `.ba\u017fhrc` bash's again (the comparison itself is unit-tested in tests/policy/casefold_test.cpp).
     def test_case_insensitive_directories(self):
         r = subprocess.run(["mount", "-t", "tmpfs", "-o", "casefold,mode=0755", "cordon-casefold", self.cwd],
                            capture_output=True, text=True)
@@ -439,8 +440,12 @@ class AttackCase(GitFixtures):
             "config": "echo '[core]' >> r/.GIT/CONFIG",
             "bare": "mkdir -p b/OBJECTS b/Refs && echo 'ref: refs/heads/main' > b/head",
             "move": "mv r r2",
+            # The kernel folds fully and compares NFD forms: LONG S is s, KELVIN SIGN k, the fi ligature fi.
+            "long-s": "echo x > .ba\u017fhrc",
+            "kelvin": "mkdir -p r/.git/hoo\u212as && echo x > r/.git/hoo\u212as/post-checkout",
+            "ligature": "echo '[core]' >> r/.git/con\ufb01g",
         })
-        for rel in (".bashrc", "sub/.bashrc", "r/.git/hooks/pre-commit", "b/head"):
+        for rel in (".bashrc", "sub/.bashrc", "r/.git/hooks/pre-commit", "r/.git/hooks/post-checkout", "b/head"):
             self.assertFalse(os.path.exists(os.path.join(self.cwd, rel)), rel)
         self.assertNotIn("[core]\n[core]", self.read(os.path.join(self.cwd, "r/.git/config")))
 

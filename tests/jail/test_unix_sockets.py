@@ -24,7 +24,7 @@ from jailtest import Env, JailFixtures, Upstream  # noqa: E402
 # non-blocking socket; `race LISTED UNLISTED` connects many times while another thread rewrites the address
 # between the two paths; `bind NAME` binds a socket there. Prints "OK ..." or "ERR <errno name>".
 CLIENT = r'''
-import ctypes, errno, os, select, socket, sys, threading
+import ctypes, errno, os, select, signal, socket, sys, threading
 mode = sys.argv[1]
 def err(e):
     print("ERR", errno.errorcode.get(e.errno, e.errno)); sys.exit(0)
@@ -119,6 +119,25 @@ elif mode == "pairdgram":
         except OSError as e:
             pass
     print("OK done")
+elif mode == "killpeer":
+    # The listener answers with the peer process it sees (the connector with --user): the jailed command
+    # tries to signal it and to find it in /proc, then connects again.
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sys.argv[2])
+    s.sendall(b"ping\n")
+    pid = int(s.recv(100).decode().split()[-1])
+    s.close()
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+            print("SIGNALLED")
+        except OSError as e:
+            print("KILL", errno.errorcode.get(e.errno, e.errno))
+    print("PROC", os.path.exists(f"/proc/{pid}"))
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sys.argv[2])
+    s.sendall(b"ping\n")
+    print("OK", s.recv(100).decode().split()[0])
 elif mode == "dgram":
     # SOCK_RAW is a datagram socket too for AF_UNIX; the flags must not hide the type.
     for kind in (socket.SOCK_DGRAM, socket.SOCK_RAW, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK):
@@ -133,8 +152,12 @@ elif mode == "dgram":
 class Listener:
     """A Unix stream listener of ours that answers each line with "pong <name>" and counts connections."""
 
-    def __init__(self, path, name):
+    def __init__(self, path, name, answer_pid=False):
         self.path, self.name, self.count, self.peers = path, name, 0, []
+        # The peer process as the listener can read it at accept: its four uids (/proc/PID/status) and the
+        # owner of /proc/PID/environ (root for a process that is not dumpable).
+        self.processes = []
+        self.answer_pid = answer_pid
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(path)
         os.chmod(path, 0o777)
@@ -151,14 +174,21 @@ class Listener:
             self.count += 1
             creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
             self.peers.append(struct.unpack("3i", creds))  # pid, uid, gid
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+            pid = self.peers[-1][0]
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    uids = [line.split()[1:] for line in f if line.startswith("Uid:")][0]
+                self.processes.append((pid, [int(u) for u in uids], os.stat(f"/proc/{pid}/environ").st_uid))
+            except OSError:
+                self.processes.append((pid, None, None))
+            threading.Thread(target=self._answer, args=(conn, pid), daemon=True).start()
 
-    def _answer(self, conn):
+    def _answer(self, conn, pid):
         with conn:
             try:
                 conn.settimeout(10)
                 if conn.recv(100):
-                    conn.sendall(f"pong {self.name}\n".encode())
+                    conn.sendall(f"pong {self.name}{f' {pid}' if self.answer_pid else ''}\n".encode())
             except OSError:
                 pass
 
@@ -320,6 +350,86 @@ class UnixSocketCase(JailFixtures):
         self.assertEqual(self.jailed("nonblock", self.listed.path), "OK pong listed nonblocking")
         uid, gid = (Env.uid, Env.gid) if self.AS_USER or self.USER_FLAG else (0, 0)
         self.assertEqual([(p[1], p[2]) for p in self.listed.peers], [(uid, gid)] * 2)
+
+    def test_listener_sees_the_callers_process(self):
+        # Not only the ids of the connecting thread: the peer process (SO_PEERCRED's pid, /proc/PID/status)
+        # has every uid of the caller. With --user it is a connector process of the supervisor's, which is
+        # not dumpable (/proc/PID/environ belongs to root: no ptrace, no /proc/PID/mem for the caller's user).
+        self.listeners()
+        self.assertEqual(self.jailed("connect", self.listed.path), "OK pong listed")
+        self.assertEqual(self.jailed("nonblock", self.listed.path), "OK pong listed nonblocking")
+        self.assertEqual(self.jailed("thread", self.listed.path), "OK pong listed")
+        uid = Env.uid if self.AS_USER or self.USER_FLAG else 0
+        self.assertEqual([p[1] for p in self.listed.processes], [[uid] * 4] * 3, self.listed.processes)
+        if self.USER_FLAG:
+            self.assertEqual({p[2] for p in self.listed.processes}, {0}, "the connector is dumpable")
+            # A connector per run: three runs, three processes.
+            self.assertEqual(len({p[0] for p in self.listed.processes}), 3)
+
+    def test_connector_dies_with_the_run(self):
+        # The peer process the listener saw is gone when `cordon run` has returned, also when the supervisor
+        # was killed (SIGKILL: the connector sees its socketpair's end of file, and its parent-death signal).
+        self.listeners()
+        self.assertEqual(self.jailed("connect", self.listed.path), "OK pong listed")
+        proc = self.popen(["--settings", self.settings, "-c",
+                           f"python3 {self.client} connect {self.listed.path}; sleep 60"])
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.kill)
+        deadline = time.monotonic() + 20
+        while len(self.listed.peers) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(len(self.listed.peers), 2)
+        proc.kill()
+        proc.wait()
+        for pid, _, _ in self.listed.processes:
+            deadline = time.monotonic() + 5
+            while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+                time.sleep(0.05)
+            state = ""
+            if os.path.exists(f"/proc/{pid}/stat"):
+                with open(f"/proc/{pid}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            self.assertIn(state, ("", "Z"), f"peer process {pid} outlived the run")
+
+    def test_jailed_command_cannot_signal_the_connector(self):
+        # The attacker knows the peer process's pid (a listener may tell it): it can neither signal it nor
+        # find it in its /proc, and its next connect works (the connector was not stopped or killed).
+        self.listeners()
+        pids = Listener(os.path.join(self.outside, "pids.sock"), "pids", answer_pid=True)
+        self.addCleanup(pids.close)
+        settings = self.write(os.path.join(self.dir, "pids.json"), json.dumps(
+            {"network": {"allowUnixSockets": [pids.path]}}))
+        out, err = self.sh(f"python3 {self.client} killpeer {pids.path}", "--settings", settings)
+        self.assertEqual(out.split("\n")[:4], ["KILL ESRCH", "KILL ESRCH", "PROC False", "OK pong"], err)
+        self.assertEqual(len({p[0] for p in pids.peers}), 1, pids.peers)  # the same process, still there
+
+    def test_connector_is_not_exhausted_by_waiting_connects(self):
+        # Ten blocking connects wait on a listener whose backlog is full (each tried again and again through
+        # the one connector with --user): a connect to another listed socket still gets through.
+        self.listeners()
+        full = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        full_path = os.path.join(self.outside, "full.sock")
+        full.bind(full_path)
+        os.chmod(full_path, 0o777)
+        full.listen(0)
+        fillers = []
+        while True:
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
+            if c.connect_ex(full_path) != 0:
+                c.close()
+                break
+            fillers.append(c)
+        self.addCleanup(lambda: [c.close() for c in fillers + [full]])
+        settings = self.write(os.path.join(self.dir, "full.json"), json.dumps(
+            {"network": {"allowUnixSockets": [self.listed.path, full_path]}}))
+        started = time.monotonic()
+        out, err = self.sh(f"for i in 1 2 3 4 5 6 7 8 9 10; do python3 {self.client} connect {full_path} & "
+                           "pids=\"$pids $!\"; done; "
+                           f"sleep 1; python3 {self.client} connect {self.listed.path}; "
+                           f"python3 {self.client} nonblock {self.listed.path}; kill $pids",
+                           "--settings", settings)
+        self.assertEqual(out.split("\n")[:2], ["OK pong listed", "OK pong listed nonblocking"], err)
+        self.assertLess(time.monotonic() - started, 30)
 
     def test_bind_on_a_socketpair_follows_the_write_rules(self):
         self.listeners()

@@ -1,15 +1,19 @@
 // The pieces of per-path Unix sockets that need no jail: the listed paths, the address copy and its path,
-// and the check of a path against the list (in a root of our own). The jail itself: test_unix_sockets.py.
+// the check of a path against the list (in a root of our own), and the connector process. The jail itself:
+// test_unix_sockets.py.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -124,4 +128,121 @@ TEST_CASE("addresses the supervisor performs need no privilege the command lacks
     CHECK(us::needs_privilege(s, sizeof s, true) == EPERM);
     s.ss_family = AF_UNSPEC;
     CHECK(us::needs_privilege(s, sizeof s, true) == 0);
+}
+
+namespace {
+
+// A listener of ours in a fresh directory; `backlog` 0 with fillers makes connects wait.
+struct TestListener {
+    std::filesystem::path dir, path;
+    int fd = -1;
+    explicit TestListener(int backlog = 8) {
+        char tmpl[] = "/tmp/cordon-connector-test-XXXXXX";
+        REQUIRE(::mkdtemp(tmpl) != nullptr);
+        dir = tmpl;
+        path = dir / "l.sock";
+        fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un un{};
+        un.sun_family = AF_UNIX;
+        std::strncpy(un.sun_path, path.c_str(), sizeof un.sun_path - 1);
+        REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&un), sizeof un) == 0);
+        ::chmod(path.c_str(), 0777);
+        ::chmod(dir.c_str(), 0755);
+        REQUIRE(::listen(fd, backlog) == 0);
+    }
+    ~TestListener() {
+        ::close(fd);
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+    }
+    int target() const { return ::open(path.c_str(), O_PATH | O_CLOEXEC); }
+};
+
+// The identity the connector takes: nobody's (it exists for a root supervisor and a caller of another
+// identity; unprivileged, the supervisor connects itself).
+us::Connector::Identity identity() {
+    return {65534, 65534, {}};
+}
+
+}  // namespace
+
+TEST_CASE("the connector connects as a process of the caller's identity and ends with its owner") {
+    if (::geteuid() != 0) {
+        WARN("not root: skipped (only a root supervisor forks connectors)");
+        return;
+    }
+    TestListener l;
+    auto who = identity();
+    pid_t pid = -1;
+    {
+        auto c = us::Connector::spawn(who);
+        REQUIRE(c);
+        pid = c->pid();
+        for (int round = 0; round < 2; ++round) {  // one process for every connect
+            int sock = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            int target = l.target();
+            CHECK(c->connect(sock, target, std::chrono::milliseconds(5), std::chrono::milliseconds(5)) == 0);
+            int conn = ::accept4(l.fd, nullptr, nullptr, SOCK_CLOEXEC);
+            REQUIRE(conn >= 0);
+            ucred cred{};
+            socklen_t len = sizeof cred;
+            REQUIRE(::getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0);
+            CHECK(cred.pid == pid);
+            CHECK(cred.uid == who.uid);
+            CHECK(cred.gid == who.gid);
+            ::close(conn);
+            ::close(sock);
+            ::close(target);
+        }
+        // Something that is not a socket file: the connect's own errno.
+        int sock = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        const auto plain = l.dir / "plain";
+        ::close(::open(plain.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0666));
+        ::chmod(plain.c_str(), 0666);
+        int file = ::open(plain.c_str(), O_PATH | O_CLOEXEC);
+        CHECK(c->connect(sock, file, std::chrono::milliseconds(5), std::chrono::milliseconds(5)) ==
+              ECONNREFUSED);
+        ::close(file);
+        ::close(sock);
+        CHECK(c->alive());
+    }
+    // Gone (and reaped) with its owner.
+    CHECK(::kill(pid, 0) != 0);
+    CHECK(errno == ESRCH);
+}
+
+TEST_CASE("the connector's connect to a full backlog ends at its deadline; a killed connector refuses") {
+    if (::geteuid() != 0) {
+        WARN("not root: skipped (only a root supervisor forks connectors)");
+        return;
+    }
+    TestListener l(0);
+    std::vector<int> fillers;
+    for (;;) {
+        int f = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        sockaddr_un un{};
+        un.sun_family = AF_UNIX;
+        std::strncpy(un.sun_path, l.path.c_str(), sizeof un.sun_path - 1);
+        if (::connect(f, reinterpret_cast<const sockaddr*>(&un), sizeof un) != 0) {
+            ::close(f);
+            break;
+        }
+        fillers.push_back(f);
+    }
+    auto c = us::Connector::spawn(identity());
+    REQUIRE(c);
+    int sock = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);  // blocking: the connect would wait
+    int target = l.target();
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(c->connect(sock, target, std::chrono::milliseconds(20), std::chrono::milliseconds(5)) == EINTR);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1));
+    // Killed behind our back (by the caller's user on the host): refused, and known to be gone.
+    REQUIRE(::kill(c->pid(), SIGKILL) == 0);
+    CHECK(c->connect(sock, target, std::chrono::milliseconds(5), std::chrono::milliseconds(5)) ==
+          ECONNREFUSED);
+    CHECK_FALSE(c->alive());
+    ::close(sock);
+    ::close(target);
+    for (int f : fillers)
+        ::close(f);
 }

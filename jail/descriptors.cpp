@@ -1,0 +1,108 @@
+// Descriptor hygiene: what of the caller's descriptors reaches the jail. Why: a descriptor reaches what it
+// points to, whatever the mounts say, and /proc/self/fd/N reopens it.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "jail/detail/setup.hpp"
+
+namespace cordon::jail::detail {
+
+// Closes every descriptor in [first, last] (or marks it close-on-exec): with close_range(2) where the kernel
+// has it (5.9, CLOSE_RANGE_CLOEXEC 5.11), else by walking /proc/self/fd. False when neither works: then an
+// inherited descriptor would reach the command, whatever the mounts say, and the jail must not start. Makes
+// no allocation (runs in the command process too).
+bool close_descriptors(unsigned first, unsigned last, bool cloexec, int except) {
+    if (first > last) return true;
+    if (except >= 0 && static_cast<unsigned>(except) >= first && static_cast<unsigned>(except) <= last) {
+        const auto e = static_cast<unsigned>(except);
+        return (e == first || close_descriptors(first, e - 1, cloexec)) &&
+               (e == last || close_descriptors(e + 1, last, cloexec));
+    }
+    if (::syscall(SYS_close_range, first, last, cloexec ? 4U /* CLOSE_RANGE_CLOEXEC */ : 0U) == 0)
+        return true;
+    struct LinuxDirent64 {
+        std::uint64_t ino;
+        std::int64_t off;
+        unsigned short reclen;
+        unsigned char type;
+        char name[1];
+    };
+    // Closing while listing: repeat until a pass finds nothing left to close.
+    for (bool again = true; again;) {
+        again = false;
+        int dir = ::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0) return false;
+        alignas(8) char buf[4096];
+        for (;;) {
+            long n = ::syscall(SYS_getdents64, dir, buf, sizeof buf);
+            if (n < 0) {
+                ::close(dir);
+                return false;
+            }
+            if (n == 0) break;
+            for (long pos = 0; pos < n;) {
+                const auto* entry = reinterpret_cast<const LinuxDirent64*>(buf + pos);
+                pos += entry->reclen;
+                unsigned fd = 0;
+                bool number = entry->name[0] != '\0';
+                for (const char* c = entry->name; *c && number; ++c) {
+                    number = *c >= '0' && *c <= '9';
+                    fd = fd * 10 + static_cast<unsigned>(*c - '0');
+                }
+                if (!number || fd < first || fd > last || static_cast<int>(fd) == dir) continue;
+                if (cloexec) {
+                    if (::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC) != 0) {
+                        ::close(dir);
+                        return false;
+                    }
+                } else {
+                    ::close(static_cast<int>(fd));
+                    again = true;
+                }
+            }
+        }
+        ::close(dir);
+    }
+    return true;
+}
+
+[[noreturn]] void cannot_close_descriptors() {
+    say("cannot set up the jail: close the inherited descriptors: close_range failed and /proc/self/fd "
+        "cannot "
+        "be read");
+    ::_exit(125);  // the jail's setup failed
+}
+
+// Why: a descriptor reaches what it points to, whatever the mounts say, and /proc/self/fd/N reopens it. A
+// directory (or O_PATH) descriptor on 0-2 would hand the command everything below it, denyRead included
+// (`cordon run -c 'cat /proc/self/fd/0/.ssh/id_rsa' < ~`). It is replaced by /dev/null, here in the
+// supervisor before the clone (which the jail inherits), with a notice.
+bool replace_directory_descriptors(std::string& error) {
+    for (int fd = 0; fd <= 2; ++fd) {
+        int flags = ::fcntl(fd, F_GETFL);
+        if (flags < 0) continue;  // closed
+        struct stat st {};
+        if (!(flags & O_PATH) && (::fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode))) continue;
+        int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null < 0 || ::dup2(null, fd) < 0) {
+            error = "cannot replace the directory on descriptor " + std::to_string(fd) +
+                    " by /dev/null: " + std::strerror(errno);
+            if (null >= 0) ::close(null);
+            return false;
+        }
+        ::close(null);
+        say("note: descriptor " + std::to_string(fd) +
+            " is a directory (or an O_PATH descriptor), which would reach everything below it; the command "
+            "gets /dev/null instead");
+    }
+    return true;
+}
+
+}  // namespace cordon::jail::detail
