@@ -30,14 +30,14 @@ typedef struct ssl_st SSL;
 
 namespace cordon::proxy {
 
-class Connection;
+class Pipeline;
 struct RequestRuleText;
 
 class InspectedTunnel final : public SocketOwner {
   public:
-    explicit InspectedTunnel(Connection& connection);
+    explicit InspectedTunnel(Pipeline& pipeline);
     ~InspectedTunnel() override;
-    // Takes over both sockets and the client bytes already read (Connection::in_).
+    // Takes over both sockets and the client bytes already read (Pipeline::input()).
     void start();
     bool declined() const { return declined_; }
     std::uint64_t bytes_up() const { return bytes_up_; }
@@ -113,7 +113,7 @@ class InspectedTunnel final : public SocketOwner {
     void update_interest();
     void finish(const std::string& error);
 
-    Connection& c_;
+    Pipeline& p_;
     State state_ = State::Peek;
     bool declined_ = false;
     bool plain_ = false;         // HTTP without TLS (read_plain_http)
