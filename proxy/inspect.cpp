@@ -66,9 +66,9 @@ const Options::Secret* substitute_sentinels(const TlsInspector& tls, std::string
 
 // Every real value of `secrets` in `text`, in every form scrub_secret() knows, becomes its sentinel in the
 // same form (the same length: framing stays valid).
-void unsubstitute(const std::vector<const Options::Secret*>& secrets, std::string& text) {
-    for (const auto* s : secrets)
-        scrub_secret(text, s->value, s->sentinel);
+void unsubstitute(const std::vector<SecretForms>& secrets, std::string& text) {
+    for (const auto& s : secrets)
+        s.scrub(text);
 }
 
 }  // namespace
@@ -229,7 +229,7 @@ void InspectedTunnel::begin_client() {
     for (const auto& s : p_.context().tls->secrets())
         if (!s.value.empty() && s.value.size() == s.sentinel.size() &&
             TlsInspector::may_inject(s, p_.request().host)) {
-            scrub_.push_back(&s);
+            scrub_.emplace_back(s.value, s.sentinel);
             scrub_keep_ = std::max(scrub_keep_, longest_secret_form(s.value.size()) - 1);
         }
     p_.context().metrics.tls_leaves_minted = p_.context().tls->leaves().minted();

@@ -24,6 +24,7 @@
 
 #include "proxy/http_parser.hpp"
 #include "proxy/proxy.hpp"
+#include "proxy/secret_scrub.hpp"
 #include "proxy/socket.hpp"
 
 typedef struct ssl_st SSL;
@@ -143,7 +144,7 @@ class InspectedTunnel final : public SocketOwner {
 
     // The secrets this host gets the real value of, and the response body's bytes held back to find a value
     // split across reads or chunks.
-    std::vector<const Options::Secret*> scrub_;
+    std::vector<SecretForms> scrub_;
     std::size_t scrub_keep_ = 0;
     std::string scrub_carry_;
     bool scrub_body_ = false, scrub_chunked_ = false;

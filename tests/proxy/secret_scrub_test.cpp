@@ -155,3 +155,26 @@ TEST_CASE("scrub_secret: every form among look-alikes, back to back and at eithe
         CHECK(scrubbed(text) == expected);
     }
 }
+
+TEST_CASE("scrub_secret: one SecretForms scrubs piece after piece as scrub_secret does", "[unit]") {
+    const cordon::proxy::SecretForms forms(kValue, kSentinel);
+    const std::string pieces[] = {"token " + kValue,
+                                  "Basic " + base64("x:" + kValue),
+                                  "Basic " + base64("xy:" + kValue) + " " + kValue,
+                                  "%67hp_R3al%2fT0ken+Value",
+                                  "nothing",
+                                  "",
+                                  base64(kValue) + base64(kValue)};
+    for (const auto& piece : pieces) {
+        INFO(piece);
+        std::string text = piece;
+        forms.scrub(text);
+        CHECK(text == scrubbed(piece));
+        CHECK(text.size() == piece.size());
+        if (piece.find(kValue) != std::string::npos) CHECK(text.find(kValue) == std::string::npos);
+    }
+    // Sizes that differ: nothing is touched (the framing would break).
+    std::string text = "token " + kValue;
+    cordon::proxy::SecretForms("short", "longer!").scrub(text);
+    CHECK(text == "token " + kValue);
+}
