@@ -7,14 +7,19 @@ tunnel (TLS end to end, spliced by cordon), same client, same upstream, checksum
 Sets up what tests/proxy/test_inspect.py sets up (a test CA and HTTPS upstream on 127.0.0.1, cordon's CA, a DNS
 server), `cordon proxy --inspect api.test` with `tunnel.test` (the same upstream) not inspected, then runs
 tests/proxy/transfer.py's client in ROUNDS interleaved rounds (default 3). Prints one line per transfer (its
-rate, and the CPU time cordon spent on it), the best rate of each, and the ratios inspected / tunnel. The client
+rate, and the CPU time cordon spent on it), the best rate of each, and the ratios inspected / tunnel. As root it
+also runs each transfer inside `cordon run --inspect api.test --secret GITHUB_TOKEN=api.test` (`api.test+secret`):
+the client sends `Authorization: token <sentinel>`, cordon puts the real value in, holds and scans the upload's
+first 64 KiB for sentinels and scrubs the real value out of every byte of the download. The client
 and the upstream are Python (OpenSSL underneath): they bound both paths alike. cordon's CPU seconds per GiB are
 what its own ceiling is on one core, whatever else the machine runs."""
 
+import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "proxy"))
@@ -45,14 +50,47 @@ def main():
     dns = proxytest.DnsServer({"api.test": ["127.0.0.1"], "tunnel.test": ["127.0.0.1"]})
     p = proxytest.Proxy(work, ["--allow-domain", "api.test", "--allow-domain", "tunnel.test", "--ca-dir", ca_dir,
                                "--upstream-ca", pki.cert, "--inspect", "api.test", *proxytest.LOOPBACK], dns=dns)
+    settings = os.path.join(work, "settings.json")
+    with open(settings, "w") as f:
+        json.dump({"network": {"allowedDomains": ["api.test", "tunnel.test"]}}, f)
+    for d in ("home", "tmp", "run"):
+        os.makedirs(os.path.join(work, d))
+    paths = [("tunnel.test", pki.cert), ("api.test", os.path.join(ca_dir, "ca.pem"))]
+    if os.geteuid() == 0:
+        paths.append(("api.test+secret", None))
+
+    def with_secret(direction):
+        """One transfer inside cordon run with a masked secret; (result, cordon's CPU seconds)."""
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.path.join(work, "home"),
+               "TMPDIR": os.path.join(work, "tmp"), "XDG_CONFIG_HOME": os.path.join(work, "xdg-empty"),
+               "GITHUB_TOKEN": "ghp_" + "R3alT0kenValue" * 3}
+        script = "python3 %s \"$HTTPS_PROXY\" \"$SSL_CERT_FILE\" api.test %d %s %d \"token $GITHUB_TOKEN\"" % (
+            os.path.join(HERE, "..", "tests", "proxy", "transfer.py"), up.port, direction, GIB)
+        run = subprocess.Popen([proxytest.CORDON, "run", "--no-discover", "--settings", settings, "--dns-server",
+                                dns.address, "--upstream-ca", pki.cert, *proxytest.LOOPBACK, "--inspect", "api.test",
+                                "--secret", "GITHUB_TOKEN=api.test", "--", "sh", "-c", script],
+                               cwd=os.path.join(work, "run"), env=env, stdout=subprocess.PIPE, text=True)
+        cpu = 0.0
+        while run.poll() is None:  # cordon's own CPU time, read until just before it exits
+            try:
+                cpu = cpu_seconds(run.pid)
+            except OSError:
+                break
+            time.sleep(0.2)
+        out = run.communicate()[0]
+        return json.loads(out.splitlines()[-1]), cpu
+
     best, cpus = {}, {}
     try:
         for _ in range(rounds):
             for direction in ("down", "up"):
-                for host, cafile in (("tunnel.test", pki.cert), ("api.test", os.path.join(ca_dir, "ca.pem"))):
-                    before = cpu_seconds(p.proc.pid)
-                    r = transfer.transfer(p.url(), cafile, host, up.port, direction, GIB)
-                    cpu = cpu_seconds(p.proc.pid) - before
+                for host, cafile in paths:
+                    if cafile is None:
+                        r, cpu = with_secret(direction)
+                    else:
+                        before = cpu_seconds(p.proc.pid)
+                        r = transfer.transfer(p.url(), cafile, host, up.port, direction, GIB)
+                        cpu = cpu_seconds(p.proc.pid) - before
                     ok = r["status"] == 200 and r["length"] == GIB and r["sha256"] == r["expected"]
                     rate = GIB / r["seconds"] / 1e6
                     print("%-6s %-11s %7.1f MB/s  cordon CPU %.2f s/GiB  %s" %
@@ -67,6 +105,10 @@ def main():
             ct, ci = min(cpus[(direction, "tunnel.test")]), min(cpus[(direction, "api.test")])
             print("BENCH %s tunnel=%.1f inspected=%.1f ratio=%.2f cpu_tunnel=%.2f cpu_inspected=%.2f" %
                   (direction, t, i, i / t, ct, ci))
+            if (direction, "api.test+secret") in best:
+                s, cs = best[(direction, "api.test+secret")], min(cpus[(direction, "api.test+secret")])
+                print("BENCH %s tunnel=%.1f inspected_secret=%.1f ratio=%.2f cpu_inspected_secret=%.2f" %
+                      (direction, t, s, s / t, cs))
     finally:
         p.stop()
         up.close()

@@ -10,6 +10,7 @@
 
 #include "policy/inspection.hpp"
 #include "proxy/context.hpp"
+#include "proxy/decision_log.hpp"
 #include "proxy/http_frontend.hpp"
 #include "proxy/socks5.hpp"
 #include "proxy/socks5_frontend.hpp"
@@ -64,6 +65,15 @@ void Connection::start() {
 
 void Connection::touch() {
     last_activity_ = uv_now(context_.loop);
+}
+
+void Connection::head_begun() {
+    if (head_started_ == 0) head_started_ = uv_now(context_.loop);
+}
+
+void Connection::take_back_sockets() {
+    client_->set_owner(this);
+    if (upstream_) upstream_->set_owner(this);
 }
 
 const char* Connection::proto_name() const {
@@ -289,9 +299,7 @@ void Connection::on_dialed(DialResult result) {
 }
 
 void Connection::record_decision(const DecisionEvent& e) {
-    context_.metrics.count_request(e.proto, e.decision, e.reason);
-    if (context_.audit) context_.audit->decision(e);
-    if (context_.control && e.decision == "deny") context_.control->refused(e);
+    proxy::record_decision(context_, e);
 }
 
 void Connection::conclude(Verdict v) {
@@ -472,13 +480,7 @@ void Connection::close_if_idle() {
 
 void Connection::count_refusal(const Verdict& verdict) {
     using Why = RefusalSummary::Why;
-    // Bounded: a client inventing names must not grow this map without end.
-    constexpr std::size_t kMaxHosts = 10'000;
-    auto& hosts = context_.refusals.hosts;
-    std::string key = request_.host + ":" + std::to_string(request_.port);
-    if (hosts.size() >= kMaxHosts && !hosts.count(key)) key = "(other hosts)";
-    auto& e = hosts[key];
-    ++e.count;
+    auto& e = count_refused(context_, request_.host + ":" + std::to_string(request_.port), "(other hosts)");
     const auto& d = decision_.last();
     e.rule = rule_text(d);
     e.source = rule_source(d);

@@ -12,7 +12,8 @@
 //   -> close: the connection's close line.
 //
 // connection.cpp holds the pipeline (decide, on_outcome, on_dialed, conclude), the tunnel, timers and close.
-// A front-end never decides, dials or writes the audit log.
+// A front-end never decides, dials or writes the audit log, and reaches the connection only through the
+// Pipeline interface (pipeline.hpp).
 #pragma once
 
 #include <chrono>
@@ -28,6 +29,7 @@
 #include "proxy/front_end.hpp"
 #include "proxy/inspect.hpp"
 #include "proxy/parent_proxy.hpp"
+#include "proxy/pipeline.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/socket.hpp"
 
@@ -37,7 +39,7 @@ namespace cordon::proxy {
 
 struct Context;
 
-class Connection final : public SocketOwner {
+class Connection final : public SocketOwner, public Pipeline {
   public:
     // Takes ownership of the accepted `fd`. `over_limit`: answer the first request with 503 / SOCKS 0x01.
     // `transparent`: accepted on the jail's transparent listener (TransparentFrontEnd, no first byte needed).
@@ -45,9 +47,6 @@ class Connection final : public SocketOwner {
     ~Connection() override;
 
     void start();
-    // Closes both sides (idempotent), writes the close line and retires the connection.
-    void close(const std::string& error);
-    bool closed() const { return phase_ == Phase::Closed; }
     // During shutdown: a keep-alive connection waiting for its next request closes now.
     void close_if_idle();
 
@@ -56,75 +55,90 @@ class Connection final : public SocketOwner {
     void on_drained(Socket& socket) override;
     void on_error(Socket& socket, int error) override;
 
+    // ---- Pipeline (pipeline.hpp): all the front-ends and the termination stage see of a connection
+    Context& context() override { return context_; }
+    std::uint64_t id() const override { return id_; }
+    Phase phase() const override { return phase_; }
+    bool closed() const override { return phase_ == Phase::Closed; }
+    Proto proto() const override { return proto_; }
+    void set_proto(Proto proto) override { proto_ = proto; }
+    bool over_limit() const override { return over_limit_; }
+    Request& request() override { return request_; }
+    const policy::Decision& decision() const override { return decision_.last(); }
+    void forget_decision() override { decision_.forget(); }
+
+    std::string& input() override { return in_; }
+    bool client_eof() const override { return client_eof_; }
+    bool send_to_client(std::string_view data) override { return client_->send(data); }
+    std::size_t client_queued() const override { return client_->queued(); }
+    void want_client_read(bool on) override { client_->want_read(on); }
+    void cork_client() override { client_->cork(); }
+    void uncork_client() override { client_->uncork(); }
+    int client_error() const override { return client_->error(); }
+    int client_fd() const override { return client_->fd(); }
+
+    bool has_upstream() const override { return upstream_ != nullptr; }
+    bool send_to_upstream(std::string_view data) override { return upstream_->send(data); }
+    std::size_t upstream_queued() const override { return upstream_->queued(); }
+    void want_upstream_read(bool on) override { upstream_->want_read(on); }
+    long read_upstream(char* buf, std::size_t size) override { return upstream_->read(buf, size); }
+    int upstream_error() const override { return upstream_->error(); }
+    int upstream_fd() const override { return upstream_->fd(); }
+    void drop_upstream() override { upstream_.reset(); }
+    char* scratch() override { return scratch_buffer(); }
+    std::size_t scratch_size() const override { return kScratchSize; }
+
+    void count_up(std::uint64_t bytes) override { bytes_up_ += bytes; }
+    void count_down(std::uint64_t bytes) override { bytes_down_ += bytes; }
+    void set_error(const std::string& error) override { error_ = error; }
+    void touch() override;
+    void head_begun() override;
+    void head_ended() override { head_started_ = 0; }
+
+    // The pipeline, in order (connection.cpp): a front-end found a request -> decide (policy on the name) ->
+    // resolve -> guard (DecisionPoint) -> dial -> conclude (the decision line, the answer) -> relay.
+    void decide(const std::string& host, std::uint16_t port) override;
+    RequestRuling decide_request(std::string_view method, std::string_view target,
+                                 std::string_view url) override {
+        return decision_.decide_request(request_.host, request_.port, method, target, url);
+    }
+    void conclude(Verdict verdict) override;
+    // Every decision line of this connection goes out here: its requests' (conclude) and those inside an
+    // inspected tunnel (InspectedTunnel): counted in the metrics, written to the audit log, and a refusal
+    // told to the control channel.
+    void record_decision(const DecisionEvent& event) override;
+    // Adds this request to the end-of-run summary (RefusalSummary): why it did not go through.
+    void count_refusal(const Verdict& verdict) override;
+    // The phase moves only here (a front-end asks): an HTTP request forwarded or answered, its response on
+    // the way (Exchange); a final answer being flushed before the close (Closing); a kept-alive connection's
+    // next request, with the last one's target and decision forgotten (Reading).
+    void begin_exchange() override { phase_ = Phase::Exchange; }
+    void read_next_request() override;
+    void begin_closing() override { phase_ = Phase::Closing; }
+    void finish_after_flush() override;
+    void start_tunnel() override;
+    // Closes both sides (idempotent), writes the close line and retires the connection.
+    void close(const std::string& error) override;
+
+    Socket& client_socket() override { return *client_; }
+    Socket& upstream_socket() override { return *upstream_; }
+    void take_back_sockets() override;
+
   private:
-    // The front-ends read requests into the pipeline and answer its verdicts (front_end.hpp).
-    friend class HttpFrontEnd;
-    friend class Socks5FrontEnd;
-    friend class TransparentFrontEnd;
-    friend class InspectedTunnel;  // the termination stage (inspect.hpp), a relay step
-
-    // Where the connection is in the pipeline. What a front-end has read so far is its own state.
-    enum class Phase {
-        Reading,    // a front-end reads a request: the first byte, a SOCKS5 handshake, an HTTP head
-        Deciding,   // policy / DNS / guard
-        Dialing,    // connecting upstream
-        Answering,  // the request is concluded; its answer is being sent (inside conclude())
-        Exchange,   // HTTP: one request forwarded, its response on the way
-        Tunnel,     // CONNECT / SOCKS5 relay
-        Closing,    // flushing a final answer to the client
-        Closed,
-    };
-    enum class Proto { Unknown, Http, Connect, Socks5, Transparent };
-
-    // The request being decided (one per HTTP request, one per tunnel).
-    struct Request {
-        std::string host;
-        std::uint16_t port = 0;
-        std::string method, path;
-        std::string upstream_ip;
-        std::string guard_class;        // refused by the address guard: why (upstream_ip is the address)
-        std::string original_dst, sni;  // transparent: where the client connected, its TLS server name
-        bool sni_mismatch = false;
-        std::string sni_error;     // transparent TLS without `sni`: why (incomplete, too large, none in it)
-        bool via_parent = false;   // dialled the parent proxy: CONNECT through it before concluding
-        std::string rule, source;  // a request rule decided (not the domain rule): its text and source
-    };
-
     static constexpr std::size_t kScratchSize = 64 * 1024;
-    static constexpr std::size_t kMaxBuffered = 256 * 1024;  // client bytes held while not processing them
     static constexpr std::uint64_t kLingerMs = 1000;  // after a final answer, wait this long for the close
     static char* scratch_buffer();
 
     void read_client();
     void process_client_input();
-    // The pipeline, in order (connection.cpp): a front-end found a request -> decide (policy on the name) ->
-    // resolve -> guard (DecisionPoint) -> dial -> conclude (the decision line, the answer) -> relay.
-    void decide(const std::string& host, std::uint16_t port);
     void on_outcome(Outcome outcome);
     // --ask: a host in neither list is asked about on the control channel; the request stays in Deciding
     // (a pending decision, ask_) until the answer or the ask timeout.
     bool ask(const Outcome& outcome);
     void on_answer(AskAnswer answer);
     void on_dialed(DialResult result);
-    void conclude(Verdict verdict);
-    // Every decision line of this connection goes out here: its requests' (conclude) and those inside an
-    // inspected tunnel (InspectedTunnel): counted in the metrics, written to the audit log, and a refusal
-    // told to the control channel.
-    void record_decision(const DecisionEvent& event);
-    void start_tunnel();
-    // Adds this request to the end-of-run summary (RefusalSummary): why it did not go through.
-    void count_refusal(const Verdict& verdict);
     const char* proto_name() const;
     static void on_timer(uv_timer_s* timer);
-    void touch();
-    void finish_after_flush();
-    // The phase moves only here (a front-end asks): an HTTP request forwarded or answered, its response on
-    // the way (Exchange); a final answer being flushed before the close (Closing); a kept-alive connection's
-    // next request, with the last one's target and decision forgotten (Reading).
-    Phase phase() const { return phase_; }
-    void begin_exchange() { phase_ = Phase::Exchange; }
-    void begin_closing() { phase_ = Phase::Closing; }
-    void read_next_request();
 
     Context& context_;
     std::uint64_t id_;

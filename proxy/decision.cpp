@@ -1,12 +1,43 @@
 #include "proxy/decision.hpp"
 
+#include <algorithm>
+
+#include "policy/host_name.hpp"
 #include "policy/syntax.hpp"
 #include "proxy/context.hpp"
 
 namespace cordon::proxy {
 
 namespace {
+
 constexpr std::size_t kMaxAddresses = 8;
+
+// The ports named by the policy's allow rules (`name:port`): a name allowed only on a port is still a name
+// the jail may look up.
+std::vector<std::uint16_t> rule_ports(const policy::Policy& policy) {
+    std::vector<std::uint16_t> ports;
+    for (const auto& rule : policy.network().allowed_domains) {
+        std::string_view text = rule.text;
+        constexpr std::string_view kWebFetch = "WebFetch(domain:";
+        if (text.substr(0, kWebFetch.size()) == kWebFetch && text.back() == ')')
+            text = text.substr(kWebFetch.size(), text.size() - kWebFetch.size() - 1);
+        auto parsed = policy::detail::parse_domain_pattern(text);
+        if (auto* p = std::get_if<policy::detail::DomainPattern>(&parsed); p && p->port != 0)
+            if (std::find(ports.begin(), ports.end(), p->port) == ports.end()) ports.push_back(p->port);
+    }
+    return ports;
+}
+
+}  // namespace
+
+policy::Decision decide_name(const policy::Policy& policy, const std::string& name) {
+    policy::Decision any_port = policy.decide_connect(name, 0);
+    if (any_port.allowed()) return any_port;
+    for (std::uint16_t port : rule_ports(policy)) {
+        policy::Decision d = policy.decide_connect(name, port);
+        if (d.allowed()) return d;
+    }
+    return any_port;
 }
 
 std::string Outcome::reason() const {
@@ -123,6 +154,16 @@ void DecisionPoint::resume(const std::string& host, std::uint16_t port, policy::
         }
         done(self->guard(std::move(outcome), result.addresses, port));
     });
+}
+
+policy::Decision DecisionPoint::decide_name(const std::string& name) const {
+    return proxy::decide_name(*context_.policy, name);
+}
+
+RequestRuling DecisionPoint::decide_request(const std::string& host, std::uint16_t port,
+                                            std::string_view method, std::string_view target,
+                                            std::string_view url) const {
+    return rule_request(*context_.policy->network().inspection, host, port, method, target, url);
 }
 
 }  // namespace cordon::proxy

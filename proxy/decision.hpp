@@ -1,17 +1,24 @@
-// The decision point: one place where a target (host, port) becomes either a refusal or a list of addresses
-// to dial. The policy decides on the name before any DNS; then the name is resolved (or taken as an IP
-// literal) and every address goes through the address guard. Only addresses that passed are handed to the
-// dialer.
+// The decision point: the one decider of the proxy, for what connects, what is asked for inside a
+// connection and what is looked up.
+//   decide(host, port): a target (host, port) becomes either a refusal or a list of addresses to dial. The
+//     policy decides on the name before any DNS; then the name is resolved (or taken as an IP literal) and
+//     every address goes through the address guard. Only addresses that passed are handed to the dialer.
+//   decide_request(...): one HTTP request (a plain `http://` one, or one inside a tunnel) meets its host's
+//     request rules (request_rules.hpp).
+//   decide_name(name): a name the jail's DNS stub is asked for, without a port.
+// The decisions are written by decision_log.hpp.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "policy/policy.hpp"
 #include "proxy/address_guard.hpp"
+#include "proxy/request_rules.hpp"
 #include "proxy/resolver.hpp"
 
 namespace cordon::proxy {
@@ -35,6 +42,10 @@ struct Outcome {
     std::string reason() const;
 };
 
+// The policy's decision on a name looked up without a port: allowed when a rule allows it on some port (a
+// port-less rule, or a `name:port` rule), with the rule that did; otherwise the denial.
+policy::Decision decide_name(const policy::Policy& policy, const std::string& name);
+
 // Rule text and "file:line (where)" for logs and refusal bodies; empty when no rule matched.
 std::string rule_text(const policy::Decision& decision);
 std::string rule_source(const policy::Decision& decision);
@@ -49,6 +60,11 @@ class DecisionPoint {
     void decide(const std::string& host, std::uint16_t port, Callback done);
     // Goes on from an allowing `decision` taken elsewhere (an answer on the control channel): resolve, guard.
     void resume(const std::string& host, std::uint16_t port, policy::Decision decision, Callback done);
+    // One HTTP request to `host:port` (`target`: its path, query included; `url` names it in a refusal).
+    RequestRuling decide_request(const std::string& host, std::uint16_t port, std::string_view method,
+                                 std::string_view target, std::string_view url) const;
+    // A name the DNS stub is asked for (decide_name above, on the current policy).
+    policy::Decision decide_name(const std::string& name) const;
     void cancel() { pending_.reset(); }
     // Starts a new request: last() is empty until decide() is called again.
     void forget() {

@@ -13,6 +13,7 @@
 #include "policy/host_name.hpp"
 #include "proxy/context.hpp"
 #include "proxy/decision.hpp"
+#include "proxy/decision_log.hpp"
 
 namespace cordon::proxy {
 
@@ -22,22 +23,6 @@ constexpr std::uint32_t kTtl = 60;            // the mapping holds for the whole
 constexpr std::size_t kMaxTcpClients = 64;    // beyond, new TCP clients are closed at once
 constexpr std::uint64_t kTcpIdleMs = 10'000;  // a TCP client silent this long is closed
 constexpr std::size_t kMaxTcpBuffer = 2 + 65535;
-
-// The ports named by the policy's allow rules (`name:port`): a name allowed only on a port is still a name
-// the jail may look up.
-std::vector<std::uint16_t> rule_ports(const policy::Policy& policy) {
-    std::vector<std::uint16_t> ports;
-    for (const auto& rule : policy.network().allowed_domains) {
-        std::string_view text = rule.text;
-        constexpr std::string_view kWebFetch = "WebFetch(domain:";
-        if (text.substr(0, kWebFetch.size()) == kWebFetch && text.back() == ')')
-            text = text.substr(kWebFetch.size(), text.size() - kWebFetch.size() - 1);
-        auto parsed = policy::detail::parse_domain_pattern(text);
-        if (auto* p = std::get_if<policy::detail::DomainPattern>(&parsed); p && p->port != 0)
-            if (std::find(ports.begin(), ports.end(), p->port) == ports.end()) ports.push_back(p->port);
-    }
-    return ports;
-}
 
 const char* rcode_name(std::uint8_t rcode) {
     switch (rcode) {
@@ -67,16 +52,6 @@ std::vector<std::uint8_t> address_bytes(const Address& a) {
 
 }  // namespace
 
-policy::Decision decide_name(const policy::Policy& policy, const std::string& name) {
-    policy::Decision any_port = policy.decide_connect(name, 0);
-    if (any_port.allowed()) return any_port;
-    for (std::uint16_t port : rule_ports(policy)) {
-        policy::Decision d = policy.decide_connect(name, port);
-        if (d.allowed()) return d;
-    }
-    return any_port;
-}
-
 std::vector<std::uint8_t> DnsStub::answer(std::span<const std::uint8_t> message, const char* proto) {
     auto query = dns::parse_dns_query(message);
     if (!query) {
@@ -102,18 +77,13 @@ std::vector<std::uint8_t> DnsStub::answer(std::span<const std::uint8_t> message,
         bool literal = host && Address::parse(host->host).has_value();
         if (host && !literal) {
             e.host = host->host;
-            d = decide_name(*context_.policy, host->host);
+            d = DecisionPoint(context_).decide_name(host->host);
         }
         e.reason = std::string(policy::to_string(d.reason));
         if (!d.allowed()) {
             rcode = dns::kNxDomain;
             // The lookup is what the jail sees refused (it never connects): it counts in the summary.
-            constexpr std::size_t kMaxHosts = 10'000;
-            auto& hosts = context_.refusals.hosts;
-            std::string key = e.host + " (DNS)";
-            if (hosts.size() >= kMaxHosts && !hosts.count(key)) key = "(other names) (DNS)";
-            auto& entry = hosts[key];
-            ++entry.count;
+            auto& entry = count_refused(context_, e.host + " (DNS)", "(other names) (DNS)");
             entry.why = d.reason == policy::Reason::BlockedByDenylist ? RefusalSummary::Why::DeniedByRule
                                                                       : RefusalSummary::Why::NotAllowed;
             entry.rule = rule_text(d);
@@ -133,8 +103,7 @@ std::vector<std::uint8_t> DnsStub::answer(std::span<const std::uint8_t> message,
     e.rule = rule_text(d);
     e.source = rule_source(d);
     e.rcode = rcode_name(rcode);
-    context_.metrics.count_request("dns", e.decision, e.reason);
-    if (context_.audit) context_.audit->dns(e);
+    record_decision(context_, e);
     return dns::make_dns_answer(*query, rcode, answers, kTtl);
 }
 

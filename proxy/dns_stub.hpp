@@ -2,7 +2,9 @@
 // host's side like the proxy's listeners. A and AAAA for a name the policy could allow on some port get the
 // name's fake address (fake_addresses.hpp), a name it denies NXDOMAIN, other types an empty answer. Nothing
 // is ever forwarded, so a query cannot carry data out of the jail. Every query is one `dns` line in the audit
-// log; a denied name counts in the end-of-run summary; a malformed packet is dropped.
+// log; a denied name counts in the end-of-run summary; a malformed packet is dropped. The stub decides
+// nothing and writes no line itself: names go to the proxy's one decider (DecisionPoint::decide_name) and
+// their lines to its one writer (decision_log.hpp).
 #pragma once
 
 #include <cstdint>
@@ -19,10 +21,6 @@ struct uv_loop_s;
 namespace cordon::proxy {
 
 struct Context;
-
-// The policy's decision on a name looked up without a port: allowed when a rule allows it on some port (a
-// port-less rule, or a `name:port` rule), with the rule that did; otherwise the denial.
-policy::Decision decide_name(const policy::Policy& policy, const std::string& name);
 
 class DnsStub {
   public:

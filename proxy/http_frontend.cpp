@@ -1,15 +1,13 @@
 // The HTTP front-end (http_frontend.hpp).
 #include "proxy/http_frontend.hpp"
 
-#include <uv.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "policy/syntax.hpp"
 #include "proxy/auth.hpp"
-#include "proxy/connection.hpp"
 #include "proxy/context.hpp"
+#include "proxy/decision.hpp"
 #include "proxy/request_rules.hpp"
 
 namespace cordon::proxy {
@@ -67,15 +65,14 @@ bool normalise_host(const std::string& host, std::uint16_t port, std::string& ou
 
 }  // namespace
 
-HttpFrontEnd::HttpFrontEnd(Connection& connection)
-    : c_(connection),
-      request_parser_(std::make_unique<HttpParser>(HttpParser::Kind::Request, &request_sink_)) {
+HttpFrontEnd::HttpFrontEnd(Pipeline& pipeline)
+    : p_(pipeline), request_parser_(std::make_unique<HttpParser>(HttpParser::Kind::Request, &request_sink_)) {
     request_sink_.h = this;
     response_sink_.h = this;
 }
 
 HttpFrontEnd::~HttpFrontEnd() {
-    c_.context_.head_bytes -= head_charge_;
+    p_.context().head_bytes -= head_charge_;
 }
 
 void HttpFrontEnd::read() {
@@ -101,9 +98,9 @@ void HttpFrontEnd::answer(const Verdict& v) {
     switch (v.kind) {
         case Verdict::Kind::Connected:
             upstream_reusable_ = true;  // upstream_key_ was set by reuse_upstream()
-            if (c_.proto_ == Proto::Connect) {
-                c_.client_->send("HTTP/1.1 200 Connection established\r\n\r\n");
-                c_.start_tunnel();
+            if (p_.proto() == Proto::Connect) {
+                p_.send_to_client("HTTP/1.1 200 Connection established\r\n\r\n");
+                p_.start_tunnel();
             } else {
                 connected();
             }
@@ -123,9 +120,9 @@ void HttpFrontEnd::answer(const Verdict& v) {
 }
 
 bool HttpFrontEnd::needs_client() const {
-    switch (c_.phase()) {
+    switch (p_.phase()) {
         case Phase::Reading:
-            return !c_.in_.empty() || (request_parser_ && request_parser_->in_message());  // a head begun
+            return !p_.input().empty() || (request_parser_ && request_parser_->in_message());  // a head begun
         case Phase::Exchange:
             return !request_done_;  // a body still coming
         case Phase::Deciding:
@@ -141,12 +138,12 @@ void HttpFrontEnd::on_upstream_readable() {
 }
 
 bool HttpFrontEnd::on_upstream_error(int error) {
-    if (c_.phase() == Phase::Exchange && !response_started_ && !response_done_) {
+    if (p_.phase() == Phase::Exchange && !response_started_ && !response_done_) {
         upstream_failure(502, "upstream-reset", std::string("upstream failed: ") + std::strerror(error));
         return true;
     }
-    if (c_.phase() == Phase::Reading) {
-        c_.upstream_.reset();  // an idle kept-alive upstream went away
+    if (p_.phase() == Phase::Reading) {
+        p_.drop_upstream();  // an idle kept-alive upstream went away
         upstream_key_.clear();
         return true;
     }
@@ -155,19 +152,19 @@ bool HttpFrontEnd::on_upstream_error(int error) {
 
 bool HttpFrontEnd::on_header_timeout() {
     if (!needs_client()) return false;
-    c_.error_ = "header-timeout";
+    p_.set_error("header-timeout");
     send_error(408, "Request Timeout", "", "cordon: request head not received in time\n", false);
     return true;
 }
 
 bool HttpFrontEnd::on_idle_timeout() {
-    if (c_.phase() != Phase::Exchange || response_started_ || response_done_) return false;
-    upstream_failure(504, "upstream-timeout", "upstream " + c_.request_.host + " did not answer in time");
+    if (p_.phase() != Phase::Exchange || response_started_ || response_done_) return false;
+    upstream_failure(504, "upstream-timeout", "upstream " + p_.request().host + " did not answer in time");
     return true;
 }
 
 bool HttpFrontEnd::reuse_upstream(std::string target) {
-    if (c_.proto_ == Proto::Http && c_.upstream_ && upstream_reusable_ && upstream_key_ == target)
+    if (p_.proto() == Proto::Http && p_.has_upstream() && upstream_reusable_ && upstream_key_ == target)
         return true;
     upstream_key_ = std::move(target);  // the upstream about to be dialled
     return false;
@@ -189,25 +186,24 @@ void HttpFrontEnd::process() {
     if (processing_) return;
     processing_ = true;
     // Answers pile up for a client that pipelines without reading: stop at kHighWater until it drains.
-    while (!c_.in_.empty() && !c_.closed() && c_.client_->queued() < kHighWater &&
-           (c_.phase() == Phase::Reading || (c_.phase() == Phase::Exchange && !request_done_))) {
-        if (c_.phase() == Phase::Reading && c_.head_started_ == 0)
-            c_.head_started_ = uv_now(c_.context_.loop);
-        auto result = request_parser_->feed(c_.in_);
+    while (!p_.input().empty() && !p_.closed() && p_.client_queued() < kHighWater &&
+           (p_.phase() == Phase::Reading || (p_.phase() == Phase::Exchange && !request_done_))) {
+        if (p_.phase() == Phase::Reading) p_.head_begun();
+        auto result = request_parser_->feed(p_.input());
         switch (result.status) {
             case HttpParser::Status::Ok:
-                c_.in_.clear();
+                p_.input().clear();
                 if (!charge_head(request_parser_->head_size())) {
                     processing_ = false;
                     return;
                 }
                 break;
             case HttpParser::Status::HeadComplete:
-                c_.in_.erase(0, result.consumed);
+                p_.input().erase(0, result.consumed);
                 head_complete();
                 break;
             case HttpParser::Status::MessageComplete:
-                c_.in_.erase(0, result.consumed);
+                p_.input().erase(0, result.consumed);
                 request_complete();
                 break;
             case HttpParser::Status::Error:
@@ -218,51 +214,51 @@ void HttpFrontEnd::process() {
         }
     }
     processing_ = false;
-    if (!c_.closed()) backpressure();
+    if (!p_.closed()) backpressure();
 }
 
 void HttpFrontEnd::backpressure() {
-    if (c_.closed() || !c_.client_) return;
+    if (p_.closed()) return;
     // The client is read while a request is decided and answered too (bounded by kMaxBuffered): toggling read
     // interest costs system calls on every request of a keep-alive connection.
-    bool body_blocked = c_.phase() == Phase::Exchange && !request_done_ && c_.upstream_ &&
-                        c_.upstream_->queued() >= kHighWater;
+    bool body_blocked = p_.phase() == Phase::Exchange && !request_done_ && p_.has_upstream() &&
+                        p_.upstream_queued() >= kHighWater;
     // A connection closing after its final answer (a 407, a refusal) keeps reading: the lingering read is
     // what notices the client's close or reset at once (it used to wait for the timer).
     bool client_read =
-        !c_.client_eof_ && !body_blocked && c_.in_.size() < Connection::kMaxBuffered &&
-        (c_.phase() == Phase::Closing || (c_.client_->queued() < kHighWater &&
-                                          (c_.phase() == Phase::Reading || c_.phase() == Phase::Exchange ||
-                                           c_.phase() == Phase::Deciding || c_.phase() == Phase::Dialing)));
-    c_.client_->want_read(client_read);
-    if (c_.upstream_) {
+        !p_.client_eof() && !body_blocked && p_.input().size() < Pipeline::kMaxBuffered &&
+        (p_.phase() == Phase::Closing || (p_.client_queued() < kHighWater &&
+                                          (p_.phase() == Phase::Reading || p_.phase() == Phase::Exchange ||
+                                           p_.phase() == Phase::Deciding || p_.phase() == Phase::Dialing)));
+    p_.want_client_read(client_read);
+    if (p_.has_upstream()) {
         bool upstream_read =
-            (c_.phase() == Phase::Exchange && response_parser_ && !response_done_ &&
-             c_.client_->queued() < kHighWater) ||
-            c_.phase() == Phase::Reading;  // an idle kept-alive upstream: notice when it closes
-        c_.upstream_->want_read(upstream_read);
+            (p_.phase() == Phase::Exchange && response_parser_ && !response_done_ &&
+             p_.client_queued() < kHighWater) ||
+            p_.phase() == Phase::Reading;  // an idle kept-alive upstream: notice when it closes
+        p_.want_upstream_read(upstream_read);
     }
     // Bytes that arrived while the body was not being read.
-    if (!c_.in_.empty() && c_.client_->queued() < kHighWater &&
-        (c_.phase() == Phase::Reading || (c_.phase() == Phase::Exchange && !request_done_ && !body_blocked)))
+    if (!p_.input().empty() && p_.client_queued() < kHighWater &&
+        (p_.phase() == Phase::Reading || (p_.phase() == Phase::Exchange && !request_done_ && !body_blocked)))
         process();
 }
 
 void HttpFrontEnd::head_complete() {
     const HttpHead& head = request_parser_->head();
-    c_.head_started_ = 0;
+    p_.head_ended();
     charge_head(0);
-    c_.decision_.forget();  // nothing of the previous request's decision may show in this one's line
+    p_.forget_decision();  // nothing of the previous request's decision may show in this one's line
     request_head_ = head;
     request_done_ = response_done_ = response_started_ = false;
     chunk_request_ = chunk_response_ = close_after_response_ = false;
-    c_.request_ = Connection::Request{};
-    c_.request_.method = head.method;
+    p_.request() = Pipeline::Request{};
+    p_.request().method = head.method;
 
     std::string host;
     std::uint16_t port = 0;
     if (request_parser_->is_connect()) {
-        c_.proto_ = Proto::Connect;
+        p_.set_proto(Proto::Connect);
         std::string raw;
         if (!split_authority(head.target, raw, port)) {
             bad_request("CONNECT needs host:port, got '" + head.target + "'");
@@ -274,7 +270,7 @@ void HttpFrontEnd::head_complete() {
             return;
         }
     } else {
-        c_.proto_ = Proto::Http;
+        p_.set_proto(Proto::Http);
         const std::string& target = head.target;
         if (target.empty() || target.front() == '/' || target == "*") {
             bad_request(
@@ -316,65 +312,64 @@ void HttpFrontEnd::head_complete() {
             bad_request("Host header '" + std::string(*h) + "' names another host than the request URI");
             return;
         }
-        c_.request_.path = path;
+        p_.request().path = path;
         if (head.upgrade) {
             // Upgrade is hop-by-hop and this proxy does not switch protocols on a client's behalf: the bytes
             // after this head would be another protocol, which the proxy could neither read nor police.
             // Refuse it plainly, and close (the client may already be sending the new protocol).
-            c_.request_.host = host;
-            c_.request_.port = port;
-            c_.error_ = "upgrade-not-supported";
-            c_.conclude({Verdict::Kind::Rejected, "bad-request", "upgrade not supported", 501,
+            p_.request().host = host;
+            p_.request().port = port;
+            p_.set_error("upgrade-not-supported");
+            p_.conclude({Verdict::Kind::Rejected, "bad-request", "upgrade not supported", 501,
                          "cordon: Upgrade (" + std::string(head.header("upgrade").value_or("")) +
                              ") is not supported through this proxy for http:// URLs: use CONNECT "
                              "(wss://, or the client's proxy tunnel mode)\n"});
             return;
         }
     }
-    c_.request_.host = host;
-    c_.request_.port = port;
+    p_.request().host = host;
+    p_.request().port = port;
 
     // A secret's sentinel (credentials, --secret) goes nowhere but its injectHosts, and a plain request is
     // never substituted (that happens only inside inspected connections): refuse it towards any other host.
-    for (const auto& secret : c_.context_.options.secrets) {
+    for (const auto& secret : p_.context().options.secrets) {
         bool carried = head.target.find(secret.sentinel) != std::string::npos;
         for (const auto& [name, value] : head.headers)
             carried = carried || value.find(secret.sentinel) != std::string::npos;
         if (carried && std::find(secret.inject_hosts.begin(), secret.inject_hosts.end(), host) ==
                            secret.inject_hosts.end()) {
-            c_.conclude({Verdict::Kind::Rejected, "blocked-by-secret-scope", "", 403,
+            p_.conclude({Verdict::Kind::Rejected, "blocked-by-secret-scope", "", 403,
                          "cordon: the request carries the sentinel of " + secret.name +
                              ", which may go to its injectHosts only\n"});
             return;
         }
     }
 
-    if (!c_.context_.options.auth_token.empty()) {
+    if (!p_.context().options.auth_token.empty()) {
         auto credentials = head.header("proxy-authorization");
-        if (!credentials || !basic_auth_ok(*credentials, c_.context_.options.auth_token)) {
-            c_.conclude({Verdict::Kind::Rejected, "proxy-auth-required", "", 407,
+        if (!credentials || !basic_auth_ok(*credentials, p_.context().options.auth_token)) {
+            p_.conclude({Verdict::Kind::Rejected, "proxy-auth-required", "", 407,
                          "cordon: proxy authentication required\n"});
             return;
         }
     }
     // A host's request rules hold for plain `http://` to it as for requests inside its inspected TLS.
-    if (c_.proto_ == Proto::Http) {
-        auto ruling = rule_request(*c_.context_.policy->network().inspection, host, port, head.method,
-                                   c_.request_.path, head.target);
+    if (p_.proto() == Proto::Http) {
+        auto ruling = p_.decide_request(head.method, p_.request().path, head.target);
         if (!ruling.allowed) {
-            c_.request_.rule = ruling.rule;
-            c_.request_.source = ruling.source;
-            c_.conclude({Verdict::Kind::Rejected, ruling.reason, "", ruling.status, ruling.message});
+            p_.request().rule = ruling.rule;
+            p_.request().source = ruling.source;
+            p_.conclude({Verdict::Kind::Rejected, ruling.reason, "", ruling.status, ruling.message});
             return;
         }
     }
-    c_.decide(host, port);
+    p_.decide(host, port);
 }
 
 void HttpFrontEnd::bad_request(const std::string& why, int status) {
-    c_.error_ = "bad-request: " + why;
+    p_.set_error("bad-request: " + why);
     // Every refused request has its decision line, named or not (a head that never parsed has no host).
-    c_.conclude({Verdict::Kind::Rejected, "bad-request", why, status,
+    p_.conclude({Verdict::Kind::Rejected, "bad-request", why, status,
                  std::string(status == 431 ? "cordon: request head too large: " : "cordon: bad request: ") +
                      why + "\n"});
 }
@@ -382,18 +377,18 @@ void HttpFrontEnd::bad_request(const std::string& why, int status) {
 bool HttpFrontEnd::charge_head(std::size_t size) {
     // All half-read heads together are bounded (each alone is bounded by HttpParser::kMaxHead): a flood of
     // connections sending large heads slowly cannot grow the proxy without end.
-    c_.context_.head_bytes -= head_charge_;
+    p_.context().head_bytes -= head_charge_;
     head_charge_ = 0;
     if (size == 0) return true;
-    if (c_.context_.head_bytes + size > Context::kMaxHeadBytes) {
-        c_.error_ = "over-head-memory-limit";
-        c_.conclude({Verdict::Kind::Rejected, "over-connection-limit",
+    if (p_.context().head_bytes + size > Context::kMaxHeadBytes) {
+        p_.set_error("over-head-memory-limit");
+        p_.conclude({Verdict::Kind::Rejected, "over-connection-limit",
                      "request heads in flight over their memory limit", 503,
                      "cordon: too many large request heads in flight; try again later\n"});
         return false;
     }
     head_charge_ = size;
-    c_.context_.head_bytes += size;
+    p_.context().head_bytes += size;
     return true;
 }
 
@@ -402,24 +397,24 @@ void HttpFrontEnd::send_error(int status, const std::string& reason, const std::
     // Keep the connection only when the request carried no body we would have to skip.
     bool has_body = request_head_.chunked || request_head_.content_length.value_or(0) > 0;
     // After a CONNECT head the client's next bytes are for the tunnel, not another request.
-    if (has_body || !request_head_.keep_alive || c_.context_.draining || c_.over_limit_ ||
-        c_.proto_ == Proto::Connect)
+    if (has_body || !request_head_.keep_alive || p_.context().draining || p_.over_limit() ||
+        p_.proto() == Proto::Connect)
         keep_alive = false;
     std::string out =
         proxy_answer(status, x_proxy_error, body, keep_alive, request_head_.method == "HEAD", reason);
-    if (!c_.client_->send(out)) {
-        c_.close(std::string("client: ") + std::strerror(c_.client_->error()));
+    if (!p_.send_to_client(out)) {
+        p_.close(std::string("client: ") + std::strerror(p_.client_error()));
         return;
     }
     if (!keep_alive) {
         charge_head(0);
-        c_.finish_after_flush();
+        p_.finish_after_flush();
         return;
     }
     // The request was answered here; read the next one.
     request_done_ = true;
     response_done_ = true;
-    c_.begin_exchange();
+    p_.begin_exchange();
     request_parser_->resume();  // paused after the head; the (empty) body completes at once
     auto result = request_parser_->feed(std::string_view());
     (void)result;
@@ -427,20 +422,20 @@ void HttpFrontEnd::send_error(int status, const std::string& reason, const std::
 }
 
 void HttpFrontEnd::refuse(const Verdict& v) {
-    std::string target = c_.request_.host + ":" + std::to_string(c_.request_.port);
-    const policy::Decision& d = c_.decision_.last();
+    std::string target = p_.request().host + ":" + std::to_string(p_.request().port);
+    const policy::Decision& d = p_.decision();
     // srt's phrase first (tools and srt's tests look for it), then what cordon knows: the rule and its
     // source.
     std::string body = "Connection blocked by network allowlist\n";
-    if (!c_.request_.guard_class.empty()) {
-        body += "cordon: connection to " + target + " blocked: " + c_.request_.host + " resolves to " +
-                c_.request_.upstream_ip + " (" + c_.request_.guard_class +
+    if (!p_.request().guard_class.empty()) {
+        body += "cordon: connection to " + target + " blocked: " + p_.request().host + " resolves to " +
+                p_.request().upstream_ip + " (" + p_.request().guard_class +
                 "), which the address guard refuses (allow it with --allow-address)\n";
     } else if (d.rule) {
         body += "cordon: connection to " + target + " blocked by rule `" + rule_text(d) + "` from " +
                 rule_source(d) + " (" + v.reason + ")\n";
     } else {
-        body += "cordon: connection to " + target + " blocked: no rule allows " + c_.request_.host +
+        body += "cordon: connection to " + target + " blocked: no rule allows " + p_.request().host +
                 " (hosts not in the allow list are denied) (" + v.reason + ")\n";
     }
     send_error(403, "Forbidden", v.reason, body, true);
@@ -448,12 +443,10 @@ void HttpFrontEnd::refuse(const Verdict& v) {
 
 void HttpFrontEnd::reject(const Verdict& v) {
     if (v.status == 407) {
-        c_.begin_closing();
-        c_.client_->send("HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: " +
-                         std::string(kProxyAuthenticate) +
-                         "\r\nContent-Type: text/plain\r\nContent-Length: " +
-                         std::to_string(v.message.size()) + "\r\nConnection: close\r\n\r\n" + v.message);
-        c_.finish_after_flush();
+        p_.begin_closing();
+        p_.send_to_client(proxy_answer(407, "", v.message, false, request_head_.method == "HEAD", {},
+                                       "Proxy-Authenticate: " + std::string(kProxyAuthenticate) + "\r\n"));
+        p_.finish_after_flush();
         return;
     }
     send_error(v.status, reason_phrase(v.status), v.reason, v.message, false);
@@ -462,27 +455,27 @@ void HttpFrontEnd::reject(const Verdict& v) {
 void HttpFrontEnd::upstream_failure(int status, const std::string& error, const std::string& detail) {
     // Answers only: a failure before the upstream was reached was concluded (logged) already; one after it
     // (reset, timeout, a bad response) belongs to an allowed request and shows in the close line.
-    c_.upstream_.reset();
+    p_.drop_upstream();
     upstream_key_.clear();
     if (response_started_) {
-        c_.close(error);
+        p_.close(error);
         return;
     }
-    c_.error_ = error;
+    p_.set_error(error);
     send_error(status, reason_phrase(status), status == 504 ? "upstream-timeout" : "upstream-failure",
                "cordon: " + detail + "\n", true);
 }
 
 void HttpFrontEnd::connected() {
-    c_.begin_exchange();
+    p_.begin_exchange();
     const HttpHead& h = request_head_;
     std::string out;
     out.reserve(512);
-    out += h.method + " " + c_.request_.path + " HTTP/1.1\r\n";
+    out += h.method + " " + p_.request().path + " HTTP/1.1\r\n";
     if (!h.header("host")) {
-        bool v6 = c_.request_.host.find(':') != std::string::npos;
-        out += "Host: " + (v6 ? "[" + c_.request_.host + "]" : c_.request_.host);
-        if (c_.request_.port != 80) out += ":" + std::to_string(c_.request_.port);
+        bool v6 = p_.request().host.find(':') != std::string::npos;
+        out += "Host: " + (v6 ? "[" + p_.request().host + "]" : p_.request().host);
+        if (p_.request().port != 80) out += ":" + std::to_string(p_.request().port);
         out += "\r\n";
     }
     chunk_request_ = h.chunked;
@@ -491,17 +484,17 @@ void HttpFrontEnd::connected() {
     if (!response_parser_)
         response_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Response, &response_sink_);
     response_parser_->set_no_body(h.method == "HEAD");
-    c_.bytes_up_ += out.size();
-    if (!c_.upstream_->send(out)) {
+    p_.count_up(out.size());
+    if (!p_.send_to_upstream(out)) {
         upstream_failure(502, "upstream-reset",
-                         std::string("upstream failed: ") + std::strerror(c_.upstream_->error()));
+                         std::string("upstream failed: ") + std::strerror(p_.upstream_error()));
         return;
     }
     request_parser_->resume();
     backpressure();
-    if (!c_.closed() && !c_.in_.empty()) process();
+    if (!p_.closed() && !p_.input().empty()) process();
     // A body-less request completes at its head: let the parser say so.
-    if (!c_.closed() && c_.phase() == Phase::Exchange && !request_done_ && c_.in_.empty() && !h.chunked &&
+    if (!p_.closed() && p_.phase() == Phase::Exchange && !request_done_ && p_.input().empty() && !h.chunked &&
         h.content_length.value_or(0) == 0) {
         auto result = request_parser_->feed(std::string_view());
         if (result.status == HttpParser::Status::MessageComplete) request_complete();
@@ -510,49 +503,50 @@ void HttpFrontEnd::connected() {
 
 void HttpFrontEnd::request_body(std::string_view data) {
     if (response_done_ && request_done_) return;
-    if (!c_.upstream_ || c_.phase() != Phase::Exchange) return;  // answered by the proxy: discard
-    c_.bytes_up_ += data.size();
+    if (!p_.has_upstream() || p_.phase() != Phase::Exchange) return;  // answered by the proxy: discard
+    p_.count_up(data.size());
     if (chunk_request_) {
-        c_.upstream_->send(chunk_header(data.size()));
-        c_.upstream_->send(data);
-        c_.upstream_->send("\r\n");
+        p_.send_to_upstream(chunk_header(data.size()));
+        p_.send_to_upstream(data);
+        p_.send_to_upstream("\r\n");
     } else {
-        c_.upstream_->send(data);
+        p_.send_to_upstream(data);
     }
 }
 
 void HttpFrontEnd::request_complete() {
     request_done_ = true;
-    if (!c_.upstream_ || response_done_) {
+    if (!p_.has_upstream() || response_done_) {
         next_request();
         return;
     }
-    if (chunk_request_) c_.upstream_->send("0\r\n\r\n");
+    if (chunk_request_) p_.send_to_upstream("0\r\n\r\n");
     backpressure();
 }
 
 void HttpFrontEnd::read_upstream() {
-    long n = c_.upstream_->read(c_.scratch_buffer(), Connection::kScratchSize);
+    long n = p_.read_upstream(p_.scratch(), p_.scratch_size());
     if (n == -1) return;
-    if (c_.phase() != Phase::Exchange || !response_parser_) {
+    if (p_.phase() != Phase::Exchange || !response_parser_) {
         // An idle kept-alive upstream spoke or closed: it can no longer be trusted for the next request.
-        c_.upstream_.reset();
+        p_.drop_upstream();
         upstream_key_.clear();
         return;
     }
     if (n == -2) {
-        c_.on_error(*c_.upstream_, c_.upstream_->error());
+        int error = p_.upstream_error();
+        if (!on_upstream_error(error)) p_.close(std::string("upstream: ") + std::strerror(error));
         return;
     }
     if (n == 0) {
         upstream_eof();
         return;
     }
-    c_.touch();
+    p_.touch();
     // Everything this read produces for the client goes out in one write.
-    c_.client_->cork();
-    std::string_view view(c_.scratch_buffer(), static_cast<std::size_t>(n));
-    while (!view.empty() && !c_.closed() && c_.phase() == Phase::Exchange && !response_done_) {
+    p_.cork_client();
+    std::string_view view(p_.scratch(), static_cast<std::size_t>(n));
+    while (!view.empty() && !p_.closed() && p_.phase() == Phase::Exchange && !response_done_) {
         auto result = response_parser_->feed(view);
         if (result.status == HttpParser::Status::Ok) break;
         if (result.status == HttpParser::Status::Error) {
@@ -560,7 +554,7 @@ void HttpFrontEnd::read_upstream() {
                 upstream_failure(502, "bad-response",
                                  "bad response from upstream: " + response_parser_->error());
             } else {
-                c_.close("bad response from upstream: " + response_parser_->error());
+                p_.close("bad response from upstream: " + response_parser_->error());
             }
             return;
         }
@@ -570,7 +564,7 @@ void HttpFrontEnd::read_upstream() {
                 response_parser_->resume();
                 continue;
             }
-            c_.client_->uncork();
+            p_.uncork_client();
             if (!response_started_) {
                 // 101 Switching Protocols (we never forward Upgrade, so it was not asked for).
                 upstream_failure(502, "bad-response",
@@ -583,8 +577,8 @@ void HttpFrontEnd::read_upstream() {
             return;
         }
     }
-    if (c_.closed()) return;
-    c_.client_->uncork();
+    if (p_.closed()) return;
+    p_.uncork_client();
     backpressure();
 }
 
@@ -598,7 +592,7 @@ void HttpFrontEnd::response_head(const HttpHead& head) {
         for (const auto& [name, value] : head.headers)
             out += name + ": " + value + "\r\n";
         out += "\r\n";
-        c_.client_->send(out);
+        p_.send_to_client(out);
         return;
     }
     response_started_ = true;
@@ -613,7 +607,7 @@ void HttpFrontEnd::response_head(const HttpHead& head) {
         else
             close_after_response_ = true;
     }
-    if (!req.keep_alive || c_.context_.draining) close_after_response_ = true;
+    if (!req.keep_alive || p_.context().draining) close_after_response_ = true;
     std::string out;
     out.reserve(512);
     out += "HTTP/1.1 " + std::to_string(head.status) + " " + head.reason + "\r\n";
@@ -624,27 +618,27 @@ void HttpFrontEnd::response_head(const HttpHead& head) {
     else if (!client_11)
         out += "Connection: keep-alive\r\n";
     out += "\r\n";
-    c_.bytes_down_ += out.size();
-    c_.client_->send(out);
+    p_.count_down(out.size());
+    p_.send_to_client(out);
 }
 
 void HttpFrontEnd::response_body(std::string_view data) {
-    c_.bytes_down_ += data.size();
+    p_.count_down(data.size());
     if (chunk_response_) {
-        c_.client_->send(chunk_header(data.size()));
-        c_.client_->send(data);
-        c_.client_->send("\r\n");
+        p_.send_to_client(chunk_header(data.size()));
+        p_.send_to_client(data);
+        p_.send_to_client("\r\n");
     } else {
-        c_.client_->send(data);
+        p_.send_to_client(data);
     }
 }
 
 void HttpFrontEnd::response_complete() {
     response_done_ = true;
-    if (chunk_response_) c_.client_->send("0\r\n\r\n");
+    if (chunk_response_) p_.send_to_client("0\r\n\r\n");
     if (!response_parser_->should_keep_alive()) upstream_reusable_ = false;
     if (!upstream_reusable_) {
-        c_.upstream_.reset();
+        p_.drop_upstream();
         upstream_key_.clear();
         response_parser_.reset();
     } else {
@@ -661,7 +655,7 @@ void HttpFrontEnd::response_complete() {
 void HttpFrontEnd::upstream_eof() {
     if (!response_started_) {
         upstream_failure(502, "upstream-closed",
-                         "upstream " + c_.request_.host + " closed the connection without answering");
+                         "upstream " + p_.request().host + " closed the connection without answering");
         return;
     }
     upstream_reusable_ = false;
@@ -669,27 +663,27 @@ void HttpFrontEnd::upstream_eof() {
         response_complete();
         return;
     }
-    c_.close("upstream closed mid-response");
+    p_.close("upstream closed mid-response");
 }
 
 bool HttpFrontEnd::request_body_buffered() const {
     if (request_head_.chunked) return false;  // its end is known only by parsing it
-    return c_.in_.size() >= request_head_.content_length.value_or(0);
+    return p_.input().size() >= request_head_.content_length.value_or(0);
 }
 
 void HttpFrontEnd::next_request() {
-    if (c_.closed()) return;
-    if (close_after_response_ || c_.client_eof_ || c_.context_.draining) {
-        c_.finish_after_flush();
+    if (p_.closed()) return;
+    if (close_after_response_ || p_.client_eof() || p_.context().draining) {
+        p_.finish_after_flush();
         return;
     }
-    c_.read_next_request();
+    p_.read_next_request();
     request_head_ = HttpHead{};
     request_done_ = response_done_ = response_started_ = false;
     request_parser_->resume();
-    c_.touch();
+    p_.touch();
     backpressure();
-    if (!c_.in_.empty()) process();
+    if (!p_.input().empty()) process();
 }
 
 }  // namespace cordon::proxy

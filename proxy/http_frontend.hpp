@@ -10,15 +10,15 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/connection.hpp"
 #include "proxy/front_end.hpp"
 #include "proxy/http_parser.hpp"
+#include "proxy/pipeline.hpp"
 
 namespace cordon::proxy {
 
 class HttpFrontEnd final : public FrontEnd {
   public:
-    explicit HttpFrontEnd(Connection& connection);
+    explicit HttpFrontEnd(Pipeline& pipeline);
     ~HttpFrontEnd() override;
 
     void read() override;
@@ -34,9 +34,8 @@ class HttpFrontEnd final : public FrontEnd {
     void on_tunnel() override;
 
   private:
-    // Connection is a friend's: these name its pipeline phase and protocol.
-    using Phase = Connection::Phase;
-    using Proto = Connection::Proto;
+    using Phase = Pipeline::Phase;
+    using Proto = Pipeline::Proto;
 
     struct RequestSink final : HttpParser::Sink {
         HttpFrontEnd* h;
@@ -75,7 +74,7 @@ class HttpFrontEnd final : public FrontEnd {
     void upstream_eof();
     void next_request();
 
-    Connection& c_;
+    Pipeline& p_;
     std::unique_ptr<HttpParser> request_parser_, response_parser_;
     RequestSink request_sink_;
     ResponseSink response_sink_;

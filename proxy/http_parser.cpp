@@ -59,12 +59,13 @@ bool host_header_names(std::string_view value, const std::string& host, std::uin
 }
 
 std::string proxy_answer(int status, std::string_view x_proxy_error, std::string_view body, bool keep_alive,
-                         bool head_only, std::string_view reason) {
+                         bool head_only, std::string_view reason, std::string_view extra_headers) {
     std::string out = "HTTP/1.1 " + std::to_string(status) + " " +
                       std::string(reason.empty() ? std::string_view(reason_phrase(status)) : reason) +
                       "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
                       "\r\n";
     if (!x_proxy_error.empty()) out += "X-Proxy-Error: " + std::string(x_proxy_error) + "\r\n";
+    out += extra_headers;
     if (!keep_alive) out += "Connection: close\r\n";
     out += "\r\n";
     if (!head_only) out += body;

@@ -126,8 +126,9 @@ const char* reason_phrase(int status);
 
 // An answer the proxy gives itself, whatever front-end or stage gives it (absolute-form requests, requests
 // inside an inspected connection): a plain-text `body`, `X-Proxy-Error` when not empty, `Connection: close`
-// unless `keep_alive`, no body bytes for a HEAD request (`head_only`). `reason` replaces the status's phrase.
+// unless `keep_alive`, no body bytes for a HEAD request (`head_only`). `reason` replaces the status's phrase;
+// `extra_headers` (whole lines, each ending in CRLF) are added, such as a 407's Proxy-Authenticate.
 std::string proxy_answer(int status, std::string_view x_proxy_error, std::string_view body, bool keep_alive,
-                         bool head_only, std::string_view reason = {});
+                         bool head_only, std::string_view reason = {}, std::string_view extra_headers = {});
 
 }  // namespace cordon::proxy

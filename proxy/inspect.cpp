@@ -16,8 +16,9 @@
 #include "policy/inspection.hpp"
 #include "policy/syntax.hpp"
 #include "proxy/auth.hpp"
-#include "proxy/connection.hpp"
 #include "proxy/context.hpp"
+#include "proxy/decision.hpp"
+#include "proxy/pipeline.hpp"
 #include "proxy/request_rules.hpp"
 #include "proxy/secret_scrub.hpp"
 #include "proxy/tls_inspector.hpp"
@@ -65,14 +66,14 @@ const Options::Secret* substitute_sentinels(const TlsInspector& tls, std::string
 
 // Every real value of `secrets` in `text`, in every form scrub_secret() knows, becomes its sentinel in the
 // same form (the same length: framing stays valid).
-void unsubstitute(const std::vector<const Options::Secret*>& secrets, std::string& text) {
-    for (const auto* s : secrets)
-        scrub_secret(text, s->value, s->sentinel);
+void unsubstitute(const std::vector<SecretForms>& secrets, std::string& text) {
+    for (const auto& s : secrets)
+        s.scrub(text);
 }
 
 }  // namespace
 
-InspectedTunnel::InspectedTunnel(Connection& connection) : c_(connection) {
+InspectedTunnel::InspectedTunnel(Pipeline& pipeline) : p_(pipeline) {
     request_sink_.t = this;
     response_sink_.t = this;
 }
@@ -83,12 +84,12 @@ InspectedTunnel::~InspectedTunnel() {
 }
 
 void InspectedTunnel::start() {
-    c_.client_->set_owner(this);
-    c_.upstream_->set_owner(this);
-    client_cipher_.swap(c_.in_);
-    std::string().swap(c_.in_);
-    c_.upstream_->want_read(false);
-    c_.client_->want_read(true);
+    p_.client_socket().set_owner(this);
+    p_.upstream_socket().set_owner(this);
+    client_cipher_.swap(p_.input());
+    std::string().swap(p_.input());
+    p_.upstream_socket().want_read(false);
+    p_.client_socket().want_read(true);
     if (!client_cipher_.empty()) peek();
 }
 
@@ -104,7 +105,7 @@ void InspectedTunnel::peek() {
 }
 
 void InspectedTunnel::opaque() {
-    const auto& inspection = *c_.context_.policy->network().inspection;
+    const auto& inspection = *p_.context().policy->network().inspection;
     if (inspection.refuse_opaque_tunnels) {
         finish("opaque-tunnel-refused: the client did not start TLS to an inspected host");
         return;
@@ -113,17 +114,16 @@ void InspectedTunnel::opaque() {
     // user's word on that host whatever the scheme, and `http://` to it (through a CONNECT tunnel, SOCKS5 or
     // the transparent front-end) would otherwise reach every path they deny. What does not parse as HTTP
     // gets a 400 and the connection closes.
-    if (has_request_rules(inspection, c_.request_.host, c_.request_.port)) {
+    if (has_request_rules(inspection, p_.request().host, p_.request().port)) {
         read_plain_http();
         return;
     }
-    // Not TLS: the pipeline's splice relay takes the tunnel (Connection::start_tunnel sees declined()).
+    // Not TLS: the pipeline's splice relay takes the tunnel (start_tunnel sees declined()).
     declined_ = true;
     state_ = State::Done;
-    c_.in_.swap(client_cipher_);
-    c_.client_->set_owner(&c_);
-    c_.upstream_->set_owner(&c_);
-    c_.start_tunnel();
+    p_.input().swap(client_cipher_);
+    p_.take_back_sockets();
+    p_.start_tunnel();
 }
 
 void InspectedTunnel::read_plain_http() {
@@ -134,21 +134,21 @@ void InspectedTunnel::read_plain_http() {
     request_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Request, &request_sink_);
     update_interest();
     process_requests();
-    if (!c_.closed()) flush();
+    if (!p_.closed()) flush();
 }
 
 // ---- the upstream's handshake, first: no leaf before the upstream proved itself
 
 void InspectedTunnel::begin_upstream() {
     state_ = State::UpstreamHandshake;
-    up_ = SSL_new(c_.context_.tls->upstream_side());
+    up_ = SSL_new(p_.context().tls->upstream_side());
     if (!up_) {
         finish("tls: " + openssl_reason());
         return;
     }
     SSL_set_bio(up_, BIO_new(BIO_s_mem()), BIO_new(BIO_s_mem()));
     SSL_set_connect_state(up_);
-    const std::string& host = c_.request_.host;
+    const std::string& host = p_.request().host;
     if (is_ip_literal(host)) {
         X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(up_), host.c_str());
     } else {
@@ -189,15 +189,15 @@ void InspectedTunnel::upstream_refused(const std::string& error) {
     upstream_error_ = error;
     SSL_free(up_);
     up_ = nullptr;
-    c_.upstream_->want_read(false);
+    p_.upstream_socket().want_read(false);
     Verdict v{Verdict::Kind::Failed, "allowed", error, 502, ""};
-    c_.count_refusal(v);
+    p_.count_refusal(v);
     method_.clear();
     path_.clear();
-    url_ = "https://" + c_.request_.host +
-           (c_.request_.port == 443 ? "" : ":" + std::to_string(c_.request_.port));
-    rule_ = rule_text(c_.decision_.last());
-    source_ = rule_source(c_.decision_.last());
+    url_ = "https://" + p_.request().host +
+           (p_.request().port == 443 ? "" : ":" + std::to_string(p_.request().port));
+    rule_ = rule_text(p_.decision());
+    source_ = rule_source(p_.decision());
     response_status_ = 502;
     logged_ = false;  // logged with the request that gets the 502, or when the client leaves without one
     begin_client();
@@ -218,7 +218,7 @@ void InspectedTunnel::answer_upstream_failure() {
 // ---- the client's handshake, with a leaf for the host
 
 void InspectedTunnel::begin_client() {
-    auto leaf = c_.context_.tls->leaves().get(c_.request_.host);
+    auto leaf = p_.context().tls->leaves().get(p_.request().host);
     if (auto* error = std::get_if<std::string>(&leaf)) {
         finish("tls: " + *error);
         return;
@@ -226,15 +226,15 @@ void InspectedTunnel::begin_client() {
     const auto& l = *std::get<std::shared_ptr<const certs::Leaf>>(leaf);
     // Why responses of an inject host are rewritten: it holds the real value of a secret and may send it
     // back (a reflected header, an echo endpoint, an error page); the jail only ever sees the sentinel.
-    for (const auto& s : c_.context_.tls->secrets())
+    for (const auto& s : p_.context().tls->secrets())
         if (!s.value.empty() && s.value.size() == s.sentinel.size() &&
-            TlsInspector::may_inject(s, c_.request_.host)) {
-            scrub_.push_back(&s);
+            TlsInspector::may_inject(s, p_.request().host)) {
+            scrub_.emplace_back(s.value, s.sentinel);
             scrub_keep_ = std::max(scrub_keep_, longest_secret_form(s.value.size()) - 1);
         }
-    c_.context_.metrics.tls_leaves_minted = c_.context_.tls->leaves().minted();
+    p_.context().metrics.tls_leaves_minted = p_.context().tls->leaves().minted();
     state_ = State::ClientHandshake;
-    down_ = SSL_new(c_.context_.tls->client_side());
+    down_ = SSL_new(p_.context().tls->client_side());
     if (!down_ || SSL_use_certificate(down_, l.cert) != 1 || SSL_use_PrivateKey(down_, l.key) != 1) {
         finish("tls: " + openssl_reason());
         return;
@@ -264,10 +264,10 @@ void InspectedTunnel::continue_client() {
 // ---- socket events
 
 void InspectedTunnel::on_readable(Socket& socket) {
-    if (c_.closed()) return;
-    bool client = &socket == c_.client_.get();
-    char* buf = Connection::scratch_buffer();
-    long n = socket.read(buf, Connection::kScratchSize);
+    if (p_.closed()) return;
+    bool client = &socket == &p_.client_socket();
+    char* buf = p_.scratch();
+    long n = socket.read(buf, p_.scratch_size());
     if (n == -1) return;
     if (!client && !upstream_error_.empty()) {  // the upstream that failed: nothing it sends matters
         socket.want_read(false);
@@ -277,7 +277,7 @@ void InspectedTunnel::on_readable(Socket& socket) {
         finish(std::string(client ? "client: " : "upstream: ") + std::strerror(socket.error()));
         return;
     }
-    c_.touch();
+    p_.touch();
     if (n == 0) {
         socket.want_read(false);
         if (client) {
@@ -319,7 +319,7 @@ void InspectedTunnel::on_readable(Socket& socket) {
                 if (plain_) {
                     req_in_.append(data);
                     process_requests();
-                    if (!c_.closed()) flush();
+                    if (!p_.closed()) flush();
                     return;
                 }
                 BIO_write(SSL_get_rbio(down_), data.data(), static_cast<int>(data.size()));
@@ -342,30 +342,33 @@ void InspectedTunnel::on_readable(Socket& socket) {
 }
 
 void InspectedTunnel::on_drained(Socket&) {
-    if (c_.closed() || state_ == State::Done) return;
+    if (p_.closed() || state_ == State::Done) return;
     update_interest();
 }
 
 void InspectedTunnel::on_error(Socket& socket, int error) {
-    if (c_.closed()) return;
-    if (&socket != c_.client_.get() && !upstream_error_.empty()) return;  // the upstream that failed
-    finish(std::string(&socket == c_.client_.get() ? "client: " : "upstream: ") + std::strerror(error));
+    if (p_.closed()) return;
+    bool client = &socket == &p_.client_socket();
+    if (!client && !upstream_error_.empty()) return;  // the upstream that failed
+    finish(std::string(client ? "client: " : "upstream: ") + std::strerror(error));
 }
 
 void InspectedTunnel::update_interest() {
-    if (c_.closed() || state_ == State::Done) return;
-    std::size_t client_q = c_.client_->queued(), upstream_q = c_.upstream_->queued();
+    if (p_.closed() || state_ == State::Done) return;
+    std::size_t client_q = p_.client_socket().queued(), upstream_q = p_.upstream_socket().queued();
     bool read_client = !client_eof_ && upstream_q < kHighWater;
     if (state_ == State::UpstreamHandshake) read_client = client_cipher_.size() < kMaxPending;
     if (state_ == State::Open) read_client = read_client && req_in_.size() < kMaxPending;
-    c_.client_->want_read(read_client);
-    c_.upstream_->want_read(state_ != State::Peek && upstream_error_.empty() && client_q < kHighWater);
+    p_.client_socket().want_read(read_client);
+    p_.upstream_socket().want_read(state_ != State::Peek && upstream_error_.empty() && client_q < kHighWater);
 }
 
 bool InspectedTunnel::flush() {
-    if (c_.closed()) return false;
-    for (auto [ssl, socket] : {std::pair{down_, c_.client_.get()}, std::pair{up_, c_.upstream_.get()}}) {
+    if (p_.closed()) return false;
+    for (bool client : {true, false}) {
+        SSL* ssl = client ? down_ : up_;
         if (!ssl) continue;
+        Socket* socket = client ? &p_.client_socket() : &p_.upstream_socket();
         // Everything TLS wrote, in one send from the memory BIO's own buffer (then emptied): no copy and no
         // syscall per record on the way out.
         BIO* out = SSL_get_wbio(ssl);
@@ -375,8 +378,7 @@ bool InspectedTunnel::flush() {
         bool sent = socket->send(std::string_view(data, static_cast<std::size_t>(n)));
         (void)BIO_reset(out);
         if (!sent) {
-            finish(std::string(socket == c_.client_.get() ? "client: " : "upstream: ") +
-                   std::strerror(socket->error()));
+            finish(std::string(client ? "client: " : "upstream: ") + std::strerror(socket->error()));
             return false;
         }
     }
@@ -385,14 +387,16 @@ bool InspectedTunnel::flush() {
 }
 
 bool InspectedTunnel::write_client(std::string_view data) {
-    if (!(plain_ ? write_plain(*c_.client_, data, "client: ") : write_all(down_, data, "client-tls: ")))
+    if (!(plain_ ? write_plain(p_.client_socket(), data, "client: ")
+                 : write_all(down_, data, "client-tls: ")))
         return false;
     bytes_down_ += data.size();
     return true;
 }
 
 bool InspectedTunnel::write_upstream(std::string_view data) {
-    if (!(plain_ ? write_plain(*c_.upstream_, data, "upstream: ") : write_all(up_, data, "upstream-tls: ")))
+    if (!(plain_ ? write_plain(p_.upstream_socket(), data, "upstream: ")
+                 : write_all(up_, data, "upstream-tls: ")))
         return false;
     bytes_up_ += data.size();
     request_bytes_ += data.size();
@@ -400,7 +404,7 @@ bool InspectedTunnel::write_upstream(std::string_view data) {
 }
 
 bool InspectedTunnel::write_plain(Socket& socket, std::string_view data, const char* side) {
-    if (c_.closed()) return false;
+    if (p_.closed()) return false;
     if (!socket.send(data)) {
         finish(side + std::string(std::strerror(socket.error())));
         return false;
@@ -409,7 +413,7 @@ bool InspectedTunnel::write_plain(Socket& socket, std::string_view data, const c
 }
 
 bool InspectedTunnel::write_all(SSL* ssl, std::string_view data, const char* side) {
-    if (c_.closed()) return false;
+    if (p_.closed()) return false;
     // Why a loop: SSL_write may take less than it was given (one record at a time), and every byte not taken
     // here would be lost from the stream. A dropped piece of a request head turns what follows (its body,
     // chosen by the client) into the next request the upstream reads: a request no rule and no audit line
@@ -427,9 +431,9 @@ bool InspectedTunnel::write_all(SSL* ssl, std::string_view data, const char* sid
 }
 
 void InspectedTunnel::finish(const std::string& error) {
-    if (c_.closed()) return;
+    if (p_.closed()) return;
     state_ = State::Done;
-    c_.close(error);
+    p_.close(error);
 }
 
 // ---- HTTP/1.1 inside
@@ -452,13 +456,13 @@ void InspectedTunnel::read_client_plaintext() {
         return;
     }
     process_requests();
-    if (c_.closed()) return;
+    if (p_.closed()) return;
     if (!flush()) return;
     if (client_eof_ && request_ == Request::Head && req_in_.empty()) finish("");
 }
 
 void InspectedTunnel::process_requests() {
-    while (!c_.closed() && !req_in_.empty() && request_ != Request::AwaitResponse) {
+    while (!p_.closed() && !req_in_.empty() && request_ != Request::AwaitResponse) {
         auto result = request_parser_->feed(req_in_);
         switch (result.status) {
             case HttpParser::Status::Ok:
@@ -468,7 +472,7 @@ void InspectedTunnel::process_requests() {
             case HttpParser::Status::HeadComplete: {
                 req_in_.erase(0, result.consumed);
                 request_head();
-                if (c_.closed()) return;
+                if (p_.closed()) return;
                 // A body-less request completes at its head: let the parser say so.
                 auto end = request_parser_->feed(std::string_view());
                 if (end.status == HttpParser::Status::MessageComplete) request_end();
@@ -488,7 +492,7 @@ void InspectedTunnel::process_requests() {
                 }
                 refuse(request_parser_->error_status(), "bad-request", "bad-request",
                        "cordon: bad request: " + why + "\n", "", "");
-                if (!c_.closed()) {
+                if (!p_.closed()) {
                     flush();
                     finish("bad-request: " + why);
                 }
@@ -520,14 +524,13 @@ void InspectedTunnel::bad_body(const std::string& why) {
 
 void InspectedTunnel::request_head() {
     const HttpHead& head = request_parser_->head();
-    const std::string& host = c_.request_.host;
-    const std::uint16_t port = c_.request_.port;
-    const auto& inspection = *c_.context_.policy->network().inspection;
-    const TlsInspector& tls = *c_.context_.tls;
+    const std::string& host = p_.request().host;
+    const std::uint16_t port = p_.request().port;
+    const TlsInspector& tls = *p_.context().tls;
     method_ = head.method;
     path_ = head.target;
     logged_ = false;
-    keep_alive_ = head.keep_alive && !c_.context_.draining;
+    keep_alive_ = head.keep_alive && !p_.context().draining;
     request_bytes_ = response_bytes_ = 0;
     response_status_ = 0;
     scanned_.clear();
@@ -538,7 +541,7 @@ void InspectedTunnel::request_head() {
     std::string authority =
         (v6 ? "[" + host + "]" : host) + (port == (plain_ ? 80 : 443) ? "" : ":" + std::to_string(port));
     url_ = (plain_ ? "http://" : "https://") + authority + path_;
-    const policy::Decision& d = c_.decision_.last();
+    const policy::Decision& d = p_.decision();
     rule_ = rule_text(d);
     source_ = rule_source(d);
     request_parser_->resume();
@@ -586,7 +589,7 @@ void InspectedTunnel::request_head() {
         return;
     }
     // Request rules (deny wins; a host with rules and no matching one is denied).
-    auto ruling = rule_request(inspection, host, port, method_, path_, url_);
+    auto ruling = p_.decide_request(method_, path_, url_);
     if (!ruling.rule.empty()) {
         rule_ = ruling.rule;
         source_ = ruling.source;
@@ -689,9 +692,9 @@ void InspectedTunnel::request_bytes(std::string_view raw) {
 
 void InspectedTunnel::release_hold() {
     scan_done_ = true;
-    const auto* s = c_.context_.tls->sentinel_in(scanned_);
+    const auto* s = p_.context().tls->sentinel_in(scanned_);
     std::string().swap(scanned_);
-    if (s && !TlsInspector::may_inject(*s, c_.request_.host)) {
+    if (s && !TlsInspector::may_inject(*s, p_.request().host)) {
         std::string().swap(hold_);
         std::string().swap(head_out_);
         refuse_secret("the request body", *s);
@@ -705,7 +708,7 @@ void InspectedTunnel::release_hold() {
 
 void InspectedTunnel::request_end() {
     if (request_ == Request::Hold) release_hold();
-    if (c_.closed()) return;
+    if (p_.closed()) return;
     if (request_ == Request::Skip) {
         next_request();
         return;
@@ -765,9 +768,9 @@ bool InspectedTunnel::upstream_plaintext(std::string_view view) {
         finish("upstream spoke out of turn");  // no request in flight
         return false;
     }
-    while (!view.empty() && !c_.closed()) {
+    while (!view.empty() && !p_.closed()) {
         auto result = response_parser_->feed(view);
-        if (c_.closed()) return false;  // closed from a callback: the request has its line already
+        if (p_.closed()) return false;  // closed from a callback: the request has its line already
         if (result.status == HttpParser::Status::Error) {
             finish("bad response from upstream: " + response_parser_->error());
             return false;
@@ -790,7 +793,7 @@ bool InspectedTunnel::upstream_plaintext(std::string_view view) {
             break;
         }
     }
-    return !c_.closed();
+    return !p_.closed();
 }
 
 void InspectedTunnel::response_head(const HttpHead& head) {
@@ -874,7 +877,7 @@ void InspectedTunnel::response_complete() {
 
 void InspectedTunnel::next_request() {
     if (!flush()) return;
-    if (!keep_alive_ || client_eof_ || c_.context_.draining) {
+    if (!keep_alive_ || client_eof_ || p_.context().draining) {
         finish("");
         return;
     }
@@ -882,7 +885,7 @@ void InspectedTunnel::next_request() {
     method_.clear();
     request_parser_->resume();
     process_requests();
-    if (!c_.closed()) flush();
+    if (!p_.closed()) flush();
 }
 
 void InspectedTunnel::end_in_flight(const std::string& error) {
@@ -900,10 +903,10 @@ void InspectedTunnel::log_request(const std::string& decision, const std::string
                                   const std::string& error) {
     logged_ = true;
     DecisionEvent e;
-    e.id = c_.id_;
+    e.id = p_.id();
     e.proto = plain_ ? "http" : "https";
-    e.host = c_.request_.host;
-    e.port = c_.request_.port;
+    e.host = p_.request().host;
+    e.port = p_.request().port;
     e.method = method_;
     e.path = path_;
     e.url = url_;
@@ -911,13 +914,13 @@ void InspectedTunnel::log_request(const std::string& decision, const std::string
     e.rule = rule_;
     e.source = source_;
     e.reason = reason;
-    e.upstream_ip = c_.request_.upstream_ip;
+    e.upstream_ip = p_.request().upstream_ip;
     e.error = error;
     e.status = status;
     e.request_bytes = request_bytes_;
     e.response_bytes = response_bytes_;
     e.inner = true;
-    c_.record_decision(e);
+    p_.record_decision(e);
 }
 
 }  // namespace cordon::proxy

@@ -24,20 +24,21 @@
 
 #include "proxy/http_parser.hpp"
 #include "proxy/proxy.hpp"
+#include "proxy/secret_scrub.hpp"
 #include "proxy/socket.hpp"
 
 typedef struct ssl_st SSL;
 
 namespace cordon::proxy {
 
-class Connection;
+class Pipeline;
 struct RequestRuleText;
 
 class InspectedTunnel final : public SocketOwner {
   public:
-    explicit InspectedTunnel(Connection& connection);
+    explicit InspectedTunnel(Pipeline& pipeline);
     ~InspectedTunnel() override;
-    // Takes over both sockets and the client bytes already read (Connection::in_).
+    // Takes over both sockets and the client bytes already read (Pipeline::input()).
     void start();
     bool declined() const { return declined_; }
     std::uint64_t bytes_up() const { return bytes_up_; }
@@ -113,7 +114,7 @@ class InspectedTunnel final : public SocketOwner {
     void update_interest();
     void finish(const std::string& error);
 
-    Connection& c_;
+    Pipeline& p_;
     State state_ = State::Peek;
     bool declined_ = false;
     bool plain_ = false;         // HTTP without TLS (read_plain_http)
@@ -143,7 +144,7 @@ class InspectedTunnel final : public SocketOwner {
 
     // The secrets this host gets the real value of, and the response body's bytes held back to find a value
     // split across reads or chunks.
-    std::vector<const Options::Secret*> scrub_;
+    std::vector<SecretForms> scrub_;
     std::size_t scrub_keep_ = 0;
     std::string scrub_carry_;
     bool scrub_body_ = false, scrub_chunked_ = false;

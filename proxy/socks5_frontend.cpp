@@ -9,27 +9,27 @@
 #include <cstring>
 
 #include "proxy/auth.hpp"
-#include "proxy/connection.hpp"
 #include "proxy/context.hpp"
+#include "proxy/socket.hpp"
 #include "proxy/socks5.hpp"
 
 namespace cordon::proxy {
 
 void Socks5FrontEnd::read() {
-    while (!c_.closed() && c_.phase() == Phase::Reading) {
+    while (!p_.closed() && p_.phase() == Phase::Reading) {
         if (step_ == Step::Greeting) {
-            auto g = socks5::parse_greeting(c_.in_);
+            auto g = socks5::parse_greeting(p_.input());
             if (g.state == socks5::Parse::Incomplete) return;
             if (g.state == socks5::Parse::Invalid) {
-                c_.conclude({Verdict::Kind::Rejected, "bad-request", "bad SOCKS5 greeting", 0, ""});
+                p_.conclude({Verdict::Kind::Rejected, "bad-request", "bad SOCKS5 greeting", 0, ""});
                 return;
             }
-            c_.in_.erase(0, g.consumed);
+            p_.input().erase(0, g.consumed);
             auto offers = [&](std::uint8_t m) {
                 return std::find(g.methods.begin(), g.methods.end(), m) != g.methods.end();
             };
             std::uint8_t method = socks5::kMethodNone;
-            if (!c_.context_.options.auth_token.empty()) {
+            if (!p_.context().options.auth_token.empty()) {
                 if (offers(socks5::kMethodUserPass)) method = socks5::kMethodUserPass;
             } else if (offers(socks5::kMethodNoAuth)) {
                 method = socks5::kMethodNoAuth;
@@ -37,61 +37,61 @@ void Socks5FrontEnd::read() {
                 method = socks5::kMethodUserPass;  // no token: any credentials will do
             }
             if (method == socks5::kMethodNone) {
-                bool open = c_.context_.options.auth_token.empty();
-                c_.conclude({Verdict::Kind::Rejected, open ? "bad-request" : "proxy-auth-required",
+                bool open = p_.context().options.auth_token.empty();
+                p_.conclude({Verdict::Kind::Rejected, open ? "bad-request" : "proxy-auth-required",
                              open ? "no acceptable SOCKS5 method"
                                   : "SOCKS5 client offered no username/password method",
                              socks5::kMethodNone, ""});
                 return;
             }
-            c_.client_->send(std::string{static_cast<char>(socks5::kVersion), static_cast<char>(method)});
+            p_.send_to_client(std::string{static_cast<char>(socks5::kVersion), static_cast<char>(method)});
             step_ = method == socks5::kMethodUserPass ? Step::Auth : Step::Request;
             continue;
         }
         if (step_ == Step::Auth) {
-            auto u = socks5::parse_userpass(c_.in_);
+            auto u = socks5::parse_userpass(p_.input());
             if (u.state == socks5::Parse::Incomplete) return;
             if (u.state == socks5::Parse::Invalid) {
-                c_.conclude(
+                p_.conclude(
                     {Verdict::Kind::Rejected, "bad-request", "bad SOCKS5 username/password message", 0, ""});
                 return;
             }
-            c_.in_.erase(0, u.consumed);
-            bool ok = c_.context_.options.auth_token.empty() ||
-                      token_matches(u.password, c_.context_.options.auth_token);
+            p_.input().erase(0, u.consumed);
+            bool ok = p_.context().options.auth_token.empty() ||
+                      token_matches(u.password, p_.context().options.auth_token);
             if (!ok) {
-                c_.conclude({Verdict::Kind::Rejected, "proxy-auth-required", "SOCKS5 authentication failed",
+                p_.conclude({Verdict::Kind::Rejected, "proxy-auth-required", "SOCKS5 authentication failed",
                              0x01, ""});
                 return;
             }
-            c_.client_->send(std::string{0x01, 0x00});
+            p_.send_to_client(std::string{0x01, 0x00});
             step_ = Step::Request;
             continue;
         }
         if (step_ == Step::Request) {
-            auto r = socks5::parse_request(c_.in_);
+            auto r = socks5::parse_request(p_.input());
             if (r.state == socks5::Parse::Incomplete) return;
             if (r.state == socks5::Parse::Invalid) {
-                c_.request_.host = r.host;
-                c_.request_.port = r.port;
-                c_.conclude({Verdict::Kind::Rejected,
+                p_.request().host = r.host;
+                p_.request().port = r.port;
+                p_.conclude({Verdict::Kind::Rejected,
                              r.reply == socks5::kCommandNotSupported ? "unsupported-command" : "bad-request",
                              r.error, r.reply, ""});
                 return;
             }
-            c_.in_.erase(0, r.consumed);
+            p_.input().erase(0, r.consumed);
             std::string host = r.host;
             if (r.address_type == 0x03) {
                 auto parsed = policy::parse_target_host(host, r.port);
                 if (auto* why = std::get_if<std::string>(&parsed)) {
-                    c_.request_.host = host;
-                    c_.request_.port = r.port;
-                    c_.conclude({Verdict::Kind::Rejected, "bad-request", *why, socks5::kGeneralFailure, ""});
+                    p_.request().host = host;
+                    p_.request().port = r.port;
+                    p_.conclude({Verdict::Kind::Rejected, "bad-request", *why, socks5::kGeneralFailure, ""});
                     return;
                 }
                 host = std::get<policy::HostPort>(parsed).host;
             }
-            c_.decide(host, r.port);
+            p_.decide(host, r.port);
             return;
         }
         return;
@@ -117,20 +117,20 @@ int Socks5FrontEnd::status_for(const Verdict& v) const {
 
 bool Socks5FrontEnd::needs_client() const {
     // Mid-handshake, or waiting for the reply: a client gone then can use no tunnel.
-    return c_.phase() == Phase::Reading || c_.phase() == Phase::Deciding || c_.phase() == Phase::Dialing;
+    return p_.phase() == Phase::Reading || p_.phase() == Phase::Deciding || p_.phase() == Phase::Dialing;
 }
 
 void Socks5FrontEnd::answer(const Verdict& v) {
     switch (v.kind) {
         case Verdict::Kind::Connected:
             reply(socks5::kSucceeded, false);
-            c_.start_tunnel();
+            p_.start_tunnel();
             return;
         case Verdict::Kind::Denied:
-            c_.error_ = !c_.request_.guard_class.empty()
-                            ? "blocked-by-address-guard: " + c_.request_.upstream_ip + " (" +
-                                  c_.request_.guard_class + ")"
-                            : v.reason;
+            p_.set_error(!p_.request().guard_class.empty()
+                             ? "blocked-by-address-guard: " + p_.request().upstream_ip + " (" +
+                                   p_.request().guard_class + ")"
+                             : v.reason);
             reply(socks5::kNotAllowed, true);
             return;
         case Verdict::Kind::Failed:
@@ -140,16 +140,17 @@ void Socks5FrontEnd::answer(const Verdict& v) {
             return;
     }
     // A refusal or failure: the answer the step in progress has for it, then close.
-    c_.error_ = v.error.empty() ? v.reason : v.error;
+    std::string error = v.error.empty() ? v.reason : v.error;
+    p_.set_error(error);
     if (v.status == 0) {
-        c_.close(c_.error_);  // unparseable: nothing to answer in
+        p_.close(error);  // unparseable: nothing to answer in
     } else if (step_ == Step::Greeting) {
-        c_.client_->send(
+        p_.send_to_client(
             std::string{static_cast<char>(socks5::kVersion), static_cast<char>(socks5::kMethodNone)});
-        c_.finish_after_flush();
+        p_.finish_after_flush();
     } else if (step_ == Step::Auth) {
-        c_.client_->send(std::string{0x01, static_cast<char>(v.status)});
-        c_.finish_after_flush();
+        p_.send_to_client(std::string{0x01, static_cast<char>(v.status)});
+        p_.finish_after_flush();
     } else {
         reply(static_cast<std::uint8_t>(v.status), true);
     }
@@ -158,17 +159,17 @@ void Socks5FrontEnd::answer(const Verdict& v) {
 void Socks5FrontEnd::reply(std::uint8_t code, bool then_close) {
     std::string bound_ip;
     std::uint16_t bound_port = 0;
-    if (code == socks5::kSucceeded && c_.upstream_) {
+    if (code == socks5::kSucceeded && p_.has_upstream()) {
         sockaddr_storage ss{};
         socklen_t len = sizeof ss;
-        if (getsockname(c_.upstream_->fd(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+        if (getsockname(p_.upstream_fd(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
             Address a = Address::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len);
             bound_ip = a.ip();
             bound_port = a.port();
         }
     }
-    c_.client_->send(socks5::make_reply(code, bound_ip, bound_port));
-    if (then_close) c_.finish_after_flush();
+    p_.send_to_client(socks5::make_reply(code, bound_ip, bound_port));
+    if (then_close) p_.finish_after_flush();
 }
 
 }  // namespace cordon::proxy

@@ -6,14 +6,14 @@
 
 #include <cstdint>
 
-#include "proxy/connection.hpp"
 #include "proxy/front_end.hpp"
+#include "proxy/pipeline.hpp"
 
 namespace cordon::proxy {
 
 class Socks5FrontEnd final : public FrontEnd {
   public:
-    explicit Socks5FrontEnd(Connection& connection) : c_(connection) {}
+    explicit Socks5FrontEnd(Pipeline& pipeline) : p_(pipeline) {}
 
     void read() override;
     int status_for(const Verdict& verdict) const override;
@@ -21,14 +21,12 @@ class Socks5FrontEnd final : public FrontEnd {
     bool needs_client() const override;
 
   private:
-    // Connection is a friend's: these name its pipeline phase and protocol.
-    using Phase = Connection::Phase;
-    using Proto = Connection::Proto;
+    using Phase = Pipeline::Phase;
 
     enum class Step { Greeting, Auth, Request };
     void reply(std::uint8_t code, bool then_close);
 
-    Connection& c_;
+    Pipeline& p_;
     Step step_ = Step::Greeting;
 };
 

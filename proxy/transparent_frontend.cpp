@@ -9,6 +9,7 @@
 
 #include "proxy/client_hello.hpp"
 #include "proxy/context.hpp"
+#include "proxy/socket.hpp"
 
 namespace cordon::proxy {
 
@@ -18,8 +19,8 @@ namespace {
 constexpr int kSoOriginalDst = 80;
 }  // namespace
 
-TransparentFrontEnd::TransparentFrontEnd(Connection& connection) : c_(connection), timer_(new uv_timer_t) {
-    uv_timer_init(c_.context_.loop, timer_);
+TransparentFrontEnd::TransparentFrontEnd(Pipeline& pipeline) : p_(pipeline), timer_(new uv_timer_t) {
+    uv_timer_init(p_.context().loop, timer_);
     timer_->data = this;
 }
 
@@ -32,7 +33,7 @@ TransparentFrontEnd::~TransparentFrontEnd() {
 // The original destination, and what it stands for: a name of the DNS stub, or an address as itself.
 bool TransparentFrontEnd::find_target() {
     targeted_ = true;
-    int fd = c_.client_->fd();
+    int fd = p_.client_fd();
     sockaddr_storage local{};
     socklen_t len = sizeof local;
     if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) return false;
@@ -47,7 +48,7 @@ bool TransparentFrontEnd::find_target() {
     Address a = Address::from_sockaddr(reinterpret_cast<sockaddr*>(&dst), len).unmapped();
     original_dst_ = a.to_string();
     port_ = a.port();
-    if (auto name = c_.context_.fake.name_for(a)) {
+    if (auto name = p_.context().fake.name_for(a)) {
         host_ = *name;
     } else if (FakeAddresses::in_pool(a)) {
         refusal_ = "an address of the DNS stub's pool that it never gave out";
@@ -60,71 +61,71 @@ bool TransparentFrontEnd::find_target() {
 }
 
 void TransparentFrontEnd::read() {
-    if (deciding_ || c_.closed()) return;  // later bytes wait in the connection's buffer for the tunnel
+    if (deciding_ || p_.closed()) return;  // later bytes wait in the connection's buffer for the tunnel
     if (!targeted_ && !find_target()) {
-        c_.request_.host = host_;
-        c_.request_.port = port_;
-        c_.request_.original_dst = original_dst_;
-        c_.conclude({Verdict::Kind::Rejected, "bad-request", refusal_, 0, ""});
+        p_.request().host = host_;
+        p_.request().port = port_;
+        p_.request().original_dst = original_dst_;
+        p_.conclude({Verdict::Kind::Rejected, "bad-request", refusal_, 0, ""});
         return;
     }
-    auto hello = client_hello_sni(
-        std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(c_.in_.data()), c_.in_.size()));
+    auto hello = client_hello_sni(std::span<const std::uint8_t>(
+        reinterpret_cast<const std::uint8_t*>(p_.input().data()), p_.input().size()));
     // Why strict mode waits for the whole ClientHello (up to kStrictFirstBytesMs, kMaxHello) and refuses a
     // TLS connection whose name it cannot read: a hello sent slowly or padded past what is read would
     // otherwise be decided by its address alone, and the handshake then names a host the policy never saw.
-    bool tls = !c_.in_.empty() && static_cast<unsigned char>(c_.in_[0]) == 0x16;
-    if (hello.status == ClientHelloSni::Status::NeedMore && !waited_ && !c_.client_eof_) {
+    bool tls = !p_.input().empty() && static_cast<unsigned char>(p_.input()[0]) == 0x16;
+    if (hello.status == ClientHelloSni::Status::NeedMore && !waited_ && !p_.client_eof()) {
         if (!uv_is_active(reinterpret_cast<uv_handle_t*>(timer_)))
             uv_timer_start(timer_, &TransparentFrontEnd::on_timer,
-                           c_.context_.options.strict_sni ? kStrictFirstBytesMs : kFirstBytesMs, 0);
+                           p_.context().options.strict_sni ? kStrictFirstBytesMs : kFirstBytesMs, 0);
         return;
     }
     uv_timer_stop(timer_);
     deciding_ = true;
-    c_.request_.original_dst = original_dst_;
-    c_.request_.sni.clear();
-    c_.request_.sni_mismatch = false;
-    c_.request_.sni_error.clear();
+    p_.request().original_dst = original_dst_;
+    p_.request().sni.clear();
+    p_.request().sni_mismatch = false;
+    p_.request().sni_error.clear();
     if (tls && hello.status != ClientHelloSni::Status::Found) {
-        const std::uint64_t waited = c_.context_.options.strict_sni ? kStrictFirstBytesMs : kFirstBytesMs;
+        const std::uint64_t waited = p_.context().options.strict_sni ? kStrictFirstBytesMs : kFirstBytesMs;
         switch (hello.status) {
             case ClientHelloSni::Status::NeedMore:
-                c_.request_.sni_error =
-                    c_.client_eof_ ? "ClientHello cut short by the client's close"
-                                   : "ClientHello incomplete after " + std::to_string(waited) + " ms";
+                p_.request().sni_error =
+                    p_.client_eof() ? "ClientHello cut short by the client's close"
+                                    : "ClientHello incomplete after " + std::to_string(waited) + " ms";
                 break;
             case ClientHelloSni::Status::TooLarge:
-                c_.request_.sni_error =
+                p_.request().sni_error =
                     "ClientHello over " + std::to_string(ClientHelloSni::kMaxHello) + " bytes";
                 break;
             case ClientHelloSni::Status::NoSni:
-                c_.request_.sni_error = "ClientHello without a server name";
+                p_.request().sni_error = "ClientHello without a server name";
                 break;
             default:
-                c_.request_.sni_error = "malformed ClientHello";
+                p_.request().sni_error = "malformed ClientHello";
                 break;
         }
-        if (c_.context_.options.strict_sni) {
-            c_.request_.host = host_;
-            c_.request_.port = port_;
-            c_.conclude({Verdict::Kind::Rejected, "sni-unreadable",
-                         c_.request_.sni_error + ": the TLS server name is required (--strict-sni)", 0, ""});
+        if (p_.context().options.strict_sni) {
+            p_.request().host = host_;
+            p_.request().port = port_;
+            p_.conclude({Verdict::Kind::Rejected, "sni-unreadable",
+                         p_.request().sni_error + ": the TLS server name is required (--strict-sni)", 0, ""});
             return;
         }
     }
     if (hello.status == ClientHelloSni::Status::Found) {
-        c_.request_.sni = hello.name;
-        c_.request_.sni_mismatch = hello.name != host_;
-        if (c_.request_.sni_mismatch && c_.context_.options.strict_sni) {
-            c_.request_.host = host_;
-            c_.request_.port = port_;
-            c_.conclude({Verdict::Kind::Rejected, "sni-mismatch",
+        p_.request().sni = hello.name;
+        p_.request().sni_mismatch = hello.name != host_;
+        if (p_.request().sni_mismatch && p_.context().options.strict_sni) {
+            p_.request().host = host_;
+            p_.request().port = port_;
+            p_.conclude({Verdict::Kind::Rejected, "sni-mismatch",
                          "TLS server name " + hello.name + " is not " + host_ + " (--strict-sni)", 0, ""});
             return;
         }
     }
-    c_.decide(host_, port_);
+    p_.decide(host_, port_);
 }
 
 void TransparentFrontEnd::on_timer(uv_timer_t* timer) {
@@ -137,7 +138,7 @@ void TransparentFrontEnd::on_timer(uv_timer_t* timer) {
 void TransparentFrontEnd::answer(const Verdict& v) {
     switch (v.kind) {
         case Verdict::Kind::Connected:
-            c_.start_tunnel();
+            p_.start_tunnel();
             return;
         case Verdict::Kind::Aborted:
             return;
@@ -149,11 +150,12 @@ void TransparentFrontEnd::answer(const Verdict& v) {
     // No protocol to answer in: reset the connection, so the client fails at once (ECONNRESET) rather than
     // reading an orderly end it might take for an empty answer.
     linger reset{1, 0};
-    ::setsockopt(c_.client_->fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    ::setsockopt(p_.client_fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
     std::string error = v.error.empty() ? v.reason : v.error;
-    if (!c_.request_.guard_class.empty())
-        error = "blocked-by-address-guard: " + c_.request_.upstream_ip + " (" + c_.request_.guard_class + ")";
-    c_.close(error);
+    if (!p_.request().guard_class.empty())
+        error =
+            "blocked-by-address-guard: " + p_.request().upstream_ip + " (" + p_.request().guard_class + ")";
+    p_.close(error);
 }
 
 }  // namespace cordon::proxy

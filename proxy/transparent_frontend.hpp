@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <string>
 
-#include "proxy/connection.hpp"
 #include "proxy/front_end.hpp"
+#include "proxy/pipeline.hpp"
 
 struct uv_timer_s;
 
@@ -20,7 +20,7 @@ namespace cordon::proxy {
 
 class TransparentFrontEnd final : public FrontEnd {
   public:
-    explicit TransparentFrontEnd(Connection& connection);
+    explicit TransparentFrontEnd(Pipeline& pipeline);
     ~TransparentFrontEnd() override;
 
     void read() override;
@@ -29,7 +29,7 @@ class TransparentFrontEnd final : public FrontEnd {
     bool needs_client() const override { return false; }
 
   private:
-    using Phase = Connection::Phase;
+    using Phase = Pipeline::Phase;
     // How long to wait for a ClientHello before deciding without one (server-first protocols send nothing):
     // with --strict-sni longer, so that a slow TLS client cannot slip past the check.
     static constexpr std::uint64_t kFirstBytesMs = 50;
@@ -39,7 +39,7 @@ class TransparentFrontEnd final : public FrontEnd {
     void decide();
     static void on_timer(uv_timer_s* timer);
 
-    Connection& c_;
+    Pipeline& p_;
     uv_timer_s* timer_;
     bool targeted_ = false;  // the original destination was read
     bool deciding_ = false;  // handed to the pipeline: later bytes belong to the tunnel

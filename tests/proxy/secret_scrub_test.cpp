@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <iterator>
+#include <random>
 #include <string>
 
 using cordon::proxy::longest_secret_form;
@@ -92,4 +94,87 @@ TEST_CASE(
 
 TEST_CASE("scrub_secret: how much of a stream to hold back covers the longest form", "[unit]") {
     CHECK(longest_secret_form(kValue.size()) >= 6 * kValue.size());
+}
+
+TEST_CASE("scrub_secret: every form among look-alikes, back to back and at either end, becomes the sentinel",
+          "[unit]") {
+    // Texts of random fragments: the value spelled a random way (each character literal, %XX in either case,
+    // \u00XX, or \/ for '/'), next to bytes that begin a form without being one. The expected text has the
+    // sentinel spelled the same way in place of each value. Starts of forms are found by scanning for their
+    // first bytes; this checks none is skipped, also right after a replacement.
+    std::mt19937 random(24);
+    auto hex = [](unsigned char c, bool lower) {
+        char out[3];
+        std::snprintf(out, sizeof out, lower ? "%02x" : "%02X", c);
+        return std::string(out);
+    };
+    auto has_letter = [](const std::string& digits) {
+        return digits.find_first_of("abcdefABCDEF") != std::string::npos;
+    };
+    const std::string decoys[] = {"g",     "gh",      "%", "%6",       "%67", "\\",
+                                  "\\u00", "\\u0067", "x", "ghp_R3al", " "};
+    for (int round = 0; round < 2000; ++round) {
+        std::string text, expected;
+        int pieces = 1 + static_cast<int>(random() % 8);
+        for (int p = 0; p < pieces; ++p) {
+            if (random() % 2) {
+                const std::string& d = decoys[random() % std::size(decoys)];
+                text += d;
+                expected += d;
+                continue;
+            }
+            for (std::size_t i = 0; i < kValue.size(); ++i) {
+                auto v = static_cast<unsigned char>(kValue[i]), s = static_cast<unsigned char>(kSentinel[i]);
+                switch (random() % (kValue[i] == '/' ? 5 : 4)) {
+                    case 0:
+                        text += kValue[i];
+                        expected += kSentinel[i];
+                        break;
+                    case 1:
+                    case 2: {
+                        // A value byte whose hex has no letter reads as upper case: the sentinel follows it.
+                        bool lower = random() % 2 && has_letter(hex(v, true));
+                        text += "%" + hex(v, lower);
+                        expected += "%" + hex(s, lower);
+                        break;
+                    }
+                    case 3: {
+                        bool lower = random() % 2 && has_letter(hex(v, true));
+                        text += "\\u00" + hex(v, lower);
+                        expected += "\\u00" + hex(s, lower);
+                        break;
+                    }
+                    default:
+                        text += "\\/";
+                        expected += "\\/";
+                        break;
+                }
+            }
+        }
+        INFO(text);
+        CHECK(scrubbed(text) == expected);
+    }
+}
+
+TEST_CASE("scrub_secret: one SecretForms scrubs piece after piece as scrub_secret does", "[unit]") {
+    const cordon::proxy::SecretForms forms(kValue, kSentinel);
+    const std::string pieces[] = {"token " + kValue,
+                                  "Basic " + base64("x:" + kValue),
+                                  "Basic " + base64("xy:" + kValue) + " " + kValue,
+                                  "%67hp_R3al%2fT0ken+Value",
+                                  "nothing",
+                                  "",
+                                  base64(kValue) + base64(kValue)};
+    for (const auto& piece : pieces) {
+        INFO(piece);
+        std::string text = piece;
+        forms.scrub(text);
+        CHECK(text == scrubbed(piece));
+        CHECK(text.size() == piece.size());
+        if (piece.find(kValue) != std::string::npos) CHECK(text.find(kValue) == std::string::npos);
+    }
+    // Sizes that differ: nothing is touched (the framing would break).
+    std::string text = "token " + kValue;
+    cordon::proxy::SecretForms("short", "longer!").scrub(text);
+    CHECK(text == "token " + kValue);
 }

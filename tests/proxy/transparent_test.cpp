@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "proxy/client_hello.hpp"
+#include "proxy/decision.hpp"
 #include "proxy/dns_message.hpp"
 #include "proxy/dns_stub.hpp"
 #include "proxy/fake_addresses.hpp"

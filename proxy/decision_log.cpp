@@ -1,0 +1,32 @@
+// The one writer of decision lines (decision_log.hpp).
+#include "proxy/decision_log.hpp"
+
+#include "proxy/context.hpp"
+#include "proxy/control_channel.hpp"
+
+namespace cordon::proxy {
+
+namespace {
+constexpr std::size_t kMaxRefusedHosts = 10'000;
+}
+
+void record_decision(Context& context, const DecisionEvent& e) {
+    context.metrics.count_request(e.proto, e.decision, e.reason);
+    if (context.audit) context.audit->decision(e);
+    if (context.control && e.decision == "deny") context.control->refused(e);
+}
+
+void record_decision(Context& context, const DnsEvent& e) {
+    context.metrics.count_request("dns", e.decision, e.reason);
+    if (context.audit) context.audit->dns(e);
+}
+
+RefusalSummary::Entry& count_refused(Context& context, const std::string& key,
+                                     const std::string& overflow_key) {
+    auto& hosts = context.refusals.hosts;
+    auto& entry = hosts.size() >= kMaxRefusedHosts && !hosts.count(key) ? hosts[overflow_key] : hosts[key];
+    ++entry.count;
+    return entry;
+}
+
+}  // namespace cordon::proxy

@@ -1,0 +1,28 @@
+// Where every decision goes once it is made: the one writer of decision lines for the whole proxy. A
+// connection's requests (Connection::conclude), the requests inside an inspected tunnel (inspect.hpp) and the
+// DNS stub's names (dns_stub.hpp) all write through here, so each is counted in the metrics, written to the
+// audit log and, when refused, told to the control channel and the end-of-run summary the same way.
+#pragma once
+
+#include <string>
+
+#include "proxy/audit_log.hpp"
+#include "proxy/proxy.hpp"
+
+namespace cordon::proxy {
+
+struct Context;
+
+// A connection's or an inner request's decision: metrics, the audit log, and a refusal to the control
+// channel's peer.
+void record_decision(Context& context, const DecisionEvent& event);
+// A DNS stub's answer: metrics and the audit log (`dns` line).
+void record_decision(Context& context, const DnsEvent& event);
+
+// The end-of-run summary's entry for `key` ("host:port", "name (DNS)"), counted once more. Bounded: past
+// kMaxRefusedHosts distinct keys, refusals count under `overflow_key`, so a client inventing names cannot
+// grow the summary without end.
+RefusalSummary::Entry& count_refused(Context& context, const std::string& key,
+                                     const std::string& overflow_key);
+
+}  // namespace cordon::proxy
