@@ -65,6 +65,9 @@ def main():
     r["clone3"] = in_child(435, 0, 0)  # a null argument: EFAULT where clone3 is there, ENOSYS where it is not
     r["setns"] = errno_of(308, -1, 0)  # EBADF where setns is there
     r["mount"] = errno_of(165, 0, 0, 0, 0, 0)
+    # seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, NULL): EFAULT where user notification
+    # is there, EINVAL where it is not
+    r["seccomp_listener"] = errno_of(317, 1, 8, 0)
     r["landlock"] = errno_of(444, 0, 0, 1)  # LANDLOCK_CREATE_RULESET_VERSION: the ABI, or an errno
     r["landlock_abi"] = libc.syscall(ctypes.c_long(444), ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(1))
     try:

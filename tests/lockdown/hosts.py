@@ -24,6 +24,8 @@ and stdin). Needs root (the simulations drop what they must themselves).
                           CORDON_TEST_BWRAP names another bwrap binary.
   NoLandlockHost(within=None)  a kernel without Landlock: a filter makes landlock_create_ruleset, landlock_add_rule
                           and landlock_restrict_self fail with ENOSYS; as root on this host, or inside another Host.
+  OldKernelHost(within=None)   a kernel without seccomp user notification (before 5.0): a filter refuses
+                          SECCOMP_FILTER_FLAG_NEW_LISTENER with EINVAL, as such a kernel does.
 
 `python3 hosts.py userns-limit|seccomp|bridge ...` are the helpers the argv()s run; x86_64 only (system call
 numbers below), like tests/jail/probe.py."""
@@ -51,9 +53,10 @@ NR = {
     "setns": 308, "kcmp": 312, "bpf": 321, "userfaultfd": 323, "open_tree": 428, "move_mount": 429,
     "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435, "pidfd_getfd": 438,
     "process_madvise": 440, "mount_setattr": 442, "quotactl_fd": 443, "landlock_create_ruleset": 444,
-    "landlock_add_rule": 445, "landlock_restrict_self": 446,
+    "landlock_add_rule": 445, "landlock_restrict_self": 446, "seccomp": 317,
 }
-EPERM, ENOSYS = 1, 38
+EPERM, EINVAL, ENOSYS = 1, 22, 38
+SECCOMP_FILTER_FLAG_NEW_LISTENER = 8
 AF_UNIX, AF_VSOCK = 1, 40
 # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET: Docker's mask (2114060288) for clone.
 CLONE_NAMESPACE_FLAGS = 0x7E020000
@@ -66,8 +69,8 @@ CAP_NUMBERS = {"chown": 0, "dac_override": 1, "fowner": 3, "fsetid": 4, "kill": 
                "audit_write": 29, "setfcap": 31}
 CAP_LAST = 40  # CAP_CHECKPOINT_RESTORE; higher numbers are skipped (EINVAL) on an older kernel
 
-# Filters, as (system call, errno, condition): condition None always, ("arg0", value) when the first argument's
-# low 32 bits equal value, ("arg0&", mask) when they share a bit with mask.
+# Filters, as (system call, errno, condition): condition None always, ("argN", value) when argument N's low 32
+# bits equal value, ("argN&", mask) when they share a bit with mask.
 FILTERS = {
     # Docker's default profile without CAP_SYS_ADMIN and CAP_SYS_PTRACE: the calls it allows only with those
     # capabilities (EPERM, its default action), the ones it never lists (keyctl, add_key, request_key,
@@ -85,6 +88,8 @@ FILTERS = {
         "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self")],
     # srt's apply-seccomp "unix" filter: no new Unix socket (a socket inherited or received still works).
     "srt-unix": [("socket", EPERM, ("arg0", AF_UNIX))],
+    # A kernel before 5.0 (no seccomp user notification): a filter asking for a listener is refused as there.
+    "no-user-notif": [("seccomp", EINVAL, ("arg1&", SECCOMP_FILTER_FLAG_NEW_LISTENER))],
 }
 
 
@@ -103,8 +108,9 @@ def bpf_program(rules):
             prog += [(JEQ, 0, 1, NR[name]), (RET, 0, 0, ERRNO | errno)]
             continue
         kind, value = cond
-        prog += [(JEQ, 0, 3, NR[name]), (LD_ABS, 0, 0, 16),  # args[0], low half (little-endian)
-                 (JSET if kind == "arg0&" else JEQ, 0, 1, value), (RET, 0, 0, ERRNO | errno)]
+        index = int(kind[3])
+        prog += [(JEQ, 0, 3, NR[name]), (LD_ABS, 0, 0, 16 + 8 * index),  # args[N], low half (little-endian)
+                 (JSET if kind.endswith("&") else JEQ, 0, 1, value), (RET, 0, 0, ERRNO | errno)]
     prog.append((RET, 0, 0, ALLOW))
     return b"".join(struct.pack("=HBBI", *insn) for insn in prog), len(prog)
 
@@ -285,17 +291,18 @@ class DockerHost(Host):
         return [PY, HOSTS_PY, "seccomp", "docker", "--docker-caps", "--", *cmd]
 
 
-class NoLandlockHost(Host):
-    name = "no-landlock"
+class FilteredHost(Host):
+    """A filter of FILTERS (PROFILE) around this host or another one."""
+
+    profile = ""
 
     def __init__(self, within=None):
         self.within = within
-        if within is not None:
-            self.name = f"{within.name}+no-landlock"
+        self.name = self.profile if within is None else f"{within.name}+{self.profile}"
 
     def argv(self, cmd):
         inner = self.within.argv(cmd) if self.within else list(cmd)
-        return [PY, HOSTS_PY, "seccomp", "no-landlock", "--", *inner]
+        return [PY, HOSTS_PY, "seccomp", self.profile, "--", *inner]
 
     def setup(self):
         if self.within:
@@ -305,6 +312,16 @@ class NoLandlockHost(Host):
     def teardown(self):
         if self.within:
             self.within.teardown()
+
+
+class NoLandlockHost(FilteredHost):
+    profile = "no-landlock"
+
+
+class OldKernelHost(FilteredHost):
+    """A kernel without seccomp user notification (before 5.0), where the namespace-free jail is impossible."""
+
+    profile = "no-user-notif"
 
 
 class BubblewrapHost(Host):

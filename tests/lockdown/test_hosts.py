@@ -114,6 +114,12 @@ class HostsTest(unittest.TestCase):
         self.assertEqual(r["unshare_user"], errno.ENOSPC)
         self.assertEqual(r["uid"], pwd.getpwnam(USER).pw_uid)
 
+    def test_old_kernel_has_no_seccomp_user_notification(self):
+        self.assertEqual(probe(Direct())["seccomp_listener"], errno.EFAULT)
+        r = probe(hosts.OldKernelHost(hosts.UsernsLimitHost(USER)))
+        self.assertEqual(r["seccomp_listener"], errno.EINVAL)
+        self.assertEqual(r["unshare_user"], errno.ENOSPC)
+
     def test_bubblewrap_has_claude_codes_restrictions_and_only_the_proxy_out(self):
         before = host_sysctl()
         with OuterProxy() as outer, hosts.BubblewrapHost(USER, proxy=("127.0.0.1", outer.port)) as host:
