@@ -374,10 +374,10 @@ HostReport diagnose(const HostFacts& f) {
         if (!scoping.available) r.lacks.push_back("Landlock's scoping of signals and abstract Unix sockets");
         if (!cgroup.available) r.lacks.push_back("a cgroup: --memory and --pids are rlimits");
         if (!getfd.available)
-            r.lacks.insert(r.lacks.begin(),
-                           "the network: the notifier cannot take the command's sockets "
-                           "(pidfd_getfd), so every connect fails (" +
-                               getfd.fix + ")");
+            r.lacks.push_back("pidfd_getfd (" + getfd.fix +
+                              "): a TCP connect gets a socket of the supervisor's in place of the command's "
+                              "(options set on it before the connect are lost); listed Unix sockets and "
+                              "/proc/self/fd reopens are refused");
     } else {
         r.jail = JailKind::None;
     }
