@@ -8,7 +8,6 @@
 #include <linux/filter.h>
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -101,14 +100,18 @@ T in_child(T initial, void (*fn)(T&), std::chrono::milliseconds timeout) {
         ::_exit(0);
     }
     if (pid > 0) {
-        int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-        if (fd >= 0) {
-            pollfd p{fd, POLLIN, 0};
-            if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) ::kill(pid, SIGKILL);
-            ::close(fd);
-        }
+        // Polled rather than waited for: a child that hangs is killed at the deadline (pidfd_open may itself
+        // be refused by a container's filter).
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
         int st = 0;
-        ::waitpid(pid, &st, 0);
+        while (::waitpid(pid, &st, WNOHANG) == 0) {
+            if (std::chrono::steady_clock::now() >= deadline) {
+                ::kill(pid, SIGKILL);
+                ::waitpid(pid, &st, 0);
+                break;
+            }
+            std::this_thread::sleep_for(1ms);
+        }
     }
     T out = *shared;
     shared->~T();
@@ -237,8 +240,10 @@ void try_seccomp(SeccompTrial& t) {
     std::atomic<bool> give_up{false};
     std::thread answer([&] {
         int fd;
-        while ((fd = listener.load()) < 0)
+        while ((fd = listener.load()) < 0) {
             if (give_up.load()) return;
+            std::this_thread::yield();
+        }
         seccomp_notif req{};
         if (::ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) return;
         int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -331,6 +336,21 @@ int try_pidfd_getfd() {
     return result;
 }
 
+// As the namespace-free jail chooses the base of the run's temporary directory.
+std::string run_tmp_base() {
+    namespace fs = std::filesystem;
+    const char* tmpdir = std::getenv("TMPDIR");
+    if (tmpdir == nullptr || tmpdir[0] != '/') return "/tmp";
+    std::error_code ec;
+    const fs::path candidate = fs::weakly_canonical(tmpdir, ec);
+    const fs::path cwd = fs::weakly_canonical(fs::current_path(ec), ec);
+    if (ec || !fs::is_directory(candidate, ec) || candidate == cwd) return "/tmp";
+    const std::string c = candidate.string(), w = cwd.string();
+    if (c.size() > w.size() && c.compare(0, w.size(), w) == 0 && (w == "/" || c[w.size()] == '/'))
+        return "/tmp";
+    return c;
+}
+
 bool identity_map(const std::string& uid_map) {
     std::istringstream in(uid_map);
     unsigned long inside = 1, outside = 1, count = 0;
@@ -418,6 +438,11 @@ HostFacts probe_host() {
     f.landlock_errno = abi < 0 ? errno : 0;
     if (f.landlock_abi > 0)
         f.landlock_restrict = in_child(LandlockTrial{kNotTried}, try_landlock, 2000ms).restrict_self;
+
+    f.run_tmp_base = run_tmp_base();
+    std::string tmpl = f.run_tmp_base + "/cordon-doctor-XXXXXX";
+    f.run_tmp = ::mkdtemp(tmpl.data()) == nullptr ? errno : 0;
+    if (f.run_tmp == 0) ::rmdir(tmpl.c_str());
 
     read_cgroups(f);
     return f;

@@ -69,6 +69,11 @@ struct HostFacts {
     int landlock_errno = 0;  // why none: ENOSYS not built (or filtered), EOPNOTSUPP not enabled at boot
     int landlock_restrict = kNotTried;  // a child restricted itself
 
+    // Where the namespace-free jail makes the run's temporary directory ($TMPDIR when it is a directory
+    // outside the working directory, else /tmp), and whether one could be made there (made and removed).
+    std::string run_tmp_base;
+    int run_tmp = kNotTried;
+
     // cgroups (for --memory and --pids).
     int cgroup_version = 0;         // 2, 1, or 0 when none is mounted
     bool cgroup_delegated = false;  // v2: this process's cgroup offers memory and pids to a child of its own

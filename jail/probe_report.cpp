@@ -26,17 +26,14 @@ std::string sysctl_fix(const std::string& setting) {
 // The container runtimes' switches for what a namespace jail needs inside a container.
 const char* const kContainerFix =
     "start the container with `docker run --security-opt seccomp=unconfined --security-opt "
-    "apparmor=unconfined "
-    "--security-opt systempaths=unconfined ...` (Podman takes the same flags; with Docker's default seccomp "
-    "profile, `--cap-add SYS_ADMIN` also lets unshare, mount and setns through; Kubernetes: "
-    "securityContext.seccompProfile.type: Unconfined and procMount: Unmasked)";
+    "apparmor=unconfined --security-opt systempaths=unconfined ...` (Podman takes the same flags; with "
+    "Docker's default seccomp profile, `--cap-add SYS_ADMIN` also lets unshare, mount and setns through; "
+    "Kubernetes: securityContext.seccompProfile.type: Unconfined and procMount: Unmasked)";
 
 const char* const kOuterSandboxFix =
     "inside Claude Code's sandbox: set `\"sandbox\": {\"allowNestedUserNamespaces\": true}` in its settings, "
-    "or "
-    "turn its sandbox off (`\"sandbox\": {\"enabled\": false}`) and let `cordon claude-hook` jail each "
-    "command; "
-    "bubblewrap run by hand: leave out --disable-userns";
+    "or turn its sandbox off (`\"sandbox\": {\"enabled\": false}`) and let `cordon claude-hook` jail each "
+    "command; bubblewrap run by hand: leave out --disable-userns";
 
 std::string apparmor_fix(const HostFacts& f) {
     std::string fix;
@@ -47,8 +44,7 @@ std::string apparmor_fix(const HostFacts& f) {
     else
         fix =
             "install cordon's AppArmor profile, which grants it user namespaces as Ubuntu's grants bwrap: "
-            "the "
-            ".deb installs and loads it; from a source build `sudo cmake --install build` writes "
+            "the .deb installs and loads it; from a source build `sudo cmake --install build` writes "
             "/etc/apparmor.d/cordon for PREFIX/bin/cordon, then `sudo apparmor_parser -r "
             "/etc/apparmor.d/cordon` (this binary is " +
             f.self_exe + ": the profile must name that path)";
@@ -75,23 +71,20 @@ Diagnosis user_namespace_refused(const HostFacts& f, int err) {
         if (f.nested_user_namespace && in_outer_sandbox(f))
             return {
                 "cordon runs inside another sandbox (bubblewrap, as Claude Code's sandbox runs it) whose "
-                "user "
-                "namespace allows no user namespaces of its own (its max_user_namespaces, or "
+                "user namespace allows no user namespaces of its own (its max_user_namespaces, or "
                 "--disable-userns)",
                 kOuterSandboxFix};
         if (f.nested_user_namespace && limit != 0)
             return {
                 "the user namespace cordon runs in (another sandbox's or a rootless container's) allows no "
-                "more "
-                "user namespaces: the limit of a namespace above it is spent",
+                "more user namespaces: the limit of a namespace above it is spent",
                 "let the sandbox or container around cordon allow nested user namespaces (" +
                     std::string(kOuterSandboxFix) + ")"};
         if (limit == 0)
             return {"user.max_user_namespaces is 0: no user namespace may be made",
-                    f.nested_user_namespace
-                        ? "raise user.max_user_namespaces in the namespace that set it (the "
-                          "sandbox or container around cordon)"
-                        : sysctl_fix("user.max_user_namespaces=10000")};
+                    f.nested_user_namespace ? "raise user.max_user_namespaces in the namespace that set it "
+                                              "(the sandbox or container around cordon)"
+                                            : sysctl_fix("user.max_user_namespaces=10000")};
         return {
             "the user-namespace limit is reached (user.max_user_namespaces=" + std::to_string(limit) + ")",
             sysctl_fix("user.max_user_namespaces=" + std::to_string(limit > 0 ? limit * 2 : 10000))};
@@ -100,8 +93,7 @@ Diagnosis user_namespace_refused(const HostFacts& f, int err) {
         if (in_outer_sandbox(f))
             return {
                 "cordon runs inside another sandbox (bubblewrap, as Claude Code's sandbox runs it) whose "
-                "seccomp "
-                "filter refuses user namespaces",
+                "seccomp filter refuses user namespaces",
                 kOuterSandboxFix};
         if (f.seccomp_mode == 2)
             return {
@@ -129,8 +121,8 @@ Diagnosis step_refused(const HostFacts& f, int err, bool proc) {
     if (apparmor_restricts(f))
         return {
             "AppArmor restricts unprivileged user namespaces "
-            "(kernel.apparmor_restrict_unprivileged_userns=1, "
-            "Ubuntu 23.10 and later): the namespace is made but holds no capabilities",
+            "(kernel.apparmor_restrict_unprivileged_userns=1, Ubuntu 23.10 and later): the namespace is made "
+            "but holds no capabilities",
             apparmor_fix(f)};
     if (in_outer_sandbox(f)) return {"the sandbox around cordon (bubblewrap) refuses it", kOuterSandboxFix};
     if (f.seccomp_mode == 2)
@@ -239,8 +231,8 @@ HostReport diagnose(const HostFacts& f) {
             "expressions, missing or refused)";
         nft.fix =
             "load them (`sudo modprobe nf_tables nft_redir nft_reject_inet nft_nat`; in a container the host "
-            "must have them), or run `cordon run --no-transparent`, which keeps the namespace jail "
-            "without transparent proxying";
+            "must have them), or run `cordon run --no-transparent`, which keeps the namespace jail without "
+            "transparent proxying";
     } else {
         set_step(nft, net.available ? f.nftables : kNotTried, "nftables", {}, "network namespace");
         if (nft.available) nft.detail = "transparent proxying: every TCP connection redirected to the proxy";
@@ -268,8 +260,8 @@ HostReport diagnose(const HostFacts& f) {
     if (addfd.available && f.notify_switched_off) {
         addfd.available = false;
         addfd.detail =
-            "works, but `cordon run` does not use it here (a kernel release before 5.14 by its "
-            "number, or CORDON_TEST_NO_USER_NOTIF)";
+            "works, but `cordon run` does not use it here (a kernel release before 5.14 by its number, or "
+            "CORDON_TEST_NO_USER_NOTIF)";
     }
 
     Layer getfd = layer("pidfd_getfd", "pidfd_getfd");
@@ -280,6 +272,16 @@ HostReport diagnose(const HostFacts& f) {
               f.pidfd_getfd == ENOSYS ? "Linux 5.6 or later" : "docker run --cap-add SYS_PTRACE"},
              "");
     if (getfd.available) getfd.detail = "the notifier can take a jailed process's socket to connect it";
+
+    Layer tmp = layer("run_tmpdir", "run's temporary directory");
+    set_step(
+        tmp, f.run_tmp, "making one in " + f.run_tmp_base,
+        {"the namespace-free jail makes the run's TMPDIR below $TMPDIR (a directory outside the working "
+         "directory) or else /tmp, and cannot here",
+         "set TMPDIR to a writable directory outside the working directory (another sandbox around cordon "
+         "usually gives one)"},
+        "");
+    if (tmp.available) tmp.detail = "below " + f.run_tmp_base + " (the namespace-free jail's TMPDIR)";
 
     Layer landlock = layer("landlock", "Landlock");
     landlock.available = f.landlock_abi > 0 && f.landlock_restrict == 0;
@@ -353,7 +355,7 @@ HostReport diagnose(const HostFacts& f) {
             r.blocker = l->key;
             break;
         }
-    bool namespace_free = seccomp.available && notif.available && addfd.available;
+    bool namespace_free = seccomp.available && notif.available && addfd.available && tmp.available;
     if (r.blocker.empty()) {
         r.jail = JailKind::Namespaces;
         if (!landlock.available)
@@ -381,8 +383,8 @@ HostReport diagnose(const HostFacts& f) {
     } else {
         r.jail = JailKind::None;
     }
-    r.layers = {user,  mount, net,      pid,          other,   nft,    seccomp, notif,
-                addfd, getfd, landlock, landlock_net, scoping, cgroup, apparmor};
+    r.layers = {user,  mount, net, pid,      other,        nft,     seccomp, notif,
+                addfd, getfd, tmp, landlock, landlock_net, scoping, cgroup,  apparmor};
     return r;
 }
 

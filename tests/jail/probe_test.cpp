@@ -22,6 +22,8 @@ HostFacts full_host() {
     f.user_ns = f.id_maps = f.mount_ns = f.mounts = f.net_ns = f.loopback = f.nftables = 0;
     f.ipc_uts_cgroup_ns = f.pid_ns = f.proc_mount = 0;
     f.seccomp_filter = f.user_notif = f.addfd = f.pidfd_getfd = 0;
+    f.run_tmp_base = "/tmp";
+    f.run_tmp = 0;
     f.landlock_abi = 7;
     f.landlock_restrict = 0;
     f.cgroup_version = 2;
@@ -189,4 +191,13 @@ TEST_CASE("the notifier switched off for `cordon run`: no namespace-free jail") 
     HostReport r = diagnose(f);
     CHECK(r.jail == JailKind::None);
     CHECK(has(layer(r, "addfd").detail, "does not use it"));
+}
+
+TEST_CASE("no writable temporary directory: no namespace-free jail") {
+    HostFacts f = without_user_namespace(ENOSPC);
+    f.max_user_namespaces = 0;
+    f.run_tmp = EROFS;
+    HostReport r = diagnose(f);
+    CHECK(r.jail == JailKind::None);
+    CHECK(has(layer(r, "run_tmpdir").fix, "set TMPDIR"));
 }

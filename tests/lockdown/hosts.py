@@ -20,7 +20,8 @@ and stdin). Needs root (the simulations drop what they must themselves).
                           ENOSPC while this one's own max_user_namespaces reads the default), a network namespace
                           whose only way out is the outer proxy (reached as srt does: HTTP on localhost:3128 and
                           SOCKS on localhost:1080 inside, bridged over Unix sockets bound into the sandbox), the
-                          proxy variables srt sets, and srt's seccomp rule refusing socket(AF_UNIX) to the command.
+                          proxy variables srt sets, srt's TMPDIR (a writable directory of its own), and srt's seccomp
+                          rule refusing socket(AF_UNIX) to the command.
                           CORDON_TEST_BWRAP names another bwrap binary.
   NoLandlockHost(within=None)  a kernel without Landlock: a filter makes landlock_create_ruleset, landlock_add_rule
                           and landlock_restrict_self fail with ENOSYS; as root on this host, or inside another Host.
@@ -343,6 +344,12 @@ class BubblewrapHost(Host):
             raise RuntimeError("bubblewrap is not installed (scripts/setup --test installs it)")
         self.dir = tempfile.mkdtemp(prefix="cordon-bwrap-")
         os.chmod(self.dir, 0o755)
+        # srt's TMPDIR (/tmp/claude there): the one writable place it gives besides the write allowances.
+        os.mkdir(self.tmpdir())
+        if self.user:
+            import pwd
+            pw = pwd.getpwnam(self.user)
+            os.chown(self.tmpdir(), pw.pw_uid, pw.pw_gid)
         if self.proxy:
             for kind, target in (("http", self.proxy), ("socks", self.socks_proxy)):
                 path = os.path.join(self.dir, f"{kind}.sock")
@@ -361,6 +368,9 @@ class BubblewrapHost(Host):
         if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
+
+    def tmpdir(self):
+        return os.path.join(self.dir, "tmp")
 
     def proxy_env(self):
         """The variables srt sets in the sandbox (generateProxyEnvVars)."""
@@ -381,7 +391,7 @@ class BubblewrapHost(Host):
                 pairs += ["--tcp", f"{port}={path}"]
             for k, v in self.proxy_env().items():
                 args += ["--setenv", k, v]
-        args += ["--ro-bind", "/", "/"]
+        args += ["--setenv", "TMPDIR", self.tmpdir(), "--ro-bind", "/", "/", "--bind", self.tmpdir(), self.tmpdir()]
         for d in self.writable:
             args += ["--bind", d, d]
         args += ["--dev", "/dev", "--unshare-pid", "--unshare-user", "--cap-drop", "ALL", "--proc", "/proc",

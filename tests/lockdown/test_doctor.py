@@ -24,7 +24,7 @@ CORDON = None  # a copy the test user can run
 USER = None
 BASE = None
 LAYERS = ["user_namespace", "mount_namespace", "network_namespace", "pid_namespace", "ipc_uts_cgroup_namespaces",
-          "nftables", "seccomp", "user_notification", "addfd", "pidfd_getfd", "landlock", "landlock_network",
+          "nftables", "seccomp", "user_notification", "addfd", "pidfd_getfd", "run_tmpdir", "landlock", "landlock_network",
           "landlock_scoping", "cgroup", "apparmor"]
 
 
@@ -62,14 +62,15 @@ class AsUser(hosts.Host):
 
 
 class DoctorTest(unittest.TestCase):
-    def doctor(self, host, *args):
+    def doctor(self, host, *args, cwd=None, env=None):
         with host:
-            r = host.run([CORDON, "doctor", *args], capture_output=True, text=True, timeout=120, cwd="/")
+            r = host.run([CORDON, "doctor", *args], capture_output=True, text=True, timeout=120, cwd=cwd or BASE,
+                         env=env)
         self.assertEqual(r.stderr, "", f"doctor in {host.name} wrote to stderr")
         return r
 
-    def report(self, host):
-        r = self.doctor(host, "--json")
+    def report(self, host, **kw):
+        r = self.doctor(host, "--json", **kw)
         report = json.loads(r.stdout)
         self.assertEqual(r.returncode, report["exit_status"])
         self.assertEqual(sorted(report["layers"]), sorted(LAYERS))
@@ -156,16 +157,21 @@ class DoctorTest(unittest.TestCase):
         without namespaces (its line on stderr), or none (exit 125)."""
         if "--jail" not in subprocess.run([CORDON, "run", "--help"], capture_output=True, text=True).stdout:
             self.skipTest("this cordon has no jail without namespaces (`cordon run --jail`)")
+        # A project and a temporary directory outside it (Claude Code's sandbox gives one: its /tmp is read-only),
+        # both writable in bubblewrap.
         work = tempfile.mkdtemp(prefix="run-", dir=BASE)
+        project, tmp = os.path.join(work, "project"), os.path.join(work, "tmp")
         entry = pwd.getpwnam(USER)
-        os.chown(work, entry.pw_uid, entry.pw_gid)
+        for d in (work, project, tmp):
+            os.makedirs(d, exist_ok=True)
+            os.chown(d, entry.pw_uid, entry.pw_gid)
         for host in (Direct(), AsUser(), hosts.UsernsLimitHost(USER), hosts.DockerHost(),
                      hosts.BubblewrapHost(USER, writable=[work]), hosts.OldKernelHost(hosts.UsernsLimitHost(USER))):
             with self.subTest(host.name):
-                status, report = self.report(host)
-                env = dict(os.environ, TMPDIR=work)
+                status, report = self.report(host, cwd=project, env=dict(os.environ, TMPDIR=tmp))
+                env = dict(os.environ, TMPDIR=tmp)
                 with host:
-                    run = host.run([CORDON, "run", "--no-discover", "--", "/bin/true"], cwd=work, env=env,
+                    run = host.run([CORDON, "run", "--no-discover", "--", "/bin/true"], cwd=project, env=env,
                                    capture_output=True, text=True, timeout=120)
                 fallback = "running the jail without namespaces" in run.stderr
                 if status == 2:

@@ -134,6 +134,13 @@ class HostsTest(unittest.TestCase):
         self.assertEqual(r["socket_unix"], errno.EPERM)
         self.assertEqual(host_sysctl(), before)
 
+    def test_bubblewrap_gives_a_writable_tmpdir_only(self):
+        with hosts.BubblewrapHost(USER) as host:
+            script = 'touch "$TMPDIR/x" && echo tmpdir-ok; touch /tmp/cordon-bwrap-probe 2>/dev/null || echo tmp-ro'
+            r = host.run(["sh", "-c", script], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.stdout.split(), ["tmpdir-ok", "tmp-ro"], r.stderr)
+        self.assertFalse(os.path.exists("/tmp/cordon-bwrap-probe"))
+
     def test_bubblewrap_as_root(self):
         with hosts.BubblewrapHost() as host:
             r = probe(host)
