@@ -23,6 +23,7 @@ constexpr const char* kUsage =
     "  claude-hook      Claude Code's PreToolUse hook: Bash commands run under `cordon run` (--install)\n"
     "  connect HOST PORT\n"
     "                   connect through the jail's SOCKS5 proxy and relay stdin/stdout (ssh ProxyCommand)\n"
+    "  doctor           which jail this host allows, what is missing, why, and the fix (--json)\n"
     "\n"
     "  cordon COMMAND --help   describes the command's flags\n"
     "  cordon --version        prints the version\n";
@@ -37,6 +38,7 @@ constexpr Command kCommands[] = {
     {"check", cordon::cli::cmd_check},
     {"claude-hook", cordon::cli::cmd_claude_hook},
     {"connect", cordon::cli::cmd_connect},
+    {"doctor", cordon::cli::cmd_doctor},
     {"policy", cordon::cli::cmd_policy},
     {"proxy", cordon::cli::cmd_proxy},
     {"run", cordon::cli::cmd_run},

@@ -1,7 +1,7 @@
 # bash completion for cordon. The flags come from `cordon COMMAND --help` itself, so they never drift.
 _cordon() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-    local commands="run proxy check policy connect"
+    local commands="run proxy check policy connect doctor"
     if [ "$COMP_CWORD" -eq 1 ]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return

@@ -10,6 +10,17 @@ configure_file(${CORDON_PACKAGING_SOURCE}/cordon-proxy.service.in ${CORDON_PACKA
                @ONLY)
 file(INSTALL ${CORDON_PACKAGING_BINARY}/cordon-proxy.service
      DESTINATION "${CMAKE_INSTALL_PREFIX}/lib/systemd/system")
+# The AppArmor profile that lets cordon make user namespaces where AppArmor restricts them: it names the installed
+# binary. AppArmor reads /etc/apparmor.d only, so a system install (prefix /usr or /usr/local) puts it there; any
+# other prefix gets it below PREFIX/etc/apparmor.d, for the administrator to copy (`cordon doctor` says when).
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr" OR CMAKE_INSTALL_PREFIX STREQUAL "/usr/local")
+  set(CORDON_APPARMOR_DIR /etc/apparmor.d)
+else()
+  set(CORDON_APPARMOR_DIR "${CORDON_ETC}/apparmor.d")
+endif()
+set(CORDON_BINARY "${CORDON_BIN}/cordon")
+configure_file(${CORDON_PACKAGING_SOURCE}/apparmor/cordon.in ${CORDON_PACKAGING_BINARY}/apparmor/cordon @ONLY)
+file(INSTALL ${CORDON_PACKAGING_BINARY}/apparmor/cordon DESTINATION "${CORDON_APPARMOR_DIR}")
 # The administrator's policy: installed when there is none, never overwritten (the package makes it a
 # conffile, so dpkg asks before replacing an edited one).
 if(NOT EXISTS "$ENV{DESTDIR}${CORDON_ETC}/cordon/egress.json")

@@ -4,7 +4,9 @@ fresh Debian 12 root made by mmdebstrap (essential packages plus the .deb's own 
 the Debian mirrors this machine's apt uses: the only test that uses the network, and only those mirrors);
 `cordon --version` runs from /usr/bin; the system user exists; `systemd-analyze verify` passes on
 cordon-proxy.service (and fails on a broken copy, so the check can fail); /etc/cordon/egress.json is a conffile
-an upgrade keeps; man pages and bash completion are in place.
+an upgrade keeps; the AppArmor profile (/etc/apparmor.d/cordon, a conffile) grants /usr/bin/cordon `userns`
+(the root's kernel mediates no user namespaces, so postinst leaves it unloaded and succeeds); man pages and bash
+completion are in place.
 
 usage: test_deb.py --build BUILD_DIR --version VERSION"""
 
@@ -122,9 +124,19 @@ class DebTest(unittest.TestCase):
         r = self.chroot("cordon", "policy", "--no-discover", "--settings", "/etc/cordon/egress.json")
         self.assertEqual(r.returncode, 0, r.stderr)
 
+    def test_apparmor_profile(self):
+        r = run(["dpkg-deb", "-c", self.deb])
+        self.assertIn("./etc/apparmor.d/cordon", r.stdout)
+        with open(self.root + "/etc/apparmor.d/cordon") as f:
+            text = f.read()
+        self.assertIn("profile cordon /usr/bin/cordon flags=(unconfined) {", text)
+        self.assertIn("\n  userns,\n", text)
+        r = self.chroot("dpkg-query", "-W", "-f=${Conffiles}", "cordon")
+        self.assertIn("/etc/apparmor.d/cordon", r.stdout)
+
     def test_man_pages_and_completion(self):
         for page in ["cordon", "cordon-run", "cordon-proxy", "cordon-check", "cordon-policy", "cordon-connect",
-                     "cordon-ca"]:
+                     "cordon-ca", "cordon-doctor"]:
             path = self.root + "/usr/share/man/man1/%s.1.gz" % page
             self.assertTrue(os.path.exists(path), path)
         r = run(["sh", "-c", "zcat %s/usr/share/man/man1/cordon-proxy.1.gz" % self.root])
