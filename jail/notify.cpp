@@ -323,8 +323,10 @@ thread_local std::pair<Waits*, std::uint64_t> Waits::current_{nullptr, 0};
 
 class NotifierImpl final : public Notifier {
   public:
-    NotifierImpl(int fd, policy::PolicyPtr policy, RunStart run_start, std::vector<std::string> mount_points)
+    NotifierImpl(int fd, policy::PolicyPtr policy, RunStart run_start, std::vector<std::string> mount_points,
+                 std::shared_ptr<const HostView> host)
         : listener_(fd),
+          host_(std::move(host)),
           policy_(std::move(policy)),
           run_start_(run_start),
           mount_points_(mount_points.begin(), mount_points.end()) {
@@ -831,9 +833,15 @@ class NotifierImpl final : public Notifier {
         };
         // The jail's own areas: device files and /proc knobs are written, not created (as the jail's Landlock
         // rules say; the read-only mounts there still apply).
-        if (!under("/dev/shm") && (under("/dev") || under("/proc"))) return creates ? EACCES : 0;
+        if (!under("/dev/shm") && (under("/dev") || under("/proc")))
+            return host_ ? host_rules::write(*host_, path, creates, false) : creates ? EACCES : 0;
         policy::Decision d = policy_->decide_write_resolved(
             path, [&](const std::string& dir) { return git_dir_existed(original.substr(0, dir.size())); });
+        if (d.allowed() && host_) {
+            const bool default_tmp =
+                d.rule && d.rule->source.layer == policy::Layer::Default && d.rule->text == "/tmp";
+            return host_rules::write(*host_, path, creates, default_tmp);
+        }
         if (d.allowed()) return 0;
         // Why: the jail's /dev/shm is its own tmpfs (POSIX shared memory), free to write, except a project
         // bound below it (a writable root there): its protected names are refused like anywhere else.
@@ -1505,12 +1513,22 @@ class NotifierImpl final : public Notifier {
             // Another family, an abstract or unnamed address: confined by the socket's network namespace,
             // performed with the caller's rights.
             if (int err = unix_sockets::needs_privilege(addr, len, connecting)) return err;
+            // Without a network namespace the address is the host's: only the proxy's listeners.
+            if (host_ && connecting)
+                if (int err = host_rules::connect(*host_, addr, len)) return err;
             if (!connecting) {
                 if (!become(c)) return EPERM;
                 return ::bind(s->fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0 ? 0 : errno;
             }
             attempt = [s, addr, len] {
                 return ::connect(s->fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0 ? 0 : errno;
+            };
+        } else if (connecting && host_ && host_->all_unix_sockets) {
+            // allowAllUnixSockets without a listed path: performed as asked, as the caller.
+            attempt = [s, addr, len, who = c, privileged = privileged_] {
+                return as_caller(who, privileged, [&] {
+                    return ::connect(s->fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0 ? 0 : errno;
+                });
             };
         } else if (connecting) {
             std::string abs;
@@ -1559,6 +1577,7 @@ class NotifierImpl final : public Notifier {
     }
 
     Fd listener_;
+    std::shared_ptr<const HostView> host_;  // the namespace-free jail's (host_view.hpp); null: namespaces
     std::atomic<bool> stopping_{false}, stopped_{false};
     std::condition_variable stopped_cv_;
     JailView view_;
@@ -1596,8 +1615,10 @@ thread_local NotifierImpl::ThreadState NotifierImpl::state_;
 }  // namespace
 
 std::unique_ptr<Notifier> Notifier::start(int fd, policy::PolicyPtr policy, RunStart run_start,
-                                          std::vector<std::string> mount_points) {
-    return std::make_unique<NotifierImpl>(fd, std::move(policy), run_start, std::move(mount_points));
+                                          std::vector<std::string> mount_points,
+                                          std::shared_ptr<const HostView> host) {
+    return std::make_unique<NotifierImpl>(fd, std::move(policy), run_start, std::move(mount_points),
+                                          std::move(host));
 }
 
 }  // namespace cordon::jail

@@ -17,7 +17,12 @@ std::vector<std::uint16_t> proxy_ports() {
 }
 
 std::vector<std::pair<std::string, std::string>> proxy_variables() {
-    const std::string port = std::to_string(kHttpProxyPort), socks_port = std::to_string(kSocksProxyPort);
+    return proxy_variables(kHttpProxyPort, kSocksProxyPort);
+}
+
+std::vector<std::pair<std::string, std::string>> proxy_variables(std::uint16_t http_port,
+                                                                 std::uint16_t socks_port_number) {
+    const std::string port = std::to_string(http_port), socks_port = std::to_string(socks_port_number);
     const std::string http = "http://127.0.0.1:" + port;
     const std::string socks = "socks5h://127.0.0.1:" + socks_port;
     const std::string no_proxy = "localhost,127.0.0.1,::1";

@@ -1,0 +1,93 @@
+// The notifier's rules for the namespace-free jail (host_view.hpp). Why they exist: in the namespace jail the
+// supervisor performs a write through the jail's root, where /dev is a minimal tmpfs, /proc the jail's own
+// with /proc/sys read-only and /tmp a private tmpfs; a connect goes out of a socket whose network namespace
+// holds nothing but the proxy. Without namespaces the same calls would land on the host's devices, the
+// host's kernel knobs (root's command could write /proc/sys/kernel/core_pattern) and any address.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/un.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "jail/host_view.hpp"
+
+namespace cordon::jail::host_rules {
+
+namespace {
+
+bool under(const std::string& path, const std::string& root) {
+    return path.compare(0, root.size(), root) == 0 &&
+           (path.size() == root.size() || path[root.size()] == '/');
+}
+
+bool all_digits(const std::string& s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+int write(const HostView& view, const std::string& path, bool creates, bool default_tmp) {
+    if (under(path, "/dev/shm")) return 0;  // the host's POSIX shared memory (no private /dev/shm here)
+    if (under(path, "/dev")) {
+        // The devices of the namespace jail's minimal /dev, and the terminals; never a disk, a console or
+        // /dev/mem that root's command (uid 0, no capabilities) could open by the owner's mode bits.
+        static const char* const kDevices[] = {"/dev/null",    "/dev/zero", "/dev/full", "/dev/random",
+                                               "/dev/urandom", "/dev/tty",  "/dev/ptmx"};
+        if (creates) return EACCES;
+        for (const char* device : kDevices)
+            if (path == device) return 0;
+        if (under(path, "/dev/pts") && path != "/dev/pts") return 0;
+        return EACCES;
+    }
+    if (under(path, "/proc")) {
+        // Only a process's own directory (another's was refused on the path resolved, jail_view.cpp):
+        // oom_score_adj, comm, attr. The host's /proc/sys and /proc/sysrq-trigger are not the jail's.
+        if (creates) return EACCES;
+        const std::size_t end = path.find('/', 6);
+        const std::string who = path.substr(6, end == std::string::npos ? std::string::npos : end - 6);
+        return end != std::string::npos && (all_digits(who) || who == "self" || who == "thread-self")
+                   ? 0
+                   : EACCES;
+    }
+    // The policy's default "/tmp" is the jail's private /tmp: here only the run's own directory.
+    if (default_tmp && !(!view.private_tmp.empty() && under(path, view.private_tmp))) return EROFS;
+    return 0;
+}
+
+int connect(const HostView& view, const sockaddr_storage& addr, socklen_t len) {
+    switch (addr.ss_family) {
+        case AF_UNSPEC:
+        case AF_NETLINK:  // the kernel's own sockets (needs_privilege() refuses groups and port ids)
+            return 0;
+        case AF_UNIX:  // an abstract or unnamed address: the host's abstract namespace is not the jail's
+            return view.all_unix_sockets ? 0 : EPERM;
+        case AF_INET: {
+            if (len < static_cast<socklen_t>(sizeof(sockaddr_in))) return EINVAL;
+            const auto& to = reinterpret_cast<const sockaddr_in&>(addr);
+            for (const auto& [listener, listener_len] : view.proxy) {
+                if (listener.ss_family != AF_INET) continue;
+                const auto& l = reinterpret_cast<const sockaddr_in&>(listener);
+                if (l.sin_port == to.sin_port && l.sin_addr.s_addr == to.sin_addr.s_addr) return 0;
+            }
+            return EPERM;
+        }
+        case AF_INET6: {
+            if (len < static_cast<socklen_t>(sizeof(sockaddr_in6))) return EINVAL;
+            const auto& to = reinterpret_cast<const sockaddr_in6&>(addr);
+            for (const auto& [listener, listener_len] : view.proxy) {
+                if (listener.ss_family != AF_INET6) continue;
+                const auto& l = reinterpret_cast<const sockaddr_in6&>(listener);
+                if (l.sin6_port == to.sin6_port &&
+                    std::memcmp(&l.sin6_addr, &to.sin6_addr, sizeof l.sin6_addr) == 0)
+                    return 0;
+            }
+            return EPERM;
+        }
+        default:
+            return EPERM;
+    }
+}
+
+}  // namespace cordon::jail::host_rules
