@@ -4,12 +4,18 @@
 // holds nothing but the proxy. Without namespaces the same calls would land on the host's devices, the
 // host's kernel knobs (root's command could write /proc/sys/kernel/core_pattern) and any address.
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "jail/host_view.hpp"
 
@@ -88,6 +94,47 @@ int connect(const HostView& view, const sockaddr_storage& addr, socklen_t len) {
         default:
             return EPERM;
     }
+}
+
+int connect_by_replacement(int listener, std::uint64_t id, pid_t pid, int fd, const sockaddr_storage& addr,
+                           socklen_t len) {
+    // The caller's descriptor: a socket, and its file status flags (octal in fdinfo).
+    const std::string base = "/proc/" + std::to_string(pid) + "/fd";
+    char link[64] = {};
+    const std::string path = base + "/" + std::to_string(fd);
+    ssize_t n = ::readlink(path.c_str(), link, sizeof link - 1);
+    if (n < 0) return EBADF;
+    if (std::strncmp(link, "socket:", 7) != 0) return ENOTSOCK;
+    std::ifstream info("/proc/" + std::to_string(pid) + "/fdinfo/" + std::to_string(fd));
+    std::string key;
+    long flags = -1;
+    while (info >> key)
+        if (key == "flags:") {
+            std::string octal;
+            info >> octal;
+            flags = std::strtol(octal.c_str(), nullptr, 8);
+            break;
+        }
+    if (flags < 0) return EBADF;
+    int sock = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (sock < 0) return errno;
+    // The proxy's listener on loopback: the handshake completes at once, even for a non-blocking caller.
+    if (::connect(sock, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+        const int err = errno;
+        ::close(sock);
+        return err;
+    }
+    if (flags & O_NONBLOCK) ::fcntl(sock, F_SETFL, O_NONBLOCK);
+    seccomp_notif_addfd addfd{};
+    addfd.id = id;
+    addfd.flags = SECCOMP_ADDFD_FLAG_SETFD;
+    addfd.srcfd = static_cast<std::uint32_t>(sock);
+    addfd.newfd = static_cast<std::uint32_t>(fd);
+    addfd.newfd_flags = (flags & O_CLOEXEC) ? O_CLOEXEC : 0;
+    const int rc = ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &addfd);
+    const int err = errno;
+    ::close(sock);
+    return rc < 0 ? err : 0;
 }
 
 }  // namespace cordon::jail::host_rules

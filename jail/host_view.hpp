@@ -4,7 +4,9 @@
 #pragma once
 
 #include <sys/socket.h>
+#include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +36,14 @@ int write(const HostView& view, const std::string& path, bool creates, bool defa
 // connect(2) of an AF_INET/AF_INET6/AF_UNIX address that names no file: only to the proxy's listeners
 // (AF_UNSPEC dissolves an association and is allowed); EPERM otherwise, as the namespace jail's firewall.
 int connect(const HostView& view, const sockaddr_storage& addr, socklen_t len);
+
+// A connect that connect() allowed, where the caller's socket cannot be taken (pidfd_getfd refused, as by
+// Docker's default seccomp profile without CAP_SYS_ADMIN): a new socket of the supervisor's, connected to
+// `addr`, replaces the caller's descriptor `fd` (SECCOMP_IOCTL_NOTIF_ADDFD with SETFD, the caller's
+// O_NONBLOCK and close-on-exec kept) for the notification `id` of process `pid` on `listener`. 0 (answer
+// the connect with success) or an errno.
+int connect_by_replacement(int listener, std::uint64_t id, pid_t pid, int fd, const sockaddr_storage& addr,
+                           socklen_t len);
 
 }  // namespace host_rules
 

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <netinet/in.h>
@@ -472,15 +473,24 @@ bool HostJail::start(const JailConfig& config, std::string& error) {
         return false;
     }
     if (!make_listeners(config_, error)) return false;
-    // The run's own temporary directory, in the host's /tmp (never in the user's project): the command's
-    // TMPDIR, the one part of /tmp the notifier lets it write, removed after the run.
-    char tmpl[] = "/tmp/cordon-tmp-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) {
-        error = std::string("cannot make the run's temporary directory in /tmp: ") + std::strerror(errno);
+    // The run's own temporary directory (the command's TMPDIR, the one part of /tmp the notifier lets it
+    // write, removed after the run): below the caller's TMPDIR where that is a directory outside the working
+    // directory (another sandbox around cordon gives one; its /tmp may be read-only), else below /tmp; never
+    // in the user's project.
+    fs::path base = "/tmp";
+    if (const char* tmpdir = std::getenv("TMPDIR"); tmpdir != nullptr && tmpdir[0] == '/') {
+        std::error_code ec;
+        const fs::path candidate = fs::weakly_canonical(tmpdir, ec);
+        const fs::path cwd = fs::weakly_canonical(config_.cwd, ec);
+        if (!ec && fs::is_directory(candidate, ec) && candidate != cwd && !below(candidate, cwd)) base = candidate;
+    }
+    std::string tmpl = (base / "cordon-tmp-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+        error = "cannot make the run's temporary directory in " + base.string() + ": " + std::strerror(errno);
         return false;
     }
     private_tmp_ = tmpl;
-    if (config_.run_as && ::chown(tmpl, config_.run_as->first, config_.run_as->second) != 0) {
+    if (config_.run_as && ::chown(tmpl.c_str(), config_.run_as->first, config_.run_as->second) != 0) {
         error = std::string("cannot give the run's temporary directory to the command's user: ") +
                 std::strerror(errno);
         return false;

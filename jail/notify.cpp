@@ -846,6 +846,10 @@ class NotifierImpl final : public Notifier {
         // Why: the jail's /dev/shm is its own tmpfs (POSIX shared memory), free to write, except a project
         // bound below it (a writable root there): its protected names are refused like anywhere else.
         if (under("/dev/shm") && d.reason == policy::Reason::DefaultDeny) return 0;
+        // The run's TMPDIR without namespaces stands for the private /tmp, wherever it was made.
+        if (host_ && !host_->private_tmp.empty() && d.reason == policy::Reason::DefaultDeny &&
+            under(host_->private_tmp.c_str()))
+            return 0;
         return d.reason == policy::Reason::DefaultDeny ? EROFS : EACCES;
     }
 
@@ -1496,6 +1500,15 @@ class NotifierImpl final : public Notifier {
         if (int err = unix_sockets::read_address(c.pid, a[1], a[2], addr, len)) return err;
         Fd sock(unix_sockets::take_socket(c.pid, c.tgid > 0 ? static_cast<pid_t>(c.tgid) : c.pid,
                                           static_cast<int>(static_cast<std::uint32_t>(a[0]))));
+        if (sock.fd < 0 && host_ && (errno == EPERM || errno == ENOSYS) && req.data.nr == SYS_connect &&
+            (addr.ss_family == AF_INET || addr.ss_family == AF_INET6)) {
+            // pidfd_getfd refused to us too (a container's filter): the caller's socket is replaced instead.
+            if (int err = host_rules::connect(*host_, addr, len)) return err;
+            if (!valid(req.id)) return -1;
+            return host_rules::connect_by_replacement(listener_.fd, req.id, c.pid,
+                                                      static_cast<int>(static_cast<std::uint32_t>(a[0])), addr,
+                                                      len);
+        }
         if (sock.fd < 0) return errno == ESRCH ? EPERM : errno;
         if (!valid(req.id)) return -1;
         const bool connecting = req.data.nr == SYS_connect;
