@@ -482,7 +482,8 @@ bool HostJail::start(const JailConfig& config, std::string& error) {
         std::error_code ec;
         const fs::path candidate = fs::weakly_canonical(tmpdir, ec);
         const fs::path cwd = fs::weakly_canonical(config_.cwd, ec);
-        if (!ec && fs::is_directory(candidate, ec) && candidate != cwd && !below(candidate, cwd)) base = candidate;
+        if (!ec && fs::is_directory(candidate, ec) && candidate != cwd && !below(candidate, cwd))
+            base = candidate;
     }
     std::string tmpl = (base / "cordon-tmp-XXXXXX").string();
     if (::mkdtemp(tmpl.data()) == nullptr) {
@@ -510,6 +511,11 @@ bool HostJail::start(const JailConfig& config, std::string& error) {
         error = std::string("signalfd: ") + std::strerror(errno);
         return false;
     }
+    // Why: no PID namespace hides the supervisor from the command, which runs as the same user: its
+    // /proc/PID/mem, environ and fd (the secrets of --secret, the audit log) would be readable wherever
+    // Landlock does not limit ptrace access. A process that is not dumpable is out of reach of another
+    // without CAP_SYS_PTRACE.
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
         error =
             std::string("cannot become the subreaper of the command's processes: ") + std::strerror(errno);

@@ -177,9 +177,26 @@ Result add_set_id_rules(scmp_filter_ctx ctx) {
 // even in a stream socket), MSG_FASTOPEN (sendto/sendmsg connect a TCP socket to the address they carry),
 // TCP_FASTOPEN_CONNECT (the connect is deferred to the first write, whose address the supervisor would no
 // longer see), and pidfd_getfd (a host process's socket, of the same user, taken over).
-Result add_without_namespaces_rules(scmp_filter_ctx ctx, UnixSockets unix_sockets) {
+Result add_without_namespaces_rules(scmp_filter_ctx ctx, UnixSockets unix_sockets, bool root_command) {
     constexpr scmp_datum_t kSockTypeMask = 0xf;  // SOCK_TYPE_MASK
     Result r;
+    // Root's command (uid 0, no capability) owns the host's system files: without the namespace jail's
+    // read-only mounts, chmod would let it make /etc/shadow world-writable for everyone after the run
+    // (Landlock has no right for modes). Refused outright: the filter cannot see which file.
+    if (root_command) {
+        constexpr int kFchmodat2 = 452;
+        for (const char* name : {"chmod", "fchmod", "fchmodat", "fchmodat2"}) {
+            if (r) break;
+            int nr = seccomp_syscall_resolve_name(name);
+            if (nr == __NR_SCMP_ERROR) nr = std::string(name) == "fchmodat2" ? kFchmodat2 : -1;
+            if (nr < 0) continue;
+            int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+            if (rc != 0) {
+                errno = -rc;
+                r = fail(std::string("seccomp rule for ") + name);
+            }
+        }
+    }
     for (scmp_datum_t family : {scmp_datum_t(AF_INET), scmp_datum_t(AF_INET6)}) {
         for (scmp_datum_t type = 0; type <= kSockTypeMask && !r; ++type) {
             if (type == SOCK_STREAM) continue;
@@ -333,7 +350,8 @@ Result compile_seccomp(const JailConfig& config, UnixSockets unix_sockets,
     if (!r && config.without_namespaces) {
         if (!config.user_notify)
             return fail_msg("the jail without namespaces needs seccomp user notification");
-        r = add_without_namespaces_rules(f.ctx, unix_sockets);
+        const bool root_command = ::getuid() == 0 && (!config.run_as || config.run_as->first == 0);
+        r = add_without_namespaces_rules(f.ctx, unix_sockets, root_command);
     }
     if (r) return r;
 

@@ -262,6 +262,59 @@ class NoLandlockHost(Cases, unittest.TestCase):
         return hosts.NoLandlockHost(within=hosts.DockerHost())
 
 
+# (c) and item 4: inside Claude Code's sandbox (bubblewrap with srt's flags, network only through its proxy),
+# auto falls back and cordon's proxy chains to the outer one (--parent-proxy-from-env).
+class BubblewrapHost(JailFixtures, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        import proxytest
+        proxytest.CORDON = Env.cordon
+        cls.tmp = tempfile.mkdtemp(prefix="bwrap-tmp-", dir=Env.base)
+        os.chmod(cls.tmp, 0o777)
+        cls.outer = proxytest.Proxy(cls.tmp, ["--allow-domain", Upstream.NAME, "--allow-domain",
+                                              f"denied-by-cordon.{Upstream.NAME}", "--allow-address", "127.0.0.0/8"],
+                                    dns=Upstream.dns)
+        cls.host = hosts.BubblewrapHost(proxy=("127.0.0.1", cls.outer.port), writable=[Env.base]).setup()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.host.teardown()
+        cls.outer.proc.terminate()
+        cls.outer.proc.wait()
+
+    def env(self):
+        return dict(super().env(), TMPDIR=self.tmp)
+
+    def probe(self, *args):
+        cmd = [Env.cordon, "run", "--no-discover", "--parent-proxy-from-env", "--allow-domain", Upstream.NAME,
+               "--", PY, "-c", NET_PROBE, *args]
+        p = subprocess.run(self.host.argv(cmd), cwd=self.cwd, env=self.env(), capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout.strip(), p.stderr
+
+    def test_falls_back_and_chains_to_the_outer_proxy(self):
+        out, err = self.probe("get", Upstream.url("/index.html"))
+        self.assertEqual(out, "ok hello from upstream", err)
+        self.assertEqual(sum(FALLBACK in line for line in err.splitlines()), 1, err)
+        self.assertIn(Upstream.NAME, [e.get("host") for e in self.outer.audit()])
+        # The outer proxy would allow this one; cordon's policy does not.
+        out, _ = self.probe("get", f"http://denied-by-cordon.{Upstream.NAME}:{Upstream.http_port}/")
+        self.assertEqual(out, "http 403 blocked-by-allowlist")
+        for args in (("tcp", "127.0.0.1", str(self.host.HTTP_PORT)), ("udp", "127.0.0.1", "53")):
+            out, _ = self.probe(*args)
+            self.assertIn(out, ("EPERM", "EACCES"), args)
+
+    def test_writes_and_exit_codes(self):
+        outside = self.write(os.path.join(self.outside, "f"))
+        cmd = [Env.cordon, "run", "--no-discover", "-c", f"! echo x > {outside} && echo y > here && exit 5"]
+        p = subprocess.run(self.host.argv(cmd), cwd=self.cwd, env=self.env(), capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(p.returncode, 5, p.stderr)
+        self.assertEqual(self.read(outside), "original\n")
+        self.assertEqual(self.read(os.path.join(self.cwd, "here")), "y\n")
+
+
 class NamespaceJailStillChosen(JailFixtures, unittest.TestCase):
     """Where user namespaces work, auto keeps the namespace jail (no fallback line), and --jail namespaces
     refuses the fallback where they do not."""
