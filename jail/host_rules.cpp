@@ -96,6 +96,33 @@ int connect(const HostView& view, const sockaddr_storage& addr, socklen_t len) {
     }
 }
 
+namespace {
+
+bool loopback(const sockaddr_storage& addr, socklen_t len) {
+    if (addr.ss_family == AF_INET && len >= static_cast<socklen_t>(sizeof(sockaddr_in)))
+        return (ntohl(reinterpret_cast<const sockaddr_in&>(addr).sin_addr.s_addr) >> 24) == 127;
+    if (addr.ss_family == AF_INET6 && len >= static_cast<socklen_t>(sizeof(sockaddr_in6)))
+        return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr);
+    return false;
+}
+
+}  // namespace
+
+int bind(const sockaddr_storage& addr, socklen_t len) {
+    if (addr.ss_family != AF_INET && addr.ss_family != AF_INET6) return 0;
+    return loopback(addr, len) ? 0 : EADDRNOTAVAIL;
+}
+
+int listen(int fd) {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return errno;
+    if (addr.ss_family != AF_INET && addr.ss_family != AF_INET6) return 0;
+    const in_port_t port = addr.ss_family == AF_INET ? reinterpret_cast<const sockaddr_in&>(addr).sin_port
+                                                     : reinterpret_cast<const sockaddr_in6&>(addr).sin6_port;
+    return port != 0 && loopback(addr, len) ? 0 : EADDRNOTAVAIL;
+}
+
 int connect_by_replacement(int listener, std::uint64_t id, pid_t pid, int fd, const sockaddr_storage& addr,
                            socklen_t len) {
     // The caller's descriptor: a socket, and its file status flags (octal in fdinfo).

@@ -37,6 +37,14 @@ int write(const HostView& view, const std::string& path, bool creates, bool defa
 // (AF_UNSPEC dissolves an association and is allowed); EPERM otherwise, as the namespace jail's firewall.
 int connect(const HostView& view, const sockaddr_storage& addr, socklen_t len);
 
+// bind(2) of an AF_INET/AF_INET6 address: only loopback (127.0.0.0/8, ::1), as in the namespace jail whose
+// network has nothing else; EADDRNOTAVAIL otherwise. Other families: 0.
+int bind(const sockaddr_storage& addr, socklen_t len);
+
+// listen(2) on the socket `fd` (the caller's, taken over): an AF_INET/AF_INET6 socket only when bound to
+// loopback (an unbound one would be bound to every address by listen itself); EADDRNOTAVAIL otherwise.
+int listen(int fd);
+
 // A connect that connect() allowed, where the caller's socket cannot be taken (pidfd_getfd refused, as by
 // Docker's default seccomp profile without CAP_SYS_ADMIN): a new socket of the supervisor's, connected to
 // `addr`, replaces the caller's descriptor `fd` (SECCOMP_IOCTL_NOTIF_ADDFD with SETFD, the caller's

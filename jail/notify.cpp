@@ -139,6 +139,7 @@ const SyscallRole kSyscalls[] = {
     {SYS_truncate, Does::Truncate, -1, 0, -1, -1, -1, -1, 1, 0},
     {SYS_connect, Does::Socket, -1, -1, -1, -1, -1, -1, -1, 0},
     {SYS_bind, Does::Socket, -1, -1, -1, -1, -1, -1, -1, 0},
+    {SYS_listen, Does::Socket, -1, -1, -1, -1, -1, -1, -1, 0},  // only without namespaces (host_view.hpp)
     {SYS_umask, Does::Umask, -1, -1, -1, -1, -1, -1, -1, 0},
 };
 
@@ -1495,6 +1496,17 @@ class NotifierImpl final : public Notifier {
     // an errno; -1: not to be answered here.
     int socket_call(const seccomp_notif& req, const Caller& c) {
         const auto& a = req.data.args;
+        if (req.data.nr == SYS_listen) {
+            // Without a network namespace a listener on any address but loopback is reachable from the
+            // network; performed on the caller's socket only when it is bound to loopback.
+            Fd sock(unix_sockets::take_socket(c.pid, c.tgid > 0 ? static_cast<pid_t>(c.tgid) : c.pid,
+                                              static_cast<int>(static_cast<std::uint32_t>(a[0]))));
+            if (sock.fd < 0) return errno == EBADF || errno == ENOTSOCK ? errno : EPERM;
+            if (!host_) return EPERM;
+            if (int err = host_rules::listen(sock.fd)) return err;
+            if (!valid(req.id)) return -1;
+            return ::listen(sock.fd, static_cast<int>(static_cast<std::uint32_t>(a[1]))) == 0 ? 0 : errno;
+        }
         sockaddr_storage addr{};
         socklen_t len = 0;
         if (int err = unix_sockets::read_address(c.pid, a[1], a[2], addr, len)) return err;
@@ -1505,9 +1517,8 @@ class NotifierImpl final : public Notifier {
             // pidfd_getfd refused to us too (a container's filter): the caller's socket is replaced instead.
             if (int err = host_rules::connect(*host_, addr, len)) return err;
             if (!valid(req.id)) return -1;
-            return host_rules::connect_by_replacement(listener_.fd, req.id, c.pid,
-                                                      static_cast<int>(static_cast<std::uint32_t>(a[0])), addr,
-                                                      len);
+            return host_rules::connect_by_replacement(
+                listener_.fd, req.id, c.pid, static_cast<int>(static_cast<std::uint32_t>(a[0])), addr, len);
         }
         if (sock.fd < 0) return errno == ESRCH ? EPERM : errno;
         if (!valid(req.id)) return -1;
@@ -1527,8 +1538,10 @@ class NotifierImpl final : public Notifier {
             // performed with the caller's rights.
             if (int err = unix_sockets::needs_privilege(addr, len, connecting)) return err;
             // Without a network namespace the address is the host's: only the proxy's listeners.
-            if (host_ && connecting)
-                if (int err = host_rules::connect(*host_, addr, len)) return err;
+            if (host_)
+                if (int err =
+                        connecting ? host_rules::connect(*host_, addr, len) : host_rules::bind(addr, len))
+                    return err;
             if (!connecting) {
                 if (!become(c)) return EPERM;
                 return ::bind(s->fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0 ? 0 : errno;

@@ -241,6 +241,14 @@ Result add_without_namespaces_rules(scmp_filter_ctx ctx, UnixSockets unix_socket
             r = fail("seccomp rule for pidfd_getfd");
         }
     }
+    // listen: an unbound or non-loopback INET socket would listen on the host's network.
+    if (!r) {
+        int rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, seccomp_syscall_resolve_name("listen"), 0);
+        if (rc != 0) {
+            errno = -rc;
+            r = fail("seccomp notification rule for listen");
+        }
+    }
     // connect of every family (the per-path mode notifies it already), and bind where nothing else does.
     for (const char* name : {"connect", "bind"}) {
         if (r || unix_sockets == UnixSockets::Listed) break;

@@ -48,6 +48,12 @@ try:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.sendto(b"x", (sys.argv[2], int(sys.argv[3])))
         print("ok sent")
+    elif what == "listen":
+        s = socket.socket(socket.AF_INET6 if ":" in sys.argv[2] else socket.AF_INET)
+        if sys.argv[2] != "unbound":
+            s.bind((sys.argv[2], 0))
+        s.listen()
+        print("ok listening")
     elif what == "fastopen":
         s = socket.socket(socket.AF_INET)
         s.sendto(b"GET / HTTP/1.0\r\n\r\n", 0x20000000, (sys.argv[2], int(sys.argv[3])))
@@ -177,6 +183,10 @@ class Cases(JailFixtures):
                      ("fastopen", "127.0.0.1", str(Upstream.http_port))):
             out, _ = self.net(*args, flags=flags)
             self.assertIn(out, ("EPERM", "EACCES"), args)
+        # Listening: on loopback as in the namespace jail, never on the host's other addresses.
+        self.assertEqual(self.net("listen", "127.0.0.1")[0], "ok listening")
+        for address in ("0.0.0.0", "::", "unbound"):
+            self.assertEqual(self.net("listen", address)[0], "EADDRNOTAVAIL", address)
 
     def test_the_audit_log(self):
         audit = os.path.join(self.outside, "audit.jsonl")
