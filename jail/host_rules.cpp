@@ -5,9 +5,11 @@
 // host's kernel knobs (root's command could write /proc/sys/kernel/core_pattern) and any address.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include <fstream>
 
 #include "jail/host_view.hpp"
+#include "jail/unix_sockets.hpp"
 
 namespace cordon::jail::host_rules {
 
@@ -121,6 +124,26 @@ int listen(int fd) {
     const in_port_t port = addr.ss_family == AF_INET ? reinterpret_cast<const sockaddr_in&>(addr).sin_port
                                                      : reinterpret_cast<const sockaddr_in6&>(addr).sin6_port;
     return port != 0 && loopback(addr, len) ? 0 : EADDRNOTAVAIL;
+}
+
+int take_socket(pid_t tid, pid_t tgid, int fd) {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
+    const std::uint32_t ptrace = 1U << CAP_SYS_PTRACE;
+    const bool raise = ::syscall(SYS_capget, &header, caps) == 0 && (caps[0].permitted & ptrace) &&
+                       !(caps[0].effective & ptrace);
+    if (raise) {
+        caps[0].effective |= ptrace;
+        ::syscall(SYS_capset, &header, caps);
+    }
+    const int sock = unix_sockets::take_socket(tid, tgid, fd);
+    const int err = errno;
+    if (raise) {
+        caps[0].effective &= ~ptrace;
+        ::syscall(SYS_capset, &header, caps);
+    }
+    errno = err;
+    return sock;
 }
 
 int connect_by_replacement(int listener, std::uint64_t id, pid_t pid, int fd, const sockaddr_storage& addr,

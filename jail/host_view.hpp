@@ -45,6 +45,11 @@ int bind(const sockaddr_storage& addr, socklen_t len);
 // loopback (an unbound one would be bound to every address by listen itself); EADDRNOTAVAIL otherwise.
 int listen(int fd);
 
+// unix_sockets::take_socket, with CAP_SYS_PTRACE effective for the call where the thread holds it in its
+// permitted set: the notifier's threads act with the caller's rights otherwise, and a command run as another
+// user (--user) is not ours to take a descriptor from without it.
+int take_socket(pid_t tid, pid_t tgid, int fd);
+
 // A connect that connect() allowed, where the caller's socket cannot be taken (pidfd_getfd refused, as by
 // Docker's default seccomp profile without CAP_SYS_ADMIN): a new socket of the supervisor's, connected to
 // `addr`, replaces the caller's descriptor `fd` (SECCOMP_IOCTL_NOTIF_ADDFD with SETFD, the caller's

@@ -338,7 +338,9 @@ class NotifierImpl final : public Notifier {
         pinned_sockets_ = unix_sockets::pin_listed(listed_sockets_);
         note_git_config_targets();
         waits_ = std::make_shared<Waits>(listener_.fd);
-        privileged_ = ::geteuid() == 0;
+        // Root with the capabilities to act as another user; root without them (another sandbox's, with
+        // every capability dropped) is the command's own user, like an unprivileged caller.
+        privileged_ = ::geteuid() == 0 && holds_setid_capabilities();
         // A speed-up only: an older kernel (EINVAL) serves the same calls with ordinary wake-ups.
         ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
         install_wake_signal();
@@ -389,12 +391,22 @@ class NotifierImpl final : public Notifier {
     // capability (CAP_DAC_OVERRIDE would let root's command write what it cannot).
     static bool prepare_thread(bool privileged) {
         if (state_.ready) return true;
-        if (::unshare(CLONE_FS) != 0) return false;
+        // A container's filter may refuse unshare altogether (Docker's profile without CAP_SYS_ADMIN): the
+        // thread then shares the process's umask and working directory, set per call all the same.
+        if (::unshare(CLONE_FS) != 0 && errno != EPERM) return false;
         state_.umask = ::umask(022);
         ::umask(state_.umask);
         if (privileged && !restrict_capabilities()) return false;
         state_.ready = true;
         return true;
+    }
+
+    static bool holds_setid_capabilities() {
+        __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
+        if (::syscall(SYS_capget, &header, caps) != 0) return false;
+        const std::uint32_t both = (1U << CAP_SETUID) | (1U << CAP_SETGID);
+        return (caps[0].permitted & both) == both;
     }
 
     static bool restrict_capabilities() {
@@ -1499,8 +1511,8 @@ class NotifierImpl final : public Notifier {
         if (req.data.nr == SYS_listen) {
             // Without a network namespace a listener on any address but loopback is reachable from the
             // network; performed on the caller's socket only when it is bound to loopback.
-            Fd sock(unix_sockets::take_socket(c.pid, c.tgid > 0 ? static_cast<pid_t>(c.tgid) : c.pid,
-                                              static_cast<int>(static_cast<std::uint32_t>(a[0]))));
+            Fd sock(host_rules::take_socket(c.pid, c.tgid > 0 ? static_cast<pid_t>(c.tgid) : c.pid,
+                                            static_cast<int>(static_cast<std::uint32_t>(a[0]))));
             if (sock.fd < 0) return errno == EBADF || errno == ENOTSOCK ? errno : EPERM;
             if (!host_) return EPERM;
             if (int err = host_rules::listen(sock.fd)) return err;
@@ -1510,8 +1522,10 @@ class NotifierImpl final : public Notifier {
         sockaddr_storage addr{};
         socklen_t len = 0;
         if (int err = unix_sockets::read_address(c.pid, a[1], a[2], addr, len)) return err;
-        Fd sock(unix_sockets::take_socket(c.pid, c.tgid > 0 ? static_cast<pid_t>(c.tgid) : c.pid,
-                                          static_cast<int>(static_cast<std::uint32_t>(a[0]))));
+        const int caller_fd = static_cast<int>(static_cast<std::uint32_t>(a[0]));
+        const pid_t caller_tgid = c.tgid > 0 ? static_cast<pid_t>(c.tgid) : c.pid;
+        Fd sock(host_ ? host_rules::take_socket(c.pid, caller_tgid, caller_fd)
+                      : unix_sockets::take_socket(c.pid, caller_tgid, caller_fd));
         if (sock.fd < 0 && host_ && (errno == EPERM || errno == ENOSYS) && req.data.nr == SYS_connect &&
             (addr.ss_family == AF_INET || addr.ss_family == AF_INET6)) {
             // pidfd_getfd refused to us too (a container's filter): the caller's socket is replaced instead.
