@@ -341,6 +341,7 @@ class NotifierImpl final : public Notifier {
         // Root with the capabilities to act as another user; root without them (another sandbox's, with
         // every capability dropped) is the command's own user, like an unprivileged caller.
         privileged_ = ::geteuid() == 0 && holds_setid_capabilities();
+        if (host_ && privileged_) keep_ptrace_.store(true);
         // A speed-up only: an older kernel (EINVAL) serves the same calls with ordinary wake-ups.
         ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
         install_wake_signal();
@@ -414,9 +415,15 @@ class NotifierImpl final : public Notifier {
         __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
         if (::syscall(SYS_capget, &header, caps) != 0) return false;
         caps[0].effective = (1U << CAP_SETUID) | (1U << CAP_SETGID);
+        // Why, without namespaces: a --user command is another user's process in our own user namespace,
+        // whose memory (the paths it names) and descriptors only CAP_SYS_PTRACE lets us read. In the
+        // namespace jail we own its user namespace, which gives that already. (No file access comes with it;
+        // another process's /proc directory stays refused on the path resolved.)
+        if (keep_ptrace_.load()) caps[0].effective |= 1U << CAP_SYS_PTRACE;
         caps[1].effective = 0;
         return ::syscall(SYS_capset, &header, caps) == 0;
     }
+    static inline std::atomic<bool> keep_ptrace_{false};
 
     bool become(const Caller& c) const { return become(c, privileged_); }
 
