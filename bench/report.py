@@ -170,9 +170,10 @@ if "start_bwrap" in R:
     for suffix in ["", "_unpriv"]:
         if suffix and f"start_bwrap{suffix}" not in R:
             continue
-        for t in ["cordon", "cordon_scope", "bwrap", "srt"]:
-            label = ("cordon --read-scope project" if t == "cordon_scope" else t) + (" (unprivileged)" if suffix else "")
-            if t == "cordon_scope" and f"start_{t}{suffix}" not in R:
+        for t in ["cordon", "cordon_scope", "cordon_landlock", "bwrap", "srt"]:
+            label = ({"cordon_scope": "cordon --read-scope project", "cordon_landlock": "cordon --jail landlock"}
+                     .get(t, t)) + (" (unprivileged)" if suffix else "")
+            if t in ("cordon_scope", "cordon_landlock") and f"start_{t}{suffix}" not in R:
                 continue
             if t == "cordon" and not HAVE_RUN:
                 out.append(f"| {label} | not measured: {WHY_RUN} | | | | |")

@@ -35,8 +35,14 @@ constexpr const char* kRunHelp =
     "\n"
     "Jail flags:\n"
     "  -c STRING              run STRING with /bin/sh -c\n"
+    "  --jail auto|namespaces|landlock\n"
+    "                         which jail (default auto, or sandbox.jail): namespaces, or without them\n"
+    "                         (landlock: Landlock, the seccomp notifier for writes and every connect;\n"
+    "                         one stderr line says what it lacks); auto uses the namespace jail where the\n"
+    "                         host allows one and falls back to the other (not with --strict)\n"
     "  --strict               refuse to run when the kernel lacks a protection layer (Landlock, its "
-    "scoping)\n"
+    "scoping),\n"
+    "                         and refuse the fallback to the jail without namespaces\n"
     "  --best-effort          run even when a restriction cannot be applied (Landlock, seccomp, limits),\n"
     "                         saying once on stderr what is missing\n"
     "  --allow-ptrace         let the command use ptrace (debuggers); refused by default\n"
@@ -159,6 +165,10 @@ int cmd_run(int argc, char** argv) {
         } else if (args.flag("-c")) {
             run.command = {"/bin/sh", "-c", args.value()};
             if (!args.done()) throw UsageError("-c takes one shell string; nothing may follow it");
+        } else if (args.flag("--jail")) {
+            run.jail = args.value();
+            if (run.jail != "auto" && run.jail != "namespaces" && run.jail != "landlock")
+                throw UsageError("--jail takes auto, namespaces or landlock, not '" + run.jail + "'");
         } else if (args.flag("--strict")) {
             run.strict = true;
         } else if (args.flag("--best-effort")) {

@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "jail/host_view.hpp"
 #include "jail/mount_plan.hpp"
 
 namespace cordon::jail {
@@ -51,6 +52,9 @@ struct JailConfig {
     // supervisor (jail/notify.hpp); the command hands over the listener (take_notify_fd). False: the
     // old-kernel fallback (placeholders).
     bool user_notify = false;
+    // The namespace-free jail (landlock_jail.hpp): the seccomp filter also sends every connect to the
+    // supervisor and refuses what would reach the network around it (set by start_without_namespaces).
+    bool without_namespaces = false;
 };
 
 // The proxy's listening sockets created inside the jail's network namespace.
@@ -96,6 +100,11 @@ class Jail {
     // The listener, once notify_socket() was readable, else -1 (then no listener will come: the command
     // did not start). Ownership passes to the caller; call once.
     virtual int take_notify_fd() = 0;
+    // The namespace-free jail (landlock_jail.hpp) listens on ports the kernel chose, on the host's loopback:
+    // those, in the order of JailConfig::listen_ports. Empty: the ports asked for.
+    virtual std::vector<std::uint16_t> listener_ports() const { return {}; }
+    // What the notifier must know when the command shares the host's namespaces; null for the namespace jail.
+    virtual std::shared_ptr<const HostView> host_view() const { return nullptr; }
     // Kills everything in the jail (SIGKILL to its init).
     virtual void kill() = 0;
     // Waits for the jail to exit (after kill()) and returns its status.

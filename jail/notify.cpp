@@ -148,6 +148,7 @@ const SyscallRole kSyscalls[] = {
     {SYS_truncate, Does::Truncate, -1, 0, -1, -1, -1, -1, 1, 0},
     {SYS_connect, Does::Socket, -1, -1, -1, -1, -1, -1, -1, 0},
     {SYS_bind, Does::Socket, -1, -1, -1, -1, -1, -1, -1, 0},
+    {SYS_listen, Does::Socket, -1, -1, -1, -1, -1, -1, -1, 0},  // only without namespaces (host_view.hpp)
     {SYS_umask, Does::Umask, -1, -1, -1, -1, -1, -1, -1, 0},
 };
 
@@ -332,8 +333,10 @@ thread_local std::pair<Waits*, std::uint64_t> Waits::current_{nullptr, 0};
 
 class NotifierImpl final : public Notifier {
   public:
-    NotifierImpl(int fd, policy::PolicyPtr policy, RunStart run_start, std::vector<std::string> mount_points)
+    NotifierImpl(int fd, policy::PolicyPtr policy, RunStart run_start, std::vector<std::string> mount_points,
+                 std::shared_ptr<const HostView> host)
         : listener_(fd),
+          host_(std::move(host)),
           policy_(std::move(policy)),
           run_start_(run_start),
           mount_points_(mount_points.begin(), mount_points.end()) {
@@ -344,7 +347,10 @@ class NotifierImpl final : public Notifier {
         pinned_sockets_ = unix_sockets::pin_listed(listed_sockets_);
         note_git_config_targets();
         waits_ = std::make_shared<Waits>(listener_.fd);
-        privileged_ = ::geteuid() == 0;
+        // Root with the capabilities to act as another user; root without them (another sandbox's, with
+        // every capability dropped) is the command's own user, like an unprivileged caller.
+        privileged_ = ::geteuid() == 0 && holds_setid_capabilities();
+        if (host_ && privileged_) keep_ptrace_.store(true);
         // A speed-up only: an older kernel (EINVAL) serves the same calls with ordinary wake-ups.
         ::ioctl(listener_.fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
         install_wake_signal();
@@ -395,7 +401,9 @@ class NotifierImpl final : public Notifier {
     // capability (CAP_DAC_OVERRIDE would let root's command write what it cannot).
     static bool prepare_thread(bool privileged) {
         if (state_.ready) return true;
-        if (::unshare(CLONE_FS) != 0) return false;
+        // A container's filter may refuse unshare altogether (Docker's profile without CAP_SYS_ADMIN): the
+        // thread then shares the process's umask and working directory, set per call all the same.
+        if (::unshare(CLONE_FS) != 0 && errno != EPERM) return false;
         state_.umask = ::umask(022);
         ::umask(state_.umask);
         if (privileged && !restrict_capabilities()) return false;
@@ -403,14 +411,29 @@ class NotifierImpl final : public Notifier {
         return true;
     }
 
+    static bool holds_setid_capabilities() {
+        __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
+        if (::syscall(SYS_capget, &header, caps) != 0) return false;
+        const std::uint32_t both = (1U << CAP_SETUID) | (1U << CAP_SETGID);
+        return (caps[0].permitted & both) == both;
+    }
+
     static bool restrict_capabilities() {
         __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
         __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
         if (::syscall(SYS_capget, &header, caps) != 0) return false;
         caps[0].effective = (1U << CAP_SETUID) | (1U << CAP_SETGID);
+        // Why, without namespaces: a --user command is another user's process in our own user namespace,
+        // whose memory (the paths it names) and descriptors only CAP_SYS_PTRACE lets us read. In the
+        // namespace jail we own its user namespace, which gives that already. (No file access comes with it;
+        // another process's /proc directory stays refused on the path resolved.)
+        if (keep_ptrace_.load() && (caps[0].permitted & (1U << CAP_SYS_PTRACE)))
+            caps[0].effective |= 1U << CAP_SYS_PTRACE;
         caps[1].effective = 0;
         return ::syscall(SYS_capset, &header, caps) == 0;
     }
+    static inline std::atomic<bool> keep_ptrace_{false};
 
     bool become(const Caller& c) const { return become(c, privileged_); }
 
@@ -835,16 +858,26 @@ class NotifierImpl final : public Notifier {
         };
         // The jail's own areas: device files and /proc knobs are written, not created (as the jail's Landlock
         // rules say; the read-only mounts there still apply).
-        if (!under("/dev/shm") && (under("/dev") || under("/proc"))) return creates ? EACCES : 0;
+        if (!under("/dev/shm") && (under("/dev") || under("/proc")))
+            return host_ ? host_rules::write(*host_, path, creates, false) : creates ? EACCES : 0;
         policy::Decision d = policy_->decide_write_resolved(path, [&](const std::string& dir) {
             if (&original == &path) return git_dir_existed(dir);
             const auto n = static_cast<std::size_t>(std::count(dir.begin(), dir.end(), '/'));
             return git_dir_existed(dir == "/" ? dir : join(components(original), n));
         });
+        if (d.allowed() && host_) {
+            const bool default_tmp =
+                d.rule && d.rule->source.layer == policy::Layer::Default && d.rule->text == "/tmp";
+            return host_rules::write(*host_, path, creates, default_tmp);
+        }
         if (d.allowed()) return 0;
         // Why: the jail's /dev/shm is its own tmpfs (POSIX shared memory), free to write, except a project
         // bound below it (a writable root there): its protected names are refused like anywhere else.
         if (under("/dev/shm") && d.reason == policy::Reason::DefaultDeny) return 0;
+        // The run's TMPDIR without namespaces stands for the private /tmp, wherever it was made.
+        if (host_ && !host_->private_tmp.empty() && d.reason == policy::Reason::DefaultDeny &&
+            under(host_->private_tmp.c_str()))
+            return 0;
         return d.reason == policy::Reason::DefaultDeny ? EROFS : EACCES;
     }
 
@@ -1532,11 +1565,32 @@ class NotifierImpl final : public Notifier {
     // an errno; -1: not to be answered here.
     int socket_call(const seccomp_notif& req, const Caller& c) {
         const auto& a = req.data.args;
+        if (req.data.nr == SYS_listen) {
+            // Without a network namespace a listener on any address but loopback is reachable from the
+            // network; performed on the caller's socket only when it is bound to loopback.
+            Fd sock(host_rules::take_socket(c.pid, c.tgid > 0 ? static_cast<pid_t>(c.tgid) : c.pid,
+                                            static_cast<int>(static_cast<std::uint32_t>(a[0]))));
+            if (sock.fd < 0) return errno == EBADF || errno == ENOTSOCK ? errno : EPERM;
+            if (!host_) return EPERM;
+            if (int err = host_rules::listen(sock.fd)) return err;
+            if (!valid(req.id)) return -1;
+            return ::listen(sock.fd, static_cast<int>(static_cast<std::uint32_t>(a[1]))) == 0 ? 0 : errno;
+        }
         sockaddr_storage addr{};
         socklen_t len = 0;
         if (int err = unix_sockets::read_address(c.pid, a[1], a[2], addr, len)) return err;
-        Fd sock(unix_sockets::take_socket(c.pid, c.tgid > 0 ? static_cast<pid_t>(c.tgid) : c.pid,
-                                          static_cast<int>(static_cast<std::uint32_t>(a[0]))));
+        const int caller_fd = static_cast<int>(static_cast<std::uint32_t>(a[0]));
+        const pid_t caller_tgid = c.tgid > 0 ? static_cast<pid_t>(c.tgid) : c.pid;
+        Fd sock(host_ ? host_rules::take_socket(c.pid, caller_tgid, caller_fd)
+                      : unix_sockets::take_socket(c.pid, caller_tgid, caller_fd));
+        if (sock.fd < 0 && host_ && (errno == EPERM || errno == ENOSYS) && req.data.nr == SYS_connect &&
+            (addr.ss_family == AF_INET || addr.ss_family == AF_INET6)) {
+            // pidfd_getfd refused to us too (a container's filter): the caller's socket is replaced instead.
+            if (int err = host_rules::connect(*host_, addr, len)) return err;
+            if (!valid(req.id)) return -1;
+            return host_rules::connect_by_replacement(
+                listener_.fd, req.id, c.pid, static_cast<int>(static_cast<std::uint32_t>(a[0])), addr, len);
+        }
         if (sock.fd < 0) return errno == ESRCH ? EPERM : errno;
         if (!valid(req.id)) return -1;
         const bool connecting = req.data.nr == SYS_connect;
@@ -1554,12 +1608,24 @@ class NotifierImpl final : public Notifier {
             // Another family, an abstract or unnamed address: confined by the socket's network namespace,
             // performed with the caller's rights.
             if (int err = unix_sockets::needs_privilege(addr, len, connecting)) return err;
+            // Without a network namespace the address is the host's: only the proxy's listeners.
+            if (host_)
+                if (int err =
+                        connecting ? host_rules::connect(*host_, addr, len) : host_rules::bind(addr, len))
+                    return err;
             if (!connecting) {
                 if (!become(c)) return EPERM;
                 return ::bind(s->fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0 ? 0 : errno;
             }
             attempt = [s, addr, len] {
                 return ::connect(s->fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0 ? 0 : errno;
+            };
+        } else if (connecting && host_ && host_->all_unix_sockets) {
+            // allowAllUnixSockets without a listed path: performed as asked, as the caller.
+            attempt = [s, addr, len, who = c, privileged = privileged_] {
+                return as_caller(who, privileged, [&] {
+                    return ::connect(s->fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0 ? 0 : errno;
+                });
             };
         } else if (connecting) {
             std::string abs;
@@ -1648,6 +1714,7 @@ class NotifierImpl final : public Notifier {
     }
 
     Fd listener_;
+    std::shared_ptr<const HostView> host_;  // the namespace-free jail's (host_view.hpp); null: namespaces
     std::atomic<bool> stopping_{false}, stopped_{false};
     std::condition_variable stopped_cv_;
     JailView view_;
@@ -1687,8 +1754,10 @@ thread_local NotifierImpl::ThreadState NotifierImpl::state_;
 }  // namespace
 
 std::unique_ptr<Notifier> Notifier::start(int fd, policy::PolicyPtr policy, RunStart run_start,
-                                          std::vector<std::string> mount_points) {
-    return std::make_unique<NotifierImpl>(fd, std::move(policy), run_start, std::move(mount_points));
+                                          std::vector<std::string> mount_points,
+                                          std::shared_ptr<const HostView> host) {
+    return std::make_unique<NotifierImpl>(fd, std::move(policy), run_start, std::move(mount_points),
+                                          std::move(host));
 }
 
 }  // namespace cordon::jail

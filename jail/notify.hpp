@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "jail/host_view.hpp"
 #include "policy/policy.hpp"
 
 namespace cordon::jail {
@@ -43,8 +44,11 @@ class Notifier {
     // `mount_points`: the paths the mount plan mounts on (jail view). The supervisor works from the host's
     // mount namespace, where they are no mount points: it refuses to remove or rename them (EBUSY) as the
     // jail's namespace would.
+    // `host`: the command runs without namespaces (jail/host_view.hpp): writes to /dev, /proc and the host's
+    // /tmp, and every connect, follow its rules too.
     static std::unique_ptr<Notifier> start(int fd, policy::PolicyPtr policy, RunStart run_start,
-                                           std::vector<std::string> mount_points);
+                                           std::vector<std::string> mount_points,
+                                           std::shared_ptr<const HostView> host = nullptr);
     // The repositories the run created, for the end-of-run summary: git directories (`.../.git`, jail view)
     // it made or wrote into, gitfiles, and bare repositories where allowBareRepositories lets it make them.
     // Each is known by its identity (device and inode), under the path it was last seen at; the list is

@@ -13,8 +13,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <netinet/in.h>
+
 #include <cerrno>
 #include <cstdint>
+#include <string>
 
 #include "jail/detail/setup.hpp"
 
@@ -178,6 +181,99 @@ Result add_set_id_rules(scmp_filter_ctx ctx, bool notify_directories) {
     return r;
 }
 
+// The namespace-free jail (landlock_jail.hpp): no network namespace holds the command's sockets, so every
+// way to send a packet without connect(2) is refused here, and connect goes to the supervisor, which connects
+// the caller's socket only to the proxy's listeners (host_view.hpp). What is refused: AF_INET/AF_INET6
+// sockets other than TCP streams (UDP sends to any address without connect; raw and SCTP ones too, SCTP
+// even in a stream socket), MSG_FASTOPEN (sendto/sendmsg connect a TCP socket to the address they carry),
+// TCP_FASTOPEN_CONNECT (the connect is deferred to the first write, whose address the supervisor would no
+// longer see), and pidfd_getfd (a host process's socket, of the same user, taken over).
+Result add_without_namespaces_rules(scmp_filter_ctx ctx, UnixSockets unix_sockets, bool root_command) {
+    constexpr scmp_datum_t kSockTypeMask = 0xf;  // SOCK_TYPE_MASK
+    Result r;
+    // Root's command (uid 0, no capability) owns the host's system files: without the namespace jail's
+    // read-only mounts, chmod would let it make /etc/shadow world-writable for everyone after the run
+    // (Landlock has no right for modes). Refused outright: the filter cannot see which file.
+    if (root_command) {
+        constexpr int kFchmodat2 = 452;
+        for (const char* name : {"chmod", "fchmod", "fchmodat", "fchmodat2"}) {
+            if (r) break;
+            int nr = seccomp_syscall_resolve_name(name);
+            if (nr == __NR_SCMP_ERROR) nr = std::string(name) == "fchmodat2" ? kFchmodat2 : -1;
+            if (nr < 0) continue;
+            int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+            if (rc != 0) {
+                errno = -rc;
+                r = fail(std::string("seccomp rule for ") + name);
+            }
+        }
+    }
+    for (scmp_datum_t family : {scmp_datum_t(AF_INET), scmp_datum_t(AF_INET6)}) {
+        for (scmp_datum_t type = 0; type <= kSockTypeMask && !r; ++type) {
+            if (type == SOCK_STREAM) continue;
+            scmp_arg_cmp args[] = {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, family),
+                                   SCMP_A1(SCMP_CMP_MASKED_EQ, kSockTypeMask, type)};
+            r = refuse(ctx, "socket", EPERM, 2, args);
+        }
+        // A stream socket's protocol: 0 or IPPROTO_TCP (full 64-bit compares: an upper half set is refused).
+        for (scmp_datum_t protocol = 1; protocol < IPPROTO_TCP && !r; ++protocol) {
+            scmp_arg_cmp args[] = {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, family),
+                                   SCMP_A2(SCMP_CMP_EQ, protocol)};
+            r = refuse(ctx, "socket", EPROTONOSUPPORT, 2, args);
+        }
+        if (!r) {
+            scmp_arg_cmp args[] = {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, family),
+                                   SCMP_A2(SCMP_CMP_GT, IPPROTO_TCP)};
+            r = refuse(ctx, "socket", EPROTONOSUPPORT, 2, args);
+        }
+    }
+    struct Flags {
+        const char* name;
+        unsigned arg;
+    };
+    for (const Flags& call : {Flags{"sendto", 3}, Flags{"sendmsg", 2}, Flags{"sendmmsg", 3}}) {
+        if (r) break;
+        const scmp_arg_cmp arg{call.arg, SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN};
+        r = refuse(ctx, call.name, EPERM, 1, &arg);
+    }
+    if (!r) {
+        constexpr scmp_datum_t kTcpFastopenConnect = 30;  // TCP_FASTOPEN_CONNECT (Linux 4.11)
+        scmp_arg_cmp args[] = {SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, IPPROTO_TCP),
+                               SCMP_A2(SCMP_CMP_MASKED_EQ, kLow32, kTcpFastopenConnect)};
+        r = refuse(ctx, "setsockopt", EPERM, 2, args);
+    }
+    if (!r) {
+        constexpr int kPidfdGetfd = 438;
+        int nr = seccomp_syscall_resolve_name("pidfd_getfd");
+        if (nr == __NR_SCMP_ERROR) nr = kPidfdGetfd;
+        int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+        if (rc != 0) {
+            errno = -rc;
+            r = fail("seccomp rule for pidfd_getfd");
+        }
+    }
+    // listen: an unbound or non-loopback INET socket would listen on the host's network.
+    if (!r) {
+        int rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, seccomp_syscall_resolve_name("listen"), 0);
+        if (rc != 0) {
+            errno = -rc;
+            r = fail("seccomp notification rule for listen");
+        }
+    }
+    // connect of every family (the per-path mode notifies it already), and bind where nothing else does.
+    for (const char* name : {"connect", "bind"}) {
+        if (r || unix_sockets == UnixSockets::Listed) break;
+        if (std::string(name) == "bind" && unix_sockets == UnixSockets::Refused)
+            break;  // add_socketpair_rules
+        int rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, seccomp_syscall_resolve_name(name), 0);
+        if (rc != 0) {
+            errno = -rc;
+            r = fail(std::string("seccomp notification rule for ") + name);
+        }
+    }
+    return r;
+}
+
 }  // namespace
 
 Result compile_seccomp(const JailConfig& config, UnixSockets unix_sockets,
@@ -270,6 +366,12 @@ Result compile_seccomp(const JailConfig& config, UnixSockets unix_sockets,
     if (!r && unix_sockets == UnixSockets::Listed) r = add_unix_socket_rules(f.ctx);
     if (!r && unix_sockets != UnixSockets::All)
         r = add_socketpair_rules(f.ctx, config.user_notify && unix_sockets == UnixSockets::Refused);
+    if (!r && config.without_namespaces) {
+        if (!config.user_notify)
+            return fail_msg("the jail without namespaces needs seccomp user notification");
+        const bool root_command = ::getuid() == 0 && (!config.run_as || config.run_as->first == 0);
+        r = add_without_namespaces_rules(f.ctx, unix_sockets, root_command);
+    }
     if (r) return r;
 
     // Exported as raw BPF once, in the supervisor; the command process only loads it.

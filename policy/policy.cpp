@@ -224,6 +224,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         fs_.deny_read = std::move(c.deny_read);
         fs_.allow_read = std::move(c.allow_read);
         if (c.read_scope_project) make_read_scope(std::move(*c.read_scope_project));
+        fs_.jail = std::move(c.jail);
     }
 
     Decision decide_connect(std::string_view host, std::uint16_t port) const override {

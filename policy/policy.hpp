@@ -139,6 +139,10 @@ struct FilesystemPolicy {
 
     ReadScopePolicy read_scope;
 
+    // sandbox.jail: which jail `cordon run` uses ("auto", "namespaces", "landlock" as the rule's text; the
+    // highest layer's); empty when no layer says (auto). `--jail` overrides it.
+    std::optional<Rule> jail;
+
     // srt's `filesystem.allowGitConfig`: `.git/config` is then not in always_read_only_names (git can write
     // it: `git config`, `git remote add`); `.git/hooks` stays protected.
     bool allow_git_config = false;

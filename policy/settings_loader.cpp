@@ -97,6 +97,7 @@ constexpr KnownKey kSandboxKeys[] = {
     {"windows", KeyUse::ClaudeCodeOnly, ""},
     {"allowAppleEvents", KeyUse::ClaudeCodeOnly, ""},
     {"allowNestedUserNamespaces", KeyUse::NotHonoured, "cordon's jail is never weakened"},
+    {"jail", KeyUse::Honoured, ""},
 };
 constexpr KnownKey kNetworkKeys[] = {
     {"allowedDomains", KeyUse::Honoured, ""},
@@ -371,7 +372,26 @@ class FileLoader {
     }
 
     // Claude Code's own sandbox switches and excludedCommands: for `cordon claude-hook` only.
+    // sandbox.jail: which jail `cordon run` uses. A value cordon cannot interpret stops the load: it may be
+    // a demand for the namespace jail.
+    void load_jail(const json& sandbox) {
+        auto it = sandbox.find("jail");
+        if (it == sandbox.end()) return;
+        const std::string where = "sandbox.jail";
+        if (!it->is_string())
+            fail(where, "expected \"auto\", \"namespaces\" or \"landlock\", found " + type_name(*it));
+        const std::string& value = it->get_ref<const std::string&>();
+        if (value != "auto" && value != "namespaces" && value != "landlock")
+            fail(where, "invalid jail " + json_quoted(value) +
+                            ": expected \"auto\", \"namespaces\" or \"landlock\"");
+        if (!out_.jail || out_.jail_layer == layer_) {
+            out_.jail = Rule{value, source(where)};
+            out_.jail_layer = layer_;
+        }
+    }
+
     void load_sandbox_switches(json& sandbox) {
+        load_jail(sandbox);
         scalar(out_.sandbox_enabled, out_.sandbox_enabled_layer, boolean(sandbox, "enabled", "sandbox"));
         scalar(out_.auto_allow_bash, out_.auto_allow_bash_layer,
                boolean(sandbox, "autoAllowBashIfSandboxed", "sandbox"));

@@ -57,6 +57,9 @@ struct Collected {
     // The first (highest-precedence) entry that asked for readScope "project"; a restriction, so no other
     // layer lowers it (see policy.hpp ReadScope).
     std::optional<Rule> read_scope_project;
+    // sandbox.jail ("auto", "namespaces", "landlock" as the rule's text): the highest layer's.
+    std::optional<Rule> jail;
+    Layer jail_layer = Layer::Default;
     std::vector<Rule> read_scope_all;  // entries that asked for "all": a warning each when "project" holds
     std::vector<std::filesystem::path> files_read;
     std::vector<std::string> warnings;

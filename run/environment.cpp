@@ -39,7 +39,10 @@ std::vector<std::pair<std::string, std::string>> proxy_variables(std::uint16_t h
     // No connection sharing: a host ssh master (ControlMaster) reachable through an allowed Unix socket would
     // carry the jail's connections to wherever that master is connected, past the proxy.
     const std::string proxy_command =
-        "-o ControlMaster=no -o ControlPath=none -o ProxyCommand=" + quoted(quoted(self) + " connect %h %p");
+        "-o ControlMaster=no -o ControlPath=none -o ProxyCommand=" +
+        quoted(quoted(self) + " connect " +
+               (socks_port_number == kSocksProxyPort ? "" : "--proxy 127.0.0.1:" + socks_port + " ") +
+               "%h %p");
     const char* user_ssh = std::getenv("GIT_SSH_COMMAND");
     const char* user_java = std::getenv("JAVA_TOOL_OPTIONS");
     const std::string java = "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + port +

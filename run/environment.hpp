@@ -17,7 +17,8 @@ constexpr std::uint16_t kTransparentPort = 3129;
 // The ports the jail creates listeners on, for the proxy to serve.
 std::vector<std::uint16_t> proxy_ports();
 
-// The variables that point programs at the proxy, in order, NAME and value.
+// The variables that point programs at the proxy, in order, NAME and value: at the jail's own ports, or at
+// `http_port` and `socks_port` on 127.0.0.1 (the jail without namespaces listens where the kernel chose).
 std::vector<std::pair<std::string, std::string>> proxy_variables();
 // The same for a proxy on other loopback ports (macOS, where the command shares the host's loopback).
 std::vector<std::pair<std::string, std::string>> proxy_variables(std::uint16_t http_port,

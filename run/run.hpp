@@ -26,6 +26,8 @@ namespace cordon::run {
 struct Options {
     std::vector<std::string> command;
     bool strict = false, best_effort = false, allow_ptrace = false, quiet = false, network = true;
+    // --jail auto|namespaces|landlock (jail/landlock_jail.hpp); empty: sandbox.jail, else auto.
+    std::string jail;
     // Transparent proxying (--no-transparent turns it off): every TCP connection goes through the proxy,
     // names through the DNS stub.
     bool transparent = true;

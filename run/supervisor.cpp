@@ -10,11 +10,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "jail/jail.hpp"
+#include "jail/landlock_jail.hpp"
 #include "jail/notify.hpp"
 #include "policy/syntax.hpp"
 #include "proxy/fd_limit.hpp"
@@ -190,16 +192,67 @@ int run(const Options& options) {
     config.listen_ports = proxy_ports();
     if (options.network && options.transparent) config.transparent_port = kTransparentPort;
     config.id = make_jail_id();
-    auto started = jail::Jail::start(config);
+    // Which jail: --jail, else sandbox.jail (known only once the policy loads: the namespace jail starts
+    // meanwhile, and is replaced when the settings ask for the other one), else auto: the namespace jail
+    // where the host allows one, the jail without namespaces otherwise (not with --strict).
+    const auto flag_choice = jail::parse_jail_choice(options.jail);
+    jail::JailChoice choice = flag_choice.value_or(jail::JailChoice::Auto);
+    std::string fallback_why;  // why the namespace jail is not used, for the one line
+    auto start = [&](jail::JailChoice want) -> std::variant<std::unique_ptr<jail::Jail>, std::string> {
+        if (want == jail::JailChoice::Landlock) return jail::start_without_namespaces(config);
+        auto made = jail::Jail::start(config);
+        auto* error = std::get_if<std::string>(&made);
+        if (!error || want == jail::JailChoice::Namespaces || options.strict) return made;
+        fallback_why = *error;
+        return jail::start_without_namespaces(config);
+    };
+    auto started = start(choice);
     if (auto* error = std::get_if<std::string>(&started)) {
-        std::cerr << "cordon: " << *error << "\n";
-        say_if_inside_another_sandbox();
+        std::cerr << "cordon: " << (fallback_why.empty() ? "" : fallback_why + "; ") << *error << "\n";
+        if (choice != jail::JailChoice::Landlock) say_if_inside_another_sandbox();
+        if (options.strict && choice == jail::JailChoice::Auto)
+            std::cerr << "cordon: --strict: not falling back to the jail without namespaces\n";
         return 125;
     }
     auto jail = std::get<std::unique_ptr<jail::Jail>>(std::move(started));
 
     policy::PolicyPtr policy = options.load_policy(cwd);
     if (!policy) return 2;  // the jail is killed on the way out
+    if (const auto& setting = policy->filesystem().jail; setting && !flag_choice) {
+        const auto wanted = jail::parse_jail_choice(setting->text).value_or(jail::JailChoice::Auto);
+        const std::string named =
+            "sandbox.jail " + setting->text + " (" + policy::format_source(setting->source) + ")";
+        if (wanted == jail::JailChoice::Namespaces && jail->host_view()) {
+            std::cerr << "cordon: " << named << ": the namespace jail cannot be set up here: " << fallback_why
+                      << "\n";
+            return 125;
+        }
+        if (wanted == jail::JailChoice::Landlock && !jail->host_view()) {
+            jail.reset();  // killed and reaped
+            auto again = jail::start_without_namespaces(config);
+            if (auto* error = std::get_if<std::string>(&again)) {
+                std::cerr << "cordon: " << named << ": " << *error << "\n";
+                return 125;
+            }
+            jail = std::get<std::unique_ptr<jail::Jail>>(std::move(again));
+            fallback_why = named;
+        }
+        choice = wanted;
+    }
+    auto say_without_namespaces = [&] {
+        const std::string why = !fallback_why.empty() ? fallback_why : "--jail landlock";
+        std::cerr << "cordon: running the jail without namespaces (" << why
+                  << "); it lacks: " << jail::without_namespaces_lacks(jail::landlock_abi()) << "\n";
+    };
+    bool without_namespaces = jail->host_view() != nullptr;
+    if (without_namespaces) say_without_namespaces();
+    // The proxy variables of the jail without namespaces: its listeners' ports.
+    auto point_at_listeners = [&](jail::MountPlan& plan) {
+        const auto ports = jail->listener_ports();
+        if (options.network && ports.size() >= 2)
+            for (const auto& [name, value] : proxy_variables(ports[0], ports[1]))
+                plan.env.push_back(name + "=" + value);
+    };
     // The audit log is read-only inside the jail wherever it lies: created now so the plan can protect it,
     // and opened by the proxy under its resolved name.
     proxy::Options proxy_options = options.proxy;
@@ -216,7 +269,8 @@ int run(const Options& options) {
     std::error_code exe_error;
     const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", exe_error);
     jail::MountPlan plan = jail::make_mount_plan(*policy, cwd, policy->filesystem().home, supervisor_files,
-                                                 self, !config.user_notify);
+                                                 self, !config.user_notify && !without_namespaces);
+    if (without_namespaces) point_at_listeners(plan);
     if (!config.user_notify && !options.quiet)
         std::cerr << "cordon: note: this kernel has no seccomp user notification with ADDFD (Linux 5.14); "
                      "missing protected names are kept by placeholder files during the run\n";
@@ -247,13 +301,36 @@ int run(const Options& options) {
         std::cerr << "cordon: note: allowUnixSockets needs seccomp user notification (Linux 5.14); Unix "
                      "sockets stay refused (allowAllUnixSockets allows them all)\n";
     std::vector<std::string> mount_points;
-    if (config.user_notify)
+    if (config.user_notify && !without_namespaces)
         for (const auto& op : plan.ops)
             if (op.path != "/") mount_points.push_back(op.path.string());
+    // The namespaces may be made and still be of no use (AppArmor's restriction of unprivileged user
+    // namespaces: no capability inside, so no mount): then the jail child fails in its setup, and auto falls
+    // back here.
+    std::optional<jail::MountPlan> fallback_plan;
+    if (!without_namespaces && choice == jail::JailChoice::Auto && !options.strict) fallback_plan = plan;
     if (auto error = jail->configure(std::move(plan), unix_sockets)) {
-        std::cerr << "cordon: " << *error << "\n";
-        say_if_inside_another_sandbox();
-        return 125;
+        if (!fallback_plan) {
+            std::cerr << "cordon: " << *error << "\n";
+            if (!without_namespaces) say_if_inside_another_sandbox();
+            return 125;
+        }
+        fallback_why = "the namespace jail could not be set up: " + *error;
+        jail.reset();
+        auto again = jail::start_without_namespaces(config);
+        if (auto* message = std::get_if<std::string>(&again)) {
+            std::cerr << "cordon: " << *message << "\n";
+            return 125;
+        }
+        jail = std::get<std::unique_ptr<jail::Jail>>(std::move(again));
+        without_namespaces = true;
+        say_without_namespaces();
+        point_at_listeners(*fallback_plan);
+        mount_points.clear();
+        if (auto second = jail->configure(std::move(*fallback_plan), unix_sockets)) {
+            std::cerr << "cordon: " << *second << "\n";
+            return 125;
+        }
     }
 
     Supervisor sup;
@@ -338,7 +415,8 @@ int run(const Options& options) {
             auto* s = static_cast<Supervisor*>(handle->data);
             s->close_notify();
             if (int fd = s->jail->take_notify_fd(); fd >= 0)
-                s->notifier = jail::Notifier::start(fd, s->policy, s->run_start, std::move(s->mount_points));
+                s->notifier = jail::Notifier::start(fd, s->policy, s->run_start, std::move(s->mount_points),
+                                                    s->jail->host_view());
         });
     }
     uv_timer_init(&sup.loop, &sup.timer);

@@ -1,0 +1,190 @@
+// The notifier's rules for the namespace-free jail (host_view.hpp). Why they exist: in the namespace jail the
+// supervisor performs a write through the jail's root, where /dev is a minimal tmpfs, /proc the jail's own
+// with /proc/sys read-only and /tmp a private tmpfs; a connect goes out of a socket whose network namespace
+// holds nothing but the proxy. Without namespaces the same calls would land on the host's devices, the
+// host's kernel knobs (root's command could write /proc/sys/kernel/core_pattern) and any address.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "jail/host_view.hpp"
+#include "jail/unix_sockets.hpp"
+
+namespace cordon::jail::host_rules {
+
+namespace {
+
+bool under(const std::string& path, const std::string& root) {
+    return path.compare(0, root.size(), root) == 0 &&
+           (path.size() == root.size() || path[root.size()] == '/');
+}
+
+bool all_digits(const std::string& s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+int write(const HostView& view, const std::string& path, bool creates, bool default_tmp) {
+    if (under(path, "/dev/shm")) return 0;  // the host's POSIX shared memory (no private /dev/shm here)
+    if (under(path, "/dev")) {
+        // The devices of the namespace jail's minimal /dev, and the terminals; never a disk, a console or
+        // /dev/mem that root's command (uid 0, no capabilities) could open by the owner's mode bits.
+        static const char* const kDevices[] = {"/dev/null",    "/dev/zero", "/dev/full", "/dev/random",
+                                               "/dev/urandom", "/dev/tty",  "/dev/ptmx"};
+        if (creates) return EACCES;
+        for (const char* device : kDevices)
+            if (path == device) return 0;
+        if (under(path, "/dev/pts") && path != "/dev/pts") return 0;
+        return EACCES;
+    }
+    if (under(path, "/proc")) {
+        // Only a process's own directory (another's was refused on the path resolved, jail_view.cpp):
+        // oom_score_adj, comm, attr. The host's /proc/sys and /proc/sysrq-trigger are not the jail's.
+        if (creates) return EACCES;
+        const std::size_t end = path.find('/', 6);
+        const std::string who = path.substr(6, end == std::string::npos ? std::string::npos : end - 6);
+        return end != std::string::npos && (all_digits(who) || who == "self" || who == "thread-self")
+                   ? 0
+                   : EACCES;
+    }
+    // The policy's default "/tmp" is the jail's private /tmp: here only the run's own directory.
+    if (default_tmp && !(!view.private_tmp.empty() && under(path, view.private_tmp))) return EROFS;
+    return 0;
+}
+
+int connect(const HostView& view, const sockaddr_storage& addr, socklen_t len) {
+    switch (addr.ss_family) {
+        case AF_UNSPEC:
+        case AF_NETLINK:  // the kernel's own sockets (needs_privilege() refuses groups and port ids)
+            return 0;
+        case AF_UNIX:  // an abstract or unnamed address: the host's abstract namespace is not the jail's
+            return view.all_unix_sockets ? 0 : EPERM;
+        case AF_INET: {
+            if (len < static_cast<socklen_t>(sizeof(sockaddr_in))) return EINVAL;
+            const auto& to = reinterpret_cast<const sockaddr_in&>(addr);
+            for (const auto& [listener, listener_len] : view.proxy) {
+                if (listener.ss_family != AF_INET) continue;
+                const auto& l = reinterpret_cast<const sockaddr_in&>(listener);
+                if (l.sin_port == to.sin_port && l.sin_addr.s_addr == to.sin_addr.s_addr) return 0;
+            }
+            return EPERM;
+        }
+        case AF_INET6: {
+            if (len < static_cast<socklen_t>(sizeof(sockaddr_in6))) return EINVAL;
+            const auto& to = reinterpret_cast<const sockaddr_in6&>(addr);
+            for (const auto& [listener, listener_len] : view.proxy) {
+                if (listener.ss_family != AF_INET6) continue;
+                const auto& l = reinterpret_cast<const sockaddr_in6&>(listener);
+                if (l.sin6_port == to.sin6_port &&
+                    std::memcmp(&l.sin6_addr, &to.sin6_addr, sizeof l.sin6_addr) == 0)
+                    return 0;
+            }
+            return EPERM;
+        }
+        default:
+            return EPERM;
+    }
+}
+
+namespace {
+
+bool loopback(const sockaddr_storage& addr, socklen_t len) {
+    if (addr.ss_family == AF_INET && len >= static_cast<socklen_t>(sizeof(sockaddr_in)))
+        return (ntohl(reinterpret_cast<const sockaddr_in&>(addr).sin_addr.s_addr) >> 24) == 127;
+    if (addr.ss_family == AF_INET6 && len >= static_cast<socklen_t>(sizeof(sockaddr_in6)))
+        return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr);
+    return false;
+}
+
+}  // namespace
+
+int bind(const sockaddr_storage& addr, socklen_t len) {
+    if (addr.ss_family != AF_INET && addr.ss_family != AF_INET6) return 0;
+    return loopback(addr, len) ? 0 : EADDRNOTAVAIL;
+}
+
+int listen(int fd) {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return errno;
+    if (addr.ss_family != AF_INET && addr.ss_family != AF_INET6) return 0;
+    const in_port_t port = addr.ss_family == AF_INET ? reinterpret_cast<const sockaddr_in&>(addr).sin_port
+                                                     : reinterpret_cast<const sockaddr_in6&>(addr).sin6_port;
+    return port != 0 && loopback(addr, len) ? 0 : EADDRNOTAVAIL;
+}
+
+int take_socket(pid_t tid, pid_t tgid, int fd) {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
+    const std::uint32_t ptrace = 1U << CAP_SYS_PTRACE;
+    const bool raise = ::syscall(SYS_capget, &header, caps) == 0 && (caps[0].permitted & ptrace) &&
+                       !(caps[0].effective & ptrace);
+    if (raise) {
+        caps[0].effective |= ptrace;
+        ::syscall(SYS_capset, &header, caps);
+    }
+    const int sock = unix_sockets::take_socket(tid, tgid, fd);
+    const int err = errno;
+    if (raise) {
+        caps[0].effective &= ~ptrace;
+        ::syscall(SYS_capset, &header, caps);
+    }
+    errno = err;
+    return sock;
+}
+
+int connect_by_replacement(int listener, std::uint64_t id, pid_t pid, int fd, const sockaddr_storage& addr,
+                           socklen_t len) {
+    // The caller's descriptor: a socket, and its file status flags (octal in fdinfo).
+    const std::string base = "/proc/" + std::to_string(pid) + "/fd";
+    char link[64] = {};
+    const std::string path = base + "/" + std::to_string(fd);
+    ssize_t n = ::readlink(path.c_str(), link, sizeof link - 1);
+    if (n < 0) return EBADF;
+    if (std::strncmp(link, "socket:", 7) != 0) return ENOTSOCK;
+    std::ifstream info("/proc/" + std::to_string(pid) + "/fdinfo/" + std::to_string(fd));
+    std::string key;
+    long flags = -1;
+    while (info >> key)
+        if (key == "flags:") {
+            std::string octal;
+            info >> octal;
+            flags = std::strtol(octal.c_str(), nullptr, 8);
+            break;
+        }
+    if (flags < 0) return EBADF;
+    int sock = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (sock < 0) return errno;
+    // The proxy's listener on loopback: the handshake completes at once, even for a non-blocking caller.
+    if (::connect(sock, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+        const int err = errno;
+        ::close(sock);
+        return err;
+    }
+    if (flags & O_NONBLOCK) ::fcntl(sock, F_SETFL, O_NONBLOCK);
+    seccomp_notif_addfd addfd{};
+    addfd.id = id;
+    addfd.flags = SECCOMP_ADDFD_FLAG_SETFD;
+    addfd.srcfd = static_cast<std::uint32_t>(sock);
+    addfd.newfd = static_cast<std::uint32_t>(fd);
+    addfd.newfd_flags = (flags & O_CLOEXEC) ? O_CLOEXEC : 0;
+    const int rc = ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &addfd);
+    const int err = errno;
+    ::close(sock);
+    return rc < 0 ? err : 0;
+}
+
+}  // namespace cordon::jail::host_rules

@@ -1,0 +1,63 @@
+// What the supervisor's notifier must know when the command runs without namespaces (the namespace-free
+// jail, landlock_jail.hpp): it then shares the host's mount and network namespaces with the command, so the
+// jail's private /tmp, /dev and /proc and its network namespace no longer confine what it performs.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cordon::jail {
+
+struct HostView {
+    // The run's own temporary directory (the command's TMPDIR): the one part of the host's /tmp it may
+    // write. The policy's default "/tmp" rule means the jail's private /tmp, which this replaces.
+    std::string private_tmp;
+    // The proxy's listeners: the only AF_INET/AF_INET6 addresses the supervisor connects a caller's socket
+    // to (an address of the host's network, which no namespace confines any more).
+    std::vector<std::pair<sockaddr_storage, socklen_t>> proxy;
+    // allowAllUnixSockets: a Unix connect is performed as asked (abstract addresses included).
+    bool all_unix_sockets = false;
+};
+
+// The notifier's rules for that view (jail/host_rules.cpp), each 0 when the call may go on, else the errno.
+namespace host_rules {
+
+// A write to `path` (resolved, absolute) that the policy allowed, or that lies in /dev or /proc (the jail's
+// own areas in the namespace jail): `creates` when the call makes a name. `default_tmp`: the policy
+// allowed it by its default "/tmp" rule. Only device files that every jail has (null, zero, full, random,
+// urandom, tty, ptmx, pts/*), POSIX shared memory in /dev/shm, and the caller's own /proc/PID knobs.
+int write(const HostView& view, const std::string& path, bool creates, bool default_tmp);
+
+// connect(2) of an AF_INET/AF_INET6/AF_UNIX address that names no file: only to the proxy's listeners
+// (AF_UNSPEC dissolves an association and is allowed); EPERM otherwise, as the namespace jail's firewall.
+int connect(const HostView& view, const sockaddr_storage& addr, socklen_t len);
+
+// bind(2) of an AF_INET/AF_INET6 address: only loopback (127.0.0.0/8, ::1), as in the namespace jail whose
+// network has nothing else; EADDRNOTAVAIL otherwise. Other families: 0.
+int bind(const sockaddr_storage& addr, socklen_t len);
+
+// listen(2) on the socket `fd` (the caller's, taken over): an AF_INET/AF_INET6 socket only when bound to
+// loopback (an unbound one would be bound to every address by listen itself); EADDRNOTAVAIL otherwise.
+int listen(int fd);
+
+// unix_sockets::take_socket, with CAP_SYS_PTRACE effective for the call where the thread holds it in its
+// permitted set: the notifier's threads act with the caller's rights otherwise, and a command run as another
+// user (--user) is not ours to take a descriptor from without it.
+int take_socket(pid_t tid, pid_t tgid, int fd);
+
+// A connect that connect() allowed, where the caller's socket cannot be taken (pidfd_getfd refused, as by
+// Docker's default seccomp profile without CAP_SYS_ADMIN): a new socket of the supervisor's, connected to
+// `addr`, replaces the caller's descriptor `fd` (SECCOMP_IOCTL_NOTIF_ADDFD with SETFD, the caller's
+// O_NONBLOCK and close-on-exec kept) for the notification `id` of process `pid` on `listener`. 0 (answer
+// the connect with success) or an errno.
+int connect_by_replacement(int listener, std::uint64_t id, pid_t pid, int fd, const sockaddr_storage& addr,
+                           socklen_t len);
+
+}  // namespace host_rules
+
+}  // namespace cordon::jail
