@@ -395,6 +395,27 @@ class Builder {
         return out;
     }
 
+    // Whether a symlink on the way to `path` lies inside a writable root (its resolved spelling), where the
+    // command could have planted it.
+    bool planted_link(const std::string& path) const {
+        std::vector<std::string> writable;
+        for (const PathRule& root : policy_.filesystem().allow_write)
+            if (!root.glob) writable.push_back(canonical(local_path(root)));
+        auto inside = [&](const std::string& dir) {
+            for (const std::string& root : writable)
+                if (dir == root || dir.starts_with(root == "/" ? root : root + "/")) return true;
+            return false;
+        };
+        std::string at = "/";  // resolved so far
+        for (const std::string& c : split_components(path)) {
+            const std::string next = (at == "/" ? "" : at) + "/" + c;
+            const std::string resolved = canonical(next);
+            if (resolved != next && inside(at)) return true;
+            at = resolved;
+        }
+        return false;
+    }
+
     // A regex filter from a body; split when too long: a deny into a wider require-all of anchored pieces,
     // an allow not at all (nullopt).
     std::optional<std::string> regex_filter(const std::string& anchored, bool wide, const std::string& what) {
@@ -592,9 +613,22 @@ class Builder {
         line("");
         line("; File write");
         std::vector<std::string> roots;
-        for (const PathRule& root : fsp.allow_write)
-            for (const Spelling& s : spellings(local_path(root), root.glob))
+        for (const PathRule& root : fsp.allow_write) {
+            std::vector<Spelling> all = spellings(local_path(root), root.glob);
+            // A glob's matches are granted where its directory leads only when no symlink on the way lies
+            // where the command writes: Policy vets a plain entry's links when it loads (follow_allow_write),
+            // a glob's the Linux jail vets at each match, and here only the profile can. Otherwise a
+            // `cache -> ~/Library/LaunchAgents` planted by an earlier command turns `allowWrite: ["cache/*"]`
+            // into a grant of LaunchAgents (Seatbelt sees the resolved path).
+            if (root.glob && all.size() > 1 && planted_link(glob_base(local_path(root)))) {
+                warnings_.push_back("allowWrite " + root.rule.text +
+                                    ": its directory is reached through a symlink in a writable area; not "
+                                    "followed");
+                all.resize(1);
+            }
+            for (const Spelling& s : all)
                 add(roots, subtree(s, false, "allowWrite " + root.rule.text));
+        }
         rule("allow", "file-write*", roots);
         std::vector<std::string> devices;
         for (const char* device : kWritableDevices)

@@ -92,6 +92,20 @@ class ProfileAttacks(unittest.TestCase):
             self.assertDecides(rules, "file-read-data", self.home + "/docs/x", "allow")
             self.assertDecides(rules, "file-write-data", self.cwd + "/Dates/x", "allow")
 
+    def test_allow_write_glob_through_a_planted_link_is_not_followed(self):
+        # An earlier command planted `proj/cache -> ~/Library/LaunchAgents` (the working directory is writable);
+        # `allowWrite: ["cache/*"]` must not then grant the target, which Seatbelt sees as the written path.
+        agents = self.home + "/Library/LaunchAgents"
+        os.makedirs(agents)
+        os.symlink(agents, self.cwd + "/cache")
+        rules = self.profile({"allowWrite": ["cache/*", "~/docs/*"]})
+        self.assertDecides(rules, "file-write-create", agents + "/evil.plist", "deny")
+        self.assertDecides(rules, "file-write-data", self.home + "/docs/notes", "allow")
+        # A link the user made where the command cannot write is followed, as the Linux jail follows it.
+        os.symlink(self.home + "/docs", self.root + "/docs-link")
+        rules = self.profile({"allowWrite": [self.root + "/docs-link/*"]})
+        self.assertDecides(rules, "file-write-data", self.home + "/docs/notes", "allow")
+
     def test_allow_write_glob_set_never_matches_a_slash(self):
         rules = self.profile({"allowWrite": ["~/cache/a[!x]b", "~/cache/c[+-0]d"]})
         self.assertDecides(rules, "file-write-data", self.home + "/cache/ayb", "allow")
