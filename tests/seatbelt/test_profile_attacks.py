@@ -106,6 +106,25 @@ class ProfileAttacks(unittest.TestCase):
         rules = self.profile({"allowWrite": [self.root + "/docs-link/*"]})
         self.assertDecides(rules, "file-write-data", self.home + "/docs/notes", "allow")
 
+    def test_long_glob_deny_splits_into_regexes_that_still_match(self):
+        # Too long for one Seatbelt string, the deny becomes pieces: each must be a regex (never one that
+        # starts with a quantifier cut off its set) and together they must still match the path.
+        # Names of many lengths, so that some cut falls right after a `[^/]` (where `*` would follow).
+        for n in range(60, 140, 3):
+            parts = ["d" * n + "*"] * 12
+            rules = self.profile({"denyRead": [self.cwd + "/" + "/".join(parts)]})
+            deep = self.cwd + "/" + "/".join(["d" * n + "x"] * 12) + "/f"
+            for _, _, flt in rules:
+                stack = [flt]
+                while stack:
+                    f = stack.pop()
+                    if isinstance(f, list) and f and f[0] == "regex":
+                        sbpl.re.compile(f[1])
+                    elif isinstance(f, list):
+                        stack.extend(f[1:])
+            self.assertDecides(rules, "file-read-data", deep, "deny")
+            self.assertDecides(rules, "file-read-data", self.cwd + "/ddd/f", "allow")
+
     def test_allow_write_glob_set_never_matches_a_slash(self):
         rules = self.profile({"allowWrite": ["~/cache/a[!x]b", "~/cache/c[+-0]d"]})
         self.assertDecides(rules, "file-write-data", self.home + "/cache/ayb", "allow")
