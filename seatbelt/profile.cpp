@@ -201,6 +201,17 @@ char other_case(char c) {
     return c;
 }
 
+// An ASCII letter in either case, and the two other characters Unicode case folding (which APFS applies)
+// takes to an ASCII letter: the long s `ſ` (U+017F) is `s`, the Kelvin sign `K` (U+212A) is `k`; `.ſsh` is
+// `.ssh` there. An alternation, not a set: Seatbelt's regexes match bytes, and these are several.
+std::string letter_regex(char c) {
+    const char lower = c >= 'a' ? c : other_case(c);
+    const std::string set = std::string("[") + lower + other_case(lower) + "]";
+    if (lower == 's') return "(" + set + "|\xC5\xBF)";
+    if (lower == 'k') return "(" + set + "|\xE2\x84\xAA)";
+    return set;
+}
+
 // Literal text as a regex. `fold` (for denies, which may match more but never less): the spellings macOS
 // file systems take for the same name match too. They ignore letter case (`.AWS` is `.aws`), and APFS ignores
 // Unicode normalisation (`é` composed is `e` and a combining accent decomposed), so each letter matches
@@ -219,8 +230,7 @@ std::string literal_regex(std::string_view text, bool fold) {
             letter_at = std::string::npos;
         } else if (fold && is_ascii_letter(c)) {
             letter_at = out.size();
-            const char lower = c >= 'a' ? c : other_case(c);
-            out += std::string("[") + lower + other_case(lower) + "]";
+            out += letter_regex(c);
         } else {
             letter_at = std::string::npos;
             out += regex_char(c);
@@ -317,11 +327,8 @@ std::string name_regex(std::string_view name) {
             out += "[^/]+";
             continue;
         }
-        for (char ch : c) {
-            const char lower = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
-            const char upper = static_cast<char>(lower >= 'a' && lower <= 'z' ? lower - 'a' + 'A' : lower);
-            out += lower != upper ? std::string("[") + lower + upper + "]" : regex_char(ch);
-        }
+        for (char ch : c)
+            out += is_ascii_letter(ch) ? letter_regex(ch) : regex_char(ch);
     }
     return out;
 }
@@ -440,7 +447,22 @@ class Builder {
                 if (i + len < anchored.size() && (anchored[i + len] == '*' || anchored[i + len] == '?'))
                     ++len;
             } else if (anchored[i] == '(') {
-                len = anchored.find(')', i) - i + 1;
+                // To the matching `)`: groups nest (an alternation of names holds `(s|ſ)`).
+                int depth = 0;
+                for (std::size_t j = i; j < anchored.size(); ++j) {
+                    if (anchored[j] == '\\') {
+                        ++j;
+                    } else if (anchored[j] == '[') {
+                        const std::size_t end = anchored.find(']', j + (anchored[j + 1] == '^' ? 3 : 2));
+                        if (end == std::string::npos) break;
+                        j = end;
+                    } else if (anchored[j] == '(') {
+                        ++depth;
+                    } else if (anchored[j] == ')' && --depth == 0) {
+                        len = j - i + 1;
+                        break;
+                    }
+                }
                 if (i + len < anchored.size() && (anchored[i + len] == '*' || anchored[i + len] == '?'))
                     ++len;
             }
@@ -634,6 +656,29 @@ class Builder {
         for (const char* device : kWritableDevices)
             devices.push_back("(literal " + quote(device) + ")");
         rule("allow", "file-write*", devices);
+
+        // A read-denied path is not written either, unless a longer writable root lies inside it: the Linux
+        // jail masks it with an empty read-only file system and binds the deeper roots over the mask. Without
+        // this, `~/.aws` read-denied in a writable home would take a planted `~/.aws/config` (whose
+        // credential_process the user's next `aws` runs).
+        std::vector<std::string> unwritable;
+        for (const PathRule& deny : fsp.deny_read) {
+            std::vector<std::string> exceptions;
+            for (const PathRule& root : fsp.allow_write)
+                if (local_path(root).size() > deny.path.string().size())
+                    for (const Spelling& s : spellings(local_path(root), root.glob))
+                        if (auto f = subtree(s, false, "allowWrite " + root.rule.text))
+                            exceptions.push_back("(require-not " + *f + ")");
+            for (const Spelling& s : spellings(deny.path.string(), deny.glob)) {
+                auto f = subtree(s, true, "denyRead " + deny.rule.text);
+                if (!f) continue;
+                std::string all = exceptions.empty() ? *f : "(require-all " + *f;
+                for (const std::string& e : exceptions)
+                    all += " " + e;
+                unwritable.push_back(exceptions.empty() ? all : all + ")");
+            }
+        }
+        rule("deny", "file-write*", unwritable);
 
         // What is never written: denyWrite, every settings file read, the audit log, and the protected names
         // at any depth (the jail protects them wherever they appear).

@@ -72,6 +72,26 @@ class ProfileAttacks(unittest.TestCase):
             self.assertDecides(rules, "file-write-create", path, "deny")
         self.assertDecides(rules, "file-write-data", self.cwd + "/notes.txt", "allow")
 
+    def test_deny_matches_letters_that_case_fold_to_ascii(self):
+        # APFS folds case by Unicode: the long s (U+017F) is `s`, the Kelvin sign (U+212A) is `k`.
+        rules = self.profile({"allowWrite": ["~"], "denyRead": ["~/.aws"]})
+        for path in [self.home + "/.aw\u017f/credentials", self.home + "/.AW\u017f"]:
+            self.assertDecides(rules, "file-read-data", path, "deny")
+        for path in [self.home + "/.\u017fsh/authorized_keys", self.cwd + "/.claude/\u017f\u212aills/x.md",
+                     self.cwd + "/.git/hoo\u212a\u017f/pre-commit"]:
+            self.assertDecides(rules, "file-write-data", path, "deny")
+        self.assertDecides(rules, "file-write-data", self.home + "/notes", "allow")
+
+    def test_read_denied_path_in_a_writable_root_is_not_written(self):
+        # A planted ~/.aws/config runs its credential_process in the user's next `aws`; the Linux jail's mask
+        # is read-only. A longer writable root inside the denied path stays writable, as the jail binds it.
+        rules = self.profile({"allowWrite": ["~", "~/.aws/cli/cache"], "denyRead": ["~/.aws"]})
+        for path in [self.home + "/.aws/config", self.home + "/.AWS/config", self.home + "/.aws"]:
+            self.assertDecides(rules, "file-write-data", path, "deny")
+            self.assertDecides(rules, "file-write-create", path, "deny")
+        self.assertDecides(rules, "file-write-create", self.home + "/.aws/cli/cache/token", "allow")
+        self.assertDecides(rules, "file-write-data", self.home + "/notes", "allow")
+
     def test_parents_of_a_deny_are_not_moved_in_another_case(self):
         # `mv ~/proj/SECRETS ~/x` would take the denied file out from under its rule.
         rules = self.profile({"allowWrite": ["~"], "denyWrite": ["~/proj/secrets/key"]})
