@@ -652,11 +652,6 @@ class Builder {
                 add(roots, subtree(s, false, "allowWrite " + root.rule.text));
         }
         rule("allow", "file-write*", roots);
-        std::vector<std::string> devices;
-        for (const char* device : kWritableDevices)
-            devices.push_back("(literal " + quote(device) + ")");
-        rule("allow", "file-write*", devices);
-
         // A read-denied path is not written either, unless a longer writable root lies inside it: the Linux
         // jail masks it with an empty read-only file system and binds the deeper roots over the mask. Without
         // this, `~/.aws` read-denied in a writable home would take a planted `~/.aws/config` (whose
@@ -679,6 +674,16 @@ class Builder {
             }
         }
         rule("deny", "file-write*", unwritable);
+        // The devices every program writes stay writable under a read-denied `/` (the Linux jail mounts its
+        // own /dev), the caller's terminal too.
+        std::vector<std::string> devices;
+        for (const char* device : kWritableDevices)
+            devices.push_back("(literal " + quote(device) + ")");
+        if (!unwritable.empty()) {
+            devices.push_back("(literal \"/dev/ptmx\")");
+            devices.push_back("(regex \"^/dev/ttys\")");
+        }
+        rule("allow", "file-write*", devices);
 
         // What is never written: denyWrite, every settings file read, the audit log, and the protected names
         // at any depth (the jail protects them wherever they appear).

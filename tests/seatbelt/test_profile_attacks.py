@@ -91,6 +91,12 @@ class ProfileAttacks(unittest.TestCase):
             self.assertDecides(rules, "file-write-create", path, "deny")
         self.assertDecides(rules, "file-write-create", self.home + "/.aws/cli/cache/token", "allow")
         self.assertDecides(rules, "file-write-data", self.home + "/notes", "allow")
+        # A read-denied `/` leaves the devices and the terminal writable (the Linux jail has its own /dev).
+        rules = self.profile({"denyRead": ["/"], "allowRead": ["/usr", "~"]})
+        for path in ["/dev/null", "/dev/tty", "/dev/ttys003"]:
+            self.assertDecides(rules, "file-write-data", path, "allow")
+        self.assertDecides(rules, "file-write-data", self.cwd + "/x", "allow")
+        self.assertDecides(rules, "file-write-data", self.root + "/x", "deny")
 
     def test_parents_of_a_deny_are_not_moved_in_another_case(self):
         # `mv ~/proj/SECRETS ~/x` would take the denied file out from under its rule.
