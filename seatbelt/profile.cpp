@@ -259,12 +259,14 @@ std::string glob_set_regex(std::string_view set, bool fold) {
                 continue;
             }
             items += std::string(1, lo) + "-" + hi;
+            if (fold && !negated && is_ascii_letter(lo) && is_ascii_letter(hi) && (lo >= 'a') == (hi >= 'a'))
+                items += std::string(1, other_case(lo)) + "-" + other_case(hi);
             continue;
         }
         items += chars[i];
         if (fold && !negated && is_ascii_letter(chars[i])) items += other_case(chars[i]);
     }
-    // A `]` is literal only first in a set, a `-` only last.
+    // A `]` is a member only first in a set.
     if (items.find(']') != std::string::npos) {
         items.erase(items.find(']'), 1);
         items.insert(items.begin(), ']');

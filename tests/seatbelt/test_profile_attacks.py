@@ -65,8 +65,8 @@ class ProfileAttacks(unittest.TestCase):
         self.assertDecides(rules, "file-read-data", self.home + "/docs/x", "allow")
 
     def test_write_deny_and_audit_log_match_either_case(self):
-        rules = self.profile({"denyWrite": ["secrets"]}, "--audit-log", self.cwd + "/audit.log")
-        for path in [self.cwd + "/secrets/key", self.cwd + "/SECRETS/key", self.cwd + "/Secrets",
+        rules = self.profile({"denyWrite": ["secrets", "*.[a-p]em"]}, "--audit-log", self.cwd + "/audit.log")
+        for path in [self.cwd + "/secrets/key", self.cwd + "/SECRETS/key", self.cwd + "/Secrets", self.cwd + "/x.PEM",
                      self.cwd + "/audit.log", self.cwd + "/AUDIT.LOG", self.cwd + "/Audit.log"]:
             self.assertDecides(rules, "file-write-data", path, "deny")
             self.assertDecides(rules, "file-write-create", path, "deny")
