@@ -191,23 +191,105 @@ std::string regex_char(char c) {
     return std::string(1, c);
 }
 
-std::string regex_literal(std::string_view text) {
+bool is_ascii_letter(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+char other_case(char c) {
+    if (c >= 'a' && c <= 'z') return static_cast<char>(c - 'a' + 'A');
+    if (c >= 'A' && c <= 'Z') return static_cast<char>(c - 'A' + 'a');
+    return c;
+}
+
+// An ASCII letter in either case, and the two other characters Unicode case folding (which APFS applies)
+// takes to an ASCII letter: the long s `ſ` (U+017F) is `s`, the Kelvin sign `K` (U+212A) is `k`; `.ſsh` is
+// `.ssh` there. An alternation, not a set: Seatbelt's regexes match bytes, and these are several.
+std::string letter_regex(char c) {
+    const char lower = c >= 'a' ? c : other_case(c);
+    const std::string set = std::string("[") + lower + other_case(lower) + "]";
+    if (lower == 's') return "(" + set + "|\xC5\xBF)";
+    if (lower == 'k') return "(" + set + "|\xE2\x84\xAA)";
+    return set;
+}
+
+// Literal text as a regex. `fold` (for denies, which may match more but never less): the spellings macOS
+// file systems take for the same name match too. They ignore letter case (`.AWS` is `.aws`), and APFS ignores
+// Unicode normalisation (`é` composed is `e` and a combining accent decomposed), so each letter matches
+// either case and each run of non-ASCII characters, with the ASCII letter before it (the base of a decomposed
+// character), matches any characters of one component.
+std::string literal_regex(std::string_view text, bool fold) {
     std::string out;
-    for (char c : text)
-        out += regex_char(c);
+    std::size_t letter_at = std::string::npos;  // where the last token began, if it was a letter
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (fold && static_cast<unsigned char>(c) >= 0x80) {
+            if (letter_at != std::string::npos) out.resize(letter_at);
+            while (i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80)
+                ++i;
+            out += "[^/]*";
+            letter_at = std::string::npos;
+        } else if (fold && is_ascii_letter(c)) {
+            letter_at = out.size();
+            out += letter_regex(c);
+        } else {
+            letter_at = std::string::npos;
+            out += regex_char(c);
+        }
+    }
     return out;
 }
 
+// A bracket set of a glob (its text between `[` and `]`, `!` or `^` first to negate) as a regex set. A set
+// matches one character of a name, never `/`: a negated set says so, and a range across `/` is cut in two
+// (an allowWrite of `~/cache/a[!x]b` must not reach `~/cache/a/b`). `fold`: a set that is not negated
+// matches either case of its letters too.
+std::string glob_set_regex(std::string_view set, bool fold) {
+    const bool negated = !set.empty() && (set[0] == '!' || set[0] == '^');
+    if (negated) set.remove_prefix(1);
+    std::string chars;
+    for (char s : set)
+        if (s != '\\' && s != '/') chars += s;
+    std::string items;
+    for (std::size_t i = 0; i < chars.size(); ++i) {
+        if (i + 2 < chars.size() && chars[i + 1] == '-') {
+            const char lo = chars[i], hi = chars[i + 2];
+            i += 2;
+            if (lo < '/' && hi > '/') {
+                items += std::string(1, lo) + "-.0-" + hi;
+                continue;
+            }
+            items += std::string(1, lo) + "-" + hi;
+            if (fold && !negated && is_ascii_letter(lo) && is_ascii_letter(hi) && (lo >= 'a') == (hi >= 'a'))
+                items += std::string(1, other_case(lo)) + "-" + other_case(hi);
+            continue;
+        }
+        items += chars[i];
+        if (fold && !negated && is_ascii_letter(chars[i])) items += other_case(chars[i]);
+    }
+    // A `]` is a member only first in a set.
+    if (items.find(']') != std::string::npos) {
+        items.erase(items.find(']'), 1);
+        items.insert(items.begin(), ']');
+    }
+    return negated ? "[^" + items + "/]" : "[" + items + "]";
+}
+
 // One component of a glob (fnmatch without flags, as policy/path_rules.cpp matches it) as a regex.
-std::string glob_component_regex(std::string_view c) {
-    std::string out;
+std::string glob_component_regex(std::string_view c, bool fold) {
+    std::string out, pending;
+    auto flush = [&]() {
+        out += literal_regex(pending, fold);
+        pending.clear();
+    };
     for (std::size_t i = 0; i < c.size(); ++i) {
         if (c[i] == '*') {
+            flush();
             out += "[^/]*";
         } else if (c[i] == '?') {
+            flush();
             out += "[^/]";
         } else if (c[i] == '\\' && i + 1 < c.size()) {
-            out += regex_char(c[++i]);
+            pending += c[++i];
         } else if (c[i] == '[') {
             std::size_t j = i + 1;
             if (j < c.size() && (c[j] == '!' || c[j] == '^')) ++j;
@@ -215,28 +297,25 @@ std::string glob_component_regex(std::string_view c) {
             while (j < c.size() && c[j] != ']')
                 ++j;
             if (j >= c.size()) {
-                out += "\\[";
+                pending += '[';
                 continue;
             }
-            std::string set(c.substr(i + 1, j - i - 1));
-            if (!set.empty() && set[0] == '!') set[0] = '^';
-            std::string clean;
-            for (char s : set)
-                if (s != '\\' && s != '/') clean += s;
-            out += "[" + clean + "]";
+            flush();
+            out += glob_set_regex(c.substr(i + 1, j - i - 1), fold);
             i = j;
         } else {
-            out += regex_char(c[i]);
+            pending += c[i];
         }
     }
+    flush();
     return out;
 }
 
 // A glob over a whole path as a regex body (no anchors): `**` any number of components (none too).
-std::string glob_regex(std::string_view pattern) {
+std::string glob_regex(std::string_view pattern, bool fold) {
     std::string out;
     for (const std::string& c : split_components(pattern))
-        out += c == "**" ? std::string("(/[^/]+)*") : "/" + glob_component_regex(c);
+        out += c == "**" ? std::string("(/[^/]+)*") : "/" + glob_component_regex(c, fold);
     return out;
 }
 
@@ -250,11 +329,8 @@ std::string name_regex(std::string_view name) {
             out += "[^/]+";
             continue;
         }
-        for (char ch : c) {
-            const char lower = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
-            const char upper = static_cast<char>(lower >= 'a' && lower <= 'z' ? lower - 'a' + 'A' : lower);
-            out += lower != upper ? std::string("[") + lower + upper + "]" : regex_char(ch);
-        }
+        for (char ch : c)
+            out += is_ascii_letter(ch) ? letter_regex(ch) : regex_char(ch);
     }
     return out;
 }
@@ -328,6 +404,27 @@ class Builder {
         return out;
     }
 
+    // Whether a symlink on the way to `path` lies inside a writable root (its resolved spelling), where the
+    // command could have planted it.
+    bool planted_link(const std::string& path) const {
+        std::vector<std::string> writable;
+        for (const PathRule& root : policy_.filesystem().allow_write)
+            if (!root.glob) writable.push_back(canonical(local_path(root)));
+        auto inside = [&](const std::string& dir) {
+            for (const std::string& root : writable)
+                if (dir == root || dir.starts_with(root == "/" ? root : root + "/")) return true;
+            return false;
+        };
+        std::string at = "/";  // resolved so far
+        for (const std::string& c : split_components(path)) {
+            const std::string next = (at == "/" ? "" : at) + "/" + c;
+            const std::string resolved = canonical(next);
+            if (resolved != next && inside(at)) return true;
+            at = resolved;
+        }
+        return false;
+    }
+
     // A regex filter from a body; split when too long: a deny into a wider require-all of anchored pieces,
     // an allow not at all (nullopt).
     std::optional<std::string> regex_filter(const std::string& anchored, bool wide, const std::string& what) {
@@ -345,9 +442,29 @@ class Builder {
             if (anchored[i] == '\\') {
                 len = 2;
             } else if (anchored[i] == '[') {
-                len = anchored.find(']', i + 1) - i + 1;
+                // A set's first `]` (after `^`) is a member, not its end; a quantifier stays with its set.
+                std::size_t end = i + 1;
+                if (end < anchored.size() && anchored[end] == '^') ++end;
+                len = anchored.find(']', end + 1) - i + 1;
+                if (i + len < anchored.size() && (anchored[i + len] == '*' || anchored[i + len] == '?'))
+                    ++len;
             } else if (anchored[i] == '(') {
-                len = anchored.find(')', i) - i + 1;
+                // To the matching `)`: groups nest (an alternation of names holds `(s|ſ)`).
+                int depth = 0;
+                for (std::size_t j = i; j < anchored.size(); ++j) {
+                    if (anchored[j] == '\\') {
+                        ++j;
+                    } else if (anchored[j] == '[') {
+                        const std::size_t end = anchored.find(']', j + (anchored[j + 1] == '^' ? 3 : 2));
+                        if (end == std::string::npos) break;
+                        j = end;
+                    } else if (anchored[j] == '(') {
+                        ++depth;
+                    } else if (anchored[j] == ')' && --depth == 0) {
+                        len = j - i + 1;
+                        break;
+                    }
+                }
                 if (i + len < anchored.size() && (anchored[i + len] == '*' || anchored[i + len] == '?'))
                     ++len;
             }
@@ -368,20 +485,24 @@ class Builder {
     // The path and everything below it. `wide`: a deny, which may match more than asked but never less; an
     // allow (or an exception cut out of a deny) may match less but never more.
     std::optional<std::string> subtree(const Spelling& s, bool wide, const std::string& what) {
-        if (!s.glob && !has_control(s.path) && escaped_size(s.path) <= kMaxString)
+        // A deny is always a regex: it matches every spelling of the path the file system takes as the same
+        // (letter case, Unicode normalisation), which a `subpath` literal cannot.
+        if (!wide && !s.glob && !has_control(s.path) && escaped_size(s.path) <= kMaxString)
             return "(subpath " + quote(s.path) + ")";
         if (!s.glob && has_control(s.path) && !wide) {
             warnings_.push_back(what + ": a control character in the path; not granted");
             return std::nullopt;
         }
-        const std::string body = s.glob ? glob_regex(s.path) : regex_literal(s.path);
-        return regex_filter("^" + (body.empty() ? std::string("/") : body) + "(/.*)?$", wide, what);
+        const std::string body = s.glob ? glob_regex(s.path, wide) : literal_regex(s.path, wide);
+        // The root's subtree is every path.
+        if (body.empty() || body == "/") return regex_filter("^/", wide, what);
+        return regex_filter("^" + body + "(/.*)?$", wide, what);
     }
 
-    // The one directory entry (its vnode), nothing below: always a deny (moving, removing).
+    // The one directory entry (its vnode), nothing below: always a deny (moving, removing), in every
+    // spelling of the path.
     std::optional<std::string> exact(const std::string& path) {
-        if (!has_control(path) && escaped_size(path) <= kMaxString) return "(literal " + quote(path) + ")";
-        return regex_filter("^" + regex_literal(path) + "$", true, path);
+        return regex_filter("^" + literal_regex(path, true) + "$", true, path);
     }
 
     void add(std::vector<std::string>& out, const std::optional<std::string>& filter) {
@@ -516,13 +637,54 @@ class Builder {
         line("");
         line("; File write");
         std::vector<std::string> roots;
-        for (const PathRule& root : fsp.allow_write)
-            for (const Spelling& s : spellings(local_path(root), root.glob))
+        for (const PathRule& root : fsp.allow_write) {
+            std::vector<Spelling> all = spellings(local_path(root), root.glob);
+            // A glob's matches are granted where its directory leads only when no symlink on the way lies
+            // where the command writes: Policy vets a plain entry's links when it loads (follow_allow_write),
+            // a glob's the Linux jail vets at each match, and here only the profile can. Otherwise a
+            // `cache -> ~/Library/LaunchAgents` planted by an earlier command turns `allowWrite: ["cache/*"]`
+            // into a grant of LaunchAgents (Seatbelt sees the resolved path).
+            if (root.glob && all.size() > 1 && planted_link(glob_base(local_path(root)))) {
+                warnings_.push_back("allowWrite " + root.rule.text +
+                                    ": its directory is reached through a symlink in a writable area; not "
+                                    "followed");
+                all.resize(1);
+            }
+            for (const Spelling& s : all)
                 add(roots, subtree(s, false, "allowWrite " + root.rule.text));
+        }
         rule("allow", "file-write*", roots);
+        // A read-denied path is not written either, unless a longer writable root lies inside it: the Linux
+        // jail masks it with an empty read-only file system and binds the deeper roots over the mask. Without
+        // this, `~/.aws` read-denied in a writable home would take a planted `~/.aws/config` (whose
+        // credential_process the user's next `aws` runs).
+        std::vector<std::string> unwritable;
+        for (const PathRule& deny : fsp.deny_read) {
+            std::vector<std::string> exceptions;
+            for (const PathRule& root : fsp.allow_write)
+                if (local_path(root).size() > deny.path.string().size())
+                    for (const Spelling& s : spellings(local_path(root), root.glob))
+                        if (auto f = subtree(s, false, "allowWrite " + root.rule.text))
+                            exceptions.push_back("(require-not " + *f + ")");
+            for (const Spelling& s : spellings(deny.path.string(), deny.glob)) {
+                auto f = subtree(s, true, "denyRead " + deny.rule.text);
+                if (!f) continue;
+                std::string all = exceptions.empty() ? *f : "(require-all " + *f;
+                for (const std::string& e : exceptions)
+                    all += " " + e;
+                unwritable.push_back(exceptions.empty() ? all : all + ")");
+            }
+        }
+        rule("deny", "file-write*", unwritable);
+        // The devices every program writes stay writable under a read-denied `/` (the Linux jail mounts its
+        // own /dev), the caller's terminal too.
         std::vector<std::string> devices;
         for (const char* device : kWritableDevices)
             devices.push_back("(literal " + quote(device) + ")");
+        if (!unwritable.empty()) {
+            devices.push_back("(literal \"/dev/ptmx\")");
+            devices.push_back("(regex \"^/dev/ttys\")");
+        }
         rule("allow", "file-write*", devices);
 
         // What is never written: denyWrite, every settings file read, the audit log, and the protected names
@@ -569,9 +731,11 @@ class Builder {
         std::vector<std::string> homes;
         if (fsp.home != "/" && !fsp.home.empty())
             for (const Spelling& s : spellings(fsp.home.string(), false))
-                homes.push_back(regex_literal(s.path));
-        for (const char* other : {"/Users/[^/]+", "/var/root", "/private/var/root", "/root", "/home/[^/]+"})
-            homes.push_back(other);
+                homes.push_back(literal_regex(s.path, true));
+        for (const char* other : {"/Users", "/var/root", "/private/var/root", "/root", "/home"}) {
+            const std::string dir = literal_regex(other, true);
+            homes.push_back(std::string_view(other).ends_with("root") ? dir : dir + "/[^/]+");
+        }
         std::vector<std::string> home_bodies, home_prefixes;
         for (const std::string& name : fsp.home_read_only_names) {
             home_bodies.push_back(name_regex(name));

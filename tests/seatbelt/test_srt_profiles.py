@@ -375,8 +375,8 @@ def explain(fx, name, fsconf, extra, op, path, srt, cordon, read_denied):
         if any(under(path, n) for n in home_names) or (
                 op != "file-write-data" and any(n.startswith(path + "/") for n in home_names)):
             return "The home directory's protected names"
-        if op == "file-write-unlink" and read_denied and fsconf.get("denyRead"):
-            return "Read-denied paths are neither moved nor removed, in writable roots too"
+        if read_denied and fsconf.get("denyRead"):
+            return "Read-denied paths are neither written, moved nor removed, in writable roots too"
         return None
     # cordon grants a write srt does not.
     for root in fsconf.get("allowWrite", []):
