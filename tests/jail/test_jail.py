@@ -814,6 +814,27 @@ class JailCase(JailFixtures):
         r = self.probe("seccomp", "--allow-ptrace")
         self.assertEqual(r["ptrace_traceme"], 0)
 
+    def test_taking_another_process_descriptor_needs_allow_ptrace(self):
+        # pidfd_getfd takes a descriptor out of another process under ptrace's access check: refused with
+        # ptrace. Without it a jailed process takes its sibling's descriptors, and where Landlock is missing
+        # (its ptrace scoping stops the rest) those of a host process of the same user whose pidfd it got
+        # from a listed socket's SO_PEERPIDFD.
+        code = ("import ctypes, os, time\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "r, w = os.pipe()\n"
+                "pid = os.fork()\n"
+                "if pid == 0:\n"
+                "    os.dup2(os.open('/etc/hostname', os.O_RDONLY), 9); os.write(w, b'x'); time.sleep(10); os._exit(0)\n"
+                "os.read(r, 1)\n"
+                "got = libc.syscall(438, os.pidfd_open(pid), 9, 0)\n"
+                "print('GOT' if got >= 0 else 'ERR%d' % ctypes.get_errno())\n"
+                "os.kill(pid, 9)\n")
+        import errno as E
+        out, err = self.sh(f"{PY} -c \"{code}\"")
+        self.assertEqual(out.strip(), f"ERR{E.EPERM}", err)
+        out, err = self.sh(f"{PY} -c \"{code}\"", "--allow-ptrace")
+        self.assertEqual(out.strip(), "GOT", err)
+
     def test_allow_all_unix_sockets(self):
         settings = self.write(os.path.join(self.dir, "srt.json"),
                               json.dumps({"network": {"allowAllUnixSockets": True}}))
