@@ -1,6 +1,7 @@
 // Descriptor hygiene: what of the caller's descriptors reaches the jail. Why: a descriptor reaches what it
 // points to, whatever the mounts say, and /proc/self/fd/N reopens it.
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -80,27 +81,64 @@ bool close_descriptors(unsigned first, unsigned last, bool cloexec, int except) 
     ::_exit(125);  // the jail's setup failed
 }
 
-// Why: a descriptor reaches what it points to, whatever the mounts say, and /proc/self/fd/N reopens it. A
-// directory (or O_PATH) descriptor on 0-2 would hand the command everything below it, denyRead included
-// (`cordon run -c 'cat /proc/self/fd/0/.ssh/id_rsa' < ~`). It is replaced by /dev/null, here in the
-// supervisor before the clone (which the jail inherits), with a notice.
-bool replace_directory_descriptors(std::string& error) {
+namespace {
+
+// What a descriptor on 0-2 would reach past the jail; nullptr when it reaches only itself.
+//  - A directory (or O_PATH) descriptor hands the command everything below it, denyRead included
+//    (`cordon run -c 'cat /proc/self/fd/0/.ssh/id_rsa' < ~`).
+//  - A socket keeps the network namespace it was made in: an inet socket of the host's (an unconnected or
+//    disconnected TCP one connects anywhere, a UDP one sends anywhere, connected or not, a listening one
+//    takes the host network's connections) would bypass the jail's network and the proxy. A Unix datagram
+//    socket sends to any socket file the command can see (the address of sendto is in memory, out of the
+//    filter's sight), and an unconnected Unix stream one connects to any (connect is decided only for the
+//    jail's own sockets). A connected or listening Unix stream or seqpacket socket (a socketpair: what libuv,
+//    and so node, gives a child for its stdio; a pipe is no socket) reaches only its peer: it stays.
+const char* reaches_past_the_jail(int fd) {
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0) return nullptr;  // closed
+    if (flags & O_PATH) return "a directory (or an O_PATH descriptor), which would reach everything below it";
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return "a descriptor cordon cannot look at";
+    if (S_ISDIR(st.st_mode))
+        return "a directory (or an O_PATH descriptor), which would reach everything below it";
+    if (!S_ISSOCK(st.st_mode)) return nullptr;
+    int domain = -1, type = -1, listening = 0;
+    socklen_t len = sizeof domain;
+    if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 ||
+        (len = sizeof type, ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0) ||
+        (len = sizeof listening, ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0))
+        return "a socket cordon cannot look at";
+    if (domain != AF_UNIX)
+        return "a socket of the network outside the jail, which would reach past the jail's network and "
+               "proxy";
+    if (type != SOCK_STREAM && type != SOCK_SEQPACKET)
+        return "a socket (Unix datagram), which would send to any socket file the command can see";
+    sockaddr_storage peer{};
+    len = sizeof peer;
+    if (!listening && ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0)
+        return "a socket (unconnected Unix), which would connect to any socket file the command can see";
+    return nullptr;
+}
+
+}  // namespace
+
+// Why: a descriptor reaches what it points to, whatever the mounts say and whatever the jail's network
+// namespace: what of 0-2 would reach past the jail is replaced by /dev/null, here in the supervisor before
+// the clone (which the jail inherits), with a notice.
+bool replace_reaching_descriptors(std::string& error) {
     for (int fd = 0; fd <= 2; ++fd) {
-        int flags = ::fcntl(fd, F_GETFL);
-        if (flags < 0) continue;  // closed
-        struct stat st {};
-        if (!(flags & O_PATH) && (::fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode))) continue;
+        const char* what = reaches_past_the_jail(fd);
+        if (!what) continue;
         int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null < 0 || ::dup2(null, fd) < 0) {
-            error = "cannot replace the directory on descriptor " + std::to_string(fd) +
-                    " by /dev/null: " + std::strerror(errno);
+            error = "cannot replace descriptor " + std::to_string(fd) + " (" + what +
+                    ") by /dev/null: " + std::strerror(errno);
             if (null >= 0) ::close(null);
             return false;
         }
         ::close(null);
-        say("note: descriptor " + std::to_string(fd) +
-            " is a directory (or an O_PATH descriptor), which would reach everything below it; the command "
-            "gets /dev/null instead");
+        say("note: descriptor " + std::to_string(fd) + " is " + what +
+            "; the command gets /dev/null instead");
     }
     return true;
 }

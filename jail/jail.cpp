@@ -519,7 +519,7 @@ void JailImpl::remove_placeholders() {
 
 bool JailImpl::start(const JailConfig& config, std::string& error) {
     config_ = config;
-    if (!replace_directory_descriptors(error)) return false;
+    if (!replace_reaching_descriptors(error)) return false;
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
         error = std::string("socketpair: ") + std::strerror(errno);

@@ -346,8 +346,11 @@ Result compile_seccomp(const JailConfig& config, UnixSockets unix_sockets,
         if (r) break;
         r = refuse(f.ctx, name, EPERM);
     }
+    // pidfd_getfd takes another process's descriptor under ptrace's access check: a ptrace of its own. Why:
+    // Landlock's ptrace scoping keeps it inside the jail where Landlock is, but a listed socket hands the
+    // command its listener's pidfd (SO_PEERPIDFD): a host process, maybe of the command's user.
     if (!r && !config.allow_ptrace) {
-        for (const char* name : {"ptrace", "process_vm_readv", "process_vm_writev"}) {
+        for (const char* name : {"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd"}) {
             if (r) break;
             r = refuse(f.ctx, name, EPERM);
         }

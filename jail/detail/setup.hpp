@@ -79,11 +79,12 @@ Result apply_limits(Context& ctx);
 
 // jail/descriptors.cpp: descriptor hygiene. close_descriptors closes every descriptor in [first, last] but
 // `except` (or marks it close-on-exec), without allocating; false when it cannot, and then the jail must not
-// start (cannot_close_descriptors says so and exits 125). replace_directory_descriptors gives the command
-// /dev/null for a directory or O_PATH descriptor on 0-2 (in the supervisor, before the clone).
+// start (cannot_close_descriptors says so and exits 125). replace_reaching_descriptors gives the command
+// /dev/null for a descriptor on 0-2 that reaches past the jail: a directory or O_PATH one, a socket of the
+// host's network, a Unix datagram or unconnected one (in the supervisor, before the clone).
 bool close_descriptors(unsigned first, unsigned last, bool cloexec, int except = -1);
 [[noreturn]] void cannot_close_descriptors();
-bool replace_directory_descriptors(std::string& error);
+bool replace_reaching_descriptors(std::string& error);
 
 // The signals forwarded to the command (and SIGCHLD), blocked in the supervisor and the jail's init.
 sigset_t forwarded_signals(bool with_sigchld);

@@ -12,6 +12,7 @@ import platform
 import secrets
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -629,6 +630,52 @@ class JailCase(JailFixtures):
             self.assertIn("descriptor 0 is a directory", err)
             self.assertEqual(len([l for l in err.splitlines() if "descriptor 0" in l]), 1, err)
 
+    def test_socket_reaching_past_the_jail_on_stdin_is_replaced(self):
+        # A socket made outside the jail keeps the network namespace (or, for a Unix socket, the reach) it was
+        # made in: an unconnected TCP socket, a UDP socket (even a connected one takes another address in
+        # sendto) or a Unix datagram socket (sendto any socket file the jail can see) on 0-2 would send past
+        # the jail's network and the proxy. Here each tries to reach a listener of this (the host's) network
+        # namespace on 127.0.0.1, which the jail's own loopback cannot reach.
+        udp_in = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        tcp_in = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        unix_in = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        unix_path = os.path.join(self.outside, "host-dgram.sock")
+        try:
+            udp_in.bind(("127.0.0.1", 0))
+            tcp_in.bind(("127.0.0.1", 0))
+            tcp_in.listen(4)
+            unix_in.bind(unix_path)
+            os.chmod(unix_path, 0o777)
+            for sock in (udp_in, tcp_in, unix_in):
+                sock.settimeout(0.5)
+            udp_port, tcp_port = udp_in.getsockname()[1], tcp_in.getsockname()[1]
+            attempts = {
+                "udp": (socket.AF_INET, socket.SOCK_DGRAM, f"s.sendto(b'ESCAPED', ('127.0.0.1', {udp_port}))"),
+                "tcp": (socket.AF_INET, socket.SOCK_STREAM, f"s.connect(('127.0.0.1', {tcp_port})); s.send(b'E')"),
+                "unix": (socket.AF_UNIX, socket.SOCK_DGRAM, f"s.sendto(b'ESCAPED', {unix_path!r})"),
+            }
+            for name, (family, kind, send) in attempts.items():
+                with self.subTest(name), socket.socket(family, kind) as given:
+                    code = f"import socket\ns = socket.socket(fileno=0)\n{send}\nprint('SENT')"
+                    rc, out, err = self.run_jail(["--", PY, "-c", code], stdin=given.fileno())
+                    self.assertNotIn("SENT", out, err)
+                    self.assertIn("descriptor 0 is a socket", err)
+            self.assertRaises(socket.timeout, udp_in.recv, 64)
+            self.assertRaises(socket.timeout, tcp_in.accept)
+            self.assertRaises(socket.timeout, unix_in.recv, 64)
+        finally:
+            for sock in (udp_in, tcp_in, unix_in):
+                sock.close()
+        # A connected Unix stream socket (what libuv, and so node, gives a child for its stdio) stays.
+        a, b = socket.socketpair()
+        with a, b:
+            b.sendall(b"THROUGH-THE-PAIR\n")
+            b.shutdown(socket.SHUT_WR)
+            rc, out, err = self.run_jail(["-c", "cat"], stdin=a.fileno())
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out, "THROUGH-THE-PAIR\n")
+        self.assertNotIn("descriptor 0", err)
+
     @unittest.skipUnless(platform.machine() == "x86_64", "system call numbers of x86_64")
     def test_without_close_range(self):
         # A kernel without close_range: inherited descriptors are closed by walking /proc/self/fd; when that
@@ -766,6 +813,27 @@ class JailCase(JailFixtures):
     def test_allow_ptrace(self):
         r = self.probe("seccomp", "--allow-ptrace")
         self.assertEqual(r["ptrace_traceme"], 0)
+
+    def test_taking_another_process_descriptor_needs_allow_ptrace(self):
+        # pidfd_getfd takes a descriptor out of another process under ptrace's access check: refused with
+        # ptrace. Without it a jailed process takes its sibling's descriptors, and where Landlock is missing
+        # (its ptrace scoping stops the rest) those of a host process of the same user whose pidfd it got
+        # from a listed socket's SO_PEERPIDFD.
+        code = ("import ctypes, os, time\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "r, w = os.pipe()\n"
+                "pid = os.fork()\n"
+                "if pid == 0:\n"
+                "    os.dup2(os.open('/etc/hostname', os.O_RDONLY), 9); os.write(w, b'x'); time.sleep(10); os._exit(0)\n"
+                "os.read(r, 1)\n"
+                "got = libc.syscall(438, os.pidfd_open(pid), 9, 0)\n"
+                "print('GOT' if got >= 0 else 'ERR%d' % ctypes.get_errno())\n"
+                "os.kill(pid, 9)\n")
+        import errno as E
+        out, err = self.sh(f"{PY} -c \"{code}\"")
+        self.assertEqual(out.strip(), f"ERR{E.EPERM}", err)
+        out, err = self.sh(f"{PY} -c \"{code}\"", "--allow-ptrace")
+        self.assertEqual(out.strip(), "GOT", err)
 
     def test_allow_all_unix_sockets(self):
         settings = self.write(os.path.join(self.dir, "srt.json"),

@@ -51,6 +51,27 @@ TEST_CASE("casefold: folds() says whether fold() changes anything", "[casefold]"
     }
 }
 
+// The kernels that brought casefolding (ext4 from 5.2, tmpfs from 6.13 until the change that kept them)
+// drop every Default_Ignorable_Code_Point before comparing: `.git\u200B` is the repository's `.git` there,
+// and `.git\u200B/hooks/pre-commit` a hook git runs on the host.
+TEST_CASE("casefold: ignorable code points are dropped as the kernel drops them", "[casefold]") {
+    CHECK(fold("/p/.git\u200B/hooks/pre-commit") == "/p/.git/hooks/pre-commit");  // ZERO WIDTH SPACE
+    CHECK(fold("/p/.bash\u00ADrc") == "/p/.bashrc");                              // SOFT HYPHEN
+    CHECK(fold("/p/.g\u034Fit/config") == "/p/.git/config");                      // COMBINING GRAPHEME JOINER
+    CHECK(fold("/p/.Git\uFEFF/Hooks") == "/p/.git/hooks");                        // ZERO WIDTH NO-BREAK SPACE
+    CHECK(fold("/p/.git/con\uFB01g\u200D") == "/p/.git/config");                  // with a ligature
+    CHECK(fold("/p/.claude\U000E0041/settings.json") == "/p/.claude/settings.json");  // TAG LATIN CAPITAL A
+    CHECK(fold("/p/.bashrc\U000E01EF") == "/p/.bashrc");  // VARIATION SELECTOR-256
+    CHECK(folds("/p/.git\u200C"));
+    CHECK(folds("/p/.git\U000E0020"));
+    // A component of ignorables alone stays as it is (no name folds to an empty one); others are no
+    // ignorables (U+200A HAIR SPACE, U+2010 HYPHEN), nor are invalid or surrogate sequences.
+    CHECK(fold("/p/\u200B/x") == "/p/\u200B/x");
+    CHECK_FALSE(folds("/p/a\u200Ab\u2010c"));
+    CHECK_FALSE(folds("/p/\xED\xA0\x80"));
+    CHECK_FALSE(folds(std::string("/p/\xF3\xA0\x80", 6)));
+}
+
 namespace {
 
 using Seq = std::vector<char32_t>;
@@ -134,6 +155,44 @@ TEST_CASE("casefold: kToAscii is every non-ASCII code point that folds to ASCII 
     for (const auto& t : casefold::kToAscii)
         table[t.code_point] = t.ascii;
     CHECK(derived == table);
+}
+
+// kIgnorable is every Default_Ignorable_Code_Point range of DerivedCoreProperties.txt, and each folds away.
+TEST_CASE("casefold: kIgnorable is the Default_Ignorable_Code_Point list (Unicode data)", "[casefold]") {
+    std::ifstream props("/usr/share/unicode/DerivedCoreProperties.txt");
+    if (!props) {
+        WARN("skipped: Debian's unicode-data is not installed (scripts/setup --test installs it)");
+        return;
+    }
+    std::vector<std::pair<char32_t, char32_t>> derived, table;
+    for (std::string line; std::getline(props, line);) {
+        if (line.empty() || line[0] == '#') continue;
+        auto f = fields(line.substr(0, line.find('#')));
+        if (f.size() < 2 || f[1].find("Default_Ignorable_Code_Point") == std::string::npos) continue;
+        const auto dots = f[0].find("..");
+        const auto first = static_cast<char32_t>(std::stoul(f[0].substr(0, dots), nullptr, 16));
+        const auto last = dots == std::string::npos
+                              ? first
+                              : static_cast<char32_t>(std::stoul(f[0].substr(dots + 2), nullptr, 16));
+        derived.emplace_back(first, last);
+    }
+    for (const auto& r : casefold::kIgnorable)
+        table.emplace_back(r.first, r.last);
+    CHECK(derived == table);
+    for (const auto& [first, last] : table)
+        for (char32_t cp : {first, last}) {
+            std::string utf8;
+            const auto c = static_cast<unsigned>(cp);
+            if (c < 0x800)
+                utf8 = {static_cast<char>(0xC0 | (c >> 6)), static_cast<char>(0x80 | (c & 0x3F))};
+            else if (c < 0x10000)
+                utf8 = {static_cast<char>(0xE0 | (c >> 12)), static_cast<char>(0x80 | ((c >> 6) & 0x3F)),
+                        static_cast<char>(0x80 | (c & 0x3F))};
+            else
+                utf8 = {static_cast<char>(0xF0 | (c >> 18)), static_cast<char>(0x80 | ((c >> 12) & 0x3F)),
+                        static_cast<char>(0x80 | ((c >> 6) & 0x3F)), static_cast<char>(0x80 | (c & 0x3F))};
+            CHECK(fold("a" + utf8 + "b") == "ab");
+        }
 }
 
 }  // namespace cordon::policy::test
