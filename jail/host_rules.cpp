@@ -65,6 +65,23 @@ int write(const HostView& view, const std::string& path, bool creates, bool defa
     return 0;
 }
 
+bool hidden(const HostView& view, const std::string& path) {
+    if (view.read_view.empty() || path.empty() || path[0] != '/') return false;
+    // Below `path`: anything hidden there ("/a/" up to "/a0", '0' following '/').
+    const std::string prefix = path == "/" ? "/" : path + "/";
+    for (auto it = view.read_view.lower_bound(prefix); it != view.read_view.end(); ++it) {
+        if (it->first.compare(0, prefix.size(), prefix) != 0) break;
+        if (!it->second) return true;
+    }
+    // At or above it: the deepest entry decides (none: shown, as the host's root is by default).
+    for (std::string at = path;;) {
+        if (auto it = view.read_view.find(at); it != view.read_view.end()) return !it->second;
+        if (at == "/") return false;
+        const std::size_t slash = at.rfind('/');
+        at = slash == 0 ? "/" : at.substr(0, slash);
+    }
+}
+
 int connect(const HostView& view, const sockaddr_storage& addr, socklen_t len) {
     switch (addr.ss_family) {
         case AF_UNSPEC:

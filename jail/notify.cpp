@@ -756,6 +756,8 @@ class NotifierImpl final : public Notifier {
     // 0 when the policy lets the caller write `path` (jail view), otherwise the errno to return: EROFS
     // outside the writable areas (as the read-only mounts say), EACCES for a protected path.
     int decide(const std::string& path, bool creates) {
+        // Without namespaces no mask hides what the read rules hide from the supervisor's own call.
+        if (host_ && host_rules::hidden(*host_, path)) return EACCES;
         if (int err = decide_exact(path, creates, path)) return err;
         if (int err = decide_in_git_dirs(path)) return err;
         if (int err = decide_git_config_targets(path)) return err;
@@ -1172,6 +1174,9 @@ class NotifierImpl final : public Notifier {
                 blocking_open(std::move(pending), name, (flags & ~O_NOFOLLOW) | O_CLOEXEC | O_NOCTTY, mode),
                 true, flags);
         }
+        // An open for reading comes here too (every openat2 is notified): performed by the supervisor, it
+        // would not meet the command's Landlock read rules.
+        if (host_ && host_rules::hidden(*host_, t.path())) return EACCES;
         struct stat st {};
         bool exists = false;
         // O_CREAT|O_EXCL (tar, git's checkout and lock files) fails on an existing name, whatever it is (no

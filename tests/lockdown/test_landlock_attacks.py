@@ -1,0 +1,137 @@
+#!/usr/bin/python3
+"""Attacks on the jail without namespaces (`cordon run --jail landlock`, and auto's fallback in the simulated hosts
+of hosts.py) that its own suite (test_landlock_jail.py) does not make: the supervisor performs the notified calls
+outside the command's Landlock domain, so whatever it opens, renames or links on the command's behalf must not
+reach what the read rules hide (denyRead, the read scope), which no mount hides here.
+
+python3 test_landlock_attacks.py --cordon BUILD/cordon (root: the simulations and the test user)."""
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "jail"))
+sys.path.insert(0, HERE)
+import hosts  # noqa: E402
+import test_landlock_jail  # noqa: E402
+from jailtest import PY, Env, Upstream, run_main  # noqa: E402
+
+SECRET = "s3cret-value"
+
+# A jailed python that tries each way around the read rules through a notified call, and prints one line per
+# way: "leak" when the secret came back, else what it got (an errno's name, or "no-secret").
+READ_PROBE = r"""
+import ctypes, errno, os, sys
+secret = sys.argv[1].encode()
+libc = ctypes.CDLL(None, use_errno=True)
+
+class OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+def openat2(path, flags):
+    how = OpenHow(flags, 0, 0)
+    fd = libc.syscall(437, -100, path.encode(), ctypes.byref(how), ctypes.sizeof(how))
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), path)
+    return fd
+
+def read_fd(fd):
+    try:
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)
+
+def read_path(path):
+    return read_fd(os.open(path, os.O_RDONLY))
+
+def attempt(name, how):
+    try:
+        data = how()
+        print(name, "leak" if secret in data else "no-secret")
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, str(e)))
+
+inside, inside_dir, outside = sys.argv[2:5]
+attempt("open-rdwr", lambda: read_fd(os.open(inside, os.O_RDWR)))
+attempt("open-append", lambda: read_fd(os.open(inside, os.O_RDWR | os.O_APPEND)))
+attempt("open-rdwr-dir", lambda: read_fd(os.open(os.path.join(inside_dir, "id"), os.O_RDWR)))
+attempt("open-creat", lambda: read_fd(os.open(inside, os.O_RDWR | os.O_CREAT, 0o600)))
+attempt("openat2-inside", lambda: read_fd(openat2(inside, os.O_RDONLY)))
+attempt("openat2-outside", lambda: read_fd(openat2(outside, os.O_RDONLY)))
+attempt("openat2-dir", lambda: read_fd(openat2(os.path.join(inside_dir, "id"), os.O_RDONLY)))
+def linked():
+    os.link(inside, "linked")
+    return read_path("linked")
+attempt("link", linked)
+def renamed():
+    os.rename(inside, "renamed")
+    return read_path("renamed")
+attempt("rename", renamed)
+def renamed_dir():
+    os.rename(inside_dir, "renamed-dir")
+    return read_path("renamed-dir/id")
+attempt("rename-dir", renamed_dir)
+"""
+
+
+# test_landlock_jail.Cases's hosts, identities and `cordon run` wrapper, without its cases.
+Base = type("Base", test_landlock_jail.Cases.__bases__,
+            {k: v for k, v in vars(test_landlock_jail.Cases).items() if not k.startswith(("test_", "__"))})
+
+
+class ReadRuleCases(Base):
+
+    def test_notified_calls_do_not_reach_what_read_rules_hide(self):
+        if not self.HAS_LANDLOCK:
+            self.skipTest("does not apply: without Landlock a read rule stops the run "
+                          "(test_landlock_jail: test_deny_read_holds_or_the_run_stops)")
+        inside = self.write(os.path.join(self.cwd, "secret.env"), SECRET + "\n")
+        key = self.write(os.path.join(self.cwd, "keys", "id"), SECRET + "\n")
+        outside = self.write(os.path.join(self.outside, "secret"), SECRET + "\n")
+        rc, out, err = self.run_jail(["--deny-read", inside, "--deny-read", os.path.dirname(key), "--deny-read",
+                                      outside, "--", PY, "-c", READ_PROBE, SECRET, inside, os.path.dirname(key),
+                                      outside])
+        self.assertEqual(rc, 0, err)
+        got = dict(line.split(" ", 1) for line in out.splitlines())
+        self.assertEqual(len(got), 10, out)
+        leaks = [name for name, what in got.items() if what == "leak"]
+        self.assertEqual(leaks, [], out)
+        # What the read rules hide stays where it was: nothing renamed or linked out of the hidden paths.
+        for name in ("linked", "renamed", "renamed-dir"):
+            self.assertFalse(os.path.exists(os.path.join(self.cwd, name)), out)
+        self.assertEqual(self.read(inside), SECRET + "\n")
+
+
+class ForcedAsRoot(ReadRuleCases, unittest.TestCase):
+    pass
+
+
+class ForcedAsUser(ReadRuleCases, unittest.TestCase):
+    AS_USER = True
+
+
+class ForcedWithUserFlag(ReadRuleCases, unittest.TestCase):
+    USER_FLAG = True
+
+
+class UsernsLimitHost(ReadRuleCases, unittest.TestCase):
+    FLAGS = ()
+    AS_USER = True
+    HOST_DROPS = True
+
+    @classmethod
+    def make_host(cls):
+        return hosts.UsernsLimitHost(Env.user)
+
+
+class DockerHost(ReadRuleCases, unittest.TestCase):
+    FLAGS = ()
+    TAKES_SOCKETS = False
+
+    @classmethod
+    def make_host(cls):
+        return hosts.DockerHost()
+
+
+if __name__ == "__main__":
+    sys.exit(run_main([Env, Upstream], "the host simulations and a test user"))
