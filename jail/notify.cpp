@@ -882,6 +882,7 @@ class NotifierImpl final : public Notifier {
     // (git would read a `config` there as a repository's) is not created, nor the reverse.
     int decide_at(const Target& t, bool creates) {
         if (int err = decide(t.path(), creates)) return err;
+        if (host_ && host_shared_memory_of_others(t)) return EACCES;
         if (!decided_with_file_system(t.name)) return 0;
         struct stat st {};
         if (name_is(t, ".git") && ::fstatat(t.dir.fd, t.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -901,6 +902,19 @@ class NotifierImpl final : public Notifier {
             }
         }
         return 0;
+    }
+
+    // Without namespaces /dev/shm is the host's: an entry there that existed before the run is another
+    // program's POSIX shared memory or semaphore (the same user's, or root's for root's command), which
+    // writing, truncating, replacing, moving or removing would change under that program. Those the run
+    // makes are its own, as the namespace jail's private /dev/shm is.
+    bool host_shared_memory_of_others(const Target& t) const {
+        const std::string path = t.path();
+        if (path.compare(0, 9, "/dev/shm/") != 0 || t.name == ".") return false;
+        struct statx stx {};
+        if (::statx(t.dir.fd, t.name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO, &stx) != 0)
+            return false;  // a name to make
+        return existed_at_start(stx);
     }
 
     // The names decide_at() also looks up in the file system (a gitfile; the bare-repository trick).

@@ -102,19 +102,44 @@ class ReadRuleCases(Base):
         self.assertEqual(self.read(inside), SECRET + "\n")
 
 
-class ForcedAsRoot(ReadRuleCases, unittest.TestCase):
+class HostReachCases(Base):
+    """What the host shares with the command when no namespace separates them."""
+
+    def test_host_shared_memory_is_not_written(self):
+        # Another program's POSIX shared memory (the host's /dev/shm, no private one here): made before the run
+        # by the command's own user, it is that program's, not the run's; the run's own segments stay free.
+        name = "/dev/shm/cordon-host-" + os.urandom(4).hex()
+        try:
+            self.write(name, "original\n")
+            self.sh(f"! echo evil > {name} && ! echo evil >> {name} && ! truncate -s0 {name} && ! rm -f {name} "
+                    f"&& ! mv {name} {name}.moved && ! ln {name} {name}.linked "
+                    f"&& echo mine > /dev/shm/cordon-run-$$ && echo again >> /dev/shm/cordon-run-$$ "
+                    f"&& mv /dev/shm/cordon-run-$$ /dev/shm/cordon-run2-$$ && rm /dev/shm/cordon-run2-$$")
+            self.assertEqual(self.read(name), "original\n")
+            self.assertFalse(os.path.exists(name + ".moved") or os.path.exists(name + ".linked"))
+            # POSIX semaphores and shared memory made by the run (sem_open links a temporary file into place).
+            self.sh(f"{PY} -c 'import multiprocessing as m; l = m.Lock(); l.acquire(); l.release(); "
+                    f"from multiprocessing import shared_memory as s; x = s.SharedMemory(create=True, size=64); "
+                    f"y = s.SharedMemory(x.name); y.buf[0] = 1; y.close(); x.close(); x.unlink()'")
+        finally:
+            for leftover in (name, name + ".moved", name + ".linked"):
+                if os.path.exists(leftover):
+                    os.unlink(leftover)
+
+
+class ForcedAsRoot(ReadRuleCases, HostReachCases, unittest.TestCase):
     pass
 
 
-class ForcedAsUser(ReadRuleCases, unittest.TestCase):
+class ForcedAsUser(ReadRuleCases, HostReachCases, unittest.TestCase):
     AS_USER = True
 
 
-class ForcedWithUserFlag(ReadRuleCases, unittest.TestCase):
+class ForcedWithUserFlag(ReadRuleCases, HostReachCases, unittest.TestCase):
     USER_FLAG = True
 
 
-class UsernsLimitHost(ReadRuleCases, unittest.TestCase):
+class UsernsLimitHost(ReadRuleCases, HostReachCases, unittest.TestCase):
     FLAGS = ()
     AS_USER = True
     HOST_DROPS = True
@@ -124,13 +149,23 @@ class UsernsLimitHost(ReadRuleCases, unittest.TestCase):
         return hosts.UsernsLimitHost(Env.user)
 
 
-class DockerHost(ReadRuleCases, unittest.TestCase):
+class DockerHost(ReadRuleCases, HostReachCases, unittest.TestCase):
     FLAGS = ()
     TAKES_SOCKETS = False
 
     @classmethod
     def make_host(cls):
         return hosts.DockerHost()
+
+
+class NoLandlockHost(ReadRuleCases, HostReachCases, unittest.TestCase):
+    FLAGS = ()
+    HAS_LANDLOCK = False
+    TAKES_SOCKETS = False
+
+    @classmethod
+    def make_host(cls):
+        return hosts.NoLandlockHost(within=hosts.DockerHost())
 
 
 if __name__ == "__main__":
