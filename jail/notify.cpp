@@ -419,7 +419,8 @@ class NotifierImpl final : public Notifier {
         // whose memory (the paths it names) and descriptors only CAP_SYS_PTRACE lets us read. In the
         // namespace jail we own its user namespace, which gives that already. (No file access comes with it;
         // another process's /proc directory stays refused on the path resolved.)
-        if (keep_ptrace_.load()) caps[0].effective |= 1U << CAP_SYS_PTRACE;
+        if (keep_ptrace_.load() && (caps[0].permitted & (1U << CAP_SYS_PTRACE)))
+            caps[0].effective |= 1U << CAP_SYS_PTRACE;
         caps[1].effective = 0;
         return ::syscall(SYS_capset, &header, caps) == 0;
     }

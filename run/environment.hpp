@@ -18,7 +18,8 @@ constexpr std::uint16_t kTransparentPort = 3129;
 std::vector<std::uint16_t> proxy_ports();
 
 // The variables that point programs at the proxy, in order, NAME and value: at the jail's own ports, or at
-// `http_port` and `socks_port` on 127.0.0.1 (the jail without namespaces listens where the kernel chose).
+// `http_port` and `socks_port` on 127.0.0.1 (the jail without namespaces listens where the kernel chose; on
+// macOS the command shares the host's loopback).
 std::vector<std::pair<std::string, std::string>> proxy_variables();
 std::vector<std::pair<std::string, std::string>> proxy_variables(std::uint16_t http_port,
                                                                  std::uint16_t socks_port);
