@@ -39,6 +39,12 @@ namespace host_rules {
 // urandom, tty, ptmx, pts/*), POSIX shared memory in /dev/shm, and the caller's own /proc/PID knobs.
 int write(const HostView& view, const std::string& path, bool creates, bool default_tmp);
 
+// An open for writing of the pseudo-terminal `pty` (its device number) by process `caller`: the host's
+// /dev/pts holds the user's other terminals (a shell's, an editor's, sudo's prompt), where the namespace
+// jail has a devpts of its own. Allowed when it is the caller's own controlling terminal, or no process's
+// (one the run just made, before a session takes it); EACCES when it is another session's terminal.
+int terminal(pid_t caller, dev_t pty);
+
 // Whether a notified call may not touch `path` (resolved, absolute) for the read rules: it lies in what they
 // hide, or it is a directory holding something they hide (moved or linked elsewhere, that would be shown).
 // The namespace jail's masks are mount points there (EBUSY, and an open finds the empty mask).

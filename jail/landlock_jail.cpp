@@ -168,7 +168,8 @@ int landlock_abi() {
 std::string without_namespaces_lacks(int abi) {
     std::string lacks =
         "no PID namespace (host processes visible in /proc), the host's /tmp and /dev/shm (TMPDIR is "
-        "private), no transparent proxying (programs that ignore the proxy variables are refused), no cgroup "
+        "private), the host's /dev/pts (the user's other terminals readable, not writable), no transparent "
+        "proxying (programs that ignore the proxy variables are refused), no cgroup "
         "unless delegated";
     if (abi < 1)
         lacks +=

@@ -1194,6 +1194,9 @@ class NotifierImpl final : public Notifier {
         if (host_ && host_rules::hidden(*host_, t.path())) return EACCES;
         struct stat st {};
         bool exists = false;
+        if (host_ && t.dir_path == "/dev/pts" && ::fstatat(t.dir.fd, t.name.c_str(), &st, 0) == 0 &&
+            S_ISCHR(st.st_mode))
+            if (int err = host_rules::terminal(c.pid, st.st_rdev)) return err;
         // O_CREAT|O_EXCL (tar, git's checkout and lock files) fails on an existing name, whatever it is (no
         // FIFO is opened): a creation allowed (the stricter decision) needs no look at the file system.
         const bool exclusive = !tmpfile && (flags & O_CREAT) && (flags & O_EXCL) && t.name != ".";

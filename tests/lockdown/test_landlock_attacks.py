@@ -5,8 +5,11 @@ outside the command's Landlock domain, so whatever it opens, renames or links on
 reach what the read rules hide (denyRead, the read scope), which no mount hides here.
 
 python3 test_landlock_attacks.py --cordon BUILD/cordon (root: the simulations and the test user)."""
+import fcntl
 import os
+import subprocess
 import sys
+import termios
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -125,6 +128,31 @@ class HostReachCases(Base):
             for leftover in (name, name + ".moved", name + ".linked"):
                 if os.path.exists(leftover):
                     os.unlink(leftover)
+
+
+    def test_other_terminals_are_not_written(self):
+        # The user's other terminal (a pseudo-terminal that a host shell has as its controlling terminal, where
+        # the next line typed may be sudo's password): the host's /dev/pts is the command's /dev/pts here.
+        master, slave = os.openpty()
+        name = os.ttyname(slave)
+        os.chown(name, Env.uid if self.runs_as_user() else 0, -1)
+        shell = subprocess.Popen(["sleep", "60"], stdin=slave, start_new_session=True,
+                                 preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+        try:
+            # The run's own terminals stay usable: one it makes (script allocates a pty and opens its slave).
+            out, _ = self.sh(f"! echo evil > {name} && ! printf evil >> {name} && script -qec 'echo made' /dev/null")
+            self.assertIn("made", out)
+            os.set_blocking(master, False)
+            try:
+                got = os.read(master, 100)
+            except BlockingIOError:
+                got = b""
+            self.assertNotIn(b"evil", got)
+        finally:
+            shell.kill()
+            shell.wait()
+            os.close(master)
+            os.close(slave)
 
 
 class ForcedAsRoot(ReadRuleCases, HostReachCases, unittest.TestCase):
