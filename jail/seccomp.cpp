@@ -183,12 +183,22 @@ Result add_without_namespaces_rules(scmp_filter_ctx ctx, UnixSockets unix_socket
     // Root's command (uid 0, no capability) owns the host's system files: without the namespace jail's
     // read-only mounts, chmod would let it make /etc/shadow world-writable for everyone after the run
     // (Landlock has no right for modes). Refused outright: the filter cannot see which file.
+    // Extended attributes likewise: a POSIX ACL (system.posix_acl_access, which setfacl writes) is a mode by
+    // another name (`setfacl -m o::rw /etc/passwd` makes it world-writable), and the owner may set one.
     if (root_command) {
-        constexpr int kFchmodat2 = 452;
-        for (const char* name : {"chmod", "fchmod", "fchmodat", "fchmodat2"}) {
+        constexpr int kFchmodat2 = 452, kSetxattrat = 463, kRemovexattrat = 466;
+        for (const char* name :
+             {"chmod", "fchmod", "fchmodat", "fchmodat2", "setxattr", "lsetxattr", "fsetxattr", "setxattrat",
+              "removexattr", "lremovexattr", "fremovexattr", "removexattrat"}) {
             if (r) break;
             int nr = seccomp_syscall_resolve_name(name);
-            if (nr == __NR_SCMP_ERROR) nr = std::string(name) == "fchmodat2" ? kFchmodat2 : -1;
+            if (nr == __NR_SCMP_ERROR) {
+                const std::string n = name;
+                nr = n == "fchmodat2"       ? kFchmodat2
+                     : n == "setxattrat"    ? kSetxattrat
+                     : n == "removexattrat" ? kRemovexattrat
+                                            : -1;
+            }
             if (nr < 0) continue;
             int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
             if (rc != 0) {

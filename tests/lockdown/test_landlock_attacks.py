@@ -7,6 +7,7 @@ reach what the read rules hide (denyRead, the read scope), which no mount hides 
 python3 test_landlock_attacks.py --cordon BUILD/cordon (root: the simulations and the test user)."""
 import fcntl
 import os
+import struct
 import subprocess
 import sys
 import termios
@@ -153,6 +154,29 @@ class HostReachCases(Base):
             shell.wait()
             os.close(master)
             os.close(slave)
+
+
+    def test_root_command_cannot_widen_modes_by_acl(self):
+        # Root's command owns the host's system files and no read-only mount stands in front of them: chmod is
+        # refused to it, and a POSIX ACL is a mode by another name (an owner may set it). The user's own files
+        # are not at stake here (the namespace-free jail does not refuse a user's chmod: README).
+        if self.runs_as_user():
+            self.skipTest("does not apply: a user's own files (chmod not refused either, as README says)")
+        system = self.write(os.path.join(self.outside, "passwd"))
+        os.chmod(system, 0o644)
+        # version 2; ACL_USER_OBJ rw-, ACL_GROUP_OBJ r--, ACL_OTHER rw-: mode 0646 for everyone else's writes.
+        acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", tag, perm, 0xFFFFFFFF)
+                                               for tag, perm in ((1, 6), (4, 4), (0x20, 6)))
+        probe = ("import os, sys\n"
+                 "for call in (lambda: os.setxattr(sys.argv[1], 'system.posix_acl_access', bytes.fromhex(sys.argv[2])),"
+                 " lambda: os.chmod(sys.argv[1], 0o666), lambda: os.setxattr(sys.argv[1], 'user.x', b'1'),"
+                 " lambda: os.removexattr(sys.argv[1], 'system.posix_acl_access')):\n"
+                 "    try:\n        call(); print('changed')\n"
+                 "    except OSError as e:\n        print(e.strerror)\n")
+        rc, out, err = self.run_jail(["--", PY, "-c", probe, system, acl.hex()])
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("changed", out)
+        self.assertEqual(oct(os.stat(system).st_mode & 0o7777), oct(0o644))
 
 
 class ForcedAsRoot(ReadRuleCases, HostReachCases, unittest.TestCase):
