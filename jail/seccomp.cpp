@@ -251,6 +251,13 @@ Result add_without_namespaces_rules(scmp_filter_ctx ctx, UnixSockets unix_socket
             r = fail("seccomp rule for pidfd_getfd");
         }
     }
+    // prlimit64 on another process: no PID namespace hides the host's processes of the same user (root's
+    // command: the host's root daemons), whose limits it would set (RLIMIT_NOFILE 0, RLIMIT_FSIZE 0 cut their
+    // writes short); Landlock has no scope for it. Reading them, and setting one's own (pid 0), stay.
+    if (!r) {
+        scmp_arg_cmp args[] = {SCMP_A0(SCMP_CMP_NE, 0), SCMP_A2(SCMP_CMP_NE, 0)};
+        r = refuse(ctx, "prlimit64", EPERM, 2, args);
+    }
     // listen: an unbound or non-loopback INET socket would listen on the host's network.
     if (!r) {
         int rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, seccomp_syscall_resolve_name("listen"), 0);

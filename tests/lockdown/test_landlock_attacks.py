@@ -179,6 +179,29 @@ class HostReachCases(Base):
         self.assertEqual(oct(os.stat(system).st_mode & 0o7777), oct(0o644))
 
 
+    def test_host_processes_keep_their_limits(self):
+        # A host process of the same user (root's command: of root) is visible without a PID namespace; its
+        # resource limits are its own (RLIMIT_FSIZE 0 would cut its next write short). The command's own stay
+        # settable.
+        identity = {"user": Env.uid, "group": Env.gid} if self.runs_as_user() else {}
+        sleeper = subprocess.Popen(["sleep", "60"], **identity)
+        try:
+            probe = ("import resource, sys\n"
+                     "try:\n    resource.prlimit(int(sys.argv[1]), resource.RLIMIT_NOFILE, (3, 3)); print('set')\n"
+                     "except OSError as e:\n    print(e.strerror)\n"
+                     "resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); print('own', resource.getrlimit(4))\n"
+                     "print('read', resource.prlimit(int(sys.argv[1]), resource.RLIMIT_NOFILE)[0] > 3)\n")
+            rc, out, err = self.run_jail(["--", PY, "-c", probe, str(sleeper.pid)])
+            self.assertEqual(rc, 0, err)
+            with open(f"/proc/{sleeper.pid}/limits") as f:
+                limits = [line.split()[3] for line in f if line.startswith("Max open files")]
+            self.assertNotEqual(limits, ["3"], out)
+            self.assertEqual(out.split("\n")[1:3], ["own (0, 0)", "read True"], out)
+        finally:
+            sleeper.kill()
+            sleeper.wait()
+
+
 class ForcedAsRoot(ReadRuleCases, HostReachCases, unittest.TestCase):
     pass
 
