@@ -1,8 +1,11 @@
 #!/usr/bin/python3
 """Attacks on the jail without namespaces (`cordon run --jail landlock`, and auto's fallback in the simulated hosts
-of hosts.py) that its own suite (test_landlock_jail.py) does not make: the supervisor performs the notified calls
-outside the command's Landlock domain, so whatever it opens, renames or links on the command's behalf must not
-reach what the read rules hide (denyRead, the read scope), which no mount hides here.
+of hosts.py) that its own suite (test_landlock_jail.py) does not make. ReadRuleCases: the supervisor performs the
+notified calls outside the command's Landlock domain, so whatever it opens, renames or links on the command's
+behalf must not reach what the read rules hide (denyRead, the read scope), which no mount hides here.
+HostReachCases: what the host shares with the command when no namespace separates them (other programs' shared
+memory in /dev/shm, the user's other terminals in /dev/pts, host processes' resource limits, and for root's
+command the host's system files, whose ACLs are modes).
 
 python3 test_landlock_attacks.py --cordon BUILD/cordon (root: the simulations and the test user)."""
 import fcntl
