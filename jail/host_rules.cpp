@@ -4,20 +4,26 @@
 // holds nothing but the proxy. Without namespaces the same calls would land on the host's devices, the
 // host's kernel knobs (root's command could write /proc/sys/kernel/core_pattern) and any address.
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <dirent.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
+#include <sstream>
 
 #include "jail/host_view.hpp"
 #include "jail/unix_sockets.hpp"
@@ -63,6 +69,59 @@ int write(const HostView& view, const std::string& path, bool creates, bool defa
     // The policy's default "/tmp" is the jail's private /tmp: here only the run's own directory.
     if (default_tmp && !(!view.private_tmp.empty() && under(path, view.private_tmp))) return EROFS;
     return 0;
+}
+
+namespace {
+
+// The controlling terminal of process `pid` (/proc/PID/stat's tty_nr, decoded), or nullopt (none, or gone).
+std::optional<dev_t> controlling_terminal(const std::string& pid) {
+    std::ifstream in("/proc/" + pid + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) return std::nullopt;
+    const std::size_t close = line.rfind(')');
+    if (close == std::string::npos) return std::nullopt;
+    std::istringstream fields(line.substr(close + 2));
+    std::string state;
+    long ppid = 0, pgrp = 0, session = 0;
+    unsigned long tty = 0;
+    if (!(fields >> state >> ppid >> pgrp >> session >> tty) || tty == 0) return std::nullopt;
+    return ::makedev(static_cast<unsigned>((tty >> 8) & 0xfff),
+                     static_cast<unsigned>((tty & 0xff) | ((tty >> 12) & 0xfff00)));
+}
+
+}  // namespace
+
+int terminal(pid_t caller, dev_t pty) {
+    if (controlling_terminal(std::to_string(caller)) == pty) return 0;
+    DIR* proc = ::opendir("/proc");
+    if (proc == nullptr) return EACCES;
+    int verdict = 0;
+    while (const dirent* entry = ::readdir(proc)) {
+        if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
+        if (controlling_terminal(entry->d_name) == pty) {
+            verdict = EACCES;
+            break;
+        }
+    }
+    ::closedir(proc);
+    return verdict;
+}
+
+bool hidden(const HostView& view, const std::string& path) {
+    if (view.read_view.empty() || path.empty() || path[0] != '/') return false;
+    // Below `path`: anything hidden there ("/a/" up to "/a0", '0' following '/').
+    const std::string prefix = path == "/" ? "/" : path + "/";
+    for (auto it = view.read_view.lower_bound(prefix); it != view.read_view.end(); ++it) {
+        if (it->first.compare(0, prefix.size(), prefix) != 0) break;
+        if (!it->second) return true;
+    }
+    // At or above it: the deepest entry decides (none: shown, as the host's root is by default).
+    for (std::string at = path;;) {
+        if (auto it = view.read_view.find(at); it != view.read_view.end()) return !it->second;
+        if (at == "/") return false;
+        const std::size_t slash = at.rfind('/');
+        at = slash == 0 ? "/" : at.substr(0, slash);
+    }
 }
 
 int connect(const HostView& view, const sockaddr_storage& addr, socklen_t len) {

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,11 @@ struct HostView {
     std::vector<std::pair<sockaddr_storage, socklen_t>> proxy;
     // allowAllUnixSockets: a Unix connect is performed as asked (abstract addresses included).
     bool all_unix_sockets = false;
+    // Where read rules apply (denyRead, the project read scope): the paths the namespace jail would mount,
+    // shown (true) or hidden (false), the deepest at or above a path deciding (LandlockGrants::shown).
+    // Empty: nothing is hidden. The command's Landlock domain hides the rest from its own calls, not from
+    // the supervisor's.
+    std::map<std::string, bool> read_view;
 };
 
 // The notifier's rules for that view (jail/host_rules.cpp), each 0 when the call may go on, else the errno.
@@ -32,6 +38,17 @@ namespace host_rules {
 // allowed it by its default "/tmp" rule. Only device files that every jail has (null, zero, full, random,
 // urandom, tty, ptmx, pts/*), POSIX shared memory in /dev/shm, and the caller's own /proc/PID knobs.
 int write(const HostView& view, const std::string& path, bool creates, bool default_tmp);
+
+// An open for writing of the pseudo-terminal `pty` (its device number) by process `caller`: the host's
+// /dev/pts holds the user's other terminals (a shell's, an editor's, sudo's prompt), where the namespace
+// jail has a devpts of its own. Allowed when it is the caller's own controlling terminal, or no process's
+// (one the run just made, before a session takes it); EACCES when it is another session's terminal.
+int terminal(pid_t caller, dev_t pty);
+
+// Whether a notified call may not touch `path` (resolved, absolute) for the read rules: it lies in what they
+// hide, or it is a directory holding something they hide (moved or linked elsewhere, that would be shown).
+// The namespace jail's masks are mount points there (EBUSY, and an open finds the empty mask).
+bool hidden(const HostView& view, const std::string& path);
 
 // connect(2) of an AF_INET/AF_INET6/AF_UNIX address that names no file: only to the proxy's listeners
 // (AF_UNSPEC dissolves an association and is allowed); EPERM otherwise, as the namespace jail's firewall.

@@ -168,7 +168,8 @@ int landlock_abi() {
 std::string without_namespaces_lacks(int abi) {
     std::string lacks =
         "no PID namespace (host processes visible in /proc), the host's /tmp and /dev/shm (TMPDIR is "
-        "private), no transparent proxying (programs that ignore the proxy variables are refused), no cgroup "
+        "private), the host's /dev/pts (the user's other terminals readable, not writable), no transparent "
+        "proxying (programs that ignore the proxy variables are refused), no cgroup "
         "unless delegated";
     if (abi < 1)
         lacks +=
@@ -206,6 +207,8 @@ LandlockGrants landlock_grants(const MountPlan& plan, const fs::path& private_tm
         out.handled |= kReadRights;
         auto root = shown.find("/");
         ReadGrants(shown, out.grants).grant("/", root != shown.end() && !root->second);
+        for (const auto& [path, visible] : shown)
+            out.shown.emplace(path.string(), visible);
     }
     for (const fs::path& root : plan.writable_roots)
         out.grants.push_back({root == "/tmp" ? private_tmp : root, dir_rights(abi)});
@@ -566,6 +569,10 @@ std::optional<std::string> HostJail::configure(MountPlan plan, UnixSockets unix_
     // Landlock, built here (the child only restricts itself): the grants of the plan.
     const int abi = landlock_abi();
     const LandlockGrants grants = landlock_grants(plan, private_tmp_, abi);
+    // Why: the supervisor performs the notified calls outside the command's Landlock domain, where nothing
+    // is hidden: an open for writing (or any openat2) of a denyRead file, a rename or a link of it to a name
+    // Landlock shows, would hand the command what the read rules hide (host_rules::hidden).
+    if (grants.reads) view_->read_view = grants.shown;
     if (abi < 1 && grants.reads) {
         std::string rules;
         for (const auto& rule : grants.read_rules)

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,9 @@ struct LandlockGrants {
     std::vector<LandlockGrant> grants;    // what the command may do below each path
     bool reads = false;                   // reads are restricted (denyRead, the project read scope)
     std::vector<std::string> read_rules;  // the rules that restrict them, for an error without Landlock
+    // Where reads are restricted: each path the namespace jail would mount, shown (true) or hidden (false);
+    // the deepest at or above a path decides. The notifier keeps its own calls out of what is hidden.
+    std::map<std::string, bool> shown;
 };
 LandlockGrants landlock_grants(const MountPlan& plan, const std::filesystem::path& private_tmp, int abi);
 

@@ -766,6 +766,8 @@ class NotifierImpl final : public Notifier {
     // 0 when the policy lets the caller write `path` (jail view), otherwise the errno to return: EROFS
     // outside the writable areas (as the read-only mounts say), EACCES for a protected path.
     int decide(const std::string& path, bool creates) {
+        // Without namespaces no mask hides what the read rules hide from the supervisor's own call.
+        if (host_ && host_rules::hidden(*host_, path)) return EACCES;
         if (int err = decide_exact(path, creates, path)) return err;
         if (int err = decide_in_git_dirs(path)) return err;
         if (int err = decide_git_config_targets(path)) return err;
@@ -888,6 +890,7 @@ class NotifierImpl final : public Notifier {
     // (git would read a `config` there as a repository's) is not created, nor the reverse.
     int decide_at(const Target& t, bool creates) {
         if (int err = decide(t.path(), creates)) return err;
+        if (host_ && host_shared_memory_of_others(t)) return EACCES;
         if (!decided_with_file_system(t.name)) return 0;
         struct stat st {};
         if (name_is(t, ".git") && ::fstatat(t.dir.fd, t.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -907,6 +910,19 @@ class NotifierImpl final : public Notifier {
             }
         }
         return 0;
+    }
+
+    // Without namespaces /dev/shm is the host's: an entry there that existed before the run is another
+    // program's POSIX shared memory or semaphore (the same user's, or root's for root's command), which
+    // writing, truncating, replacing, moving or removing would change under that program. Those the run
+    // makes are its own, as the namespace jail's private /dev/shm is.
+    bool host_shared_memory_of_others(const Target& t) const {
+        const std::string path = t.path();
+        if (path.compare(0, 9, "/dev/shm/") != 0 || t.name == ".") return false;
+        struct statx stx {};
+        if (::statx(t.dir.fd, t.name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO, &stx) != 0)
+            return false;  // a name to make
+        return existed_at_start(stx);
     }
 
     // The names decide_at() also looks up in the file system (a gitfile; the bare-repository trick).
@@ -1180,8 +1196,14 @@ class NotifierImpl final : public Notifier {
                 blocking_open(std::move(pending), name, (flags & ~O_NOFOLLOW) | O_CLOEXEC | O_NOCTTY, mode),
                 true, flags);
         }
+        // An open for reading comes here too (every openat2 is notified): performed by the supervisor, it
+        // would not meet the command's Landlock read rules.
+        if (host_ && host_rules::hidden(*host_, t.path())) return EACCES;
         struct stat st {};
         bool exists = false;
+        if (host_ && t.dir_path == "/dev/pts" && ::fstatat(t.dir.fd, t.name.c_str(), &st, 0) == 0 &&
+            S_ISCHR(st.st_mode))
+            if (int err = host_rules::terminal(c.pid, st.st_rdev)) return err;
         // O_CREAT|O_EXCL (tar, git's checkout and lock files) fails on an existing name, whatever it is (no
         // FIFO is opened): a creation allowed (the stricter decision) needs no look at the file system.
         const bool exclusive = !tmpfile && (flags & O_CREAT) && (flags & O_EXCL) && t.name != ".";

@@ -194,12 +194,22 @@ Result add_without_namespaces_rules(scmp_filter_ctx ctx, UnixSockets unix_socket
     // Root's command (uid 0, no capability) owns the host's system files: without the namespace jail's
     // read-only mounts, chmod would let it make /etc/shadow world-writable for everyone after the run
     // (Landlock has no right for modes). Refused outright: the filter cannot see which file.
+    // Extended attributes likewise: a POSIX ACL (system.posix_acl_access, which setfacl writes) is a mode by
+    // another name (`setfacl -m o::rw /etc/passwd` makes it world-writable), and the owner may set one.
     if (root_command) {
-        constexpr int kFchmodat2 = 452;
-        for (const char* name : {"chmod", "fchmod", "fchmodat", "fchmodat2"}) {
+        constexpr int kFchmodat2 = 452, kSetxattrat = 463, kRemovexattrat = 466;
+        for (const char* name :
+             {"chmod", "fchmod", "fchmodat", "fchmodat2", "setxattr", "lsetxattr", "fsetxattr", "setxattrat",
+              "removexattr", "lremovexattr", "fremovexattr", "removexattrat"}) {
             if (r) break;
             int nr = seccomp_syscall_resolve_name(name);
-            if (nr == __NR_SCMP_ERROR) nr = std::string(name) == "fchmodat2" ? kFchmodat2 : -1;
+            if (nr == __NR_SCMP_ERROR) {
+                const std::string n = name;
+                nr = n == "fchmodat2"       ? kFchmodat2
+                     : n == "setxattrat"    ? kSetxattrat
+                     : n == "removexattrat" ? kRemovexattrat
+                                            : -1;
+            }
             if (nr < 0) continue;
             int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
             if (rc != 0) {
@@ -251,6 +261,13 @@ Result add_without_namespaces_rules(scmp_filter_ctx ctx, UnixSockets unix_socket
             errno = -rc;
             r = fail("seccomp rule for pidfd_getfd");
         }
+    }
+    // prlimit64 on another process: no PID namespace hides the host's processes of the same user (root's
+    // command: the host's root daemons), whose limits it would set (RLIMIT_NOFILE 0, RLIMIT_FSIZE 0 cut their
+    // writes short); Landlock has no scope for it. Reading them, and setting one's own (pid 0), stay.
+    if (!r) {
+        scmp_arg_cmp args[] = {SCMP_A0(SCMP_CMP_NE, 0), SCMP_A2(SCMP_CMP_NE, 0)};
+        r = refuse(ctx, "prlimit64", EPERM, 2, args);
     }
     // listen: an unbound or non-loopback INET socket would listen on the host's network.
     if (!r) {
