@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "certs/certs.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/policy_reload.hpp"
@@ -242,6 +243,10 @@ int cmd_run(int argc, char** argv) {
         throw UsageError("--watch reloads the network policy; with --no-network there is none");
     if (run.strict && run.best_effort) throw UsageError("--strict and --best-effort contradict each other");
 
+    // The CA's private key signs what the jail's clients trust (and what a user who exported it trusts on the
+    // host): the jailed command neither reads nor replaces it, whether or not this run inspects.
+    load.private_dirs.push_back(run.proxy.ca_dir.empty() ? certs::default_ca_dir()
+                                                         : std::filesystem::path(run.proxy.ca_dir));
     // The control channel's layer, kept by --watch reloads too.
     auto control_layer = std::make_shared<std::string>();
     if (run.control_fd && !run.network) throw UsageError("--control-fd needs the network (not --no-network)");

@@ -224,6 +224,9 @@ struct LoadOptions {
     // Control layer, right below managed settings.
     std::vector<std::string> control_settings;
     std::string read_scope;  // --read-scope: "", "all" or "project"
+    // cordon's own secrets (the CA directory, whose private key signs what inspected clients trust): denied
+    // to reads and writes in every jail, whatever the settings allow (`cordon run` adds them).
+    std::vector<std::filesystem::path> private_dirs;
 };
 
 // A settings or flag error a user can fix: names the file, the JSON path (or line:column for bad JSON) and

@@ -781,6 +781,20 @@ void load_flags(const LoadOptions& options, Collected& out) {
     paths(options.deny_write, "--deny-write", out.deny_write);
     paths(options.allow_read, "--allow-read", out.allow_read);
     paths(options.deny_read, "--deny-read", out.deny_read);
+    for (const fs::path& dir : options.private_dirs) {
+        // A rule of cordon's own (Default layer): no settings key can lift it. The path as given and where
+        // its symlinks lead (the jail decides on what it resolves).
+        const Source own{Layer::Default, "", "cordon's CA (its private key)", 0};
+        std::vector<fs::path> spellings{absolute_normal(dir, out.cwd)};
+        std::error_code ec;
+        fs::path target = fs::weakly_canonical(spellings.front(), ec);
+        if (!ec && fs::path(normal_path(target)) != spellings.front())
+            spellings.emplace_back(normal_path(target));
+        for (const fs::path& p : spellings) {
+            out.deny_read.push_back(PathRule{p, false, Rule{p.string(), own}});
+            out.deny_write.push_back(PathRule{p, false, Rule{p.string(), own}});
+        }
+    }
 
     for (const std::string& text : options.inspect)
         if (std::string error = add_inspect_flag(text, out.inspection); !error.empty()) throw Failure{error};

@@ -5,6 +5,7 @@ own CA made with `cordon ca init`, real curl and Python TLS clients through CONN
 import hashlib
 import json
 import os
+import shutil
 import socket
 import ssl
 import stat
@@ -623,6 +624,43 @@ class RunInspectTest(InspectBase):
         # The run-private directory is gone, nothing was left in the working directory.
         self.assertEqual(os.listdir(self.tmp), [])
         self.assertEqual(os.listdir(os.path.join(self.dir, "work")), [])
+
+    def test_the_jailed_command_neither_reads_nor_replaces_cordons_ca(self):
+        # cordon's CA key signs what the jail's clients trust, and what a user who exported the CA trusts on the
+        # host: a jailed command that read it could mint certificates for any name (and carry the key out to an
+        # allowed host); one that replaced it would be trusted next time. In the default place
+        # ($XDG_CONFIG_HOME/cordon/ca) and with --ca-dir inside the writable project, in both jails.
+        url = "https://api.test:%d" % self.up.port
+        xdg = os.path.join(self.dir, "xdg")
+        work = os.path.join(self.dir, "work")
+        own = os.path.join(work, "own-ca")
+        for flags, ca, env in ((["--ca-dir", own], own, None),
+                               ([], os.path.join(xdg, "cordon", "ca"), {"XDG_CONFIG_HOME": xdg})):
+            init = subprocess.run([CORDON, "ca", "init", "--dir", ca], capture_output=True, text=True)
+            self.assertEqual(init.returncode, 0, init.stderr)
+            with open(os.path.join(ca, "ca.key")) as f:
+                key = f.read()
+            for jail in ("namespaces", "landlock"):
+                with self.subTest(ca=ca, jail=jail):
+                    script = ("curl -sS --max-time 10 %s/repos/acme/app >/dev/null && echo inspected; "
+                              "cat %s/ca.key 2>/dev/null | head -c 60; echo; "
+                              "echo planted > %s/ca.pem 2>/dev/null && echo replaced; "
+                              "touch %s/new 2>/dev/null && echo created; "
+                              "mv %s %s.old 2>/dev/null && echo moved; "
+                              "cp /dev/null %s/ca.key 2>/dev/null && echo emptied; true"
+                              % (url, ca, ca, ca, ca, ca, ca))
+                    r = self.run_jail(script, "--inspect", "api.test", "--jail", jail, *flags, env=env)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    lines = r.stdout.splitlines()
+                    self.assertEqual(lines[0], "inspected", r.stdout + r.stderr)  # the proxy still uses it
+                    self.assertNotIn("PRIVATE KEY", r.stdout)
+                    self.assertNotIn(key.splitlines()[1][:40], r.stdout)
+                    for verb in ("replaced", "created", "moved", "emptied"):
+                        self.assertNotIn(verb, lines)
+                    with open(os.path.join(ca, "ca.key")) as f:
+                        self.assertEqual(f.read(), key)
+                    self.assertEqual(sorted(os.listdir(ca)), ["ca.key", "ca.pem"])
+            shutil.rmtree(ca)
 
     def test_masked_secret_reaches_only_its_host(self):
         self.plain = self.upstream(name="plain")
