@@ -1372,6 +1372,16 @@ class NotifierImpl final : public Notifier {
         struct stat st {};
         if (::fstat(file.fd, &st) != 0) return errno;
         if (!S_ISDIR(st.st_mode)) return EPERM;
+        if (host_) {
+            // Without namespaces no read-only mount refuses it: the write rules decide the directory itself,
+            // where it lies now (what was looked at).
+            char link[64];
+            std::snprintf(link, sizeof link, "/proc/self/fd/%d", file.fd);
+            std::error_code ec;
+            const std::string where = std::filesystem::read_symlink(link, ec).string();
+            if (ec || where.empty() || where.front() != '/') return EACCES;
+            if (int e = decide_exact(where, false, where)) return e;
+        }
         if (!valid(req.id)) return -1;
         if (!become(c)) return EPERM;
         char self[64];
@@ -1663,8 +1673,10 @@ class NotifierImpl final : public Notifier {
                 if (!connector) return EAGAIN;
                 using std::chrono::milliseconds;
                 if (!blocking) {
-                    // On the receive thread: bounded by the deadline and the wait for a request before it.
-                    const int err = connector->connect(s->fd, to->fd, milliseconds(5), milliseconds(5));
+                    // On the receive thread: bounded by the deadline and the wait for a request before it
+                    // (a waiting connect holds the connector a millisecond at a time; the wait allows for a
+                    // loaded machine's scheduling, where 5 ms answered EAGAIN to a free listener).
+                    const int err = connector->connect(s->fd, to->fd, milliseconds(5), milliseconds(50));
                     return err == EINTR ? EAGAIN : err;
                 }
                 attempt = [s, to, connector] {

@@ -315,7 +315,10 @@ int run(const Options& options) {
             if (!without_namespaces) say_if_inside_another_sandbox();
             return 125;
         }
-        fallback_why = "the namespace jail could not be set up: " + *error;
+        // The jail's child said why on stderr, the line above this one.
+        fallback_why =
+            "the namespace jail could not be set up" +
+            (*error == "the jail could not be set up" ? std::string(": see above") : ": " + *error);
         jail.reset();
         auto again = jail::start_without_namespaces(config);
         if (auto* message = std::get_if<std::string>(&again)) {

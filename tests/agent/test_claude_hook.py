@@ -224,9 +224,17 @@ class HookTest(unittest.TestCase):
 
     @unittest.skipUnless(os.geteuid() == 0, "needs root to drop what another sandbox would drop")
     def test_inside_another_sandbox_says_so_in_one_line(self):
-        # What Claude Code's bubblewrap leaves a command: no capabilities, no_new_privs.
-        r = subprocess.run(["setpriv", "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", CORDON, "run",
-                            "--", "true"], cwd=self.work, env=self.env, capture_output=True, text=True, timeout=60)
+        # What Claude Code's bubblewrap leaves a command: no capabilities, no_new_privs. The namespace jail
+        # cannot be made there: auto falls back to the jail without namespaces (and says so); with
+        # --jail namespaces the run stops and says, in one line, that another sandbox is in the way.
+        drop = ["setpriv", "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"]
+        r = subprocess.run(drop + [CORDON, "run", "--", "true"], cwd=self.work, env=self.env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len([line for line in r.stderr.splitlines()
+                              if line.startswith("cordon: running the jail without namespaces")]), 1, r.stderr)
+        r = subprocess.run(drop + [CORDON, "run", "--jail", "namespaces", "--", "true"], cwd=self.work,
+                           env=self.env, capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 125, r.stderr)
         notices = [line for line in r.stderr.splitlines() if "inside another sandbox" in line]
         self.assertEqual(len(notices), 1, r.stderr)
@@ -237,6 +245,7 @@ class HookTest(unittest.TestCase):
                            text=True, timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotIn("another sandbox", r.stderr)
+        self.assertNotIn("without namespaces", r.stderr)
 
     def test_install_advises_when_claude_codes_sandbox_is_on(self):
         self.settings({"sandbox": {"enabled": True}})
