@@ -3,8 +3,8 @@
 // on a directory that holds a hidden path; writes in the writable roots, the plan's /tmp being the run's own.
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
@@ -20,8 +20,9 @@ namespace {
 constexpr std::uint64_t kReadFile = 1ULL << 2, kReadDir = 1ULL << 3, kWriteFile = 1ULL << 1;
 
 bool granted(const cordon::jail::LandlockGrants& g, const fs::path& path, std::uint64_t access) {
-    return std::any_of(g.grants.begin(), g.grants.end(),
-                       [&](const auto& grant) { return grant.path == path && (grant.access & access) == access; });
+    return std::any_of(g.grants.begin(), g.grants.end(), [&](const auto& grant) {
+        return grant.path == path && (grant.access & access) == access;
+    });
 }
 
 // Whether any grant covers `path` for `access` (a grant covers everything below it).
