@@ -265,7 +265,7 @@ Result close_inherited(Context&) {
 
 // The command of the jail without namespaces, forked by the supervisor (which may have threads: system calls
 // on prepared data only), in its order: the same shape as the namespace jail's kCommandSteps, with no init
-// before it. Everything is mandatory here but the limits (their absence is said by the supervisor).
+// before it. Everything is mandatory here but the limits (--best-effort runs without them, with a warning).
 constexpr Step kHostCommandSteps[] = {
     {"signals", reset_signals, false, "the supervisor's blocked signals; a command outliving the supervisor"},
     {"supervisor's word", await_supervisor, false, "a command running before its cgroup holds it"},
