@@ -74,13 +74,6 @@ bool close_descriptors(unsigned first, unsigned last, bool cloexec, int except) 
     return true;
 }
 
-[[noreturn]] void cannot_close_descriptors() {
-    say("cannot set up the jail: close the inherited descriptors: close_range failed and /proc/self/fd "
-        "cannot "
-        "be read");
-    ::_exit(125);  // the jail's setup failed
-}
-
 namespace {
 
 // What a descriptor on 0-2 would reach past the jail; nullptr when it reaches only itself.

@@ -191,52 +191,94 @@ bool receive_placeholders_made(int fd, std::vector<std::filesystem::path>& not_m
     return in.done();
 }
 
-bool send_notify_fd(int sock, int fd) {
-    int tag = kNotifyFdMessage;
-    iovec iov{&tag, sizeof tag};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+ssize_t send_fds(int sock, const void* data, std::size_t size, const int* fds, std::size_t nfds) {
+    if (nfds > kMaxPassedFds) {
+        errno = EINVAL;
+        return -1;
+    }
+    iovec iov{const_cast<void*>(data), size};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedFds)] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (nfds > 0) {
+        msg.msg_control = control;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        std::memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+    }
+    ssize_t n;
+    do
+        n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    return n;
+}
+
+ssize_t receive_fds(int sock, void* data, std::size_t size, int* fds, std::size_t max_fds, std::size_t& nfds,
+                    int flags) {
+    nfds = 0;
+    iovec iov{data, size};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedFds)] = {};
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
     msg.msg_control = control;
     msg.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    for (;;) {
-        ssize_t n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
-        if (n == static_cast<ssize_t>(sizeof tag)) return true;
-        if (n < 0 && errno == EINTR) continue;
-        return false;
+    ssize_t n;
+    do
+        n = ::recvmsg(sock, &msg, flags | MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) return n;
+    // Why: a descriptor the kernel installed here is ours to close, whatever the message; one we neither
+    // asked for nor close would stay open in this process (and reach whatever this process later starts).
+    bool refused = (msg.msg_flags & MSG_CTRUNC) != 0;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (std::size_t i = 0; i < count; ++i) {
+            int fd = -1;
+            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            if (nfds < max_fds) {
+                fds[nfds++] = fd;
+            } else {
+                ::close(fd);
+                refused = true;
+            }
+        }
     }
+    if (refused) {
+        for (std::size_t i = 0; i < nfds; ++i)
+            ::close(fds[i]);
+        nfds = 0;
+        errno = EBADMSG;
+        return -1;
+    }
+    return n;
+}
+
+bool send_notify_fd(int sock, int fd) {
+    const int tag = kNotifyFdMessage;
+    return send_fds(sock, &tag, sizeof tag, &fd, 1) == static_cast<ssize_t>(sizeof tag);
 }
 
 int receive_notify_fd(int sock, bool& again) {
     again = false;
     int tag = 0;
-    iovec iov{&tag, sizeof tag};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    ssize_t n = ::recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+    int passed = -1;
+    std::size_t nfds = 0;
+    const ssize_t n = receive_fds(sock, &tag, sizeof tag, &passed, 1, nfds, MSG_DONTWAIT);
+    if (n < 0 && errno == EAGAIN) {
         again = true;
         return -1;
     }
-    int passed = -1;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-            std::memcpy(&passed, CMSG_DATA(c), sizeof passed);
-    if (passed >= 0 && (n != static_cast<ssize_t>(sizeof tag) || tag != kNotifyFdMessage)) {
+    if (nfds == 1 && (n != static_cast<ssize_t>(sizeof tag) || tag != kNotifyFdMessage)) {
         ::close(passed);
-        passed = -1;
+        nfds = 0;
     }
-    return passed;
+    return nfds == 1 ? passed : -1;
 }
 
 }  // namespace cordon::jail::detail

@@ -1,6 +1,7 @@
 // The jail's process model. The supervisor (the caller) clones the jail child into new namespaces, writes its
-// id maps, and receives the proxy listeners; the child (PID 1 of the new PID namespace) runs the setup
-// pipeline, forks the command, restricts it and becomes its init.
+// id maps, and receives the proxy listeners; the child (PID 1 of the new PID namespace) runs the init's
+// steps, starts the command, which runs the command's steps and execs, and becomes its init. The containment
+// order is the two tables below, read top-down: kInitSteps and kCommandSteps.
 #include "jail/jail.hpp"
 
 #include <fcntl.h>
@@ -50,24 +51,11 @@ void say(const std::string& line) {
     (void)n;
 }
 
-namespace {
-
-// Exit status of the jail when its setup failed (the command did not run), as env(1) and container runtimes
-// do.
-constexpr int kSetupFailed = 125;
-
-struct Step {
-    const char* name;
-    Result (*run)(Context&);
-    bool optional;  // may be skipped with --best-effort
-};
-
-// Runs steps in order; a failure stops the pipeline unless the step is optional and best effort was asked
-// for.
-bool run_steps(Context& ctx, std::initializer_list<Step> steps) {
-    for (const auto& step : steps) {
+bool run_steps(Context& ctx, std::span<const Step> steps) {
+    for (const Step& step : steps) {
         Result r = step.run(ctx);
         if (!r) continue;
+        if (r->quiet) return false;
         if (step.optional && ctx.config.best_effort) {
             say("warning: --best-effort: running without " + std::string(step.name) + ": " + r->message());
             continue;
@@ -76,6 +64,186 @@ bool run_steps(Context& ctx, std::initializer_list<Step> steps) {
         return false;
     }
     return true;
+}
+
+Result reset_signals(Context&) {
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return fail("PR_SET_PDEATHSIG");
+    return std::nullopt;
+}
+
+// The seccomp listener goes to the supervisor (on a socket of its own: the socketpair's reads are not all
+// framed) and is closed here: whoever holds it answers the jail's calls.
+Result hand_over_listener(Context& ctx) {
+    if (ctx.notify_fd >= 0) {
+        if (!send_notify_fd(ctx.notify_sock, ctx.notify_fd)) return fail("send it to the supervisor");
+        ::close(ctx.notify_fd);
+    }
+    if (ctx.notify_sock >= 0) ::close(ctx.notify_sock);
+    return std::nullopt;
+}
+
+namespace {
+
+// Exit status of the jail when its setup failed (the command did not run), as env(1) and container runtimes
+// do.
+constexpr int kSetupFailed = 125;
+
+// The init's steps (jail.cpp unless named), defined below the tables.
+Result die_with_supervisor(Context& ctx);
+Result keep_own_descriptors(Context& ctx);
+Result map_ids(Context& ctx);
+Result read_host(Context& ctx);
+Result set_hostname(Context& ctx);
+Result setup_network(Context& ctx);  // net.cpp, net_filter.cpp
+Result receive_mount_plan(Context& ctx);
+Result receive_seccomp_program(Context& ctx);
+Result prepare_command_line(Context& ctx);
+Result stop_being_dumpable(Context& ctx);
+Result start_command(Context& ctx);
+Result close_init_descriptors(Context& ctx);
+Result keep_only_cap_kill(Context& ctx);
+// The command's steps (reset_signals and hand_over_listener are shared with the jail without namespaces).
+Result close_inherited_descriptors(Context& ctx);
+
+// The jail's init (PID 1 of the new namespaces), from the clone to the command's start; then it reaps and
+// relays (init.cpp). The first half runs while the supervisor loads the policy; the mount plan comes from it
+// (nothing comes when it could not load the policy: it kills us then).
+constexpr Step kInitSteps[] = {
+    {"supervisor death", die_with_supervisor, false,
+     "a jail outliving its supervisor (PR_SET_PDEATHSIG; a supervisor already gone shows in its pidfd)"},
+    {"inherited descriptors", keep_own_descriptors, false,
+     "the supervisor's event loop, proxy sockets and audit log reaching into the jail: only 0-2 and the "
+     "sockets to the supervisor stay"},
+    {"id maps", map_ids, false, "unmapped ids; setgroups(2) given up where the child writes its own maps"},
+    {"host mount points", read_host, false,
+     "a host mount left writable: every mount point is read before anything is mounted (mounts.cpp)"},
+    {"hostname", set_hostname, true, "the host's name seen in the jail"},
+    {"network", setup_network, false,
+     "a way out but the proxy: a network namespace of its own, lo, routes and nftables to the proxy's "
+     "listeners (net.cpp, net_filter.cpp)"},
+    {"listener hand-over", send_listeners, false,
+     "the jail keeping a copy of the proxy's listeners: they go to the supervisor (net.cpp, handover.cpp)"},
+    {"filesystem", enter_staging_root, false,
+     "the host's root written through: a private staging tmpfs over a read-only copy (mounts.cpp)"},
+    {"mount plan", receive_mount_plan, false, "a command started before the policy was loaded"},
+    {"filesystem", apply_mount_plan, false,
+     "writes and reads outside the policy: the plan's binds, masks, /proc, /dev, pivot_root (mounts.cpp)"},
+    {"Landlock", prepare_landlock, true,
+     "what the mounts cannot say: the ruleset is built here (landlock.cpp)"},
+    {"seccomp program", receive_seccomp_program, false, "a command started without its filter"},
+    {"command line", prepare_command_line, false,
+     "a secret the command gets as a sentinel staying readable in the init's environment"},
+    {"not dumpable", stop_being_dumpable, false,
+     "the command reading or writing the init's memory, environment or descriptors through /proc/1"},
+    {"start the command", start_command, false, "copying the init's address space (CLONE_VM|CLONE_VFORK)"},
+    {"init's descriptors", close_init_descriptors, false,
+     "the init holding anything but its socketpair while the command runs"},
+    {"init's capabilities", keep_only_cap_kill, false,
+     "the init doing anything with privileges for the jail: it keeps CAP_KILL alone"},
+};
+
+// The command, started by the init with vfork semantics (setup.hpp): system calls on prepared data only.
+// Limits first (rlimits need no privilege to lower), then privileges (capabilities are needed to drop the
+// bounding set and change uid) and no_new_privs, Landlock, and seccomp last: it refuses calls made above.
+constexpr Step kCommandSteps[] = {
+    {"signals", reset_signals, false, "the init's blocked signals; a command outliving the init"},
+    {"resource limits", apply_limits, true, "--memory and --pids where no cgroup holds them (limits.cpp)"},
+    {"privilege drop", drop_privileges, false,
+     "capabilities, setuid gains and root's groups: securebits, bounding set, uid, no_new_privs (caps.cpp)"},
+    {"Landlock", enforce_landlock, true,
+     "a wrong mount: writes only below the writable roots; with ABI 6 no signal or abstract socket out of "
+     "the "
+     "jail (landlock.cpp)"},
+    {"seccomp filter", enforce_seccomp, true,
+     "the kernel's attack surface, sockets, namespaces, ptrace; protected names notified (seccomp.cpp)"},
+    {"seccomp listener hand-over", hand_over_listener, false,
+     "a notified call nobody answers: the listener goes to the supervisor, none stays in the jail"},
+    {"inherited descriptors", close_inherited_descriptors, false,
+     "a descriptor reaching past the mounts: only 0-2 survive exec"},
+};
+
+// The init: runs kInitSteps, then stays the command's init. Never returns.
+[[noreturn]] void run_jail_init(Context& ctx) {
+    if (!run_steps(ctx, kInitSteps)) {
+        if (ctx.command > 0) ::kill(ctx.command, SIGKILL);
+        ::_exit(kSetupFailed);
+    }
+    run_init(ctx.command, ctx.supervisor_fd);
+}
+
+// The command process: kCommandSteps, then exec. Never returns.
+int exec_command(void* arg) {
+    Context& ctx = *static_cast<Context*>(arg);
+    if (!run_steps(ctx, kCommandSteps)) ::_exit(kSetupFailed);
+    // The command's PATH is the caller's (only proxy variables differ), which execvpe searches.
+    ::execvpe(ctx.argv[0], ctx.argv.data(), ctx.envp.data());
+    int err = errno;
+    say("cannot run " + ctx.config.argv[0] + ": " + std::strerror(err));
+    ::_exit(err == ENOENT ? 127 : 126);
+}
+
+bool write_file(const std::string& path, const std::string& content) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+    ::close(fd);
+    return ok;
+}
+
+// The init's steps, in the order of kInitSteps.
+
+Result die_with_supervisor(Context& ctx) {
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return fail("PR_SET_PDEATHSIG");
+    // A supervisor that died before the line above: its pidfd is readable.
+    if (ctx.supervisor_pidfd < 0) return std::nullopt;
+    pollfd dead{ctx.supervisor_pidfd, POLLIN, 0};
+    const bool gone = ::poll(&dead, 1, 0) != 0;
+    ::close(ctx.supervisor_pidfd);
+    ctx.supervisor_pidfd = -1;
+    if (gone) return supervisor_gone();
+    return std::nullopt;
+}
+
+// Nothing the supervisor had open (its event loop, the proxy's sockets, the audit log) stays open here: keep
+// 0-2, the socketpair and the socket for the seccomp listener (moved above everything else), close the rest.
+Result keep_own_descriptors(Context& ctx) {
+    ctx.supervisor_fd = ::fcntl(ctx.supervisor_fd, F_DUPFD_CLOEXEC, 1000);
+    if (ctx.supervisor_fd < 0) return fail("move the socketpair above 1000");
+    if (ctx.notify_sock >= 0) {
+        ctx.notify_sock = ::fcntl(ctx.notify_sock, F_DUPFD_CLOEXEC, ctx.supervisor_fd + 1);
+        if (ctx.notify_sock < 0) return fail("move the seccomp listener's socket above the socketpair");
+    }
+    const auto low = static_cast<unsigned>(ctx.supervisor_fd);
+    const auto high = static_cast<unsigned>(std::max(ctx.supervisor_fd, ctx.notify_sock));
+    if (!close_descriptors(3U, low - 1, false) || !close_descriptors(low + 1, high - 1, false) ||
+        !close_descriptors(high + 1, ~0U, false))
+        return fail_msg(
+            "close the inherited descriptors: close_range failed and /proc/self/fd cannot be read");
+    return std::nullopt;
+}
+
+Result map_ids(Context& ctx) {
+    if (ctx.maps.by_child) {
+        if (!write_file("/proc/self/setgroups", "deny")) return fail("write /proc/self/setgroups");
+        if (!write_file("/proc/self/uid_map", ctx.maps.uid_map)) return fail("write /proc/self/uid_map");
+        if (!write_file("/proc/self/gid_map", ctx.maps.gid_map)) return fail("write /proc/self/gid_map");
+        return std::nullopt;
+    }
+    // The supervisor writes two-line maps (it needs CAP_SETUID) and says go.
+    char go = 0;
+    if (::read(ctx.supervisor_fd, &go, 1) != 1) return supervisor_gone();
+    return std::nullopt;
+}
+
+// Read here rather than by the supervisor before the clone: the child waits for the plan anyway. Our mount
+// namespace is still an unchanged copy of the caller's.
+Result read_host(Context& ctx) {
+    ctx.last_cap = read_last_cap();
+    ctx.host_mounts = read_mount_points();
+    return std::nullopt;
 }
 
 Result set_hostname(Context&) {
@@ -94,80 +262,126 @@ Result setup_network(Context& ctx) {
     return create_listeners(ctx);
 }
 
-// The command process: restrictions in dependency order, then exec. Runs with vfork semantics (see
-// setup.hpp): system calls on prepared data only. Never returns.
-int exec_command(void* arg) {
-    Context& ctx = *static_cast<Context*>(arg);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    // Limits first (rlimits need no privilege to lower), then privileges (capabilities are needed to drop the
-    // bounding set and change uid) and no_new_privs, Landlock, and seccomp last: it refuses calls made above.
-    bool ok = run_steps(ctx, {{"resource limits", apply_limits, true},
-                              {"privilege drop", drop_privileges, false},
-                              {"Landlock", enforce_landlock, true},
-                              {"seccomp filter", enforce_seccomp, true}});
-    if (!ok) ::_exit(kSetupFailed);
-    // The seccomp listener goes to the supervisor (on a socket of its own: the socketpair's reads are not
-    // all framed) and is closed here: whoever holds it answers the jail's calls.
-    if (ctx.notify_fd >= 0) {
-        if (!send_notify_fd(ctx.notify_sock, ctx.notify_fd)) {
-            say("cannot set up the jail: hand over the seccomp listener: " +
-                std::string(std::strerror(errno)));
-            ::_exit(kSetupFailed);
+Result receive_mount_plan(Context& ctx) {
+    if (!receive_plan(ctx.supervisor_fd, ctx.plan)) return supervisor_gone();
+    // Pinned by place_child until now; the command is not.
+    if (ctx.have_cpus) ::sched_setaffinity(0, sizeof ctx.cpus, &ctx.cpus);
+    return std::nullopt;
+}
+
+// Compiled by the supervisor while we were setting up (it exits or kills us when that failed).
+Result receive_seccomp_program(Context& ctx) {
+    if (!receive_seccomp(ctx.supervisor_fd, ctx.seccomp)) return supervisor_gone();
+    return std::nullopt;
+}
+
+Result prepare_command_line(Context& ctx) {
+    for (const auto& a : ctx.config.argv)
+        ctx.argv.push_back(const_cast<char*>(a.c_str()));
+    ctx.argv.push_back(nullptr);
+    // The plan's environment changes (MountPlan::env). Why overwrite: a value replaced here (a secret the
+    // command gets as a sentinel) must not stay readable in this process, which lives as long as the jail.
+    auto& env = const_cast<std::vector<std::string>&>(ctx.config.env);
+    for (const auto& change : ctx.plan.env) {
+        const std::string name = change.substr(0, change.find('='));
+        auto same = [&](const char* entry) {
+            return std::strncmp(entry, name.c_str(), name.size()) == 0 && entry[name.size()] == '=';
+        };
+        for (auto it = env.begin(); it != env.end();) {
+            if (same(it->c_str())) {
+                ::explicit_bzero(it->data(), it->size());
+                it = env.erase(it);
+            } else {
+                ++it;
+            }
         }
-        ::close(ctx.notify_fd);
+        for (char** e = environ; e && *e; ++e)
+            if (same(*e)) ::explicit_bzero(*e + name.size() + 1, std::strlen(*e + name.size() + 1));
+        if (change.find('=') != std::string::npos) env.push_back(change);
     }
-    if (ctx.notify_sock >= 0) ::close(ctx.notify_sock);
-    ::close(ctx.supervisor_fd);
-    // A file descriptor inherited from the caller reaches whatever it points to, whatever the mounts say:
-    // only 0-2 survive exec.
-    if (!close_descriptors(3U, ~0U, true)) cannot_close_descriptors();
-    // The command's PATH is the caller's (only proxy variables differ), which execvpe searches.
-    ::execvpe(ctx.argv[0], ctx.argv.data(), ctx.envp.data());
-    int err = errno;
-    say("cannot run " + ctx.config.argv[0] + ": " + std::strerror(err));
-    ::_exit(err == ENOENT ? 127 : 126);
+    for (const auto& e : ctx.config.env)
+        ctx.envp.push_back(const_cast<char*>(e.c_str()));
+    ctx.envp.push_back(nullptr);
+    return std::nullopt;
+}
+
+// Before the command exists: from its first instruction after exec, nothing in the jail can read or write the
+// init's memory, environment or descriptors through /proc/1 (the command's own exec makes it dumpable again,
+// as any exec does). The capabilities can only go after the command is started (it inherits them to drop its
+// own bounding set and change uid); a non-dumpable init with them for a few microseconds more offers nothing
+// to reach.
+Result stop_being_dumpable(Context&) {
+    if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return fail("PR_SET_DUMPABLE 0");
+    return std::nullopt;
 }
 
 // Starts the command sharing our memory (CLONE_VM) and suspended until it execs or exits (CLONE_VFORK):
 // nothing of the init's address space is copied.
-pid_t start_command(Context& ctx) {
+Result start_command(Context& ctx) {
     constexpr std::size_t kStack = 256 * 1024;
     void* stack =
         ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    if (stack == MAP_FAILED) return -1;
-    pid_t pid =
+    if (stack == MAP_FAILED) return fail("map the command's stack");
+    const pid_t pid =
         ::clone(exec_command, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &ctx);
-    int err = errno;
+    const int err = errno;
     ::munmap(stack, kStack);
     errno = err;
-    return pid;
+    if (pid < 0) return fail("clone");
+    ctx.command = pid;
+    return std::nullopt;
 }
 
-}  // namespace
-
-namespace {
-
-bool write_file(const std::string& path, const std::string& content) {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
-    ::close(fd);
-    return ok;
+// The socketpair stays, for the report at the end.
+Result close_init_descriptors(Context& ctx) {
+    const auto fd = static_cast<unsigned>(ctx.supervisor_fd);
+    if (!close_descriptors(3U, fd - 1, false) || !close_descriptors(fd + 1, ~0U, false))
+        return fail_msg(
+            "close the inherited descriptors: close_range failed and /proc/self/fd cannot be read");
+    return std::nullopt;
 }
 
-// The jail's id maps: the caller keeps its uid and gid inside. Computed before the clone (inside, before the
-// maps exist, getuid() reads the overflow uid).
-struct IdMaps {
-    std::string uid_map, gid_map;
-    // A single line mapping our own ids: the jail child writes it itself (no round trip to the supervisor),
-    // which the kernel allows only after setgroups(2) is given up in the namespace (otherwise dropping a
-    // group could gain access that the group was denying).
-    bool by_child = true;
-};
+// The init keeps only what it needs (CAP_KILL, to kill a command running under another uid): nothing in the
+// jail can make it do anything with privileges.
+Result keep_only_cap_kill(Context&) {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
+    caps[0].permitted = caps[0].effective = 1U << CAP_KILL;
+    if (::syscall(SYS_capset, &header, caps) != 0) return fail("drop the init's capabilities");
+    return std::nullopt;
+}
 
+// The command's own steps (the others are in limits.cpp, caps.cpp, landlock.cpp, seccomp.cpp, and above the
+// anonymous namespace).
+
+// A file descriptor inherited from the caller reaches whatever it points to, whatever the mounts say: only
+// 0-2 survive exec.
+Result close_inherited_descriptors(Context& ctx) {
+    ::close(ctx.supervisor_fd);
+    if (!close_descriptors(3U, ~0U, true))
+        return fail_msg(
+            "close the inherited descriptors: close_range failed and /proc/self/fd cannot be read");
+    return std::nullopt;
+}
+
+// Why: a new child starts on its parent's CPU and waits there, behind the parent (busy loading the policy),
+// until the scheduler's balancing moves it: measured 1 to 3.5 ms. Moving it at once to another allowed CPU
+// lets both halves of the setup run in parallel. The child restores the whole mask when the plan arrives
+// (sent after this call, so it cannot be undone by it), so the command is not pinned.
+void place_child(pid_t child, const Context& ctx) {
+    if (!ctx.have_cpus || CPU_COUNT(&ctx.cpus) < 2) return;
+    int here = ::sched_getcpu();
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+        if (cpu == here || !CPU_ISSET(cpu, &ctx.cpus)) continue;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        ::sched_setaffinity(child, sizeof one, &one);
+        return;
+    }
+}
+
+// The jail's id maps (Context::maps).
 IdMaps id_maps(const JailConfig& config) {
     IdMaps m;
     uid_t uid = ::getuid();
@@ -188,145 +402,6 @@ IdMaps id_maps(const JailConfig& config) {
                 std::to_string(config.run_as->second) + " " + std::to_string(config.run_as->second) + " 1\n";
     }
     return m;
-}
-
-// What the supervisor prepares before the clone, so that the jail child (a copy-on-write image of it) only
-// uses it: every page the child writes is copied.
-struct Prepared {
-    IdMaps maps;
-    cpu_set_t cpus{};  // our CPU affinity, which the child takes back once placed (see place_child)
-    bool have_cpus = false;
-    std::optional<std::uint64_t> rlimit_as, rlimit_nproc;  // the limits no cgroup holds
-    int notify_sock = -1;  // the jail's end of the socket for the seccomp listener (JailConfig::user_notify)
-};
-
-// Why: a new child starts on its parent's CPU and waits there, behind the parent (busy loading the policy),
-// until the scheduler's balancing moves it: measured 1 to 3.5 ms. Moving it at once to another allowed CPU
-// lets both halves of the setup run in parallel. The child restores the whole mask when the plan arrives
-// (sent after this call, so it cannot be undone by it), so the command is not pinned.
-void place_child(pid_t child, const Prepared& prep) {
-    if (!prep.have_cpus || CPU_COUNT(&prep.cpus) < 2) return;
-    int here = ::sched_getcpu();
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-        if (cpu == here || !CPU_ISSET(cpu, &prep.cpus)) continue;
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpu, &one);
-        ::sched_setaffinity(child, sizeof one, &one);
-        return;
-    }
-}
-
-[[noreturn]] void child_main(const JailConfig& config, Prepared& prep, int fd, int supervisor_pidfd) {
-    const IdMaps& maps = prep.maps;
-    // The jail dies with the supervisor; if the supervisor died before this line, its pidfd is readable.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    // Nothing the supervisor had open (its event loop, the proxy's sockets, the audit log) stays open here:
-    // keep 0-2, the socketpair and the pidfd (moved above everything else), close the rest.
-    fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 1000);
-    if (fd < 0) ::_exit(kSetupFailed);
-    if (supervisor_pidfd >= 0) {
-        supervisor_pidfd = ::fcntl(supervisor_pidfd, F_DUPFD_CLOEXEC, fd + 1);
-        if (supervisor_pidfd < 0) ::_exit(kSetupFailed);
-    }
-    // The socket that carries the command's seccomp listener to the supervisor (JailConfig::user_notify).
-    if (prep.notify_sock >= 0) {
-        prep.notify_sock = ::fcntl(prep.notify_sock, F_DUPFD_CLOEXEC, std::max(fd, supervisor_pidfd) + 1);
-        if (prep.notify_sock < 0) ::_exit(kSetupFailed);
-    }
-    const unsigned keep_low = static_cast<unsigned>(fd);
-    const unsigned keep_high = static_cast<unsigned>(std::max({fd, supervisor_pidfd, prep.notify_sock}));
-    if (!close_descriptors(3U, keep_low - 1, false) ||
-        !close_descriptors(keep_low + 1, keep_high - 1, false, supervisor_pidfd) ||
-        !close_descriptors(keep_high + 1, ~0U, false))
-        cannot_close_descriptors();
-    pollfd dead{supervisor_pidfd, POLLIN, 0};
-    if (supervisor_pidfd >= 0 && ::poll(&dead, 1, 0) != 0) ::_exit(kSetupFailed);
-    if (supervisor_pidfd >= 0) ::close(supervisor_pidfd);
-    if (maps.by_child) {
-        if (!write_file("/proc/self/setgroups", "deny") || !write_file("/proc/self/uid_map", maps.uid_map) ||
-            !write_file("/proc/self/gid_map", maps.gid_map)) {
-            say("cannot set up the jail: write the id maps: " + std::string(std::strerror(errno)));
-            ::_exit(kSetupFailed);
-        }
-    } else {
-        char go = 0;
-        if (::read(fd, &go, 1) != 1) ::_exit(kSetupFailed);
-    }
-
-    // Read here rather than by the supervisor before the clone: the child waits for the plan anyway. Our
-    // mount namespace is still an unchanged copy of the caller's.
-    Context ctx{config, fd, {}, {}, -1, read_last_cap(), {}, {}, read_mount_points(), {}};
-    ctx.rlimit_as = prep.rlimit_as;
-    ctx.rlimit_nproc = prep.rlimit_nproc;
-    ctx.notify_sock = prep.notify_sock;
-    // The first half runs while the supervisor loads the policy; the mount plan comes from it (nothing comes
-    // when it could not load the policy: it kills us then).
-    bool ok = run_steps(ctx, {{"hostname", set_hostname, true},
-                              {"network", setup_network, false},
-                              {"listener hand-over", send_listeners, false},
-                              {"filesystem", enter_staging_root, false}});
-    if (!ok || !receive_plan(fd, ctx.plan)) ::_exit(kSetupFailed);
-    if (prep.have_cpus) ::sched_setaffinity(0, sizeof prep.cpus, &prep.cpus);
-    ok = run_steps(ctx, {{"filesystem", apply_mount_plan, false}, {"Landlock", prepare_landlock, true}});
-    if (!ok) ::_exit(kSetupFailed);
-    // Compiled by the supervisor while we were setting up (it exits or kills us when that failed).
-    if (!receive_seccomp(fd, ctx.seccomp)) ::_exit(kSetupFailed);
-    for (const auto& a : config.argv)
-        ctx.argv.push_back(const_cast<char*>(a.c_str()));
-    ctx.argv.push_back(nullptr);
-    // The plan's environment changes (MountPlan::env). Why overwrite: a value replaced here (a secret the
-    // command gets as a sentinel) must not stay readable in this process, which lives as long as the jail.
-    auto& env = const_cast<std::vector<std::string>&>(config.env);
-    for (const auto& change : ctx.plan.env) {
-        const std::string name = change.substr(0, change.find('='));
-        auto same = [&](const char* entry) {
-            return std::strncmp(entry, name.c_str(), name.size()) == 0 && entry[name.size()] == '=';
-        };
-        for (auto it = env.begin(); it != env.end();) {
-            if (same(it->c_str())) {
-                ::explicit_bzero(it->data(), it->size());
-                it = env.erase(it);
-            } else {
-                ++it;
-            }
-        }
-        for (char** e = environ; e && *e; ++e)
-            if (same(*e)) ::explicit_bzero(*e + name.size() + 1, std::strlen(*e + name.size() + 1));
-        if (change.find('=') != std::string::npos) env.push_back(change);
-    }
-    for (const auto& e : config.env)
-        ctx.envp.push_back(const_cast<char*>(e.c_str()));
-    ctx.envp.push_back(nullptr);
-
-    // Not dumpable before the command exists: from its first instruction after exec, nothing in the jail can
-    // read or write the init's memory, environment or descriptors through /proc/1 (the command's own exec
-    // makes it dumpable again, as any exec does). The capabilities can only go after the command is started
-    // (it inherits them to drop its own bounding set and change uid); a non-dumpable init with them for a few
-    // microseconds more offers nothing to reach.
-    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    pid_t command = start_command(ctx);
-    if (command < 0) {
-        say("cannot set up the jail: start the command: " + std::string(std::strerror(errno)));
-        ::_exit(kSetupFailed);
-    }
-    // The socketpair stays, for the report at the end.
-    if (!close_descriptors(3U, static_cast<unsigned>(fd) - 1, false) ||
-        !close_descriptors(static_cast<unsigned>(fd) + 1, ~0U, false)) {
-        ::kill(command, SIGKILL);
-        cannot_close_descriptors();
-    }
-    // The init keeps only what it needs (CAP_KILL, to kill a command running under another uid): nothing in
-    // the jail can make it do anything with privileges.
-    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-    __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
-    caps[0].permitted = caps[0].effective = 1U << CAP_KILL;
-    if (::syscall(SYS_capset, &header, caps) != 0) {
-        say("cannot set up the jail: drop the init's capabilities: " + std::string(std::strerror(errno)));
-        ::kill(command, SIGKILL);
-        ::_exit(kSetupFailed);
-    }
-    run_init(command, fd);
 }
 
 class JailImpl final : public Jail {
@@ -541,7 +616,7 @@ bool JailImpl::start(const JailConfig& config, std::string& error) {
     // address space is still small: every page either side writes afterwards is copied.
     long flags =
         CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | SIGCHLD;
-    Prepared prep;
+    Context ctx{config_};
     if (config.memory_bytes || config.max_pids) {
         LimitRequest request;
         request.memory_bytes = config.memory_bytes;
@@ -557,8 +632,8 @@ bool JailImpl::start(const JailConfig& config, std::string& error) {
         }
         limits_ = std::move(std::get<JailLimits>(made));
         if (!limits_.notice.empty()) say(limits_.notice);
-        prep.rlimit_as = limits_.rlimit_as;
-        prep.rlimit_nproc = limits_.rlimit_nproc;
+        ctx.rlimit_as = limits_.rlimit_as;
+        ctx.rlimit_nproc = limits_.rlimit_nproc;
     }
     int notify_pair[2] = {-1, -1};
     if (config.user_notify && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, notify_pair) != 0) {
@@ -567,13 +642,13 @@ bool JailImpl::start(const JailConfig& config, std::string& error) {
         return false;
     }
     notify_sock_ = notify_pair[0];
-    prep.notify_sock = notify_pair[1];
-    prep.maps = id_maps(config);
-    const IdMaps& maps = prep.maps;
-    prep.have_cpus = ::sched_getaffinity(0, sizeof prep.cpus, &prep.cpus) == 0;
-    int self_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
+    ctx.notify_sock = notify_pair[1];
+    ctx.supervisor_fd = pair[1];
+    ctx.maps = id_maps(config);
+    ctx.have_cpus = ::sched_getaffinity(0, sizeof ctx.cpus, &ctx.cpus) == 0;
+    ctx.supervisor_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
     long child = ::syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr);
-    if (child != 0 && self_pidfd >= 0) ::close(self_pidfd);
+    if (child != 0 && ctx.supervisor_pidfd >= 0) ::close(ctx.supervisor_pidfd);
     if (child < 0) {
         error = std::string("cannot create the jail's namespaces: ") + std::strerror(errno) +
                 (errno == EPERM || errno == ENOSPC ? " (are user namespaces disabled?)" : "");
@@ -582,20 +657,20 @@ bool JailImpl::start(const JailConfig& config, std::string& error) {
     }
     if (child == 0) {
         ::close(pair[0]);
-        child_main(config_, prep, pair[1], self_pidfd);
+        run_jail_init(ctx);
     }
     pid_ = static_cast<pid_t>(child);
-    place_child(pid_, prep);
+    place_child(pid_, ctx);
     ::close(pair[1]);
-    if (prep.notify_sock >= 0) ::close(prep.notify_sock);
+    if (ctx.notify_sock >= 0) ::close(ctx.notify_sock);
     // Before the init starts the command (it waits for the plan): every process of the jail is counted.
     if (auto message = limits_.enter(pid_)) {
         error = *message;
         return false;
     }
 
-    if (!maps.by_child) {
-        if (!write_id_maps(maps, error)) return false;
+    if (!ctx.maps.by_child) {
+        if (!write_id_maps(ctx.maps, error)) return false;
         char go = 'g';
         if (::write(sock_, &go, 1) != 1) {
             error = std::string("cannot start the jail: ") + std::strerror(errno);

@@ -235,6 +235,52 @@ Result drop_host_privileges(Context& ctx) {
     return std::nullopt;
 }
 
+Result await_supervisor(Context& ctx) {
+    // The supervisor's word: the command's cgroup (--memory, --pids) is entered first.
+    char go = 0;
+    if (::read(ctx.notify_sock, &go, 1) != 1) return supervisor_gone();
+    return std::nullopt;
+}
+
+Result enter_working_directory(Context& ctx) {
+    if (::chdir(ctx.config.cwd.c_str()) != 0) return fail("enter " + ctx.config.cwd.string());
+    return std::nullopt;
+}
+
+Result restrict_with_landlock(Context& ctx) {
+    if (ctx.landlock_ruleset < 0) return std::nullopt;
+    // The command's own /proc/PID knobs (oom_score_adj, comm): its pid is known only here.
+    const int abi = landlock_abi();
+    PathBeneath own{abi >= 1 ? file_rights(abi) : 0, ::open("/proc/self", O_PATH | O_CLOEXEC)};
+    if (own.parent_fd >= 0) ::syscall(SYS_landlock_add_rule, ctx.landlock_ruleset, kRulePathBeneath, &own, 0);
+    if (::syscall(SYS_landlock_restrict_self, ctx.landlock_ruleset, 0) != 0) return fail("enforce Landlock");
+    return std::nullopt;
+}
+
+// A descriptor inherited from the caller reaches whatever it points to: only 0-2 survive exec.
+Result close_inherited(Context&) {
+    if (!close_from(3)) return fail("close the inherited descriptors");
+    return std::nullopt;
+}
+
+// The command of the jail without namespaces, forked by the supervisor (which may have threads: system calls
+// on prepared data only), in its order: the same shape as the namespace jail's kCommandSteps, with no init
+// before it. Everything is mandatory here but the limits (--best-effort runs without them, with a warning).
+constexpr Step kHostCommandSteps[] = {
+    {"signals", reset_signals, false, "the supervisor's blocked signals; a command outliving the supervisor"},
+    {"supervisor's word", await_supervisor, false, "a command running before its cgroup holds it"},
+    {"working directory", enter_working_directory, false, "a command started somewhere else"},
+    {"resource limits", apply_limits, true, "--memory and --pids where no cgroup holds them (limits.cpp)"},
+    {"privilege drop", drop_host_privileges, false,
+     "capabilities and setuid gains: securebits and the bounding set where held, uid, no_new_privs"},
+    {"Landlock", restrict_with_landlock, false,
+     "writes outside the writable roots and reads the read rules hide (no mounts here)"},
+    {"seccomp filter", enforce_seccomp, false,
+     "connects around the proxy, the kernel's attack surface; names and connects notified (seccomp.cpp)"},
+    {"seccomp listener hand-over", hand_over_listener, false, "a notified call nobody answers"},
+    {"inherited descriptors", close_inherited, false, "a descriptor reaching past Landlock"},
+};
+
 void add_grant(int ruleset, const LandlockGrant& grant) {
     int fd = ::open(grant.path.c_str(), O_PATH | O_CLOEXEC);
     if (fd < 0) return;  // gone since: nothing to grant
@@ -610,7 +656,6 @@ std::optional<std::string> HostJail::configure(MountPlan plan, UnixSockets unix_
         return std::string("socketpair: ") + std::strerror(errno);
     notify_sock_ = pair[0];
     ctx.notify_sock = pair[1];
-    const int own_fd_rights = abi >= 1 ? static_cast<int>(file_rights(abi)) : 0;
     const pid_t parent = ::getpid();
 
     pid_t child = ::fork();
@@ -619,50 +664,7 @@ std::optional<std::string> HostJail::configure(MountPlan plan, UnixSockets unix_
         // The command: system calls on prepared data only (the supervisor may have threads).
         ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         if (::getppid() != parent) ::_exit(kSetupFailed);
-        sigset_t none;
-        sigemptyset(&none);
-        ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        // Wait for the supervisor's word: the command's cgroup (--memory, --pids) is entered first.
-        char go = 0;
-        if (::read(ctx.notify_sock, &go, 1) != 1) ::_exit(kSetupFailed);
-        if (::chdir(config_.cwd.c_str()) != 0) {
-            say("cannot enter " + config_.cwd.string() + ": " + std::strerror(errno));
-            ::_exit(kSetupFailed);
-        }
-        Result r = detail::apply_limits(ctx);
-        if (r && !config_.best_effort) {
-            say("cannot set up the jail: resource limits: " + r->message());
-            ::_exit(kSetupFailed);
-        }
-        if ((r = drop_host_privileges(ctx))) {
-            say("cannot set up the jail: privilege drop: " + r->message());
-            ::_exit(kSetupFailed);
-        }
-        if (ruleset_ >= 0) {
-            // The command's own /proc/PID knobs (oom_score_adj, comm): its pid is known only here.
-            PathBeneath own{static_cast<std::uint64_t>(own_fd_rights),
-                            ::open("/proc/self", O_PATH | O_CLOEXEC)};
-            if (own.parent_fd >= 0) ::syscall(SYS_landlock_add_rule, ruleset_, kRulePathBeneath, &own, 0);
-            if (::syscall(SYS_landlock_restrict_self, ruleset_, 0) != 0) {
-                say("cannot set up the jail: enforce Landlock: " + std::string(std::strerror(errno)));
-                ::_exit(kSetupFailed);
-            }
-        }
-        if ((r = detail::enforce_seccomp(ctx))) {
-            say("cannot set up the jail: seccomp filter: " + r->message());
-            ::_exit(kSetupFailed);
-        }
-        if (!send_notify_fd(ctx.notify_sock, ctx.notify_fd)) {
-            say("cannot set up the jail: hand over the seccomp listener: " +
-                std::string(std::strerror(errno)));
-            ::_exit(kSetupFailed);
-        }
-        ::close(ctx.notify_fd);
-        // A descriptor inherited from the caller reaches whatever it points to: only 0-2 survive exec.
-        if (!close_from(3)) {
-            say("cannot set up the jail: close the inherited descriptors");
-            ::_exit(kSetupFailed);
-        }
+        if (!run_steps(ctx, kHostCommandSteps)) ::_exit(kSetupFailed);
         ::execvpe(ctx.argv[0], ctx.argv.data(), ctx.envp.data());
         int err = errno;
         say("cannot run " + config_.argv[0] + ": " + std::strerror(err));

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <span>
 
+#include "jail/detail/handover.hpp"
 #include "jail/detail/setup.hpp"
 
 namespace cordon::jail::detail {
@@ -22,6 +24,7 @@ constexpr std::size_t kMaxPorts = 4;
 // The proxy's ports on both loopback addresses, the transparent listener on both, the DNS stub's UDP and TCP
 // sockets on both.
 constexpr std::size_t kMaxListeners = 2 * kMaxPorts + 6;
+static_assert(kMaxListeners <= kMaxPassedFds, "the listeners go in one SCM_RIGHTS message");
 
 // On the wire to the supervisor, each address is prefixed by its kind's letter.
 constexpr char kKindLetters[] = {'p', 't', 'u', 'd'};
@@ -117,22 +120,8 @@ Result send_listeners(Context& ctx) {
         fds.push_back(l.fd);
     }
     if (names.empty()) names.push_back('\0');
-    iovec iov{names.data(), names.size()};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxListeners)] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    if (!fds.empty()) {
-        msg.msg_control = control;
-        msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-        cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        if (!c) return fail_msg("no room for the listeners' control message");
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-        std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-    }
-    if (::sendmsg(ctx.supervisor_fd, &msg, MSG_NOSIGNAL) < 0)
+    if (send_fds(ctx.supervisor_fd, names.data(), names.size(), fds.data(), fds.size()) !=
+        static_cast<ssize_t>(names.size()))
         return fail("hand the listeners to the supervisor");
     // The jail keeps no copy: only the proxy accepts on them.
     for (auto& l : ctx.listeners)
@@ -143,28 +132,12 @@ Result send_listeners(Context& ctx) {
 
 std::optional<std::vector<Listener>> receive_listeners(int fd) {
     char names[512] = {};
-    iovec iov{names, sizeof names - 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxListeners)] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    ssize_t n;
-    do {
-        n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
-    } while (n < 0 && errno == EINTR);
-    if (n <= 0) return std::nullopt;
+    int passed[kMaxListeners];
+    std::size_t count = 0;
+    if (receive_fds(fd, names, sizeof names - 1, passed, kMaxListeners, count) <= 0) return std::nullopt;
     std::vector<Listener> out;
-    std::vector<int> fds;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-        std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        fds.resize(count);
-        std::memcpy(fds.data(), CMSG_DATA(c), count * sizeof(int));
-    }
     std::size_t pos = 0;
-    for (int f : fds) {
+    for (const int f : std::span(passed, count)) {
         std::string name(names + pos);
         pos += name.size() + 1;
         Listener l{name, f, Listener::Kind::Proxy};

@@ -24,6 +24,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "jail/detail/handover.hpp"
+
 namespace cordon::jail::unix_sockets {
 
 namespace {
@@ -219,32 +221,12 @@ void on_alarm(int) {}
         ::_exit(1);
     for (;;) {
         ConnectRequest req;
-        iovec iov{&req, sizeof req};
-        alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))];
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        const ssize_t n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) ::_exit(0);  // the supervisor is gone or let go of us
         int fds[2] = {-1, -1};
         std::size_t nfds = 0;
-        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-            const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (std::size_t i = 0; i < count; ++i) {
-                int fd = -1;
-                std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-                if (nfds < 2)
-                    fds[nfds++] = fd;
-                else
-                    ::close(fd);
-            }
-        }
+        const ssize_t n = detail::receive_fds(sock, &req, sizeof req, fds, 2, nfds);
+        if (n == 0 || (n < 0 && errno != EBADMSG)) ::_exit(0);  // the supervisor is gone or let go of us
         int err = EINVAL;
-        if (n == static_cast<ssize_t>(sizeof req) && nfds == 2 && (msg.msg_flags & MSG_CTRUNC) == 0) {
+        if (n == static_cast<ssize_t>(sizeof req) && nfds == 2) {
             // "/proc/self/fd/N" without snprintf (not async-signal-safe).
             sockaddr_un un{};
             un.sun_family = AF_UNIX;
@@ -319,24 +301,9 @@ int Connector::connect(int sock, int target, std::chrono::nanoseconds deadline,
     std::unique_lock<std::timed_mutex> lock(mutex_, std::defer_lock);
     if (!lock.try_lock_for(queue)) return EINTR;
     if (dead_.load()) return ECONNREFUSED;
-    ConnectRequest req{deadline.count()};
-    iovec iov{&req, sizeof req};
-    alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+    const ConnectRequest req{deadline.count()};
     const int fds[2] = {sock, target};
-    std::memcpy(CMSG_DATA(c), fds, sizeof fds);
-    ssize_t sent = -1;
-    do
-        sent = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
-    while (sent < 0 && errno == EINTR);
+    const ssize_t sent = detail::send_fds(fd_, &req, sizeof req, fds, 2);
     if (sent != static_cast<ssize_t>(sizeof req)) {
         fail();
         return ECONNREFUSED;

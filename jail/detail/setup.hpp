@@ -7,6 +7,7 @@
 // and envp), never allocates on its success path. That spares copying the address space per run.
 #pragma once
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/types.h>
 
@@ -14,6 +15,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,22 +24,54 @@
 
 namespace cordon::jail::detail {
 
-// What the pipeline carries from step to step.
+// The jail's id maps: the caller keeps its uid and gid inside. Computed by the supervisor before the clone
+// (inside, before the maps exist, getuid() reads the overflow uid).
+struct IdMaps {
+    std::string uid_map, gid_map;
+    // A single line mapping our own ids: the jail child writes it itself (no round trip to the supervisor),
+    // which the kernel allows only after setgroups(2) is given up in the namespace (otherwise dropping a
+    // group could gain access that the group was denying).
+    bool by_child = true;
+};
+
+// What the pipeline carries from step to step. The supervisor fills in its part before the clone, so that
+// the jail child (a copy-on-write image of it) only uses it: every page the child writes is copied.
 struct Context {
     const JailConfig& config;
     int supervisor_fd = -1;  // socketpair to the supervisor: "go" byte and seccomp program in, listeners out
-    std::vector<Listener> listeners;
-    std::vector<sock_filter> seccomp;      // compiled by the supervisor; empty = none (best effort)
-    int landlock_ruleset = -1;             // built by the init after the mounts; -1 = none
-    int last_cap = 63;                     // /proc/sys/kernel/cap_last_cap
-    std::vector<char*> argv, envp;         // for execvpe, pointing into config
-    std::vector<std::string> host_mounts;  // the host's mount points, read before anything is mounted
-    MountPlan plan;                        // received from the supervisor (ops, writable roots)
+    std::vector<Listener> listeners{};
+    std::vector<sock_filter> seccomp{};      // compiled by the supervisor; empty = none (best effort)
+    int landlock_ruleset = -1;               // built by the init after the mounts; -1 = none
+    int last_cap = 63;                       // /proc/sys/kernel/cap_last_cap
+    std::vector<char*> argv{}, envp{};       // for execvpe, pointing into config
+    std::vector<std::string> host_mounts{};  // the host's mount points, read before anything is mounted
+    MountPlan plan{};                        // received from the supervisor (ops, writable roots)
     // The limits no cgroup holds, which the command sets on itself (decided by the supervisor).
     std::optional<std::uint64_t> rlimit_as{}, rlimit_nproc{};
     int notify_fd = -1;    // the seccomp listener (command process), sent to the supervisor
     int notify_sock = -1;  // the socket it is sent on
+    // The init's own: the supervisor's pidfd (-1: none), the id maps, the CPU mask the init takes back once
+    // the plan arrives (jail.cpp's place_child), the command once started.
+    int supervisor_pidfd = -1;
+    IdMaps maps{};
+    cpu_set_t cpus{};
+    bool have_cpus = false;
+    pid_t command = -1;
 };
+
+// One step of the jail's setup: a name (in every failure), what it does, what it guards against (read by
+// people: jail.cpp's tables state the order). An optional step may be skipped with --best-effort.
+struct Step {
+    const char* name;
+    Result (*run)(Context&);
+    bool optional;
+    const char* guards;
+};
+
+// Runs `steps` in order; a failure stops the pipeline unless the step is optional and best effort was asked
+// for. Says "cannot set up the jail: STEP: what: error (file:line)" unless the failure is quiet. Makes no
+// allocation on success (runs in the command process too).
+bool run_steps(Context& ctx, std::span<const Step> steps);
 
 // jail/mounts.cpp: the mount points of the caller's mount table (read by the jail child before it mounts;
 // empty when unreadable); the staging root (a private tmpfs with the host's root below it), entered before
@@ -72,6 +106,10 @@ Result enforce_seccomp(Context& ctx);
 int read_last_cap();
 // jail/limits.cpp
 Result apply_limits(Context& ctx);
+// jail/jail.cpp: command steps both jails run: the signal mask the supervisor blocked cleared and death with
+// the parent; the seccomp listener sent to the supervisor (send_notify_fd) and closed with its socket.
+Result reset_signals(Context& ctx);
+Result hand_over_listener(Context& ctx);
 // jail/init.cpp: the jail's PID 1 after forking the command: reaps, forwards signals, kills the rest when the
 // command exits, reports the command's status on `report_fd` (the supervisor can clean up while the init
 // exits) and exits with it.
@@ -79,11 +117,10 @@ Result apply_limits(Context& ctx);
 
 // jail/descriptors.cpp: descriptor hygiene. close_descriptors closes every descriptor in [first, last] but
 // `except` (or marks it close-on-exec), without allocating; false when it cannot, and then the jail must not
-// start (cannot_close_descriptors says so and exits 125). replace_reaching_descriptors gives the command
-// /dev/null for a descriptor on 0-2 that reaches past the jail: a directory or O_PATH one, a socket of the
-// host's network, a Unix datagram or unconnected one (in the supervisor, before the clone).
+// start. replace_reaching_descriptors gives the command /dev/null for a descriptor on 0-2 that reaches past
+// the jail: a directory or O_PATH one, a socket of the host's network, a Unix datagram or unconnected one (in
+// the supervisor, before the clone).
 bool close_descriptors(unsigned first, unsigned last, bool cloexec, int except = -1);
-[[noreturn]] void cannot_close_descriptors();
 bool replace_reaching_descriptors(std::string& error);
 
 // The signals forwarded to the command (and SIGCHLD), blocked in the supervisor and the jail's init.

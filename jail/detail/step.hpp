@@ -14,6 +14,8 @@ struct Failure {
     std::string what;  // "mount tmpfs on /tmp"
     int err = 0;       // errno, 0 when not a system call failure
     std::source_location where;
+    // Nothing to say: the supervisor is gone, or it stopped the setup and reports why itself.
+    bool quiet = false;
     std::string message() const;  // "mount tmpfs on /tmp: Permission denied (jail/mounts.cpp:42)"
 };
 
@@ -23,6 +25,9 @@ using Result = std::optional<Failure>;
 // A failure built from the current errno.
 inline Failure fail(std::string what, std::source_location where = std::source_location::current()) {
     return Failure{std::move(what), errno, where};
+}
+inline Failure supervisor_gone(std::source_location where = std::source_location::current()) {
+    return Failure{"the supervisor is gone", 0, where, true};
 }
 inline Failure fail_msg(std::string what, std::source_location where = std::source_location::current()) {
     return Failure{std::move(what), 0, where};

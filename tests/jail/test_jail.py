@@ -697,6 +697,9 @@ class JailCase(JailFixtures):
         self.assertEqual(rc, 125, err)
         self.assertNotIn("RAN", out)
         self.assertIn("close the inherited descriptors", err)
+        # The failure names its step and the source line that failed.
+        self.assertRegex(err, r"cannot set up the jail: inherited descriptors: close the inherited descriptors"
+                              r"[^\n]*\([^)\n]*jail\.cpp:\d+\)")
 
     def test_allow_write_symlink_out_of_the_writable_areas(self):
         ua = self.mkdir("project/ua")
