@@ -865,13 +865,6 @@ class NotifierImpl final : public Notifier {
         return ::ioctl(dirfd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & kCasefold);
     }
 
-    // The names decide_at() also looks up in the file system (a gitfile; the bare-repository trick): an
-    // exclusive creation of one takes the slow path.
-    static bool decided_with_file_system(const std::string& name) {
-        const std::string n = fold(name);
-        return n == ".git" || n == "head" || n == "objects" || n == "refs" || n == "commondir";
-    }
-
     // Whether two targets' directories lie on one mount (a rename or link between mounts is EXDEV, which the
     // kernel says before anything else: `mv` then copies).
     static bool same_mount(const Target& a, const Target& b) {
@@ -1075,7 +1068,7 @@ class NotifierImpl final : public Notifier {
         for (const std::string& part : parts)
             if (part == "..") return std::nullopt;
         const std::string& name = parts.back();
-        if (decided_with_file_system(name)) return std::nullopt;
+        if (policy::looked_up_where_it_lands(name)) return std::nullopt;
         const std::string where = join(parts, parts.size());
         if (decide(where, true) != 0) return std::nullopt;  // refused: the slow path says with which errno
         const int rootfd = view_.root(c.pid);

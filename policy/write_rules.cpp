@@ -344,8 +344,7 @@ WriteDecision decide_write_at(const Policy& policy, const std::string& dir, cons
     if (facts.jail() == JailKind::Landlock && path.compare(0, 9, "/dev/shm/") == 0 && name != "." &&
         facts.existed_at_start(dir, name))
         return by("shared-memory-of-others", EACCES);
-    const std::string n = casefold::fold(name);
-    if (n != ".git" && n != "head" && n != "objects" && n != "refs" && n != "commondir") return out;
+    if (!looked_up_where_it_lands(name)) return out;
     if (name_is(dir, name, ".git", facts) && facts.is_regular_file(dir, name)) return by("gitfile", EACCES);
     const bool head = name_is(dir, name, "HEAD", facts);
     if (creates && (head || name_is(dir, name, "objects", facts) || name_is(dir, name, "refs", facts) ||
@@ -358,6 +357,11 @@ WriteDecision decide_write_at(const Policy& policy, const std::string& dir, cons
         }
     }
     return out;
+}
+
+bool looked_up_where_it_lands(const std::string& name) {
+    const std::string n = casefold::fold(name);
+    return n == ".git" || n == "head" || n == "objects" || n == "refs" || n == "commondir";
 }
 
 WriteDecision decide_write_entry(const Policy& policy, const std::string& path, bool creates,

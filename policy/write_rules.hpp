@@ -91,6 +91,11 @@ WriteDecision decide_write(const Policy& policy, const std::string& path, bool c
 WriteDecision decide_write_at(const Policy& policy, const std::string& dir, const std::string& name,
                               bool creates, WriteFacts& facts);
 
+// Whether decide_write_at looks at the directory for an entry of this name (`.git`, `HEAD`, `objects`,
+// `refs`, `commondir`, in any case): a call making one takes the supervisor's full path, never its one-call
+// fast path.
+bool looked_up_where_it_lands(const std::string& name);
+
 // decide_write_at for an absolute normal path, split into its directory and last name.
 WriteDecision decide_write_entry(const Policy& policy, const std::string& path, bool creates,
                                  WriteFacts& facts);

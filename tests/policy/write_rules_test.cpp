@@ -61,6 +61,9 @@ TEST_CASE("write rules: one list, each rule named, explained, and where it appli
         CHECK_FALSE(write_rule(name).landlock_only);
     for (const char* name : {"read-rules-hide", "default-tmp", "private-tmpdir", "shared-memory-of-others"})
         CHECK(write_rule(name).landlock_only);
+    CHECK(looked_up_where_it_lands("HEAD"));
+    CHECK(looked_up_where_it_lands(".GIT"));
+    CHECK_FALSE(looked_up_where_it_lands("main.c"));
     const auto json = write_rules_json();
     REQUIRE(json.size() == write_rules().size());
     CHECK(json[0]["name"] == "read-rules-hide");
