@@ -1,6 +1,13 @@
 // `cordon check [policy flags] [--json] TARGET`: the decision for one network target or path, with the rule
 // that made it. Exit 0 allow, 1 deny, 2 usage or settings error.
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <uv.h>
+#ifdef __linux__
+#include <linux/fs.h>
+#endif
 
 #include <cstdlib>
 #include <filesystem>
@@ -9,7 +16,9 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "policy/git_config.hpp"
 #include "policy/syntax.hpp"
+#include "policy/write_rules.hpp"
 #include "proxy/address_guard.hpp"
 #include "proxy/resolver.hpp"
 
@@ -32,8 +41,18 @@ constexpr const char* kCheckHelp =
     "Output: the first line is `allow` or `deny`, then the reason, the rule and its source.\n"
     "Exit status: 0 allow, 1 deny, 2 usage or settings error.\n"
     "\n"
+    "A write:PATH is decided by the jail's write rules (`cordon policy --write-rules` lists them), on PATH\n"
+    "resolved as the file system is now: the line `write rule:` names the rule that decided, and which jail\n"
+    "it applies to. A fact only the running jail knows (a git directory or a /dev/shm entry that existed "
+    "when\n"
+    "the run started, the run's TMPDIR) is assumed from what exists now; an `assumed:` line says so.\n"
+    "\n"
     "  --json                 print one JSON object: "
     "{\"decision\",\"reason\",\"rule\",\"source\",\"target\"}\n"
+    "                         (write: also \"writeRule\", \"jail\", \"assumed\")\n"
+    "  --jail namespaces|landlock\n"
+    "                         write: the jail to decide for (default: sandbox.jail, auto meaning\n"
+    "                         namespaces); the other jail's answer is printed too where it differs\n"
     "  --resolve              for a network target the policy allows, also resolve the name (as the proxy\n"
     "                         does, with --dns-server) and apply the address guard (--allow-address): the\n"
     "                         answer is what the proxy would do. Adds \"addresses\" to --json.\n"
@@ -125,6 +144,165 @@ policy::Decision decide_unix_socket(const policy::Policy& policy, const std::fil
     return d;  // deny, blocked-by-allowlist
 }
 
+// The write rules' facts (policy/write_rules.hpp) from the host's file system as it is now. What only the
+// running jail knows is assumed and named in `assumed`: a git directory or a /dev/shm entry that exists now
+// existed when the run started; a run's TMPDIR is `cordon-tmp-XXXXXX` below $TMPDIR or /tmp.
+class FileSystemFacts final : public policy::WriteFacts {
+  public:
+    FileSystemFacts(const policy::Policy& policy, policy::JailKind jail) : policy_(policy), jail_(jail) {}
+    policy::JailKind jail() const override { return jail_; }
+    bool in_private_tmp(const std::string& path) const override {
+        std::string base = "/tmp";
+        if (const char* t = std::getenv("TMPDIR"); t != nullptr && t[0] == '/') {
+            std::error_code ec;
+            const auto canonical = std::filesystem::weakly_canonical(t, ec);
+            if (!ec && std::filesystem::is_directory(canonical, ec)) base = canonical.string();
+        }
+        const std::string prefix = (base == "/" ? "" : base) + "/cordon-tmp-";
+        if (path.compare(0, prefix.size(), prefix) != 0) return false;
+        const std::size_t end = path.find('/', prefix.size());
+        if ((end == std::string::npos ? path.size() : end) != prefix.size() + 6) return false;
+        assume("a run's TMPDIR is cordon-tmp-XXXXXX below $TMPDIR or /tmp");
+        return true;
+    }
+    bool hidden_by_read_rules(const std::string& path) override {
+        if (!policy_.decide_read(path).allowed()) return true;
+        const std::string prefix = path == "/" ? "/" : path + "/";
+        for (const auto& rule : policy_.filesystem().deny_read)
+            if (rule.path.string().compare(0, prefix.size(), prefix) == 0 &&
+                !policy_.decide_read(rule.path).allowed())
+                return true;
+        return false;
+    }
+    bool git_dir_existed(const std::string& dir) override {
+        struct stat st {};
+        if (::lstat(dir.c_str(), &st) != 0) return errno != ENOENT && errno != ENOTDIR;
+        assume("the git directory " + dir + " existed when the run started (it exists now)");
+        return true;
+    }
+    bool holds_git_signature(const std::string& dir) override {
+        auto has = [&](const char* name) { return has_entry(dir, name); };
+        return has("HEAD") && (has("objects") || has("refs") || has("commondir"));
+    }
+    bool compares_without_case(const std::string& dir) override {
+#ifdef __linux__
+        const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) return errno != ENOENT && errno != ENOTDIR;  // missing: the write finds nothing anyway
+        constexpr unsigned kCasefold = 0x40000000;               // FS_CASEFOLD_FL
+        unsigned flags = 0;
+        const bool nocase = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & kCasefold);
+        ::close(fd);
+        return nocase;
+#else
+        (void)dir;
+        return false;  // the Mac's case-insensitive volumes: not a rule of the Linux jail
+#endif
+    }
+    bool is_regular_file(const std::string& dir, const std::string& name) override {
+        struct stat st {};
+        return ::lstat(join(dir, name).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    }
+    bool has_entry(const std::string& dir, const std::string& name) override {
+        struct stat st {};
+        return ::lstat(join(dir, name).c_str(), &st) == 0;
+    }
+    bool existed_at_start(const std::string& dir, const std::string& name) override {
+        if (!has_entry(dir, name)) return false;
+        assume(join(dir, name) + " existed when the run started (it exists now)");
+        return true;
+    }
+    const std::vector<std::string>& git_hook_dirs() override {
+        return targets().hook_dirs;
+    }
+    const std::vector<std::string>& git_config_files() override {
+        return targets().files;
+    }
+    const std::vector<std::string>& assumed() const {
+        return assumed_;
+    }
+
+  private:
+    static std::string join(const std::string& dir, const std::string& name) {
+        return name == "." ? dir : dir == "/" ? "/" + name : dir + "/" + name;
+    }
+    void assume(const std::string& what) const {
+        if (std::find(assumed_.begin(), assumed_.end(), what) == assumed_.end()) assumed_.push_back(what);
+    }
+    // As the jail's supervisor reads them when the run starts: as written and resolved.
+    const policy::git_config::Targets& targets() {
+        if (!targets_) {
+            const auto& f = policy_.filesystem();
+            const auto found =
+                policy::git_config::find_targets(f.working_directory.path.string(), f.home.string());
+            targets_.emplace();
+            auto both = [](std::vector<std::string>& into, const std::vector<std::string>& paths) {
+                for (const std::string& p : paths) {
+                    into.push_back(p);
+                    std::error_code ec;
+                    const std::string r = std::filesystem::weakly_canonical(p, ec).string();
+                    if (!ec && !r.empty() && r != p) into.push_back(r);
+                }
+            };
+            both(targets_->hook_dirs, found.hook_dirs);
+            both(targets_->files, found.files);
+        }
+        return *targets_;
+    }
+    const policy::Policy& policy_;
+    policy::JailKind jail_;
+    std::optional<policy::git_config::Targets> targets_;
+    mutable std::vector<std::string> assumed_;
+};
+
+// write:PATH in one jail: the write rules on PATH resolved as the file system is now (where the write would
+// land), and the path rules on PATH as spelt too (Policy::decide_write: both spellings), the stricter first.
+struct WriteAnswer {
+    policy::Decision decision;  // what `reason`, `rule` and `source` print
+    const policy::WriteRule* rule = nullptr;
+    std::vector<std::string> assumed;
+};
+
+WriteAnswer decide_write_target(const policy::Policy& policy, const std::filesystem::path& path,
+                                policy::JailKind jail) {
+    FileSystemFacts facts(policy, jail);
+    std::error_code ec;
+    std::filesystem::path resolved = std::filesystem::weakly_canonical(path, ec);
+    if (ec) resolved = path;
+    std::string where = resolved.lexically_normal().string();
+    if (where.size() > 1 && where.back() == '/') where.pop_back();
+    struct stat st {};
+    const bool creates = ::lstat(where.c_str(), &st) != 0;
+    const policy::WriteDecision wd = policy::decide_write_entry(policy, where, creates, facts);
+    WriteAnswer out{policy.decide_write(path), wd.rule, facts.assumed()};
+    if (wd.rule->name == "path-rules") {
+        if (out.decision.allowed() && !wd.allowed()) out.decision = wd.path_rule;
+        return out;
+    }
+    if (!out.decision.allowed() && wd.allowed()) {
+        // The lexical spelling is refused by the path rules although where it lands is not: the stricter.
+        if (out.decision.reason != policy::Reason::DefaultDeny) {
+            out.rule = &policy::write_rule("path-rules");
+            return out;
+        }
+    }
+    policy::Decision d;
+    d.verdict = wd.allowed() ? policy::Verdict::Allow : policy::Verdict::Deny;
+    d.reason = wd.allowed() ? policy::Reason::AllowedByRule
+               : wd.error == EROFS || wd.jail_answers == EROFS || wd.jail_answers == ENOENT
+                   ? policy::Reason::DefaultDeny
+                   : policy::Reason::AlwaysReadOnly;
+    policy::Rule rule{"write rule " + std::string(wd.rule->name), {}};
+    rule.source.where = "cordon's write rules (cordon policy --write-rules)";
+    d.rule = std::make_shared<const policy::Rule>(std::move(rule));
+    out.decision = d;
+    return out;
+}
+
+policy::JailKind default_jail(const policy::Policy& policy) {
+    const auto& jail = policy.filesystem().jail;
+    return jail && jail->text == "landlock" ? policy::JailKind::Landlock : policy::JailKind::Namespaces;
+}
+
 }  // namespace
 
 int cmd_check(int argc, char** argv) {
@@ -134,6 +312,7 @@ int cmd_check(int argc, char** argv) {
     bool resolve = false;
     std::vector<std::string> dns_servers;
     std::optional<std::string> target;
+    std::optional<policy::JailKind> jail;
     bool only_positional = false;
     while (!args.done()) {
         if (!only_positional) {
@@ -148,6 +327,13 @@ int cmd_check(int argc, char** argv) {
             }
             if (args.flag("--json")) {
                 as_json = true;
+                continue;
+            }
+            if (args.flag("--jail")) {
+                const std::string kind = args.value();
+                if (kind != "namespaces" && kind != "landlock")
+                    throw UsageError("--jail takes namespaces or landlock, not '" + kind + "'");
+                jail = kind == "landlock" ? policy::JailKind::Landlock : policy::JailKind::Namespaces;
                 continue;
             }
             if (args.flag("--resolve")) {
@@ -179,6 +365,7 @@ int cmd_check(int argc, char** argv) {
     policy::Decision decision;
     std::string shown;
     std::optional<Guarded> guarded;
+    std::optional<WriteAnswer> written, other;  // write: the jail decided for, and the other one's answer
     const bool unix_socket = target->rfind("unix:", 0) == 0;
     if (unix_socket || target->rfind("read:", 0) == 0 || target->rfind("write:", 0) == 0) {
         if (resolve) throw UsageError("--resolve applies to network targets, not to '" + *target + "'");
@@ -198,7 +385,18 @@ int cmd_check(int argc, char** argv) {
             decision = decide_unix_socket(*policy, path);
         } else {
             shown = (write ? "write:" : "read:") + path.string();
-            decision = write ? policy->decide_write(path) : policy->decide_read(path);
+            if (write) {
+                const policy::JailKind kind = jail.value_or(default_jail(*policy));
+                written = decide_write_target(*policy, path, kind);
+                decision = written->decision;
+                other = decide_write_target(*policy, path,
+                                            kind == policy::JailKind::Landlock ? policy::JailKind::Namespaces
+                                                                               : policy::JailKind::Landlock);
+                if (other->decision.allowed() == decision.allowed() && other->rule == written->rule)
+                    other.reset();
+            } else {
+                decision = policy->decide_read(path);
+            }
         }
     } else {
         auto parsed = policy::parse_target(*target);
@@ -239,6 +437,18 @@ int cmd_check(int argc, char** argv) {
                      {"guard", refused.empty() ? nlohmann::json(nullptr) : nlohmann::json(refused)}});
             out["addresses"] = addresses;
         }
+        if (written) {
+            out["writeRule"] = written->rule->name;
+            out["jail"] = to_string(jail.value_or(default_jail(*policy)));
+            out["assumed"] = written->assumed;
+            if (other)
+                out["otherJail"] = {
+                    {"jail", to_string(jail.value_or(default_jail(*policy)) == policy::JailKind::Landlock
+                                           ? policy::JailKind::Namespaces
+                                           : policy::JailKind::Landlock)},
+                    {"decision", other->decision.allowed() ? "allow" : "deny"},
+                    {"writeRule", other->rule->name}};
+        }
         std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
         std::cout << (allowed ? "allow" : "deny") << "\n"
@@ -249,6 +459,22 @@ int cmd_check(int argc, char** argv) {
                       << "source: " << policy::format_source(decision.rule->source) << "\n";
         } else {
             std::cout << "rule: (none)\n";
+        }
+        if (written) {
+            const policy::JailKind kind = jail.value_or(default_jail(*policy));
+            std::cout << "write rule: " << written->rule->name << " ("
+                      << (written->rule->landlock_only ? "the jail without namespaces, --jail landlock"
+                                                       : "every jail")
+                      << "); decided for the jail: " << to_string(kind) << "\n";
+            std::cout << "decides: " << written->rule->decides << "\n";
+            for (const std::string& a : written->assumed)
+                std::cout << "assumed: " << a << "\n";
+            if (other)
+                std::cout << (kind == policy::JailKind::Landlock
+                                  ? "in the namespace jail"
+                                  : "in the jail without namespaces (--jail landlock)")
+                          << ": " << (other->decision.allowed() ? "allow" : "deny") << " by the write rule "
+                          << other->rule->name << "\n";
         }
         if (guarded) {
             for (const auto& [ip, refused] : guarded->addresses)

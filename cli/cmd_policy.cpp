@@ -6,6 +6,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "policy/write_rules.hpp"
 #include "seatbelt/profile.hpp"
 
 namespace cordon::cli {
@@ -24,6 +25,10 @@ constexpr const char* kPolicyHelp =
     "\"glob\"),\n"
     "    alwaysReadOnlyNames, readScope ({\"scope\": \"all\"|\"project\", \"source\", \"includes\", "
     "\"hidden\"});\n"
+    "  filesystem.writeRules: the jail's write rules, in the order applied (each {\"name\", \"jail\": "
+    "\"all\"|\n"
+    "    \"landlock\", \"decides\", \"why\", \"limit\"}; `cordon check write:PATH` names the one that "
+    "decides);\n"
     "  filesRead (every settings file read) and warnings.\n"
     "Exit status: 0, or 2 on a usage or settings error.\n"
     "\n"
@@ -35,6 +40,7 @@ constexpr const char* kPolicyHelp =
     "  --host-port PORT       sbpl: a host loopback port the command may connect to too (repeatable)\n"
     "  --audit-log FILE       sbpl: the proxy's audit log, which the command may not write\n"
     "  --temp-dir DIR         sbpl: the command's private temporary directory, writable instead of /tmp\n"
+    "  --write-rules          print the jail's write rules as text, one paragraph each, and nothing else\n"
     "  -h, --help             print this help\n"
     "\n"
     "\n";
@@ -47,6 +53,7 @@ int cmd_policy(int argc, char** argv) {
     std::string format = "json";
     seatbelt::ProfileOptions sbpl;
     bool sbpl_flags = false;
+    bool write_rules_text = false;
     auto port = [&](const std::string& flag) {
         const std::string v = args.value();
         if (v.empty() || v.size() > 5 || v.find_first_not_of("0123456789") != std::string::npos ||
@@ -72,6 +79,8 @@ int cmd_policy(int argc, char** argv) {
             format = args.value();
             if (format != "json" && format != "sbpl")
                 throw UsageError("--format is json or sbpl, not '" + format + "'");
+        } else if (args.flag("--write-rules")) {
+            write_rules_text = true;
         } else if (args.flag("--proxy-port")) {
             sbpl.proxy_ports.push_back(port("--proxy-port"));
         } else if (args.flag("--host-port")) {
@@ -86,6 +95,19 @@ int cmd_policy(int argc, char** argv) {
     }
     if (sbpl_flags && format != "sbpl")
         throw UsageError("--proxy-port, --host-port, --audit-log and --temp-dir go with --format sbpl");
+    if (write_rules_text && (format != "json" || sbpl_flags))
+        throw UsageError("--write-rules prints the write rules alone: it takes no --format or sbpl flags");
+    if (write_rules_text) {
+        int n = 0;
+        for (const policy::WriteRule& rule : policy::write_rules()) {
+            std::cout << ++n << ". " << rule.name
+                      << (rule.landlock_only ? " (the jail without namespaces, --jail landlock)"
+                                             : " (every jail)")
+                      << "\n   decides: " << rule.decides << "\n   why: " << rule.why << "\n";
+            if (!rule.limit.empty()) std::cout << "   limit: " << rule.limit << "\n";
+        }
+        return 0;
+    }
     auto policy = load_policy_or_report(options);
     if (!policy) return 2;
     if (format == "sbpl") {
@@ -97,7 +119,9 @@ int cmd_policy(int argc, char** argv) {
         std::cout << profile.text;
         return 0;
     }
-    std::cout << policy->to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    nlohmann::json out = policy->to_json();
+    out["filesystem"]["writeRules"] = policy::write_rules_json();
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
 }
 

@@ -1,8 +1,8 @@
-// The notifier's rules for the namespace-free jail (host_view.hpp). Why they exist: in the namespace jail the
-// supervisor performs a write through the jail's root, where /dev is a minimal tmpfs, /proc the jail's own
-// with /proc/sys read-only and /tmp a private tmpfs; a connect goes out of a socket whose network namespace
-// holds nothing but the proxy. Without namespaces the same calls would land on the host's devices, the
-// host's kernel knobs (root's command could write /proc/sys/kernel/core_pattern) and any address.
+// The notifier's mechanism for the namespace-free jail (host_view.hpp): terminals, what the read rules hide,
+// connects and binds, taking a caller's socket. Why: in the namespace jail a connect goes out of a socket
+// whose network namespace holds nothing but the proxy, and the jail's devpts and masks are its own; without
+// namespaces the same calls would reach any address and the user's other terminals. Its write rules (the
+// host's devices, kernel knobs, /tmp and shared memory) are entries of policy/write_rules.hpp.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -29,47 +29,6 @@
 #include "jail/unix_sockets.hpp"
 
 namespace cordon::jail::host_rules {
-
-namespace {
-
-bool under(const std::string& path, const std::string& root) {
-    return path.compare(0, root.size(), root) == 0 &&
-           (path.size() == root.size() || path[root.size()] == '/');
-}
-
-bool all_digits(const std::string& s) {
-    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-}  // namespace
-
-int write(const HostView& view, const std::string& path, bool creates, bool default_tmp) {
-    if (under(path, "/dev/shm")) return 0;  // the host's POSIX shared memory (no private /dev/shm here)
-    if (under(path, "/dev")) {
-        // The devices of the namespace jail's minimal /dev, and the terminals; never a disk, a console or
-        // /dev/mem that root's command (uid 0, no capabilities) could open by the owner's mode bits.
-        static const char* const kDevices[] = {"/dev/null",    "/dev/zero", "/dev/full", "/dev/random",
-                                               "/dev/urandom", "/dev/tty",  "/dev/ptmx"};
-        if (creates) return EACCES;
-        for (const char* device : kDevices)
-            if (path == device) return 0;
-        if (under(path, "/dev/pts") && path != "/dev/pts") return 0;
-        return EACCES;
-    }
-    if (under(path, "/proc")) {
-        // Only a process's own directory (another's was refused on the path resolved, jail_view.cpp):
-        // oom_score_adj, comm, attr. The host's /proc/sys and /proc/sysrq-trigger are not the jail's.
-        if (creates) return EACCES;
-        const std::size_t end = path.find('/', 6);
-        const std::string who = path.substr(6, end == std::string::npos ? std::string::npos : end - 6);
-        return end != std::string::npos && (all_digits(who) || who == "self" || who == "thread-self")
-                   ? 0
-                   : EACCES;
-    }
-    // The policy's default "/tmp" is the jail's private /tmp: here only the run's own directory.
-    if (default_tmp && !(!view.private_tmp.empty() && under(path, view.private_tmp))) return EROFS;
-    return 0;
-}
 
 namespace {
 

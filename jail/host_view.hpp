@@ -31,13 +31,8 @@ struct HostView {
 };
 
 // The notifier's rules for that view (jail/host_rules.cpp), each 0 when the call may go on, else the errno.
+// Its write rules are entries of policy/write_rules.hpp (the landlock ones).
 namespace host_rules {
-
-// A write to `path` (resolved, absolute) that the policy allowed, or that lies in /dev or /proc (the jail's
-// own areas in the namespace jail): `creates` when the call makes a name. `default_tmp`: the policy
-// allowed it by its default "/tmp" rule. Only device files that every jail has (null, zero, full, random,
-// urandom, tty, ptmx, pts/*), POSIX shared memory in /dev/shm, and the caller's own /proc/PID knobs.
-int write(const HostView& view, const std::string& path, bool creates, bool default_tmp);
 
 // An open for writing of the pseudo-terminal `pty` (its device number) by process `caller`: the host's
 // /dev/pts holds the user's other terminals (a shell's, an editor's, sudo's prompt), where the namespace

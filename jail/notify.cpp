@@ -40,11 +40,12 @@
 #include <vector>
 
 #include "jail/detail/jail_view.hpp"
-#include "jail/git_config.hpp"
 #include "jail/git_dirs.hpp"
 #include "jail/seccomp_notify_compat.hpp"
 #include "jail/unix_sockets.hpp"
 #include "policy/casefold.hpp"
+#include "policy/git_config.hpp"
+#include "policy/write_rules.hpp"
 
 namespace cordon::jail {
 
@@ -750,63 +751,107 @@ class NotifierImpl final : public Notifier {
     static constexpr std::size_t kMaxMovedEntries = 100000;
     static constexpr int kMaxMovedDepth = 64;
 
-    // Whether `dir` (jail view) may hold what git reads as a repository (`HEAD` next to `objects`, `refs` or
-    // `commondir`). Why: git takes such a directory for a repository at every level it searches (and reads
-    // its `config`: core.fsmonitor, core.worktree), so one planted in `src/` runs a command on the host's
-    // next `git status` there. Allowed: a git directory itself (`.../.git`), anything inside a git directory
-    // the run created (submodules, `git clone --mirror` into `.git/...`), and with allowBareRepositories
-    // anywhere (named).
-    bool repository_place_allowed(const std::string& dir) {
-        if (dir.size() >= 5 && dir.compare(dir.size() - 5, 5, "/.git") == 0) return true;
-        const std::size_t at = dir.rfind("/.git/");
-        if (at != std::string::npos && !git_dir_existed(dir.substr(0, at + 5))) return true;
-        return policy_->filesystem().allow_bare_repositories;
-    }
-
-    // 0 when the policy lets the caller write `path` (jail view), otherwise the errno to return: EROFS
-    // outside the writable areas (as the read-only mounts say), EACCES for a protected path.
-    int decide(const std::string& path, bool creates) {
-        // Without namespaces no mask hides what the read rules hide from the supervisor's own call.
-        if (host_ && host_rules::hidden(*host_, path)) return EACCES;
-        if (int err = decide_exact(path, creates, path)) return err;
-        if (int err = decide_in_git_dirs(path)) return err;
-        if (int err = decide_git_config_targets(path)) return err;
-        // Case-insensitive directories (ext4 `chattr +F`, tmpfs `-o casefold`): there `.BASHRC` is bash's
-        // `.bashrc`, `.Git/Hooks` git's `.git/hooks` and `.ba\u017Fhrc` (LONG S) `.bashrc` again: the kernel
-        // compares NFD forms after full case folding (policy/casefold.hpp). A path that folds to another
-        // and that the policy allows is decided again folded (the protected names and the usual deny rules
-        // are lower-case ASCII); a protection found so holds where a directory on the way compares without
-        // case. Paths without capitals or such characters (most) cost one scan more.
-        if (!policy::casefold::folds(path)) return 0;
-        if (decide_exact(fold(path), creates, path) != EACCES) return 0;
-        return casefold_on_the_way(path) ? EACCES : 0;
-    }
-
-    // The names protected inside a `.git` that existed when the run started, inside any other git directory
-    // of that age. Why: git reads the config and runs the hooks of the git directory a gitfile points to
-    // (`git init --separate-git-dir .bare`: `.git` holds `gitdir: ./.bare`) and of a bare repository (a local
-    // remote `origin.git`: its hooks run at the user's next push) exactly as those of a `.git`; a name is
-    // no protection. Recognised by what it holds (git_dirs::holds_signature) and judged by its age as a
-    // `.git` is (git_dir_existed: by identity). Looked up only where the path names something inside a git
-    // directory
-    // (`hooks`, `config`, ...): most paths cost nothing.
-    int decide_in_git_dirs(const std::string& path) {
-        const std::vector<std::string> parts = components(path);
-        for (std::size_t i : git_dirs::candidate_dirs(parts)) {
-            const std::string dir = join(parts, i + 1);
-            open_how how{};
-            how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-            how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-            Fd fd(static_cast<int>(::syscall(SYS_openat2, view_.root_fd(), dir.c_str(), &how, sizeof how)));
-            if (fd.fd < 0 || !git_dirs::holds_signature(fd.fd) || !git_dir_existed(dir)) continue;
-            std::string inside = "/.git";
-            for (std::size_t k = i + 1; k < parts.size(); ++k)
-                inside += "/" + parts[k];
-            const policy::Decision d =
-                policy_->decide_write_resolved(inside, [](const std::string&) { return true; });
-            if (d.reason == policy::Reason::AlwaysReadOnly) return EACCES;
+    // The write rules' facts (policy/write_rules.hpp) from the jail's view. The directory a call lands in is
+    // looked at through the descriptor it was resolved to (`at`), never looked up by path again; other
+    // directories are opened in the jail's root (RESOLVE_IN_ROOT, no magic links).
+    class Facts final : public policy::WriteFacts {
+      public:
+        explicit Facts(NotifierImpl& n, const Target* at = nullptr) : n_(n), at_(at) {}
+        policy::JailKind jail() const override {
+            return n_.host_ ? policy::JailKind::Landlock : policy::JailKind::Namespaces;
         }
-        return 0;
+        bool in_private_tmp(const std::string& path) const override {
+            const std::string& tmp = n_.host_ ? n_.host_->private_tmp : std::string();
+            return !tmp.empty() && path.compare(0, tmp.size(), tmp) == 0 &&
+                   (path.size() == tmp.size() || path[tmp.size()] == '/');
+        }
+        bool hidden_by_read_rules(const std::string& path) override {
+            return n_.host_ && host_rules::hidden(*n_.host_, path);
+        }
+        bool git_dir_existed(const std::string& dir) override { return n_.git_dir_existed(dir); }
+        bool holds_git_signature(const std::string& dir) override {
+            Fd fd = n_.open_in_root(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+            return fd.fd >= 0 && git_dirs::holds_signature(fd.fd);
+        }
+        bool compares_without_case(const std::string& dir) override {
+            Fd fd = landing(dir) ? Fd(::openat(at_->dir.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC))
+                                 : n_.open_in_root(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            return fd.fd < 0 || casefold_dir(fd.fd);
+        }
+        bool is_regular_file(const std::string& dir, const std::string& name) override {
+            struct stat st {};
+            return stat_in(dir, name, st) && S_ISREG(st.st_mode);
+        }
+        bool has_entry(const std::string& dir, const std::string& name) override {
+            struct stat st {};
+            return stat_in(dir, name, st);
+        }
+        bool existed_at_start(const std::string& dir, const std::string& name) override {
+            Fd own;
+            const int fd = dir_fd(dir, own);
+            struct statx stx {};
+            return fd >= 0 &&
+                   ::statx(fd, name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO, &stx) == 0 &&
+                   n_.existed_at_start(stx);
+        }
+        const std::vector<std::string>& git_hook_dirs() override { return n_.git_targets_.hook_dirs; }
+        const std::vector<std::string>& git_config_files() override { return n_.git_targets_.files; }
+        void note_bare_repository(const std::string& dir) override {
+            Fd own;
+            const int fd = dir_fd(dir, own);
+            struct statx stx {};
+            if (fd >= 0 && ::statx(fd, "", AT_EMPTY_PATH, STATX_INO, &stx) == 0)
+                n_.note_repository(inode_of(stx), dir);
+        }
+
+      private:
+        bool landing(const std::string& dir) const { return at_ != nullptr && dir == at_->dir_path; }
+        int dir_fd(const std::string& dir, Fd& own) {
+            if (landing(dir)) return at_->dir.fd;
+            own = n_.open_in_root(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+            return own.fd;
+        }
+        bool stat_in(const std::string& dir, const std::string& name, struct stat& st) {
+            Fd own;
+            const int fd = dir_fd(dir, own);
+            return fd >= 0 && ::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+        }
+        NotifierImpl& n_;
+        const Target* at_;
+    };
+
+    Fd open_in_root(const std::string& path, int flags) const {
+        open_how how{};
+        how.flags = static_cast<std::uint64_t>(flags);
+        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+        return Fd(static_cast<int>(::syscall(SYS_openat2, view_.root_fd(), path.c_str(), &how, sizeof how)));
+    }
+
+    bool repository_place_allowed(const std::string& dir) {
+        Facts facts(*this);
+        return policy::repository_place_allowed(*policy_, dir, facts);
+    }
+
+    // 0 when the write rules (policy/write_rules.hpp) let the caller write `path` (jail view), otherwise the
+    // errno to return: EROFS outside the writable areas (as the read-only mounts say), EACCES for a
+    // protected path.
+    int decide(const std::string& path, bool creates) {
+        Facts facts(*this);
+        return policy::decide_write(*policy_, path, creates, facts).error;
+    }
+
+    // The path rules and the jail's own areas alone, on `path` as spelt.
+    int decide_exact(const std::string& path, bool creates, const std::string& original) {
+        (void)original;
+        Facts facts(*this);
+        return policy::decide_write_exact(*policy_, path, creates, facts).error;
+    }
+
+    // decide() for a target, with what only the file system tells where the call lands (a gitfile, the
+    // bare-repository shape, another program's shared memory without namespaces).
+    int decide_at(const Target& t, bool creates) {
+        Facts facts(*this, &t);
+        return policy::decide_write_at(*policy_, t.dir_path, t.name, creates, facts).error;
     }
 
     static std::string fold(const std::string& text) { return policy::casefold::fold(text); }
@@ -818,117 +863,6 @@ class NotifierImpl final : public Notifier {
         constexpr unsigned kCasefold = 0x40000000;  // FS_CASEFOLD_FL
         unsigned flags = 0;
         return ::ioctl(dirfd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & kCasefold);
-    }
-
-    // Whether a component of `path` (jail view) that folds lies in a directory that compares without
-    // case. A directory on the way that cannot be opened counts as one (the protection holds).
-    bool casefold_on_the_way(const std::string& path) {
-        std::size_t start = 1;
-        while (start < path.size()) {
-            std::size_t end = path.find('/', start);
-            if (end == std::string::npos) end = path.size();
-            if (policy::casefold::folds(std::string_view(path).substr(start, end - start))) {
-                const std::string parent = start == 1 ? "/" : path.substr(0, start - 1);
-                open_how how{};
-                how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
-                how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-                Fd dir(static_cast<int>(
-                    ::syscall(SYS_openat2, view_.root_fd(), parent.c_str(), &how, sizeof how)));
-                if (dir.fd < 0 || casefold_dir(dir.fd)) return true;
-            }
-            start = end + 1;
-        }
-        return false;
-    }
-
-    // Whether the name `t.name` is `name` where the call lands: exactly, or in another case in a directory
-    // that compares without case.
-    static bool name_is(const Target& t, const char* name) {
-        if (t.name == name) return true;
-        if (!same_folded(t.name, fold(name).c_str())) return false;
-        Fd dir(::openat(t.dir.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-        return dir.fd < 0 || casefold_dir(dir.fd);
-    }
-
-    // decide() on `path` as spelt; `original` is the path as the caller's call names it (the same, or
-    // `path` folded: the git directories looked up are taken from it, component for component, as folding
-    // may change a component's length but never where a `/` is).
-    int decide_exact(const std::string& path, bool creates, const std::string& original) {
-        auto under = [&](const char* root) {
-            std::size_t n = std::strlen(root);
-            return path.compare(0, n, root) == 0 && (path.size() == n || path[n] == '/');
-        };
-        // The jail's own areas: device files and /proc knobs are written, not created (as the jail's Landlock
-        // rules say; the read-only mounts there still apply).
-        if (!under("/dev/shm") && (under("/dev") || under("/proc")))
-            return host_ ? host_rules::write(*host_, path, creates, false) : creates ? EACCES : 0;
-        policy::Decision d = policy_->decide_write_resolved(path, [&](const std::string& dir) {
-            if (&original == &path) return git_dir_existed(dir);
-            const auto n = static_cast<std::size_t>(std::count(dir.begin(), dir.end(), '/'));
-            return git_dir_existed(dir == "/" ? dir : join(components(original), n));
-        });
-        if (d.allowed() && host_) {
-            const bool default_tmp =
-                d.rule && d.rule->source.layer == policy::Layer::Default && d.rule->text == "/tmp";
-            return host_rules::write(*host_, path, creates, default_tmp);
-        }
-        if (d.allowed()) return 0;
-        // Why: the jail's /dev/shm is its own tmpfs (POSIX shared memory), free to write, except a project
-        // bound below it (a writable root there): its protected names are refused like anywhere else.
-        if (under("/dev/shm") && d.reason == policy::Reason::DefaultDeny) return 0;
-        // The run's TMPDIR without namespaces stands for the private /tmp, wherever it was made.
-        if (host_ && !host_->private_tmp.empty() && d.reason == policy::Reason::DefaultDeny &&
-            under(host_->private_tmp.c_str()))
-            return 0;
-        return d.reason == policy::Reason::DefaultDeny ? EROFS : EACCES;
-    }
-
-    // A directory being moved or removed that holds protected names, or a pre-existing git directory.
-    // decide() for a target, with what only the file system tells: an existing gitfile (`.git` as a file,
-    // pointing to the git directory) is neither written, replaced nor removed; and the bare-repository trick:
-    // `HEAD` next to `objects`, `refs` or `commondir` at the top of a writable root that is no git directory
-    // (git would read a `config` there as a repository's) is not created, nor the reverse.
-    int decide_at(const Target& t, bool creates) {
-        if (int err = decide(t.path(), creates)) return err;
-        if (host_ && host_shared_memory_of_others(t)) return EACCES;
-        if (!decided_with_file_system(t.name)) return 0;
-        struct stat st {};
-        if (name_is(t, ".git") && ::fstatat(t.dir.fd, t.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            S_ISREG(st.st_mode))
-            return EACCES;
-        const bool head = name_is(t, "HEAD");
-        if (creates && (head || name_is(t, "objects") || name_is(t, "refs") || name_is(t, "commondir"))) {
-            // (A directory that compares without case finds `OBJECTS` for `objects` itself.)
-            auto has = [&](const char* n) { return ::fstatat(t.dir.fd, n, &st, AT_SYMLINK_NOFOLLOW) == 0; };
-            if (head ? (has("objects") || has("refs") || has("commondir")) : has("HEAD")) {
-                if (!repository_place_allowed(t.dir_path)) return EACCES;
-                if (!inside_git_dir(t.dir_path)) {
-                    struct statx stx {};  // a bare repository allowed by the setting: named
-                    if (::statx(t.dir.fd, "", AT_EMPTY_PATH, STATX_INO, &stx) == 0)
-                        note_repository(inode_of(stx), t.dir_path);
-                }
-            }
-        }
-        return 0;
-    }
-
-    // Without namespaces /dev/shm is the host's: an entry there that existed before the run is another
-    // program's POSIX shared memory or semaphore (the same user's, or root's for root's command), which
-    // writing, truncating, replacing, moving or removing would change under that program. Those the run
-    // makes are its own, as the namespace jail's private /dev/shm is.
-    bool host_shared_memory_of_others(const Target& t) const {
-        const std::string path = t.path();
-        if (path.compare(0, 9, "/dev/shm/") != 0 || t.name == ".") return false;
-        struct statx stx {};
-        if (::statx(t.dir.fd, t.name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO, &stx) != 0)
-            return false;  // a name to make
-        return existed_at_start(stx);
-    }
-
-    // The names decide_at() also looks up in the file system (a gitfile; the bare-repository trick).
-    static bool decided_with_file_system(const std::string& name) {
-        const std::string n = fold(name);
-        return n == ".git" || n == "head" || n == "objects" || n == "refs" || n == "commondir";
     }
 
     // Whether two targets' directories lie on one mount (a rename or link between mounts is EXDEV, which the
@@ -971,8 +905,8 @@ class NotifierImpl final : public Notifier {
     // shows the host's paths where they are).
     void note_git_config_targets() {
         const auto& f = policy_->filesystem();
-        git_config::Targets found =
-            git_config::find_targets(f.working_directory.path.string(), f.home.string());
+        policy::git_config::Targets found =
+            policy::git_config::find_targets(f.working_directory.path.string(), f.home.string());
         auto both = [](std::vector<std::string>& into, const std::vector<std::string>& paths) {
             for (const std::string& p : paths) {
                 into.push_back(p);
@@ -990,14 +924,6 @@ class NotifierImpl final : public Notifier {
                (path.size() == dir.size() || dir == "/" || path[dir.size()] == '/');
     }
 
-    int decide_git_config_targets(const std::string& path) const {
-        for (const std::string& dir : git_targets_.hook_dirs)
-            if (covers(dir, path)) return EACCES;
-        for (const std::string& file : git_targets_.files)
-            if (file == path) return EACCES;
-        return 0;
-    }
-
     // Whether `path` (jail view) names a directory that holds or would hold protected names (`.claude`,
     // `.git`, a home's `.config`, an ancestor of a core.hooksPath or included file), as the directory that
     // would hold it compares names.
@@ -1005,9 +931,10 @@ class NotifierImpl final : public Notifier {
         for (const auto* list : {&git_targets_.hook_dirs, &git_targets_.files})
             for (const std::string& target : *list)
                 if (target != path && covers(path, target)) return true;
+        Facts facts(*this);
         return policy_->holds_protected_names(path) ||
                (path != fold(path) && policy_->holds_protected_names(fold(path)) &&
-                casefold_on_the_way(path));
+                policy::casefold_on_the_way(path, facts));
     }
 
     // A symlink made, renamed or linked to `to`: refused (EACCES) where `to` holds protected names. Why: a
@@ -1141,7 +1068,7 @@ class NotifierImpl final : public Notifier {
         for (const std::string& part : parts)
             if (part == "..") return std::nullopt;
         const std::string& name = parts.back();
-        if (decided_with_file_system(name)) return std::nullopt;
+        if (policy::looked_up_where_it_lands(name)) return std::nullopt;
         const std::string where = join(parts, parts.size());
         if (decide(where, true) != 0) return std::nullopt;  // refused: the slow path says with which errno
         const int rootfd = view_.root(c.pid);
@@ -1768,7 +1695,7 @@ class NotifierImpl final : public Notifier {
     Caller uncached_;
     std::unordered_set<std::string> mount_points_;
     std::unordered_set<std::string> writable_roots_;  // allowWrite entries, the working directory, /tmp
-    git_config::Targets git_targets_;          // core.hooksPath and included files, as written and resolved
+    policy::git_config::Targets git_targets_;  // core.hooksPath and included files, as written and resolved
     std::vector<std::string> listed_sockets_;  // allowUnixSockets, `~` expanded
     std::vector<unix_sockets::Pinned> pinned_sockets_;  // what they named when the run started
     std::vector<std::shared_ptr<unix_sockets::Connector>> connectors_;

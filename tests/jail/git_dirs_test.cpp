@@ -53,12 +53,3 @@ TEST_CASE("a git directory is HEAD next to objects, refs or commondir, whatever 
     CHECK(git_dirs::is_signature_name("commondir"));
     CHECK_FALSE(git_dirs::is_signature_name("config"));
 }
-
-TEST_CASE("only directories followed by a name inside a git directory are candidates, never .git itself") {
-    using V = std::vector<std::string>;
-    CHECK(git_dirs::candidate_dirs(V{"p", ".bare", "hooks", "pre-commit"}) == std::vector<std::size_t>{1});
-    CHECK(git_dirs::candidate_dirs(V{"p", "origin.git", "config"}) == std::vector<std::size_t>{1});
-    CHECK(git_dirs::candidate_dirs(V{"p", "src", "main.c"}).empty());
-    CHECK(git_dirs::candidate_dirs(V{"p", ".git", "hooks"}).empty());  // the policy knows `.git` by name
-    CHECK(git_dirs::candidate_dirs(V{"p", "worktrees", "x", "commondir"}) == std::vector<std::size_t>{0, 2});
-}

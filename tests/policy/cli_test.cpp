@@ -288,6 +288,35 @@ TEST_CASE("cordon policy errors and help", "[cli][usage]") {
     CHECK_THAT(help.out, Catch::Contains("--settings") && Catch::Contains("ignoredAllowedDomains"));
 }
 
+TEST_CASE("cordon check write: names the write rule and the jail; cordon policy lists the rules", "[cli]") {
+    TempTree tree;
+    fs::create_directories(tree.cwd() / "repo/objects");
+    auto shape = check(tree, {"--json", "write:repo/HEAD"});
+    CHECK(shape.status == 1);
+    auto answer = json::parse(shape.out);
+    CHECK(answer["writeRule"] == "repository-shape");
+    CHECK(answer["jail"] == "namespaces");
+    auto null = check(tree, {"write:/dev/null"});
+    CHECK(null.status == 0);
+    CHECK_THAT(null.out, Catch::Contains("write rule: devices (every jail)"));
+    // The host's /tmp without namespaces: only the run's own TMPDIR.
+    auto tmp = check(tree, {"--jail", "landlock", "--json", "write:/tmp/x"});
+    CHECK(tmp.status == 1);
+    CHECK(json::parse(tmp.out)["writeRule"] == "default-tmp");
+    CHECK_THAT(check(tree, {"write:/tmp/x"}).out,
+               Catch::Contains(
+                   "in the jail without namespaces (--jail landlock): deny by the write rule default-tmp"));
+    CHECK(check(tree, {"--jail", "chroot", "write:/tmp/x"}).status == 2);
+    auto list = cordon(tree, {"policy", "--write-rules"});
+    CHECK(list.status == 0);
+    CHECK_THAT(list.out, Catch::Contains("repository-shape (every jail)") &&
+                             Catch::Contains("default-tmp (the jail without namespaces, --jail landlock)"));
+    auto policy = cordon(tree, {"policy", "--managed-dir", tree.managed().string()});
+    REQUIRE(policy.status == 0);
+    CHECK(json::parse(policy.out)["filesystem"]["writeRules"].size() == 13);
+    CHECK(cordon(tree, {"policy", "--write-rules", "--format", "sbpl"}).status == 2);
+}
+
 TEST_CASE("the shipped example settings file loads and decides", "[cli][example]") {
     TempTree tree;
     const std::string example = CORDON_SOURCE_DIR "/examples/settings.json";

@@ -1,15 +1,16 @@
 // Where git's configuration sends it outside a git directory: `core.hooksPath` (the hooks git runs instead of
 // `.git/hooks`: husky's `.husky/_`, a project's `.githooks`) and `include.path` / `includeIf.*.path` (files
 // read as configuration). Read when the run starts from the configuration of the repository that holds the
-// working directory and the user's (global and system), so that the supervisor (jail/notify.cpp) protects
-// those targets as it protects `.git/hooks` and `.git/config`.
+// working directory and the user's (global and system), so that the supervisor (jail/notify.cpp, through
+// policy/write_rules.hpp) and `cordon check` protect those targets as it protects `.git/hooks` and
+// `.git/config`.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace cordon::jail::git_config {
+namespace cordon::policy::git_config {
 
 // One `key = value` of a git config file: the key as git names it (`core.hookspath`, `include.path`,
 // `includeif.gitdir:~/x/.path`: section and name in lower case, a subsection as written).
@@ -34,4 +35,4 @@ struct Targets {
 // file it includes (bounded), and returns where it points.
 Targets find_targets(const std::string& cwd, const std::string& home);
 
-}  // namespace cordon::jail::git_config
+}  // namespace cordon::policy::git_config

@@ -1,4 +1,4 @@
-#include "jail/git_config.hpp"
+#include "policy/git_config.hpp"
 
 #include <sys/stat.h>
 
@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-namespace cordon::jail::git_config {
+namespace cordon::policy::git_config {
 
 namespace fs = std::filesystem;
 
@@ -258,4 +258,4 @@ Targets find_targets(const std::string& cwd, const std::string& home) {
     return targets;
 }
 
-}  // namespace cordon::jail::git_config
+}  // namespace cordon::policy::git_config

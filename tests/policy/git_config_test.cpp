@@ -1,5 +1,5 @@
-// Git config files as git reads them, for core.hooksPath and include targets (jail/git_config.hpp).
-#include "jail/git_config.hpp"
+// Git config files as git reads them, for core.hooksPath and include targets (policy/git_config.hpp).
+#include "policy/git_config.hpp"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include <fstream>
 
 namespace fs = std::filesystem;
-using namespace cordon::jail;
+using namespace cordon::policy;
 
 namespace {
 

@@ -1,0 +1,375 @@
+#include "policy/write_rules.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "policy/casefold.hpp"
+
+namespace cordon::policy {
+
+std::string_view to_string(JailKind kind) {
+    return kind == JailKind::Landlock ? "landlock" : "namespaces";
+}
+
+const std::vector<WriteRule>& write_rules() {
+    static const std::vector<WriteRule> rules = {
+        {"read-rules-hide", true,
+         "a write to a path the read rules hide (denyRead, the project read scope), or to a directory that "
+         "holds one, is refused (EACCES)",
+         "without namespaces no mask hides it from the supervisor, which performs the write with its own "
+         "view",
+         "the namespace jail's masks are mount points (EBUSY, an empty mask): the same refusal by other "
+         "means"},
+        {"devices", false,
+         "/dev (but /dev/shm): device files are written, never created (EACCES). The namespace jail's /dev "
+         "holds null, zero, full, random, urandom, tty, ptmx, pts/*, console, fd, stdin, stdout, stderr and "
+         "shm (any other name is not there: ENOENT); without namespaces only null, zero, full, random, "
+         "urandom, tty, ptmx and pts/* are written (EACCES otherwise)",
+         "without namespaces /dev is the host's: a disk, /dev/mem or a console that root's command could "
+         "open "
+         "by its mode bits",
+         "console exists in the namespace jail only when it was started on a terminal; a terminal of another "
+         "session (pts/*) is refused when opened (a fact of the running jail)"},
+        {"proc-knobs", false,
+         "/proc: written, never created (EACCES). In the namespace jail /proc/sys, /proc/sysrq-trigger, "
+         "/proc/irq and /proc/bus are read-only mounts (EROFS); without namespaces only a process's own "
+         "directory (/proc/PID/..., self, thread-self) is written (EACCES otherwise)",
+         "a command running as (mapped) root could write the host's kernel knobs (core_pattern, sysrq)",
+         "another process's /proc/PID is refused on the path resolved in the jail (not a write rule); what "
+         "a file's own mode refuses is the kernel's"},
+        {"path-rules", false,
+         "allowWrite, denyWrite, the private temporary directory, the protected names (.bashrc, .git/hooks, "
+         ".claude/settings.json, ...) and the settings files read: Policy::decide_write_resolved; outside "
+         "the "
+         "writable areas EROFS, a protected path EACCES",
+         "the user's rules and the protected names, decided where the write lands (symlinks resolved in the "
+         "jail's view); the names inside a .git count only where it existed when the run started",
+         "`cordon check` takes a .git that exists now for one that existed when the run started"},
+        {"default-tmp", true,
+         "the default \"/tmp\" rule allows only the run's own TMPDIR (EROFS elsewhere in the host's /tmp)",
+         "without namespaces /tmp is the host's, shared with the user's other programs",
+         "`cordon check` knows a run's TMPDIR by its name (TMPDIR or /tmp, then cordon-tmp-XXXXXX)"},
+        {"shared-memory", false,
+         "/dev/shm is writable where the path rules deny only by default (a project bound below it keeps its "
+         "protected names)",
+         "POSIX shared memory and semaphores: the namespace jail's /dev/shm is its own tmpfs",
+         "without namespaces /dev/shm is the host's: see shared-memory-of-others"},
+        {"private-tmpdir", true, "the run's own TMPDIR is writable wherever it was made",
+         "it stands for the namespace jail's private /tmp",
+         "`cordon check` knows a run's TMPDIR by its name (TMPDIR or /tmp, then cordon-tmp-XXXXXX)"},
+        {"shared-memory-of-others", true,
+         "an entry of /dev/shm that existed when the run started is neither written, truncated, replaced, "
+         "moved nor removed (EACCES)",
+         "it is another program's shared memory or semaphore (the same user's, or root's for root's command)",
+         "`cordon check` takes an entry that exists now for one that existed when the run started"},
+        {"git-dirs-by-content", false,
+         "inside a git directory of any name (HEAD next to objects, refs or commondir: `.bare`, "
+         "`origin.git`, "
+         "a worktree's) that existed when the run started, the names protected inside a .git are refused "
+         "(EACCES)",
+         "git reads the config and runs the hooks of a git directory a gitfile points to, and of a bare "
+         "repository, exactly as those of a .git",
+         "`cordon check` takes a git directory that exists now for one that existed when the run started"},
+        {"git-config-targets", false,
+         "core.hooksPath directories and the files include.path / includeIf.*.path name, in the repository "
+         "of the working directory and the user's configuration, are refused (EACCES)",
+         "they usually point into the writable working tree: a hook or an included core.fsmonitor there runs "
+         "on the host at the user's next commit or status",
+         "read when the run starts (`cordon check`: now), as written and resolved"},
+        {"casefold", false,
+         "in a directory that compares names without case (ext4 chattr +F, tmpfs -o casefold) a name that "
+         "folds to a protected one is that one (.BASHRC, .Git/Hooks) (EACCES)",
+         "the kernel compares the names' case-folded NFD forms there (policy/casefold.hpp)",
+         "a directory that cannot be looked at counts as case-insensitive"},
+        {"gitfile", false,
+         "an existing `.git` that is a file (gitdir: ...) is never written, replaced or removed",
+         "it says which git directory git reads (config, hooks) for the working tree", ""},
+        {"repository-shape", false,
+         "`HEAD` next to `objects`, `refs` or `commondir` is not made (nor the reverse) outside a git "
+         "directory (`.../.git`, or inside one the run created), unless allowBareRepositories (EACCES)",
+         "git takes such a directory for a repository at every level it searches and reads its config "
+         "(core.fsmonitor, core.worktree): planted in src/, it runs a command at the host's next git status",
+         "moving a directory of that shape into place is decided by the supervisor's move rules"},
+    };
+    return rules;
+}
+
+const WriteRule& write_rule(std::string_view name) {
+    for (const WriteRule& rule : write_rules())
+        if (rule.name == name) return rule;
+    throw std::logic_error("no write rule " + std::string(name));
+}
+
+nlohmann::json write_rules_json() {
+    nlohmann::json out = nlohmann::json::array();
+    for (const WriteRule& rule : write_rules())
+        out.push_back({{"name", rule.name},
+                       {"jail", rule.landlock_only ? "landlock" : "all"},
+                       {"decides", rule.decides},
+                       {"why", rule.why},
+                       {"limit", rule.limit}});
+    return out;
+}
+
+std::vector<std::size_t> git_dir_candidates(const std::vector<std::string>& components) {
+    static constexpr std::array<std::string_view, 6> kInside = {"hooks",           "config",  "commondir",
+                                                                "config.worktree", "modules", "worktrees"};
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i + 1 < components.size(); ++i) {
+        if (components[i] == ".git") continue;
+        for (std::string_view name : kInside)
+            if (components[i + 1] == name) {
+                out.push_back(i);
+                break;
+            }
+    }
+    return out;
+}
+
+namespace {
+
+bool under(const std::string& path, std::string_view root) {
+    return path.compare(0, root.size(), root) == 0 &&
+           (path.size() == root.size() || path[root.size()] == '/');
+}
+
+bool all_digits(const std::string& s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::vector<std::string> components(const std::string& p) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= p.size()) {
+        std::size_t end = p.find('/', start);
+        if (end == std::string::npos) end = p.size();
+        std::string part = p.substr(start, end - start);
+        if (!part.empty() && part != ".") out.push_back(std::move(part));
+        start = end + 1;
+    }
+    return out;
+}
+
+std::string join(const std::vector<std::string>& parts, std::size_t count) {
+    std::string out;
+    for (std::size_t i = 0; i < count && i < parts.size(); ++i)
+        out += "/" + parts[i];
+    return out.empty() ? "/" : out;
+}
+
+WriteDecision by(std::string_view rule, int error, int jail_answers = 0) {
+    WriteDecision d;
+    d.error = error;
+    d.rule = &write_rule(rule);
+    d.jail_answers = jail_answers;
+    return d;
+}
+
+// The jail's own areas: /dev (but /dev/shm) and /proc.
+WriteDecision decide_own_areas(const std::string& path, bool creates, JailKind jail) {
+    const bool dev = under(path, "/dev");
+    const std::string_view rule = dev ? "devices" : "proc-knobs";
+    if (creates) return by(rule, EACCES);
+    if (dev) {
+        static const char* const kDevices[] = {"/dev/null",    "/dev/zero", "/dev/full", "/dev/random",
+                                               "/dev/urandom", "/dev/tty",  "/dev/ptmx"};
+        const bool listed = std::any_of(std::begin(kDevices), std::end(kDevices),
+                                        [&](const char* device) { return path == device; });
+        const bool pts = under(path, "/dev/pts") && path != "/dev/pts";
+        if (jail == JailKind::Landlock) return by(rule, listed || pts ? 0 : EACCES);
+        // The namespace jail's minimal /dev (jail/mounts.cpp mount_dev): any other name is not there.
+        static const char* const kJailDev[] = {"/dev",       "/dev/pts",    "/dev/console", "/dev/fd",
+                                               "/dev/stdin", "/dev/stdout", "/dev/stderr"};
+        const bool present =
+            listed || pts || std::any_of(std::begin(kJailDev), std::end(kJailDev), [&](auto n) {
+                return path == n || (std::strcmp(n, "/dev/fd") == 0 && under(path, n));
+            });
+        return by(rule, 0, present ? 0 : ENOENT);
+    }
+    // /proc: a process's own directory, or (without namespaces) nothing else.
+    const std::size_t end = path.find('/', 6);
+    const std::string who = path.size() > 6
+                                ? path.substr(6, end == std::string::npos ? std::string::npos : end - 6)
+                                : std::string();
+    const bool own = end != std::string::npos && (all_digits(who) || who == "self" || who == "thread-self");
+    if (jail == JailKind::Landlock) return by(rule, own ? 0 : EACCES);
+    // The namespace jail binds these read-only over themselves (jail/mounts.cpp mount_proc).
+    for (const char* part : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"})
+        if (under(path, part)) return by(rule, 0, EROFS);
+    return by(rule, 0);
+}
+
+// The path rules and what stands in for the jail's private areas, on `path` as spelt; `original` is the path
+// as the call names it (the same, or `path` folded: the git directories looked up are taken from it,
+// component for component, as folding may change a component's length but never where a `/` is).
+WriteDecision decide_exact(const Policy& policy, const std::string& path, bool creates,
+                           const std::string& original, WriteFacts& facts) {
+    const JailKind jail = facts.jail();
+    if (!under(path, "/dev/shm") && (under(path, "/dev") || under(path, "/proc")))
+        return decide_own_areas(path, creates, jail);
+    const Decision d = policy.decide_write_resolved(path, [&](const std::string& dir) {
+        if (&original == &path) return facts.git_dir_existed(dir);
+        const auto n = static_cast<std::size_t>(std::count(dir.begin(), dir.end(), '/'));
+        return facts.git_dir_existed(dir == "/" ? dir : join(components(original), n));
+    });
+    WriteDecision out = by("path-rules", 0);
+    out.path_rule = d;
+    if (d.allowed()) {
+        // Without namespaces the policy's default "/tmp" means the jail's private /tmp: the run's TMPDIR.
+        const bool default_tmp = d.rule && d.rule->source.layer == Layer::Default && d.rule->text == "/tmp";
+        if (jail == JailKind::Landlock && !under(path, "/dev/shm") && default_tmp &&
+            !facts.in_private_tmp(path)) {
+            out.rule = &write_rule("default-tmp");
+            out.error = EROFS;
+        }
+        return out;
+    }
+    // The jail's /dev/shm is its own tmpfs (POSIX shared memory), free to write, except a project bound below
+    // it (a writable root there): its protected names are refused like anywhere else.
+    if (under(path, "/dev/shm") && d.reason == Reason::DefaultDeny) {
+        out.rule = &write_rule("shared-memory");
+        return out;
+    }
+    // The run's TMPDIR without namespaces stands for the private /tmp, wherever it was made.
+    if (jail == JailKind::Landlock && d.reason == Reason::DefaultDeny && facts.in_private_tmp(path)) {
+        out.rule = &write_rule("private-tmpdir");
+        return out;
+    }
+    out.error = d.reason == Reason::DefaultDeny ? EROFS : EACCES;
+    return out;
+}
+
+// The names protected inside a `.git` that existed when the run started, inside any other git directory of
+// that age, recognised by what it holds. Looked up only where the path names something inside a git
+// directory (`hooks`, `config`, ...): most paths cost nothing.
+bool in_old_git_dir(const Policy& policy, const std::string& path, WriteFacts& facts) {
+    const std::vector<std::string> parts = components(path);
+    for (std::size_t i : git_dir_candidates(parts)) {
+        const std::string dir = join(parts, i + 1);
+        if (!facts.holds_git_signature(dir) || !facts.git_dir_existed(dir)) continue;
+        std::string inside = "/.git";
+        for (std::size_t k = i + 1; k < parts.size(); ++k)
+            inside += "/" + parts[k];
+        const Decision d = policy.decide_write_resolved(inside, [](const std::string&) { return true; });
+        if (d.reason == Reason::AlwaysReadOnly) return true;
+    }
+    return false;
+}
+
+bool covers(const std::string& dir, const std::string& path) {
+    return path.size() >= dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+           (path.size() == dir.size() || dir == "/" || path[dir.size()] == '/');
+}
+
+bool git_config_target(const std::string& path, WriteFacts& facts) {
+    for (const std::string& dir : facts.git_hook_dirs())
+        if (covers(dir, path)) return true;
+    for (const std::string& file : facts.git_config_files())
+        if (file == path) return true;
+    return false;
+}
+
+// Whether `name` in `dir` is `what`: exactly, or in another case in a directory that compares without case.
+bool name_is(const std::string& dir, const std::string& name, const char* what, WriteFacts& facts) {
+    if (name == what) return true;
+    return casefold::fold(name) == casefold::fold(what) && facts.compares_without_case(dir);
+}
+
+bool inside_git_dir(const std::string& dir) {
+    return (dir.size() >= 5 && dir.compare(dir.size() - 5, 5, "/.git") == 0) ||
+           dir.find("/.git/") != std::string::npos;
+}
+
+}  // namespace
+
+// Whether a component of `path` that folds lies in a directory that compares without case.
+bool casefold_on_the_way(const std::string& path, WriteFacts& facts) {
+    std::size_t start = 1;
+    while (start < path.size()) {
+        std::size_t end = path.find('/', start);
+        if (end == std::string::npos) end = path.size();
+        if (casefold::folds(std::string_view(path).substr(start, end - start)) &&
+            facts.compares_without_case(start == 1 ? "/" : path.substr(0, start - 1)))
+            return true;
+        start = end + 1;
+    }
+    return false;
+}
+
+// Whether `dir` may hold what git reads as a repository: a git directory itself (`.../.git`), anything inside
+// a git directory the run created (submodules, `git clone --mirror` into `.git/...`), and with
+// allowBareRepositories anywhere.
+bool repository_place_allowed(const Policy& policy, const std::string& dir, WriteFacts& facts) {
+    if (dir.size() >= 5 && dir.compare(dir.size() - 5, 5, "/.git") == 0) return true;
+    const std::size_t at = dir.rfind("/.git/");
+    if (at != std::string::npos && !facts.git_dir_existed(dir.substr(0, at + 5))) return true;
+    return policy.filesystem().allow_bare_repositories;
+}
+
+WriteDecision decide_write_exact(const Policy& policy, const std::string& path, bool creates,
+                                 WriteFacts& facts) {
+    return decide_exact(policy, path, creates, path, facts);
+}
+
+WriteDecision decide_write(const Policy& policy, const std::string& path, bool creates, WriteFacts& facts) {
+    // Without namespaces no mask hides what the read rules hide from the supervisor's own call.
+    if (facts.jail() == JailKind::Landlock && facts.hidden_by_read_rules(path))
+        return by("read-rules-hide", EACCES);
+    WriteDecision out = decide_exact(policy, path, creates, path, facts);
+    if (out.error) return out;
+    if (in_old_git_dir(policy, path, facts)) return by("git-dirs-by-content", EACCES);
+    if (git_config_target(path, facts)) return by("git-config-targets", EACCES);
+    // Case-insensitive directories: there `.BASHRC` is bash's `.bashrc`, `.Git/Hooks` git's `.git/hooks`. A
+    // path that folds to another and that the policy allows is decided again folded (the protected names and
+    // the usual deny rules are lower-case ASCII); a protection found so holds where a directory on the way
+    // compares without case. Paths without capitals or such characters (most) cost one scan more.
+    if (!casefold::folds(path)) return out;
+    WriteDecision folded = decide_exact(policy, casefold::fold(path), creates, path, facts);
+    if (folded.error != EACCES || !casefold_on_the_way(path, facts)) return out;
+    folded.rule = &write_rule("casefold");
+    return folded;
+}
+
+WriteDecision decide_write_at(const Policy& policy, const std::string& dir, const std::string& name,
+                              bool creates, WriteFacts& facts) {
+    const std::string path = name == "." ? dir : dir == "/" ? "/" + name : dir + "/" + name;
+    WriteDecision out = decide_write(policy, path, creates, facts);
+    if (out.error) return out;
+    // Without namespaces /dev/shm is the host's: an entry there that existed before the run is another
+    // program's POSIX shared memory or semaphore. Those the run makes are its own.
+    if (facts.jail() == JailKind::Landlock && path.compare(0, 9, "/dev/shm/") == 0 && name != "." &&
+        facts.existed_at_start(dir, name))
+        return by("shared-memory-of-others", EACCES);
+    if (!looked_up_where_it_lands(name)) return out;
+    if (name_is(dir, name, ".git", facts) && facts.is_regular_file(dir, name)) return by("gitfile", EACCES);
+    const bool head = name_is(dir, name, "HEAD", facts);
+    if (creates && (head || name_is(dir, name, "objects", facts) || name_is(dir, name, "refs", facts) ||
+                    name_is(dir, name, "commondir", facts))) {
+        // (A directory that compares without case finds `OBJECTS` for `objects` itself.)
+        auto has = [&](const char* entry) { return facts.has_entry(dir, entry); };
+        if (head ? (has("objects") || has("refs") || has("commondir")) : has("HEAD")) {
+            if (!repository_place_allowed(policy, dir, facts)) return by("repository-shape", EACCES);
+            if (!inside_git_dir(dir)) facts.note_bare_repository(dir);  // allowed by the setting: named
+        }
+    }
+    return out;
+}
+
+bool looked_up_where_it_lands(const std::string& name) {
+    const std::string n = casefold::fold(name);
+    return n == ".git" || n == "head" || n == "objects" || n == "refs" || n == "commondir";
+}
+
+WriteDecision decide_write_entry(const Policy& policy, const std::string& path, bool creates,
+                                 WriteFacts& facts) {
+    const std::size_t slash = path.rfind('/');
+    if (path == "/" || slash == std::string::npos) return decide_write_at(policy, "/", ".", creates, facts);
+    return decide_write_at(policy, slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1), creates,
+                           facts);
+}
+
+}  // namespace cordon::policy

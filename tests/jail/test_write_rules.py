@@ -1,0 +1,233 @@
+#!/usr/bin/python3
+"""The jail's write rules, one list (policy/write_rules.hpp): `cordon check write:PATH` and a real jailed write
+agree on every path below, as root, as an unprivileged user and as root with `--user`, in the namespace jail and
+in the jail without namespaces (`--jail landlock`, where the kernel has Landlock). Needs root.
+
+    python3 tests/jail/test_write_rules.py --cordon build/cordon [-k pattern]
+
+A jailed "write" opens the path for writing (O_CREAT where the case makes a name) and closes it: nothing is ever
+written, so a device or a kernel knob that the jail wrongly let through is not changed.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import jailtest  # noqa: E402
+from jailtest import PY, Env, JailFixtures  # noqa: E402
+
+GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+
+# Run inside the jail: each line of stdin is "CREATE PATH"; prints one JSON object {path: "ok" | errno name}.
+OPENER = r"""
+import errno, json, os, sys
+out = {}
+for line in sys.stdin.read().splitlines():
+    create, path = line.split(" ", 1)
+    flags = os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK | (os.O_CREAT if create == "1" else 0)
+    try:
+        os.close(os.open(path, flags, 0o644))
+        out[path] = "ok"
+    except OSError as e:
+        out[path] = errno.errorcode.get(e.errno, str(e.errno))
+print(json.dumps(out))
+"""
+
+
+def landlock_available(cwd):
+    try:
+        p = subprocess.run([Env.cordon, "run", "--no-discover", "--jail", "landlock", "--", "/bin/true"],
+                           cwd=cwd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return p.returncode == 0
+
+
+class WriteRulesCase(JailFixtures):
+    JAIL = "namespaces"
+
+    def setUp(self):
+        super().setUp()
+        if self.JAIL == "landlock" and not landlock_available(self.cwd):
+            self.skipTest("the jail without namespaces cannot run here (Landlock)")
+        self.made_outside = []  # host paths a jail without namespaces may make: removed in tearDown
+
+    def tearDown(self):
+        for path in self.made_outside:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        super().tearDown()
+
+    def git(self, *args, cwd=None):
+        env = {**os.environ, **GIT_ENV, "HOME": self.home}
+        who = {"user": Env.uid, "group": Env.gid, "extra_groups": []} if (self.AS_USER or self.USER_FLAG) else {}
+        return subprocess.run(["git", *args], cwd=cwd or self.cwd, check=True, capture_output=True, text=True,
+                              env=env, **who)
+
+    def check(self, path):
+        """`cordon check write:PATH` as the identity runs cordon: (allowed, the JSON answer)."""
+        p = subprocess.run([Env.cordon, "check", "--no-discover", "--jail", self.JAIL, "--json", f"write:{path}"],
+                           cwd=self.cwd, env=self.env(), capture_output=True, text=True, timeout=30,
+                           **self._identity())
+        self.assertIn(p.returncode, (0, 1), p.stderr)
+        return p.returncode == 0, json.loads(p.stdout)
+
+    def jailed_opens(self, cases):
+        """Each (path, create) opened for writing in one jailed run: {path: "ok" | errno name}."""
+        rc, out, err = self.run_jail(["--jail", self.JAIL, "--", PY, "-c", OPENER],
+                                     input_text="".join(f"{1 if c else 0} {p}\n" for p, c in cases))
+        self.assertEqual(rc, 0, err)
+        return json.loads(out.strip().splitlines()[-1])
+
+    def run_jail(self, args, cwd=None, timeout=60, input_text=None):
+        user = ["--user", Env.user] if self.USER_FLAG else []
+        p = subprocess.run([Env.cordon, "run", "--no-discover", *user, *args], cwd=cwd or self.cwd,
+                           env=self.env(), input=input_text, capture_output=True, text=True, timeout=timeout,
+                           **self._identity())
+        return p.returncode, p.stdout, p.stderr
+
+    def prepare(self):
+        """The project: a repository that existed before the run (with core.hooksPath), a bare git directory, a
+        gitfile, the repository shape's half, a shared-memory entry of another program. Returns the cases:
+        (path, create, expected allowed in the namespace jail, expected allowed without namespaces)."""
+        cwd, outside = self.cwd, self.outside
+        self.git("init", "-q", cwd)
+        self.git("config", "core.hooksPath", ".githooks")
+        self.write(os.path.join(cwd, ".githooks/pre-commit"), "#!/bin/sh\n")
+        self.write(os.path.join(cwd, "src/main.c"), "int main;\n")
+        self.write(os.path.join(cwd, ".bashrc"), "# rc\n")
+        self.mkdir("project/.claude")
+        self.write(os.path.join(cwd, "sub/.git"), "gitdir: ../.bare\n")
+        bare = os.path.join(cwd, ".bare")
+        self.git("init", "-q", "--bare", bare)
+        self.mkdir("project/shape/objects")
+        self.write(os.path.join(outside, "x"), "outside\n")
+        theirs = f"/dev/shm/cordon-test-theirs-{os.getpid()}-{self.id().rsplit('.', 1)[-1]}"[:200]
+        with open(theirs, "w") as f:
+            f.write("theirs\n")
+        os.chmod(theirs, 0o666)
+        self.own(theirs)
+        self.made_outside.append(theirs)
+        mine = f"/dev/shm/cordon-test-mine-{os.getpid()}-{self.id().rsplit('.', 1)[-1]}"[:200]
+        self.made_outside.append(mine)
+        host_tmp = f"/tmp/cordon-test-write-{os.getpid()}"
+        self.made_outside.append(host_tmp)
+        knob = "/proc/sys/kernel/core_pattern"
+        device = next((d for d in ("/dev/mem", "/dev/kmsg", "/dev/loop-control", "/dev/vcs")
+                       if os.path.exists(d)), None)
+        time.sleep(0.05)  # birth times before the run (the file system's clock is coarse)
+        cases = [
+            ("/dev/null", False, True, True),
+            ("/dev/zero", False, True, True),
+            ("/dev/cordon-new-node", True, False, False),
+            (knob, False, False, False),
+            ("/proc/sysrq-trigger", False, False, False),
+            ("/proc/self/oom_score_adj", False, True, True),
+            (mine, True, True, True),
+            (theirs, True, True, False),  # the namespace jail's /dev/shm is its own: nothing of others there
+            (host_tmp, True, True, False),  # /tmp: the private one, or the host's without namespaces
+            (os.path.join(cwd, "src/main.c"), True, True, True),
+            (os.path.join(cwd, "src/new.c"), True, True, True),
+            (os.path.join(cwd, ".bashrc"), True, False, False),
+            (os.path.join(cwd, ".claude/settings.json"), True, False, False),
+            (os.path.join(cwd, ".git/hooks/pre-commit"), True, False, False),
+            (os.path.join(cwd, ".git/config"), True, False, False),
+            (os.path.join(cwd, ".git/description"), True, True, True),
+            (os.path.join(cwd, ".githooks/pre-commit"), True, False, False),
+            (os.path.join(cwd, ".bare/hooks/pre-receive"), True, False, False),
+            (os.path.join(cwd, ".bare/description"), True, True, True),
+            (os.path.join(cwd, "sub/.git"), True, False, False),
+            (os.path.join(cwd, "shape/HEAD"), True, False, False),
+            (os.path.join(outside, "x"), True, False, False),
+            ("/etc/hostname", True, False, False),
+        ]
+        if device:
+            cases.append((device, False, False, False))
+        return cases
+
+    def test_check_and_the_jail_agree(self):
+        cases = self.prepare()
+        landlock = self.JAIL == "landlock"
+        # `cordon check` first: it looks at the file system as it is before the run (what the run makes there,
+        # in the host's /dev/shm without namespaces, is the run's own, not another program's).
+        checked = {path: self.check(path) for path, _, _, _ in cases}
+        got = self.jailed_opens([(p, c) for p, c, _, _ in cases])
+        # The TMPDIR of the run: written in the jail, and `cordon check` knows it by its name.
+        rc, out, err = self.run_jail(["--jail", self.JAIL, "-c",
+                                      'd="${TMPDIR:-/tmp}"; echo "$d"; : > "$d/t" && echo MADE'])
+        self.assertEqual(rc, 0, err)
+        tmpdir, made = (out.splitlines() + ["", ""])[:2]
+        self.assertEqual(made, "MADE", err)
+        tmp_file = os.path.join(tmpdir, "t")
+        cases.append((tmp_file, True, True, True))
+        got[tmp_file] = "ok"
+        checked[tmp_file] = self.check(tmp_file)
+        disagreements = []
+        for path, _, in_namespaces, in_landlock in cases:
+            expected = in_landlock if landlock else in_namespaces
+            in_jail = got.get(path) == "ok"
+            allowed, answer = checked[path]
+            with self.subTest(path=path):
+                self.assertEqual(in_jail, expected, f"jail: {got.get(path)}; check: {answer}")
+                self.assertEqual(allowed, in_jail, f"jail: {got.get(path)}; check: {answer}")
+                self.assertIn("writeRule", answer)
+            if allowed != in_jail:
+                disagreements.append((path, got.get(path), answer.get("writeRule"), answer.get("reason")))
+        self.assertEqual(disagreements, [])
+
+    def test_check_names_the_rule(self):
+        self.prepare()
+        rules = {
+            "/dev/cordon-new-node": "devices",
+            "/proc/sys/kernel/core_pattern": "proc-knobs",
+            os.path.join(self.cwd, ".githooks/pre-commit"): "git-config-targets",
+            os.path.join(self.cwd, ".bare/hooks/pre-receive"): "git-dirs-by-content",
+            os.path.join(self.cwd, "sub/.git"): "gitfile",
+            os.path.join(self.cwd, "shape/HEAD"): "repository-shape",
+            os.path.join(self.cwd, ".bashrc"): "path-rules",
+        }
+        if self.JAIL == "landlock":
+            rules[f"/tmp/cordon-test-write-{os.getpid()}"] = "default-tmp"
+        for path, rule in rules.items():
+            with self.subTest(path=path):
+                allowed, answer = self.check(path)
+                self.assertFalse(allowed, answer)
+                self.assertEqual(answer["writeRule"], rule, answer)
+                self.assertEqual(answer["jail"], self.JAIL)
+
+
+class AsRoot(WriteRulesCase, unittest.TestCase):
+    AS_USER = False
+
+
+class AsUser(WriteRulesCase, unittest.TestCase):
+    AS_USER = True
+
+
+class WithUserFlag(WriteRulesCase, unittest.TestCase):
+    USER_FLAG = True
+
+
+class LandlockAsRoot(WriteRulesCase, unittest.TestCase):
+    AS_USER = False
+    JAIL = "landlock"
+
+
+class LandlockAsUser(WriteRulesCase, unittest.TestCase):
+    AS_USER = True
+    JAIL = "landlock"
+
+
+class LandlockWithUserFlag(WriteRulesCase, unittest.TestCase):
+    USER_FLAG = True
+    JAIL = "landlock"
+
+
+if __name__ == "__main__":
+    sys.exit(jailtest.run_main([Env], "they create a user"))
