@@ -10,7 +10,7 @@ namespace cordon::agent {
 
 namespace {
 
-bool blank(char c) {
+bool blank_or_newline(char c) {
     return c == ' ' || c == '\t' || c == '\n';
 }
 
@@ -60,7 +60,7 @@ std::vector<std::string> command_words(std::string_view text) {
     std::size_t i = 0;
     while (i < text.size()) {
         char c = text[i];
-        if (blank(c)) {
+        if (blank_or_newline(c)) {
             finish();
             ++i;
         } else if (c == '<' || c == '>' || (c == '&' && i + 1 < text.size() && text[i + 1] == '>')) {
@@ -151,7 +151,7 @@ bool assignment(const std::string& word) {
 
 // A wrapper that runs the command after its options: which of its options take a value (as the next word when
 // not attached), and how many operands come before the command.
-struct Wrapper {
+struct WrapperForm {
     std::string_view name;
     std::string_view short_with_value;              // letters: `-n 5`, `-n5`
     std::vector<std::string_view> long_with_value;  // `--adjustment 5` (and `--adjustment=5`)
@@ -160,8 +160,8 @@ struct Wrapper {
     bool dash_number = false;                       // nice -5
 };
 
-const std::vector<Wrapper>& wrappers() {
-    static const std::vector<Wrapper> list = {
+const std::vector<WrapperForm>& wrappers() {
+    static const std::vector<WrapperForm> list = {
         {"timeout", "sk", {"--signal", "--kill-after"}, 1},
         {"env",
          "uCSP",
@@ -236,7 +236,7 @@ std::string joined(const std::vector<std::string>& words, std::size_t from) {
 
 // The index of the command a wrapper runs (words[at] is the wrapper), or words.size() when there is none, or
 // npos when its options cannot be read.
-std::size_t wrapped_command(const Wrapper& w, const std::vector<std::string>& words, std::size_t at) {
+std::size_t wrapped_command(const WrapperForm& w, const std::vector<std::string>& words, std::size_t at) {
     std::size_t k = at + 1;
     bool options = true;
     while (k < words.size()) {
@@ -438,7 +438,7 @@ void collect(std::vector<std::string> words, CommandForms& out, int depth) {
             return;
         }
         auto w = std::find_if(wrappers().begin(), wrappers().end(),
-                              [&](const Wrapper& candidate) { return candidate.name == name; });
+                              [&](const WrapperForm& candidate) { return candidate.name == name; });
         if (w == wrappers().end()) return;
         if (name == "env")
             for (std::size_t k = at + 1; k < words.size(); ++k) {

@@ -48,6 +48,13 @@ std::string_view to_string(MountKind kind) {
     return "?";
 }
 
+bool within(const fs::path& p, const fs::path& root) {
+    const std::string& ps = p.native();
+    const std::string& rs = root.native();
+    if (rs == "/") return true;
+    return ps == rs || (ps.size() > rs.size() && ps.compare(0, rs.size(), rs) == 0 && ps[rs.size()] == '/');
+}
+
 namespace {
 
 // The `why` of a directory bound over itself because it holds a protected path (see pin_ancestors).
@@ -181,13 +188,6 @@ fs::path resolve(const fs::path& p) {
     fs::path r = resolve_step(p);
     resolve_cache->emplace(p.native(), r);
     return r;
-}
-
-bool within(const fs::path& p, const fs::path& root) {
-    const std::string& ps = p.native();
-    const std::string& rs = root.native();
-    if (rs == "/") return true;
-    return ps == rs || (ps.size() > rs.size() && ps.compare(0, rs.size(), rs) == 0 && ps[rs.size()] == '/');
 }
 
 int depth(const fs::path& p) {

@@ -120,6 +120,9 @@ MountPlan make_mount_plan(const policy::Policy& policy, const std::filesystem::p
 // supervisor then opens: a link the command replaces later leads nowhere). An error message on failure.
 std::variant<std::filesystem::path, std::string> prepare_audit_log(const std::filesystem::path& path);
 
+// Whether `p` is `root` or lies below it (lexically: both already resolved).
+bool within(const std::filesystem::path& p, const std::filesystem::path& root);
+
 // Expands a gitignore-style glob (`*`, `?`, `[...]` within a component, `**` across components) against what
 // exists now. Exposed for tests.
 std::vector<std::filesystem::path> expand_glob(const std::filesystem::path& pattern);

@@ -11,17 +11,6 @@ namespace cordon::jail {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-bool within(const fs::path& p, const fs::path& root) {
-    const std::string& ps = p.native();
-    const std::string& rs = root.native();
-    if (rs == "/") return true;
-    return ps == rs || (ps.size() > rs.size() && ps.compare(0, rs.size(), rs) == 0 && ps[rs.size()] == '/');
-}
-
-}  // namespace
-
 PlanInput with_read_scope(const PlanInput& input) {
     PlanInput out = input;
     auto& fs = out.filesystem;

@@ -27,7 +27,7 @@ struct Withdraw {
     }
 };
 
-std::string dump(const json& j) {
+std::string dump_line(const json& j) {
     return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 }  // namespace
@@ -290,7 +290,7 @@ void ControlChannel::refused(const DecisionEvent& e) {
 }
 
 void ControlChannel::send(const json& message) {
-    const std::string line = dump(message);
+    const std::string line = dump_line(message);
     for (Peer* peer : peers_) {
         if (peer->queued + line.size() > kMaxQueued) continue;  // a peer that does not read loses lines
         struct Write {
