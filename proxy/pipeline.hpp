@@ -21,7 +21,6 @@
 namespace cordon::proxy {
 
 struct Context;
-struct DecisionEvent;
 class Socket;
 
 class Pipeline {
@@ -113,8 +112,17 @@ class Pipeline {
                                          std::string_view url) = 0;
     // The request's one decision line, then FrontEnd::answer(verdict).
     virtual void conclude(Verdict verdict) = 0;
-    // A request inside an inspected tunnel: its decision line (metrics, audit log, the control channel).
-    virtual void record_decision(const DecisionEvent& event) = 0;
+    // A request inside an inspected tunnel as it ended (inspected_requests.hpp): its one decision line,
+    // written by the same conclude as every other (the connection adds its host, port and address).
+    struct Exchange {
+        bool plain = false;  // plain HTTP to a host with request rules (`proto` http), else https
+        std::string method, path, url, rule, source;
+        bool allowed = false;
+        std::string reason, error;
+        int status = 0;  // what the client got: the upstream's status or the proxy's own answer
+        std::uint64_t request_bytes = 0, response_bytes = 0;
+    };
+    virtual void conclude(const Exchange& exchange) = 0;
     // Adds the current target to the end-of-run summary with why it did not go through.
     virtual void count_refusal(const Verdict& verdict) = 0;
     virtual void begin_exchange() = 0;      // an HTTP request forwarded or answered: its response on the way
