@@ -1,10 +1,12 @@
 // The pipeline as a front-end sees it: the one way a front-end (HTTP, SOCKS5, transparent) or the termination
-// stage (inspect.hpp) reaches its connection. Connection implements it; nothing else of Connection is open to
-// them, so the order of the pipeline stays in connection.cpp and a front-end can be tested against a fake
-// pipeline without sockets (tests/proxy/http_frontend_test.cpp).
+// stage (inspect.hpp, inspected_requests.hpp) reaches its connection. Connection implements it; nothing else
+// of Connection is open to them, so the order of the pipeline stays in connection.cpp and a front-end or the
+// requests inside an inspected tunnel can be tested against a fake pipeline without sockets
+// (tests/proxy/http_frontend_test.cpp, tests/proxy/inspected_requests_test.cpp).
 //
 //   front-end -> Pipeline::decide(host, port)     -> (policy, DNS, guard, dial) -> FrontEnd::answer(verdict)
 //   front-end -> Pipeline::conclude(verdict)      its own refusal: the decision line, then FrontEnd::answer
+//   inspected request -> Pipeline::conclude(exchange): its decision line, however it ended
 //   front-end -> begin_exchange / read_next_request / begin_closing / finish_after_flush / start_tunnel
 //   pipeline  -> FrontEnd (front_end.hpp): read, answer, on_upstream_readable, on_drained, timeouts, ...
 #pragma once

@@ -179,6 +179,22 @@ TEST_CASE("inspected requests: a bad response head from the upstream gives one l
     CHECK(contains(f.p.exchanges[0].error, "bad response from upstream"));
 }
 
+TEST_CASE("inspected requests: a response head over 64 KiB: nothing of it passes, one line with the error") {
+    Fixture f;
+    f.client_sends("GET / HTTP/1.1\r\nHost: api.test\r\n\r\n");
+    std::string head = "HTTP/1.1 200 OK\r\nX-Big: " + std::string(70 * 1024, 'a') + "\r\n\r\n";
+    bool open = true;
+    for (std::size_t i = 0; i < head.size() && open; i += 16 * 1024)
+        open = f.r->upstream_bytes(std::string_view(head).substr(i, 16 * 1024));
+    CHECK_FALSE(open);
+    CHECK(f.p.closed());
+    CHECK(f.client.data.empty());
+    REQUIRE(f.p.exchanges.size() == 1);
+    CHECK(f.p.exchanges[0].allowed);
+    CHECK(f.p.exchanges[0].status == 502);
+    CHECK(contains(f.p.exchanges[0].error, "bad response from upstream"));
+}
+
 TEST_CASE("inspected requests: the client gone after forwarding: exactly one line, with the error") {
     SECTION("the connection closes while the response is awaited") {
         Fixture f;
