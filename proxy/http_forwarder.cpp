@@ -50,6 +50,7 @@ void HttpForwarder::scrub(std::vector<SecretForms> secrets, std::size_t keep) {
 
 void HttpForwarder::reset() {
     parser_.reset();
+    std::string().swap(head_);
     std::string().swap(carry_);
     std::string().swap(held_);
     holding_ = false;
@@ -82,7 +83,8 @@ bool HttpForwarder::send_head(const HttpHead& head, const Out& out, Response res
     head_request_ = head.method == "HEAD";
     client_11_ = head.version_major == 1 && head.version_minor >= 1;
     close_after_ = upstream_done_ = out.close;
-    started_ = body_ = refused_ = broken_ = false;
+    started_ = body_ = refused_ = broken_ = head_seen_ = false;
+    head_.clear();
     status_ = 0;
     error_.clear();
     refusal_.clear();
@@ -162,9 +164,10 @@ HttpForwarder::Relayed HttpForwarder::relay(std::string_view bytes) {
             return {Status::Error};
         }
         std::size_t used = result.status == HttpParser::Status::Ok ? bytes.size() : result.consumed;
-        if (response_ == Response::AsSent && !down(bytes.substr(0, used))) return {Status::Broken};
+        if (response_ == Response::AsSent && !pass(bytes.substr(0, used))) return {Status::Broken};
         bytes.remove_prefix(used);
         if (result.status != HttpParser::Status::MessageComplete) continue;
+        head_seen_ = false;  // the next message's head (after an interim response) is held again
         if (parser_->interim()) {
             parser_->resume();
             continue;
@@ -172,6 +175,21 @@ HttpForwarder::Relayed HttpForwarder::relay(std::string_view bytes) {
         return complete(!bytes.empty());
     }
     return {Status::More};
+}
+
+bool HttpForwarder::pass(std::string_view bytes) {
+    // Why a head is held until it parsed: bytes of a head that turns out malformed or over the limit would
+    // reach the client as the start of an answer the proxy then cuts off. Bounded by HttpParser::kMaxHead.
+    if (!head_seen_) {
+        head_.append(bytes);
+        return true;
+    }
+    if (!head_.empty()) {
+        std::string head;
+        head.swap(head_);
+        if (!down(head)) return false;
+    }
+    return down(bytes);
 }
 
 HttpForwarder::Relayed HttpForwarder::upstream_closed() {
@@ -195,6 +213,7 @@ HttpForwarder::Relayed HttpForwarder::complete(bool trailing) {
 
 void HttpForwarder::response_head(const HttpHead& head) {
     status_ = head.status;
+    head_seen_ = true;
     if (head.status < 200) {
         if (response_ == Response::AsSent) return;  // relayed with the bytes
         if (head.status == 101 || !client_11_)

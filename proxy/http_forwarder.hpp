@@ -5,9 +5,9 @@
 //
 //   send_head(request head, how)  -> upstream: request line, end-to-end headers, framing written by the proxy
 //   body(data) ... end_body()     -> upstream: the parsed body, chunked again when it came chunked
-//   relay(upstream bytes)         -> client: the response as sent (AsSent), or written again from its parsed
-//                                    head and body (Rewrite), with every real secret value turned back into
-//                                    its sentinel when scrubbing
+//   relay(upstream bytes)         -> client: the response as sent (AsSent; a head passes once it parsed), or
+//                                    written again from its parsed head and body (Rewrite), with every real
+//                                    secret value turned back into its sentinel when scrubbing
 #pragma once
 
 #include <cstdint>
@@ -102,6 +102,7 @@ class HttpForwarder {
         void on_body(std::string_view data) override { f->response_body(data); }
     };
     bool up(std::string_view data);
+    bool pass(std::string_view bytes);  // AsSent: the upstream's bytes to the client, a head once it parsed
     bool down(std::string_view data);
     Relayed complete(bool trailing);
     void response_head(const HttpHead& head);
@@ -117,6 +118,8 @@ class HttpForwarder {
     std::size_t scrub_keep_ = 0;
     std::string carry_;  // response bytes held back: they may begin a value whose rest has not arrived
     std::string held_;
+    std::string head_;  // AsSent: the response head's bytes until it parsed whole
+    bool head_seen_ = false;
     bool holding_ = false;
     bool chunk_request_ = false;
     Response response_ = Response::Rewrite;
