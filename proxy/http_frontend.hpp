@@ -1,8 +1,8 @@
 // The HTTP front-end: absolute-form requests forwarded with keep-alive on both sides (each request decided
 // and logged on its own), CONNECT tunnels, and the proxy's own answers (400, 403, 407, 431, 501, 502, 503,
-// 504). Forwarding an allowed request is its relay: the request head rewritten (origin-form, hop-by-hop
-// headers dropped, framing written by the proxy), the body streamed, the response streamed back, then the
-// next request.
+// 504). Forwarding an allowed request is its relay, through the one HTTP/1.1 forwarder (http_forwarder.hpp):
+// the request head rewritten (origin-form, hop-by-hop headers dropped, framing written by the proxy), the
+// body streamed, the response streamed back, then the next request.
 #pragma once
 
 #include <cstdint>
