@@ -298,10 +298,6 @@ void Connection::on_dialed(DialResult result) {
     conclude({Verdict::Kind::Connected, reason, "", 0, ""});
 }
 
-void Connection::record_decision(const DecisionEvent& e) {
-    proxy::record_decision(context_, e);
-}
-
 void Connection::conclude(Verdict v) {
     using Kind = Verdict::Kind;
     phase_ = Phase::Answering;
@@ -330,11 +326,34 @@ void Connection::conclude(Verdict v) {
     last_host_ = request_.host;
     last_port_ = request_.port;
     last_upstream_ip_ = request_.upstream_ip;
-    record_decision(e);
+    record_decision(context_, e);
     if (v.kind == Kind::Denied || v.kind == Kind::Failed) count_refusal(v);
 
     // The answer, in the front-end's protocol (then its relay, the next request, or the close).
     if (v.kind != Kind::Aborted) front_->answer(v);
+}
+
+void Connection::conclude(const Exchange& x) {
+    // A request inside an inspected tunnel: the tunnel's target, the request as it ended.
+    DecisionEvent e;
+    e.id = id_;
+    e.proto = x.plain ? "http" : "https";
+    e.host = request_.host;
+    e.port = request_.port;
+    e.method = x.method;
+    e.path = x.path;
+    e.url = x.url;
+    e.decision = x.allowed ? "allow" : "deny";
+    e.rule = x.rule;
+    e.source = x.source;
+    e.reason = x.reason;
+    e.upstream_ip = request_.upstream_ip;
+    e.error = x.error;
+    e.status = x.status;
+    e.request_bytes = x.request_bytes;
+    e.response_bytes = x.response_bytes;
+    e.inner = true;
+    record_decision(context_, e);
 }
 
 // ---- tunnels

@@ -102,11 +102,12 @@ class Connection final : public SocketOwner, public Pipeline {
                                  std::string_view url) override {
         return decision_.decide_request(request_.host, request_.port, method, target, url);
     }
+    // Every decision line of this connection is written by conclude: its requests' (then the front-end's
+    // answer) and those inside an inspected tunnel (inspected_requests.hpp), through the one writer
+    // (decision_log.hpp): counted in the metrics, written to the audit log, a refusal told to the control
+    // channel.
     void conclude(Verdict verdict) override;
-    // Every decision line of this connection goes out here: its requests' (conclude) and those inside an
-    // inspected tunnel (InspectedTunnel): counted in the metrics, written to the audit log, and a refusal
-    // told to the control channel.
-    void record_decision(const DecisionEvent& event) override;
+    void conclude(const Exchange& exchange) override;
     // Adds this request to the end-of-run summary (RefusalSummary): why it did not go through.
     void count_refusal(const Verdict& verdict) override;
     // The phase moves only here (a front-end asks): an HTTP request forwarded or answered, its response on

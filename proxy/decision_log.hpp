@@ -1,7 +1,8 @@
 // Where every decision goes once it is made: the one writer of decision lines for the whole proxy. A
-// connection's requests (Connection::conclude), the requests inside an inspected tunnel (inspect.hpp) and the
-// DNS stub's names (dns_stub.hpp) all write through here, so each is counted in the metrics, written to the
-// audit log and, when refused, told to the control channel and the end-of-run summary the same way.
+// connection's requests and the requests inside its inspected tunnel (both Connection::conclude; the latter
+// concluded by inspected_requests.hpp) and the DNS stub's names (dns_stub.hpp) all write through here, so
+// each is counted in the metrics, written to the audit log and, when refused, told to the control channel and
+// the end-of-run summary the same way.
 #pragma once
 
 #include <string>

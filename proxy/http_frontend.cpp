@@ -8,6 +8,7 @@
 #include "proxy/auth.hpp"
 #include "proxy/context.hpp"
 #include "proxy/decision.hpp"
+#include "proxy/http_forwarder.hpp"
 #include "proxy/request_rules.hpp"
 
 namespace cordon::proxy {
@@ -15,26 +16,6 @@ namespace cordon::proxy {
 namespace {
 
 constexpr std::size_t kHighWater = 1024 * 1024;  // stop reading one side while the other has this much queued
-
-std::string chunk_header(std::size_t n) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "%zx\r\n", n);
-    return buf;
-}
-
-// A message's end-to-end headers, then its framing, which is the proxy's own: chunked (`chunked`) or the
-// Content-Length it parsed, whatever headers the sender listed in Connection.
-void append_forwarded_headers(std::string& out, const HttpHead& head, bool chunked) {
-    auto tokens = connection_tokens(head);
-    for (const auto& [name, value] : head.headers) {
-        if (is_hop_by_hop(name, tokens) || iequals(name, "content-length")) continue;
-        out += name + ": " + value + "\r\n";
-    }
-    if (chunked)
-        out += "Transfer-Encoding: chunked\r\n";
-    else if (head.content_length)
-        out += "Content-Length: " + std::to_string(*head.content_length) + "\r\n";
-}
 
 bool starts_with_icase(std::string_view s, std::string_view prefix) {
     return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
@@ -66,9 +47,12 @@ bool normalise_host(const std::string& host, std::uint16_t port, std::string& ou
 }  // namespace
 
 HttpFrontEnd::HttpFrontEnd(Pipeline& pipeline)
-    : p_(pipeline), request_parser_(std::make_unique<HttpParser>(HttpParser::Kind::Request, &request_sink_)) {
+    : p_(pipeline),
+      request_parser_(std::make_unique<HttpParser>(HttpParser::Kind::Request, &request_sink_)),
+      client_sink_(pipeline),
+      upstream_sink_(pipeline),
+      forwarder_(std::make_unique<HttpForwarder>(client_sink_, upstream_sink_)) {
     request_sink_.h = this;
-    response_sink_.h = this;
 }
 
 HttpFrontEnd::~HttpFrontEnd() {
@@ -143,8 +127,7 @@ bool HttpFrontEnd::on_upstream_error(int error) {
         return true;
     }
     if (p_.phase() == Phase::Reading) {
-        p_.drop_upstream();  // an idle kept-alive upstream went away
-        upstream_key_.clear();
+        drop_upstream();  // an idle kept-alive upstream went away
         return true;
     }
     return false;
@@ -174,7 +157,7 @@ void HttpFrontEnd::on_tunnel() {
     // A tunnel keeps no HTTP state: idle tunnels stay small.
     charge_head(0);
     request_parser_.reset();
-    response_parser_.reset();
+    forwarder_->reset();
     request_head_ = HttpHead{};
     std::string().swap(upstream_key_);
 }
@@ -233,8 +216,7 @@ void HttpFrontEnd::backpressure() {
     p_.want_client_read(client_read);
     if (p_.has_upstream()) {
         bool upstream_read =
-            (p_.phase() == Phase::Exchange && response_parser_ && !response_done_ &&
-             p_.client_queued() < kHighWater) ||
+            (p_.phase() == Phase::Exchange && !response_done_ && p_.client_queued() < kHighWater) ||
             p_.phase() == Phase::Reading;  // an idle kept-alive upstream: notice when it closes
         p_.want_upstream_read(upstream_read);
     }
@@ -251,7 +233,7 @@ void HttpFrontEnd::head_complete() {
     p_.forget_decision();  // nothing of the previous request's decision may show in this one's line
     request_head_ = head;
     request_done_ = response_done_ = response_started_ = false;
-    chunk_request_ = chunk_response_ = close_after_response_ = false;
+    close_after_response_ = false;
     p_.request() = Pipeline::Request{};
     p_.request().method = head.method;
 
@@ -455,8 +437,7 @@ void HttpFrontEnd::reject(const Verdict& v) {
 void HttpFrontEnd::upstream_failure(int status, const std::string& error, const std::string& detail) {
     // Answers only: a failure before the upstream was reached was concluded (logged) already; one after it
     // (reset, timeout, a bad response) belongs to an allowed request and shows in the close line.
-    p_.drop_upstream();
-    upstream_key_.clear();
+    drop_upstream();
     if (response_started_) {
         p_.close(error);
         return;
@@ -469,23 +450,17 @@ void HttpFrontEnd::upstream_failure(int status, const std::string& error, const 
 void HttpFrontEnd::connected() {
     p_.begin_exchange();
     const HttpHead& h = request_head_;
-    std::string out;
-    out.reserve(512);
-    out += h.method + " " + p_.request().path + " HTTP/1.1\r\n";
+    std::string host;
     if (!h.header("host")) {
         bool v6 = p_.request().host.find(':') != std::string::npos;
-        out += "Host: " + (v6 ? "[" + p_.request().host + "]" : p_.request().host);
-        if (p_.request().port != 80) out += ":" + std::to_string(p_.request().port);
-        out += "\r\n";
+        host = v6 ? "[" + p_.request().host + "]" : p_.request().host;
+        if (p_.request().port != 80) host += ":" + std::to_string(p_.request().port);
     }
-    chunk_request_ = h.chunked;
-    append_forwarded_headers(out, h, chunk_request_);
-    out += "\r\n";
-    if (!response_parser_)
-        response_parser_ = std::make_unique<HttpParser>(HttpParser::Kind::Response, &response_sink_);
-    response_parser_->set_no_body(h.method == "HEAD");
-    p_.count_up(out.size());
-    if (!p_.send_to_upstream(out)) {
+    HttpForwarder::Out out;
+    out.path = p_.request().path;
+    out.host = host;
+    out.close = !h.keep_alive || p_.context().draining;
+    if (!forwarder_->send_head(h, out, HttpForwarder::Response::Rewrite)) {
         upstream_failure(502, "upstream-reset",
                          std::string("upstream failed: ") + std::strerror(p_.upstream_error()));
         return;
@@ -504,14 +479,8 @@ void HttpFrontEnd::connected() {
 void HttpFrontEnd::request_body(std::string_view data) {
     if (response_done_ && request_done_) return;
     if (!p_.has_upstream() || p_.phase() != Phase::Exchange) return;  // answered by the proxy: discard
-    p_.count_up(data.size());
-    if (chunk_request_) {
-        p_.send_to_upstream(chunk_header(data.size()));
-        p_.send_to_upstream(data);
-        p_.send_to_upstream("\r\n");
-    } else {
-        p_.send_to_upstream(data);
-    }
+    // A failed write shows as the upstream's error on the loop's next turn (on_upstream_error).
+    (void)forwarder_->body(data);
 }
 
 void HttpFrontEnd::request_complete() {
@@ -520,17 +489,16 @@ void HttpFrontEnd::request_complete() {
         next_request();
         return;
     }
-    if (chunk_request_) p_.send_to_upstream("0\r\n\r\n");
+    (void)forwarder_->end_body();
     backpressure();
 }
 
 void HttpFrontEnd::read_upstream() {
     long n = p_.read_upstream(p_.scratch(), p_.scratch_size());
     if (n == -1) return;
-    if (p_.phase() != Phase::Exchange || !response_parser_) {
+    if (p_.phase() != Phase::Exchange || response_done_) {
         // An idle kept-alive upstream spoke or closed: it can no longer be trusted for the next request.
-        p_.drop_upstream();
-        upstream_key_.clear();
+        drop_upstream();
         return;
     }
     if (n == -2) {
@@ -538,111 +506,62 @@ void HttpFrontEnd::read_upstream() {
         if (!on_upstream_error(error)) p_.close(std::string("upstream: ") + std::strerror(error));
         return;
     }
+    if (n == 0 && !forwarder_->started()) {
+        upstream_failure(502, "upstream-closed",
+                         "upstream " + p_.request().host + " closed the connection without answering");
+        return;
+    }
     if (n == 0) {
-        upstream_eof();
+        relayed(forwarder_->upstream_closed());
         return;
     }
     p_.touch();
     // Everything this read produces for the client goes out in one write.
     p_.cork_client();
-    std::string_view view(p_.scratch(), static_cast<std::size_t>(n));
-    while (!view.empty() && !p_.closed() && p_.phase() == Phase::Exchange && !response_done_) {
-        auto result = response_parser_->feed(view);
-        if (result.status == HttpParser::Status::Ok) break;
-        if (result.status == HttpParser::Status::Error) {
-            if (!response_started_) {
-                upstream_failure(502, "bad-response",
-                                 "bad response from upstream: " + response_parser_->error());
-            } else {
-                p_.close("bad response from upstream: " + response_parser_->error());
-            }
-            return;
-        }
-        view.remove_prefix(result.consumed);
-        if (result.status == HttpParser::Status::MessageComplete) {
-            if (response_parser_->interim()) {
-                response_parser_->resume();
-                continue;
-            }
-            p_.uncork_client();
-            if (!response_started_) {
-                // 101 Switching Protocols (we never forward Upgrade, so it was not asked for).
-                upstream_failure(502, "bad-response",
-                                 "upstream answered 101 (switched protocols) to a request that asked for "
-                                 "no protocol switch");
-                return;
-            }
-            if (!view.empty()) upstream_reusable_ = false;  // bytes after the response: do not reuse
-            response_complete();
-            return;
-        }
-    }
+    relayed(forwarder_->relay(std::string_view(p_.scratch(), static_cast<std::size_t>(n))));
     if (p_.closed()) return;
     p_.uncork_client();
     backpressure();
 }
 
-void HttpFrontEnd::response_head(const HttpHead& head) {
-    const HttpHead& req = request_head_;
-    bool client_11 = req.version_major == 1 && req.version_minor >= 1;
-    if (head.status >= 100 && head.status < 200) {
-        if (head.status == 101 || !client_11)
-            return;  // no upgrades (Upgrade is hop-by-hop); 1.0 knows no 1xx
-        std::string out = "HTTP/1.1 " + std::to_string(head.status) + " " + head.reason + "\r\n";
-        for (const auto& [name, value] : head.headers)
-            out += name + ": " + value + "\r\n";
-        out += "\r\n";
-        p_.send_to_client(out);
+void HttpFrontEnd::relayed(HttpForwarder::Relayed r) {
+    using Status = HttpForwarder::Status;
+    response_started_ = forwarder_->started();
+    switch (r.status) {
+        case Status::More:
+            return;
+        case Status::Broken:
+            p_.close(p_.client_error() ? std::string("client: ") + std::strerror(p_.client_error())
+                                       : std::string("upstream: ") + std::strerror(p_.upstream_error()));
+            return;
+        case Status::Error:
+        case Status::Refused:
+            if (!response_started_) {
+                upstream_failure(502, "bad-response", forwarder_->error());
+            } else {
+                p_.close(forwarder_->error());
+            }
+            return;
+        case Status::Complete:
+            break;
+    }
+    p_.uncork_client();
+    if (!response_started_) {
+        // 101 Switching Protocols (we never forward Upgrade, so it was not asked for).
+        upstream_failure(502, "bad-response",
+                         "upstream answered 101 (switched protocols) to a request that asked for no protocol "
+                         "switch");
         return;
     }
-    response_started_ = true;
-    bool no_body = req.method == "HEAD" || head.status == 204 || head.status == 304;
-    chunk_response_ = false;
-    if (!no_body && head.chunked) {
-        chunk_response_ = true;
-    } else if (!no_body && !head.content_length) {
-        // Delimited by the upstream closing: re-frame as chunks for a 1.1 client so its connection can stay.
-        if (client_11)
-            chunk_response_ = true;
-        else
-            close_after_response_ = true;
-    }
-    if (!req.keep_alive || p_.context().draining) close_after_response_ = true;
-    std::string out;
-    out.reserve(512);
-    out += "HTTP/1.1 " + std::to_string(head.status) + " " + head.reason + "\r\n";
-    // (For HEAD, 204 and 304 a Content-Length only informs.)
-    append_forwarded_headers(out, head, chunk_response_);
-    if (close_after_response_)
-        out += "Connection: close\r\n";
-    else if (!client_11)
-        out += "Connection: keep-alive\r\n";
-    out += "\r\n";
-    p_.count_down(out.size());
-    p_.send_to_client(out);
-}
-
-void HttpFrontEnd::response_body(std::string_view data) {
-    p_.count_down(data.size());
-    if (chunk_response_) {
-        p_.send_to_client(chunk_header(data.size()));
-        p_.send_to_client(data);
-        p_.send_to_client("\r\n");
-    } else {
-        p_.send_to_client(data);
-    }
+    response_complete();
 }
 
 void HttpFrontEnd::response_complete() {
     response_done_ = true;
-    if (chunk_response_) p_.send_to_client("0\r\n\r\n");
-    if (!response_parser_->should_keep_alive()) upstream_reusable_ = false;
-    if (!upstream_reusable_) {
-        p_.drop_upstream();
-        upstream_key_.clear();
-        response_parser_.reset();
-    } else {
-        response_parser_->resume();
+    if (forwarder_->close_after()) close_after_response_ = true;
+    if (!forwarder_->upstream_reusable()) {
+        upstream_reusable_ = false;
+        drop_upstream();
     }
     if (!request_done_) {
         // The upstream answered before the request body ended: the two sides are out of step; finish here.
@@ -652,18 +571,10 @@ void HttpFrontEnd::response_complete() {
     next_request();
 }
 
-void HttpFrontEnd::upstream_eof() {
-    if (!response_started_) {
-        upstream_failure(502, "upstream-closed",
-                         "upstream " + p_.request().host + " closed the connection without answering");
-        return;
-    }
-    upstream_reusable_ = false;
-    if (response_parser_->finish() && !response_done_) {
-        response_complete();
-        return;
-    }
-    p_.close("upstream closed mid-response");
+void HttpFrontEnd::drop_upstream() {
+    p_.drop_upstream();
+    upstream_key_.clear();
+    forwarder_->reset();
 }
 
 bool HttpFrontEnd::request_body_buffered() const {

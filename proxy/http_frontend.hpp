@@ -1,8 +1,8 @@
 // The HTTP front-end: absolute-form requests forwarded with keep-alive on both sides (each request decided
 // and logged on its own), CONNECT tunnels, and the proxy's own answers (400, 403, 407, 431, 501, 502, 503,
-// 504). Forwarding an allowed request is its relay: the request head rewritten (origin-form, hop-by-hop
-// headers dropped, framing written by the proxy), the body streamed, the response streamed back, then the
-// next request.
+// 504). Forwarding an allowed request is its relay, through the one HTTP/1.1 forwarder (http_forwarder.hpp):
+// the request head rewritten (origin-form, hop-by-hop headers dropped, framing written by the proxy), the
+// body streamed, the response streamed back, then the next request.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "proxy/front_end.hpp"
+#include "proxy/http_forwarder.hpp"
 #include "proxy/http_parser.hpp"
 #include "proxy/pipeline.hpp"
 
@@ -42,10 +43,22 @@ class HttpFrontEnd final : public FrontEnd {
         void on_head(const HttpHead&) override {}
         void on_body(std::string_view data) override { h->request_body(data); }
     };
-    struct ResponseSink final : HttpParser::Sink {
-        HttpFrontEnd* h;
-        void on_head(const HttpHead& head) override { h->response_head(head); }
-        void on_body(std::string_view data) override { h->response_body(data); }
+    // What the forwarder writes goes to the connection's sockets, counted for the close line.
+    struct ClientSink final : ByteSink {
+        explicit ClientSink(Pipeline& pipeline) : p(pipeline) {}
+        Pipeline& p;
+        bool write(std::string_view data) override {
+            p.count_down(data.size());
+            return p.send_to_client(data);
+        }
+    };
+    struct UpstreamSink final : ByteSink {
+        explicit UpstreamSink(Pipeline& pipeline) : p(pipeline) {}
+        Pipeline& p;
+        bool write(std::string_view data) override {
+            p.count_up(data.size());
+            return p.send_to_upstream(data);
+        }
     };
 
     // Reading requests.
@@ -68,22 +81,21 @@ class HttpFrontEnd final : public FrontEnd {
     void request_body(std::string_view data);
     void request_complete();
     void read_upstream();
-    void response_head(const HttpHead& head);
-    void response_body(std::string_view data);
+    void relayed(HttpForwarder::Relayed relayed);
     void response_complete();
-    void upstream_eof();
+    void drop_upstream();
     void next_request();
 
     Pipeline& p_;
-    std::unique_ptr<HttpParser> request_parser_, response_parser_;
+    std::unique_ptr<HttpParser> request_parser_;
     RequestSink request_sink_;
-    ResponseSink response_sink_;
+    ClientSink client_sink_;
+    UpstreamSink upstream_sink_;
+    std::unique_ptr<HttpForwarder> forwarder_;  // the exchange with the upstream (head, body, response)
     HttpHead request_head_;
     std::string upstream_key_;     // "host:port" the kept-alive upstream connection goes to
     std::size_t head_charge_ = 0;  // bytes charged to Context::head_bytes
     bool request_done_ = false, response_done_ = false, response_started_ = false;
-    bool chunk_request_ = false;   // re-frame the request body as chunks
-    bool chunk_response_ = false;  // re-frame the response body as chunks
     bool close_after_response_ = false;
     bool upstream_reusable_ = false;
     bool processing_ = false;  // inside process()

@@ -1,10 +1,12 @@
 // The pipeline as a front-end sees it: the one way a front-end (HTTP, SOCKS5, transparent) or the termination
-// stage (inspect.hpp) reaches its connection. Connection implements it; nothing else of Connection is open to
-// them, so the order of the pipeline stays in connection.cpp and a front-end can be tested against a fake
-// pipeline without sockets (tests/proxy/http_frontend_test.cpp).
+// stage (inspect.hpp, inspected_requests.hpp) reaches its connection. Connection implements it; nothing else
+// of Connection is open to them, so the order of the pipeline stays in connection.cpp and a front-end or the
+// requests inside an inspected tunnel can be tested against a fake pipeline without sockets
+// (tests/proxy/http_frontend_test.cpp, tests/proxy/inspected_requests_test.cpp).
 //
 //   front-end -> Pipeline::decide(host, port)     -> (policy, DNS, guard, dial) -> FrontEnd::answer(verdict)
 //   front-end -> Pipeline::conclude(verdict)      its own refusal: the decision line, then FrontEnd::answer
+//   inspected request -> Pipeline::conclude(exchange): its decision line, however it ended
 //   front-end -> begin_exchange / read_next_request / begin_closing / finish_after_flush / start_tunnel
 //   pipeline  -> FrontEnd (front_end.hpp): read, answer, on_upstream_readable, on_drained, timeouts, ...
 #pragma once
@@ -21,7 +23,6 @@
 namespace cordon::proxy {
 
 struct Context;
-struct DecisionEvent;
 class Socket;
 
 class Pipeline {
@@ -113,8 +114,17 @@ class Pipeline {
                                          std::string_view url) = 0;
     // The request's one decision line, then FrontEnd::answer(verdict).
     virtual void conclude(Verdict verdict) = 0;
-    // A request inside an inspected tunnel: its decision line (metrics, audit log, the control channel).
-    virtual void record_decision(const DecisionEvent& event) = 0;
+    // A request inside an inspected tunnel as it ended (inspected_requests.hpp): its one decision line,
+    // written by the same conclude as every other (the connection adds its host, port and address).
+    struct Exchange {
+        bool plain = false;  // plain HTTP to a host with request rules (`proto` http), else https
+        std::string method, path, url, rule, source;
+        bool allowed = false;
+        std::string reason, error;
+        int status = 0;  // what the client got: the upstream's status or the proxy's own answer
+        std::uint64_t request_bytes = 0, response_bytes = 0;
+    };
+    virtual void conclude(const Exchange& exchange) = 0;
     // Adds the current target to the end-of-run summary with why it did not go through.
     virtual void count_refusal(const Verdict& verdict) = 0;
     virtual void begin_exchange() = 0;      // an HTTP request forwarded or answered: its response on the way

@@ -5,6 +5,7 @@
 // the policy, DNS, the guard and the dial.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ class FakePipeline final : public Pipeline {
     // What was asked of the pipeline.
     std::vector<std::pair<std::string, std::uint16_t>> decided;
     std::vector<Concluded> lines;
+    std::vector<Exchange> exchanges;  // the lines of requests inside an inspected tunnel
+    // What the connection's close runs first (Connection: the inspected request in flight gets its line).
+    std::function<void(const std::string&)> on_close;
     std::vector<RuleCall> rule_calls;
     RequestRuling ruling;  // what decide_request() answers (allowed unless a test says otherwise)
     int tunnels = 0, dials = 0;
@@ -152,7 +156,8 @@ class FakePipeline final : public Pipeline {
                          request_.source});
         if (v.kind != Verdict::Kind::Aborted) front->answer(v);
     }
-    void record_decision(const DecisionEvent&) override {}
+    // As Connection::conclude for a request inside an inspected tunnel: its line (here: recorded).
+    void conclude(const Exchange& x) override { exchanges.push_back(x); }
     void count_refusal(const Verdict&) override {}
     void begin_exchange() override { phase_ = Phase::Exchange; }
     void read_next_request() override {
@@ -171,6 +176,8 @@ class FakePipeline final : public Pipeline {
         ++tunnels;
     }
     void close(const std::string& e) override {
+        if (phase_ == Phase::Closed) return;
+        if (on_close) on_close(e);
         phase_ = Phase::Closed;
         closed_with = e;
     }
