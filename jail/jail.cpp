@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <ctime>
@@ -44,9 +45,13 @@ std::string Failure::message() const {
     return m;
 }
 
+namespace {
+int say_fd = 2;  // the jail child's JailConfig::setup_report_fd while it sets itself up
+}  // namespace
+
 void say(const std::string& line) {
     std::string out = "cordon: " + line + "\n";
-    ssize_t n = ::write(2, out.data(), out.size());
+    ssize_t n = ::write(say_fd, out.data(), out.size());
     (void)n;
 }
 
@@ -234,12 +239,25 @@ void place_child(pid_t child, const Prepared& prep) {
         prep.notify_sock = ::fcntl(prep.notify_sock, F_DUPFD_CLOEXEC, std::max(fd, supervisor_pidfd) + 1);
         if (prep.notify_sock < 0) ::_exit(kSetupFailed);
     }
-    const unsigned keep_low = static_cast<unsigned>(fd);
-    const unsigned keep_high = static_cast<unsigned>(std::max({fd, supervisor_pidfd, prep.notify_sock}));
-    if (!close_descriptors(3U, keep_low - 1, false) ||
-        !close_descriptors(keep_low + 1, keep_high - 1, false, supervisor_pidfd) ||
-        !close_descriptors(keep_high + 1, ~0U, false))
-        cannot_close_descriptors();
+    // What the setup says goes to the supervisor's pipe until the command starts (JailConfig).
+    int report = -1;
+    if (config.setup_report_fd >= 0) {
+        report = ::fcntl(config.setup_report_fd, F_DUPFD_CLOEXEC,
+                         std::max({fd, supervisor_pidfd, prep.notify_sock}) + 1);
+        if (report < 0) ::_exit(kSetupFailed);
+        say_fd = report;
+    }
+    // Everything from 3 on but the descriptors kept above (each at fd or higher).
+    std::array<int, 4> keep{fd, supervisor_pidfd, prep.notify_sock, report};
+    std::sort(keep.begin(), keep.end());
+    unsigned from = 3;
+    for (int k : keep) {
+        if (k < 0) continue;
+        if (static_cast<unsigned>(k) > from && !close_descriptors(from, static_cast<unsigned>(k) - 1, false))
+            cannot_close_descriptors();
+        from = static_cast<unsigned>(k) + 1;
+    }
+    if (!close_descriptors(from, ~0U, false)) cannot_close_descriptors();
     pollfd dead{supervisor_pidfd, POLLIN, 0};
     if (supervisor_pidfd >= 0 && ::poll(&dead, 1, 0) != 0) ::_exit(kSetupFailed);
     if (supervisor_pidfd >= 0) ::close(supervisor_pidfd);
@@ -305,6 +323,11 @@ void place_child(pid_t child, const Prepared& prep) {
     // (it inherits them to drop its own bounding set and change uid); a non-dumpable init with them for a few
     // microseconds more offers nothing to reach.
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    // Set up: from here on (the command, the init's end) stderr again.
+    if (report >= 0) {
+        say_fd = 2;
+        ::close(report);
+    }
     pid_t command = start_command(ctx);
     if (command < 0) {
         say("cannot set up the jail: start the command: " + std::string(std::strerror(errno)));
