@@ -284,6 +284,12 @@ void place_child(pid_t child, const Prepared& prep) {
                               {"network", setup_network, false},
                               {"listener hand-over", send_listeners, false},
                               {"filesystem", enter_staging_root, false}});
+    // The listeners are handed over: the supervisor's configure() succeeds and it can no longer fall back, so
+    // from here on (the plan's half, the command, the init's end) stderr again.
+    if (report >= 0) {
+        say_fd = 2;
+        ::close(report);
+    }
     if (!ok || !receive_plan(fd, ctx.plan)) ::_exit(kSetupFailed);
     if (prep.have_cpus) ::sched_setaffinity(0, sizeof prep.cpus, &prep.cpus);
     ok = run_steps(ctx, {{"filesystem", apply_mount_plan, false}, {"Landlock", prepare_landlock, true}});
@@ -323,11 +329,6 @@ void place_child(pid_t child, const Prepared& prep) {
     // (it inherits them to drop its own bounding set and change uid); a non-dumpable init with them for a few
     // microseconds more offers nothing to reach.
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    // Set up: from here on (the command, the init's end) stderr again.
-    if (report >= 0) {
-        say_fd = 2;
-        ::close(report);
-    }
     pid_t command = start_command(ctx);
     if (command < 0) {
         say("cannot set up the jail: start the command: " + std::string(std::strerror(errno)));

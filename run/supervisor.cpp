@@ -171,6 +171,7 @@ class SetupReport {
     SetupReport(const SetupReport&) = delete;
     SetupReport& operator=(const SetupReport&) = delete;
     ~SetupReport() {
+        replay();  // what came late (a child that failed right after handing its listeners over)
         for (int fd : fds_)
             if (fd >= 0) ::close(fd);
     }
@@ -190,10 +191,7 @@ class SetupReport {
             text.append(buf, static_cast<std::size_t>(n));
         return text;
     }
-    void replay() {
-        std::cerr << take();
-        close_fd(fds_[0]);
-    }
+    void replay() { std::cerr << take(); }
     // The child's reason in a few words: its last line without "cordon: ", "cannot set up the jail: " and the
     // source location, or "" when it said nothing.
     std::string reason() {
