@@ -164,25 +164,33 @@ int take_socket(pid_t tid, pid_t tgid, int fd) {
     return sock;
 }
 
+int reopen_descriptor(pid_t pid, int fd) {
+    const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+    return ::open(path.c_str(), O_PATH | O_CLOEXEC);
+}
+
+int descriptor_flags(pid_t pid, int fd) {
+    std::ifstream info("/proc/" + std::to_string(pid) + "/fdinfo/" + std::to_string(fd));
+    std::string key;
+    while (info >> key)
+        if (key == "flags:") {
+            std::string octal;
+            info >> octal;
+            return static_cast<int>(std::strtol(octal.c_str(), nullptr, 8));  // octal in fdinfo
+        }
+    return -1;
+}
+
 int connect_by_replacement(int listener, std::uint64_t id, pid_t pid, int fd, const sockaddr_storage& addr,
                            socklen_t len) {
-    // The caller's descriptor: a socket, and its file status flags (octal in fdinfo).
+    // The caller's descriptor: a socket, and its file status flags.
     const std::string base = "/proc/" + std::to_string(pid) + "/fd";
     char link[64] = {};
     const std::string path = base + "/" + std::to_string(fd);
     ssize_t n = ::readlink(path.c_str(), link, sizeof link - 1);
     if (n < 0) return EBADF;
     if (std::strncmp(link, "socket:", 7) != 0) return ENOTSOCK;
-    std::ifstream info("/proc/" + std::to_string(pid) + "/fdinfo/" + std::to_string(fd));
-    std::string key;
-    long flags = -1;
-    while (info >> key)
-        if (key == "flags:") {
-            std::string octal;
-            info >> octal;
-            flags = std::strtol(octal.c_str(), nullptr, 8);
-            break;
-        }
+    const long flags = descriptor_flags(pid, fd);
     if (flags < 0) return EBADF;
     int sock = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (sock < 0) return errno;

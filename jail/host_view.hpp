@@ -62,6 +62,14 @@ int listen(int fd);
 // user (--user) is not ours to take a descriptor from without it.
 int take_socket(pid_t tid, pid_t tgid, int fd);
 
+// Where pidfd_getfd is refused to the supervisor (Docker's default seccomp profile): the file that descriptor
+// `fd` of process `pid` names, opened O_PATH through its /proc/PID/fd magic link (the same file, not the
+// same open file description). The descriptor or -1 (errno).
+int reopen_descriptor(pid_t pid, int fd);
+
+// The file status flags of descriptor `fd` of process `pid` (its /proc/PID/fdinfo), or -1.
+int descriptor_flags(pid_t pid, int fd);
+
 // A connect that connect() allowed, where the caller's socket cannot be taken (pidfd_getfd refused, as by
 // Docker's default seccomp profile without CAP_SYS_ADMIN): a new socket of the supervisor's, connected to
 // `addr`, replaces the caller's descriptor `fd` (SECCOMP_IOCTL_NOTIF_ADDFD with SETFD, the caller's

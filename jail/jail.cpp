@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <ctime>
@@ -45,9 +46,13 @@ std::string Failure::message() const {
     return m;
 }
 
+namespace {
+int say_fd = 2;  // the jail child's JailConfig::setup_report_fd while it sets itself up
+}  // namespace
+
 void say(const std::string& line) {
     std::string out = "cordon: " + line + "\n";
-    ssize_t n = ::write(2, out.data(), out.size());
+    ssize_t n = ::write(say_fd, out.data(), out.size());
     (void)n;
 }
 
@@ -98,6 +103,7 @@ Result map_ids(Context& ctx);
 Result read_host(Context& ctx);
 Result set_hostname(Context& ctx);
 Result setup_network(Context& ctx);  // net.cpp, net_filter.cpp
+Result report_to_stderr(Context& ctx);
 Result receive_mount_plan(Context& ctx);
 Result receive_seccomp_program(Context& ctx);
 Result prepare_command_line(Context& ctx);
@@ -126,6 +132,8 @@ constexpr Step kInitSteps[] = {
      "listeners (net.cpp, net_filter.cpp)"},
     {"listener hand-over", send_listeners, false,
      "the jail keeping a copy of the proxy's listeners: they go to the supervisor (net.cpp, handover.cpp)"},
+    {"setup report", report_to_stderr, false,
+     "a reason lost: until here what the setup says goes to the supervisor (auto's fallback line says it)"},
     {"filesystem", enter_staging_root, false,
      "the host's root written through: a private staging tmpfs over a read-only copy (mounts.cpp)"},
     {"mount plan", receive_mount_plan, false, "a command started before the policy was loaded"},
@@ -216,12 +224,38 @@ Result keep_own_descriptors(Context& ctx) {
         ctx.notify_sock = ::fcntl(ctx.notify_sock, F_DUPFD_CLOEXEC, ctx.supervisor_fd + 1);
         if (ctx.notify_sock < 0) return fail("move the seccomp listener's socket above the socketpair");
     }
-    const auto low = static_cast<unsigned>(ctx.supervisor_fd);
-    const auto high = static_cast<unsigned>(std::max(ctx.supervisor_fd, ctx.notify_sock));
-    if (!close_descriptors(3U, low - 1, false) || !close_descriptors(low + 1, high - 1, false) ||
-        !close_descriptors(high + 1, ~0U, false))
+    // What the setup says goes to the supervisor's pipe until the listeners are handed over (JailConfig).
+    int report = -1;
+    if (ctx.config.setup_report_fd >= 0) {
+        report = ::fcntl(ctx.config.setup_report_fd, F_DUPFD_CLOEXEC,
+                         std::max(ctx.supervisor_fd, ctx.notify_sock) + 1);
+        if (report < 0) return fail("move the setup report's pipe above the sockets");
+    }
+    // Everything from 3 on but the descriptors kept above (each at the socketpair or higher).
+    std::array<int, 3> keep{ctx.supervisor_fd, ctx.notify_sock, report};
+    std::sort(keep.begin(), keep.end());
+    unsigned from = 3;
+    for (int k : keep) {
+        if (k < 0) continue;
+        if (static_cast<unsigned>(k) > from && !close_descriptors(from, static_cast<unsigned>(k) - 1, false))
+            return fail_msg(
+                "close the inherited descriptors: close_range failed and /proc/self/fd cannot be read");
+        from = static_cast<unsigned>(k) + 1;
+    }
+    if (!close_descriptors(from, ~0U, false))
         return fail_msg(
             "close the inherited descriptors: close_range failed and /proc/self/fd cannot be read");
+    if (report >= 0) say_fd = report;
+    return std::nullopt;
+}
+
+// The listeners are handed over: the supervisor's configure() succeeds and it can no longer fall back to the
+// jail without namespaces, so from here on (the plan's half, the command, the init's end) stderr again.
+Result report_to_stderr(Context&) {
+    if (say_fd != 2) {
+        ::close(say_fd);
+        say_fd = 2;
+    }
     return std::nullopt;
 }
 

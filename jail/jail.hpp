@@ -55,6 +55,10 @@ struct JailConfig {
     // The namespace-free jail (landlock_jail.hpp): the seccomp filter also sends every connect to the
     // supervisor and refuses what would reach the network around it (set by start_without_namespaces).
     bool without_namespaces = false;
+    // Where the namespace jail's child writes what it says until it has handed its listeners over (a
+    // failure's reason, a --best-effort warning) instead of stderr: the write end of a pipe, so that auto's
+    // fallback can say the reason in its one line (run/supervisor.cpp replays the rest). -1: stderr.
+    int setup_report_fd = -1;
 };
 
 // The proxy's listening sockets created inside the jail's network namespace.

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include "jail/cgroup.hpp"
 #include "jail/detail/handover.hpp"
@@ -143,13 +145,13 @@ int landlock_abi() {
 std::string without_namespaces_lacks(int abi) {
     std::string lacks =
         "no PID namespace (host processes visible in /proc), the host's /tmp and /dev/shm (TMPDIR is "
-        "private), the host's /dev/pts (the user's other terminals readable, not writable), no transparent "
-        "proxying (programs that ignore the proxy variables are refused), no cgroup "
+        "private), the host's /dev/pts (the user's other terminals neither written nor read), no "
+        "transparent proxying (programs that ignore the proxy variables are refused), no cgroup "
         "unless delegated";
     if (abi < 1)
         lacks +=
-            ", no Landlock (no read rules, writes kept by the notifier alone, host processes of the same "
-            "user reachable through /proc and signals)";
+            ", no Landlock (no read rules, the user's other terminals readable, writes kept by the notifier "
+            "alone, host processes of the same user reachable through /proc and signals)";
     else if (abi < 6)
         lacks += ", Landlock ABI " + std::to_string(abi) + " (signals to host processes not scoped)";
     if (abi >= 1 && abi < 4) lacks += ", no Landlock TCP rules (the notifier alone keeps connect)";
@@ -178,13 +180,27 @@ LandlockGrants landlock_grants(const MountPlan& plan, const fs::path& private_tm
         }
     }
     out.reads = std::any_of(shown.begin(), shown.end(), [](const auto& entry) { return !entry.second; });
-    if (out.reads) {
+    // Why: the host's /dev/pts holds the user's other terminals (a shell's, an editor's, the one where sudo
+    // asks for a password), where the namespace jail has a devpts of its own. An open for reading is not
+    // notified, so Landlock refuses it: /dev/pts is hidden from reads, and the command's own terminals (its
+    // controlling terminal, those of fds 0-2) are granted one by one when it starts (HostJail::configure).
+    // An open for writing goes to the notifier (host_rules::terminal), which also lets the run open the
+    // terminals it makes itself.
+    if (abi >= 1) {
+        std::map<fs::path, bool> readable = shown;
+        readable["/dev/pts"] = false;
         out.handled |= kReadRights;
-        auto root = shown.find("/");
-        ReadGrants(shown, out.grants).grant("/", root != shown.end() && !root->second);
+        auto root = readable.find("/");
+        ReadGrants(readable, out.grants).grant("/", root != readable.end() && !root->second);
+        // Directories stay listable where no read rule hides a name (`ls /`, `ls /dev`: their entries are
+        // granted one by one); /dev/pts's names are no secret.
+        if (!out.reads) out.grants.push_back({"/", kReadDir});
+        out.grants.push_back({"/dev/pts", kReadDir});
+        out.grants.push_back({"/dev/pts/ptmx", kReadFile});  // where /dev/ptmx links to it (Docker)
+    }
+    if (out.reads)
         for (const auto& [path, visible] : shown)
             out.shown.emplace(path.string(), visible);
-    }
     for (const fs::path& root : plan.writable_roots)
         out.grants.push_back({root == "/tmp" ? private_tmp : root, dir_rights(abi)});
     // The devices every jail has, and the terminals; POSIX shared memory (the host's /dev/shm).
@@ -235,13 +251,30 @@ Result drop_host_privileges(Context& ctx) {
     return std::nullopt;
 }
 
-Result await_supervisor(Context& ctx) {
-    // The supervisor's word: the command's cgroup (--memory, --pids) is entered first.
-    char go = 0;
-    if (::read(ctx.notify_sock, &go, 1) != 1) return supervisor_gone();
-    return std::nullopt;
+// The path of this process's controlling terminal when it is a pseudo-terminal (/dev/pts/N: majors 136 to
+// 143, /proc/self/stat's tty_nr), checked against the device there.
+std::optional<fs::path> controlling_pty() {
+    std::ifstream in("/proc/self/stat");
+    std::string line;
+    if (!std::getline(in, line)) return std::nullopt;
+    const std::size_t close = line.rfind(')');
+    if (close == std::string::npos || close + 2 >= line.size()) return std::nullopt;
+    std::istringstream fields(line.substr(close + 2));
+    std::string state;
+    long ppid = 0, pgrp = 0, session = 0;
+    unsigned long tty = 0;
+    if (!(fields >> state >> ppid >> pgrp >> session >> tty) || tty == 0) return std::nullopt;
+    const unsigned major = (tty >> 8) & 0xfff, minor = (tty & 0xff) | ((tty >> 12) & 0xfff00);
+    if (major < 136 || major > 143) return std::nullopt;
+    const fs::path path = "/dev/pts/" + std::to_string((major - 136) * 256 + minor);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode) || st.st_rdev != ::makedev(major, minor))
+        return std::nullopt;
+    return path;
 }
 
+// Entered as the command (after the privilege drop): root without capabilities cannot enter another user's
+// mode-0700 project, as in the namespace jail.
 Result enter_working_directory(Context& ctx) {
     if (::chdir(ctx.config.cwd.c_str()) != 0) return fail("enter " + ctx.config.cwd.string());
     return std::nullopt;
@@ -263,16 +296,17 @@ Result close_inherited(Context&) {
     return std::nullopt;
 }
 
-// The command of the jail without namespaces, forked by the supervisor (which may have threads: system calls
-// on prepared data only), in its order: the same shape as the namespace jail's kCommandSteps, with no init
-// before it. Everything is mandatory here but the limits (--best-effort runs without them, with a warning).
+// The command of the jail without namespaces, forked by the keeper (a copy of the supervisor, which may have
+// threads: system calls on prepared data only) once the supervisor's word came, in its order: the same shape
+// as the namespace jail's kCommandSteps, with no init before it. Everything is mandatory here but the limits
+// (--best-effort runs without them, with a warning).
 constexpr Step kHostCommandSteps[] = {
-    {"signals", reset_signals, false, "the supervisor's blocked signals; a command outliving the supervisor"},
-    {"supervisor's word", await_supervisor, false, "a command running before its cgroup holds it"},
-    {"working directory", enter_working_directory, false, "a command started somewhere else"},
+    {"signals", reset_signals, false, "the keeper's blocked signals; a command outliving the keeper"},
     {"resource limits", apply_limits, true, "--memory and --pids where no cgroup holds them (limits.cpp)"},
     {"privilege drop", drop_host_privileges, false,
      "capabilities and setuid gains: securebits and the bounding set where held, uid, no_new_privs"},
+    {"working directory", enter_working_directory, false,
+     "a command started somewhere else; root entering another user's private project"},
     {"Landlock", restrict_with_landlock, false,
      "writes outside the writable roots and reads the read rules hide (no mounts here)"},
     {"seccomp filter", enforce_seccomp, false,
@@ -291,6 +325,94 @@ void add_grant(int ruleset, const LandlockGrant& grant) {
     // A grant that fails only narrows what the command may do.
     ::syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &rule, 0);
     ::close(fd);
+}
+
+// Kills every child of this process, round by round until none is left, and reaps them (`reaped` is told each
+// pid and wait status). Why rounds: without a PID namespace nothing dies with the command, but whoever calls
+// this is the subreaper of all it started: every process left, however deep or detached (setsid, double
+// fork), is a child of ours once its parent is gone. Bounded: a process forking as fast as it can is caught
+// within a few rounds, its children being ours the moment it dies.
+template <class Reaped>
+void kill_children(Reaped reaped) {
+    const pid_t self = ::getpid();
+    for (int round = 0; round < 1000; ++round) {
+        // No child at all (the common case): nothing is left; no /proc walk.
+        siginfo_t info{};
+        if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 && errno == ECHILD) return;
+        bool any = false;
+        DIR* proc = ::opendir("/proc");
+        if (proc == nullptr) return;
+        while (const dirent* entry = ::readdir(proc)) {
+            const char* name = entry->d_name;
+            if (*name < '1' || *name > '9') continue;
+            std::ifstream stat(std::string("/proc/") + name + "/stat");
+            std::string line;
+            if (!std::getline(stat, line)) continue;
+            const std::size_t close = line.rfind(')');
+            if (close == std::string::npos || close + 4 >= line.size()) continue;
+            char state = line[close + 2];
+            long ppid = std::strtol(line.c_str() + close + 4, nullptr, 10);
+            if (ppid != self) continue;
+            any = true;
+            if (state != 'Z') ::kill(static_cast<pid_t>(std::strtol(name, nullptr, 10)), SIGKILL);
+        }
+        ::closedir(proc);
+        for (;;) {
+            int st = 0;
+            pid_t r = ::waitpid(-1, &st, WNOHANG);
+            if (r <= 0) break;
+            reaped(r, st);
+        }
+        if (!any) return;
+        ::usleep(round < 10 ? 200 : 2000);
+    }
+}
+
+// What the keeper receives when the supervisor dies (PR_SET_PDEATHSIG): a signal nobody else sends it.
+int supervisor_gone_signal() {
+    return SIGRTMIN + 3;
+}
+
+// The keeper: the supervisor's child, the command's parent and the subreaper of every process the command
+// starts. Why: without a PID namespace nothing ends with the supervisor. The command has PR_SET_PDEATHSIG,
+// but what it started in the background or in a session of its own would go on (its calls failing closed
+// with ENOSYS once the notifier is gone) and the run's TMPDIR would stay: a supervisor killed with SIGKILL
+// runs no destructor. When the supervisor goes (its PR_SET_PDEATHSIG, or seen by getppid within a second),
+// the keeper kills them all and removes the TMPDIR. While the supervisor lives, the keeper relays the
+// supervisor's signals to the command and, when the command ends, kills what it left and ends with its
+// status (the supervisor's own round of kill_children then finds nothing).
+[[noreturn]] void keep(pid_t command, pid_t supervisor, const fs::path& private_tmp) {
+    sigset_t set = detail::forwarded_signals(true);
+    sigaddset(&set, supervisor_gone_signal());
+    std::optional<int> status;
+    auto note = [&](pid_t pid, int st) {
+        if (pid == command && !status) status = exit_status(st);
+    };
+    for (;;) {
+        siginfo_t info{};
+        const timespec tick{1, 0};
+        const int sig = ::sigtimedwait(&set, &info, &tick);
+        if (::getppid() != supervisor) {
+            kill_children([](pid_t, int) {});
+            std::error_code ec;
+            fs::remove_all(private_tmp, ec);  // never follows a symlink planted inside
+            ::_exit(kSetupFailed);
+        }
+        if (sig > 0 && sig != SIGCHLD && sig != supervisor_gone_signal()) {
+            // Only what the supervisor relays: the terminal's signals reached the command's process group.
+            if ((info.si_code == SI_USER || info.si_code == SI_QUEUE) && info.si_pid == supervisor)
+                ::kill(command, sig);
+            continue;
+        }
+        int st = 0;
+        pid_t r;
+        while ((r = ::waitpid(-1, &st, WNOHANG)) > 0)
+            note(r, st);
+        if (status) {
+            kill_children(note);
+            ::_exit(*status);
+        }
+    }
 }
 
 class HostJail final : public Jail {
@@ -372,47 +494,14 @@ class HostJail final : public Jail {
         }
     }
 
-    // Why: without a PID namespace nothing dies with the command. The supervisor is the subreaper of all it
-    // started: every process left, however deep or detached (setsid, double fork), is a child of ours once
-    // its parent is gone. Killed round by round until no child is left (bounded: a process forking as fast
-    // as it can is caught within a few rounds, its children being ours the moment it dies).
+    // Everything left that the command started (kill_children): the keeper's orphans when it was killed.
     void kill_descendants() {
-        const pid_t self = ::getpid();
-        for (int round = 0; round < 1000; ++round) {
-            // No child at all (the common case): nothing of the command's is left; no /proc walk.
-            siginfo_t info{};
-            if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 && errno == ECHILD) return;
-            bool any = false;
-            DIR* proc = ::opendir("/proc");
-            if (proc == nullptr) return;
-            while (const dirent* entry = ::readdir(proc)) {
-                const char* name = entry->d_name;
-                if (*name < '1' || *name > '9') continue;
-                std::ifstream stat(std::string("/proc/") + name + "/stat");
-                std::string line;
-                if (!std::getline(stat, line)) continue;
-                const std::size_t close = line.rfind(')');
-                if (close == std::string::npos || close + 4 >= line.size()) continue;
-                char state = line[close + 2];
-                long ppid = std::strtol(line.c_str() + close + 4, nullptr, 10);
-                if (ppid != self) continue;
-                any = true;
-                if (state != 'Z') ::kill(static_cast<pid_t>(std::strtol(name, nullptr, 10)), SIGKILL);
+        kill_children([this](pid_t pid, int st) {
+            if (pid == pid_ && !reaped_) {
+                reaped_ = true;
+                if (!status_) status_ = exit_status(st);
             }
-            ::closedir(proc);
-            // Reap the dead (the command's status is kept: it was reaped, or is reaped here).
-            for (;;) {
-                int st = 0;
-                pid_t r = ::waitpid(-1, &st, WNOHANG);
-                if (r <= 0) break;
-                if (r == pid_ && !reaped_) {
-                    reaped_ = true;
-                    if (!status_) status_ = exit_status(st);
-                }
-            }
-            if (!any) return;
-            ::usleep(round < 10 ? 200 : 2000);
-        }
+        });
     }
 
     void remove_private_tmp() {
@@ -551,7 +640,8 @@ bool HostJail::start(const JailConfig& config, std::string& error) {
     if (config.memory_bytes || config.max_pids) {
         LimitRequest request;
         request.memory_bytes = config.memory_bytes;
-        request.max_pids = config.max_pids;
+        // The keeper (keep()) is in the command's cgroup too: one process more than the command's.
+        if (config.max_pids) request.max_pids = *config.max_pids + 1;
         request.command_is_host_root = ::getuid() == 0 && (!config.run_as || config.run_as->first == 0);
         request.best_effort = config.best_effort;
         auto made =
@@ -630,9 +720,11 @@ std::optional<std::string> HostJail::configure(MountPlan plan, UnixSockets unix_
             if (flags < 0 || (flags & O_PATH) || ::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) continue;
             const int mode = flags & O_ACCMODE;
             std::uint64_t rights = mode == O_RDONLY ? 0 : file_rights(abi);
-            if (mode != O_WRONLY && grants.reads) rights |= kReadFile;
+            if (mode != O_WRONLY) rights |= kReadFile;
             if (rights) add_grant(ruleset_, {"/proc/self/fd/" + std::to_string(fd), rights});
         }
+        // The controlling terminal the command inherits, where none of fds 0-2 is it (`cmd < file`).
+        if (auto tty = controlling_pty()) add_grant(ruleset_, {*tty, kReadFile | file_rights(abi)});
     } else if (config_.strict) {
         return std::string("this kernel has no Landlock (--strict)");
     }
@@ -658,19 +750,41 @@ std::optional<std::string> HostJail::configure(MountPlan plan, UnixSockets unix_
     ctx.notify_sock = pair[1];
     const pid_t parent = ::getpid();
 
-    pid_t child = ::fork();
-    if (child < 0) return std::string("fork: ") + std::strerror(errno);
-    if (child == 0) {
+    const fs::path private_tmp = private_tmp_;
+    pid_t keeper = ::fork();
+    if (keeper < 0) return std::string("fork: ") + std::strerror(errno);
+    if (keeper == 0) {
+        // The keeper (keep()): its signals stay blocked (the forwarded ones and SIGCHLD, as the
+        // supervisor's), the one that says the supervisor is gone too, before it is asked for.
+        sigset_t gone;
+        sigemptyset(&gone);
+        sigaddset(&gone, supervisor_gone_signal());
+        ::sigprocmask(SIG_BLOCK, &gone, nullptr);
+        ::prctl(PR_SET_PDEATHSIG, supervisor_gone_signal(), 0, 0, 0);
+        if (::getppid() != parent) ::_exit(kSetupFailed);
+        if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) ::_exit(kSetupFailed);
+        // Wait for the supervisor's word: the keeper's cgroup (--memory, --pids) is entered first, and the
+        // command, forked after, is in it too.
+        char go = 0;
+        if (::read(ctx.notify_sock, &go, 1) != 1) ::_exit(kSetupFailed);
+        const pid_t self = ::getpid();
+        const pid_t command = ::fork();
+        if (command < 0) ::_exit(kSetupFailed);
+        if (command > 0) {
+            // Nothing of the supervisor's stays open here (its listeners, the audit log, the terminal).
+            ::syscall(SYS_close_range, 0U, ~0U, 0U);
+            keep(command, parent, private_tmp);
+        }
         // The command: system calls on prepared data only (the supervisor may have threads).
         ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        if (::getppid() != parent) ::_exit(kSetupFailed);
+        if (::getppid() != self) ::_exit(kSetupFailed);
         if (!run_steps(ctx, kHostCommandSteps)) ::_exit(kSetupFailed);
         ::execvpe(ctx.argv[0], ctx.argv.data(), ctx.envp.data());
         int err = errno;
         say("cannot run " + config_.argv[0] + ": " + std::strerror(err));
         ::_exit(err == ENOENT ? 127 : 126);
     }
-    pid_ = child;
+    pid_ = keeper;
     ::close(pair[1]);
     if (auto message = limits_.enter(pid_)) {
         ::kill(pid_, SIGKILL);

@@ -12,7 +12,7 @@
 //   - signals and abstract Unix sockets scoped by Landlock (ABI 6), ptrace refused, a private TMPDIR.
 // Weaker than the namespace jail: host processes are visible under /proc (no PID namespace), /tmp and
 // /dev/shm are the host's, programs that ignore the proxy variables get a refusal (no transparent
-// proxying), no cgroup unless delegated, and a process that outlives a supervisor killed with SIGKILL.
+// proxying), no cgroup unless delegated.
 #pragma once
 
 #include <cstdint>

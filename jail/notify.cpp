@@ -106,9 +106,9 @@ enum class Does {
     Symlink,         // creates
     Truncate,        // writes through a path
     Socket,          // connect, bind (unix_sockets.hpp)
-    SetGroupId,   // chmod* with S_ISGID and group execute (the filter sends no other mode): directories only
-    Umask,        // noted, then continued by the kernel
-    Unsupported,  // openat2: ENOSYS (its resolve flags are not emulated; programs fall back to openat)
+    ChangeMode,      // chmod*: g+s (directories only); without namespaces, root's every mode
+    Umask,           // noted, then continued by the kernel
+    Unsupported,     // openat2: ENOSYS (its resolve flags are not emulated; programs fall back to openat)
 };
 
 struct SyscallRole {
@@ -132,11 +132,11 @@ const SyscallRole kSyscalls[] = {
     {SYS_rename, Does::Rename, -1, 0, -1, 1, -1, -1, -1, 0},
     {SYS_link, Does::Link, -1, 0, -1, 1, -1, -1, -1, 0},
     {SYS_symlink, Does::Symlink, -1, -1, -1, 1, -1, -1, 0, 0},
-    {SYS_chmod, Does::SetGroupId, -1, 0, -1, -1, -1, 1, -1, 0},
+    {SYS_chmod, Does::ChangeMode, -1, 0, -1, -1, -1, 1, -1, 0},
 #endif
-    {SYS_fchmod, Does::SetGroupId, 0, -1, -1, -1, -1, 1, -1, 0},  // dirfd: the descriptor itself
-    {SYS_fchmodat, Does::SetGroupId, 0, 1, -1, -1, -1, 2, -1, 0},
-    {kFchmodat2, Does::SetGroupId, 0, 1, -1, -1, 3, 2, -1, 0},
+    {SYS_fchmod, Does::ChangeMode, 0, -1, -1, -1, -1, 1, -1, 0},  // dirfd: the descriptor itself
+    {SYS_fchmodat, Does::ChangeMode, 0, 1, -1, -1, -1, 2, -1, 0},
+    {kFchmodat2, Does::ChangeMode, 0, 1, -1, -1, 3, 2, -1, 0},
     {SYS_openat, Does::OpenForWriting, 0, 1, -1, -1, 2, 3, -1, 0},
     {SYS_openat2, Does::Unsupported, -1, -1, -1, -1, -1, -1, -1, 0},
     {SYS_mkdirat, Does::MakeDirectory, 0, 1, -1, -1, -1, 2, -1, 0},
@@ -1253,8 +1253,8 @@ class NotifierImpl final : public Notifier {
                 err = socket_call(req, c);
                 if (err < 0) return;
                 break;
-            case Does::SetGroupId:
-                err = set_group_id(req, c, args, p1);
+            case Does::ChangeMode:
+                err = change_mode(req, c, args, p1);
                 if (err < 0) return;
                 break;
             case Does::Unsupported:
@@ -1268,20 +1268,32 @@ class NotifierImpl final : public Notifier {
         reply(req.id, err);
     }
 
-    // chmod, fchmod, fchmodat, fchmodat2 with S_ISGID and group execute, S_ISUID unset (jail/seccomp.cpp):
-    // performed on a directory (`chmod g+s`: new files take its group), refused on anything else (a
-    // set-group-ID program, EPERM as the filter refuses S_ISUID). The file is opened once in the jail's view
-    // (its mounts: a read-only one stays read-only) and what was looked at is what is changed, through that
-    // descriptor: a directory swapped for a file after the look changes nothing. The kernel's own checks
-    // (owner, group membership for S_ISGID) apply with the caller's file system ids. 0 or an errno; -1: the
-    // caller is gone.
-    int set_group_id(const seccomp_notif& req, const Caller& c, const Args& args, std::string& p1) {
+    // chmod, fchmod, fchmodat, fchmodat2 as the filter sends them (jail/seccomp.cpp): S_ISGID with group
+    // execute and S_ISUID unset, from every command; without namespaces, root's command's every mode without
+    // S_ISUID. S_ISGID with group execute is performed on a directory only (`chmod g+s`: new files take its
+    // group) and refused on anything else (a set-group-ID program, EPERM as the filter refuses S_ISUID).
+    // Without namespaces no read-only mount refuses a chmod, and root's command owns the host's system files
+    // (`chmod 666 /etc/shadow`): the write rules decide the file itself, where it lies now, so a mode changes
+    // only where the command may write (git's lock files in the project; EROFS elsewhere, EACCES for a
+    // protected name). The file is opened once in the jail's view (its mounts: a read-only one stays
+    // read-only) and what was looked at is what is decided and changed, through that descriptor: a name
+    // swapped after the look changes nothing. The kernel's own checks (owner, group membership for S_ISGID)
+    // apply with the caller's file system ids. 0 or an errno; -1: the caller is gone.
+    int change_mode(const seccomp_notif& req, const Caller& c, const Args& args, std::string& p1) {
         const pid_t tgid = c.tgid > 0 ? static_cast<pid_t>(c.tgid) : c.pid;
+        const bool set_group_id = (args.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP);
+        if ((args.mode & S_ISUID) || (!set_group_id && !host_)) return EPERM;  // the filter sends neither
         Fd file;
         if (args.role->path < 0) {  // fchmod
             file.fd = unix_sockets::take_socket(c.pid, tgid, args.dirfd);
+            int fl = file.fd >= 0 ? ::fcntl(file.fd, F_GETFL) : -1;
+            // Where pidfd_getfd is refused to the supervisor too (Docker's profile): what the caller's
+            // descriptor names, reopened as O_PATH through /proc (the same file; its flags from fdinfo).
+            if (file.fd < 0 && host_ && (errno == EPERM || errno == ENOSYS)) {
+                file.fd = host_rules::reopen_descriptor(c.pid, args.dirfd);
+                fl = host_rules::descriptor_flags(c.pid, args.dirfd);
+            }
             if (file.fd < 0) return errno == ESRCH ? -1 : EBADF;
-            const int fl = ::fcntl(file.fd, F_GETFL);
             if (fl < 0 || (fl & O_PATH)) return EBADF;  // fchmod of an O_PATH descriptor, as the kernel
         } else {
             if (int e = read_string(c.pid, args.path, p1)) return e;
@@ -1290,24 +1302,28 @@ class NotifierImpl final : public Notifier {
             if (int e = view_.absolute(c, args.dirfd, p1, abs)) return e;
             Target t;
             if (int e = view_.resolve(c, abs, (args.flags & AT_SYMLINK_NOFOLLOW) == 0, t)) return e;
-            if (t.magic >= 0)
+            if (t.magic >= 0) {
                 file.fd = unix_sockets::take_socket(c.pid, tgid, static_cast<int>(t.magic));
-            else
+                if (file.fd < 0 && host_ && (errno == EPERM || errno == ENOSYS))
+                    file.fd = host_rules::reopen_descriptor(c.pid, static_cast<int>(t.magic));
+            } else {
                 file.fd = ::openat(t.dir.fd, t.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+            }
             if (file.fd < 0) return errno == EBADF ? ENOENT : errno;
         }
-        struct stat st {};
-        if (::fstat(file.fd, &st) != 0) return errno;
-        if (!S_ISDIR(st.st_mode)) return EPERM;
+        struct statx stx {};
+        if (::statx(file.fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_BTIME | STATX_INO, &stx) != 0)
+            return errno;
+        if (set_group_id && !S_ISDIR(stx.stx_mode)) return EPERM;
         if (host_) {
-            // Without namespaces no read-only mount refuses it: the write rules decide the directory itself,
-            // where it lies now (what was looked at).
             char link[64];
             std::snprintf(link, sizeof link, "/proc/self/fd/%d", file.fd);
             std::error_code ec;
             const std::string where = std::filesystem::read_symlink(link, ec).string();
             if (ec || where.empty() || where.front() != '/') return EACCES;
-            if (int e = decide_exact(where, false, where)) return e;
+            if (int e = decide(where, false)) return e;
+            // Another program's POSIX shared memory in the host's /dev/shm (decide_at's rule).
+            if (where.compare(0, 9, "/dev/shm/") == 0 && existed_at_start(stx)) return EACCES;
         }
         if (!valid(req.id)) return -1;
         if (!become(c)) return EPERM;

@@ -144,8 +144,9 @@ Result add_socketpair_rules(scmp_filter_ctx ctx, bool notify_bind) {
 // new files take the directory's group) is harmless: with user notification (`notify_directories`) such a
 // mode without S_ISUID goes to the supervisor, which looks at what the call names and performs it only on
 // a directory (jail/notify.cpp); without, it is refused too. The creations' modes are stripped by the
-// supervisor, and chown clears the bits itself.
-Result add_set_id_rules(scmp_filter_ctx ctx, bool notify_directories) {
+// supervisor, and chown clears the bits itself. `notify_every_mode` (root's command without namespaces, see
+// add_without_namespaces_rules): every mode without S_ISUID goes to the supervisor.
+Result add_set_id_rules(scmp_filter_ctx ctx, bool notify_directories, bool notify_every_mode) {
     // fchmodat2 (Linux 6.6) by number where libseccomp does not know it yet (the same on every
     // architecture: numbers of new calls are shared).
     constexpr int kFchmodat2 = 452;
@@ -167,8 +168,10 @@ Result add_set_id_rules(scmp_filter_ctx ctx, bool notify_directories) {
             std::uint32_t action;
         };
         const std::uint32_t gid_action = notify_directories ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO(EPERM);
-        for (const Rule& rule : {Rule{S_ISUID, S_ISUID, SCMP_ACT_ERRNO(EPERM)},
-                                 Rule{S_ISUID | S_ISGID | S_IXGRP, S_ISGID | S_IXGRP, gid_action}}) {
+        const Rule others = notify_every_mode
+                                ? Rule{S_ISUID, 0, SCMP_ACT_NOTIFY}
+                                : Rule{S_ISUID | S_ISGID | S_IXGRP, S_ISGID | S_IXGRP, gid_action};
+        for (const Rule& rule : {Rule{S_ISUID, S_ISUID, SCMP_ACT_ERRNO(EPERM)}, others}) {
             if (r) break;
             const scmp_arg_cmp arg{call.mode_arg, SCMP_CMP_MASKED_EQ, rule.mask, rule.bits};
             int rc = seccomp_rule_add_array(ctx, rule.action, nr, 1, &arg);
@@ -193,22 +196,19 @@ Result add_without_namespaces_rules(scmp_filter_ctx ctx, UnixSockets unix_socket
     Result r;
     // Root's command (uid 0, no capability) owns the host's system files: without the namespace jail's
     // read-only mounts, chmod would let it make /etc/shadow world-writable for everyone after the run
-    // (Landlock has no right for modes). Refused outright: the filter cannot see which file.
-    // Extended attributes likewise: a POSIX ACL (system.posix_acl_access, which setfacl writes) is a mode by
-    // another name (`setfacl -m o::rw /etc/passwd` makes it world-writable), and the owner may set one.
+    // (Landlock has no right for modes). Its chmod family goes to the supervisor, which decides by the write
+    // rules (add_set_id_rules with notify_every_mode, jail/notify.cpp). Extended attributes are refused
+    // outright: a POSIX ACL (system.posix_acl_access, which setfacl writes) is a mode by another name
+    // (`setfacl -m o::rw /etc/passwd` makes it world-writable), and the owner may set one.
     if (root_command) {
-        constexpr int kFchmodat2 = 452, kSetxattrat = 463, kRemovexattrat = 466;
-        for (const char* name :
-             {"chmod", "fchmod", "fchmodat", "fchmodat2", "setxattr", "lsetxattr", "fsetxattr", "setxattrat",
-              "removexattr", "lremovexattr", "fremovexattr", "removexattrat"}) {
+        constexpr int kSetxattrat = 463, kRemovexattrat = 466;
+        for (const char* name : {"setxattr", "lsetxattr", "fsetxattr", "setxattrat", "removexattr",
+                                 "lremovexattr", "fremovexattr", "removexattrat"}) {
             if (r) break;
             int nr = seccomp_syscall_resolve_name(name);
             if (nr == __NR_SCMP_ERROR) {
                 const std::string n = name;
-                nr = n == "fchmodat2"       ? kFchmodat2
-                     : n == "setxattrat"    ? kSetxattrat
-                     : n == "removexattrat" ? kRemovexattrat
-                                            : -1;
+                nr = n == "setxattrat" ? kSetxattrat : n == "removexattrat" ? kRemovexattrat : -1;
             }
             if (nr < 0) continue;
             int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
@@ -381,7 +381,11 @@ Result compile_seccomp(const JailConfig& config, UnixSockets unix_sockets,
         scmp_arg_cmp arg = SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, request);
         r = refuse(f.ctx, "ioctl", EPERM, 1, &arg);
     }
-    if (!r) r = add_set_id_rules(f.ctx, config.user_notify);
+    // Root's command without namespaces: its every chmod is decided by the supervisor (no read-only mount
+    // keeps it off the host's system files, which it owns).
+    const bool root_command = ::getuid() == 0 && (!config.run_as || config.run_as->first == 0);
+    const bool notify_every_mode = config.without_namespaces && config.user_notify && root_command;
+    if (!r) r = add_set_id_rules(f.ctx, config.user_notify, notify_every_mode);
     if (!r && config.user_notify) r = add_notify_rules(f.ctx);
     if (!r && unix_sockets == UnixSockets::Listed) r = add_unix_socket_rules(f.ctx);
     if (!r && unix_sockets != UnixSockets::All)
@@ -389,7 +393,6 @@ Result compile_seccomp(const JailConfig& config, UnixSockets unix_sockets,
     if (!r && config.without_namespaces) {
         if (!config.user_notify)
             return fail_msg("the jail without namespaces needs seccomp user notification");
-        const bool root_command = ::getuid() == 0 && (!config.run_as || config.run_as->first == 0);
         r = add_without_namespaces_rules(f.ctx, unix_sockets, root_command);
     }
     if (r) return r;

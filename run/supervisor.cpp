@@ -1,4 +1,5 @@
 // The supervisor of `cordon run` (see run.hpp).
+#include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -158,6 +160,64 @@ std::optional<std::pair<uid_t, gid_t>> owner_for_root(const std::filesystem::pat
 
 }  // namespace
 
+namespace {
+
+// What the namespace jail's child says while it sets itself up (JailConfig::setup_report_fd), kept while auto
+// may still fall back: when it does, the child's reason goes into the fallback's one line; when the namespace
+// jail runs, it is said as it would have been.
+class SetupReport {
+  public:
+    SetupReport() = default;
+    SetupReport(const SetupReport&) = delete;
+    SetupReport& operator=(const SetupReport&) = delete;
+    ~SetupReport() {
+        replay();  // what came late (a child that failed right after handing its listeners over)
+        for (int fd : fds_)
+            if (fd >= 0) ::close(fd);
+    }
+    // The write end for the child, or -1 (then it says all on stderr).
+    int open() {
+        if (::pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0) fds_[0] = fds_[1] = -1;
+        return fds_[1];
+    }
+    // After the clone: only the child holds the write end.
+    void started() { close_fd(fds_[1]); }
+    // Everything said so far (the child has ended, or has started the command).
+    std::string take() {
+        std::string text;
+        char buf[4096];
+        ssize_t n;
+        while (fds_[0] >= 0 && (n = ::read(fds_[0], buf, sizeof buf)) > 0)
+            text.append(buf, static_cast<std::size_t>(n));
+        return text;
+    }
+    void replay() { std::cerr << take(); }
+    // The child's reason in a few words: its last line without "cordon: ", "cannot set up the jail: " and the
+    // source location, or "" when it said nothing.
+    std::string reason() {
+        std::string text = take();
+        close_fd(fds_[0]);
+        while (!text.empty() && text.back() == '\n')
+            text.pop_back();
+        std::string line = text.substr(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+        for (const char* prefix : {"cordon: ", "cannot set up the jail: "})
+            if (line.compare(0, std::strlen(prefix), prefix) == 0) line.erase(0, std::strlen(prefix));
+        if (const std::size_t at = line.rfind(" (");
+            at != std::string::npos && line.back() == ')' && line.find(".cpp:", at) != std::string::npos)
+            line.erase(at);
+        return line;
+    }
+
+  private:
+    static void close_fd(int& fd) {
+        if (fd >= 0) ::close(fd);
+        fd = -1;
+    }
+    int fds_[2] = {-1, -1};
+};
+
+}  // namespace
+
 int run(const Options& options) {
     std::error_code ec;
     std::filesystem::path cwd = std::filesystem::current_path(ec);
@@ -198,9 +258,13 @@ int run(const Options& options) {
     const auto flag_choice = jail::parse_jail_choice(options.jail);
     jail::JailChoice choice = flag_choice.value_or(jail::JailChoice::Auto);
     std::string fallback_why;  // why the namespace jail is not used, for the one line
+    SetupReport setup_report;
     auto start = [&](jail::JailChoice want) -> std::variant<std::unique_ptr<jail::Jail>, std::string> {
         if (want == jail::JailChoice::Landlock) return jail::start_without_namespaces(config);
+        if (want == jail::JailChoice::Auto && !options.strict) config.setup_report_fd = setup_report.open();
         auto made = jail::Jail::start(config);
+        setup_report.started();
+        config.setup_report_fd = -1;
         auto* error = std::get_if<std::string>(&made);
         if (!error || want == jail::JailChoice::Namespaces || options.strict) return made;
         fallback_why = *error;
@@ -311,14 +375,15 @@ int run(const Options& options) {
     if (!without_namespaces && choice == jail::JailChoice::Auto && !options.strict) fallback_plan = plan;
     if (auto error = jail->configure(std::move(plan), unix_sockets)) {
         if (!fallback_plan) {
+            setup_report.replay();
             std::cerr << "cordon: " << *error << "\n";
             if (!without_namespaces) say_if_inside_another_sandbox();
             return 125;
         }
-        // The jail's child said why on stderr, the line above this one.
-        fallback_why =
-            "the namespace jail could not be set up" +
-            (*error == "the jail could not be set up" ? std::string(": see above") : ": " + *error);
+        // The jail's child said why on the setup report: in the one line.
+        const std::string reason = setup_report.reason();
+        fallback_why = "the namespace jail could not be set up: " +
+                       (*error == "the jail could not be set up" && !reason.empty() ? reason : *error);
         jail.reset();
         auto again = jail::start_without_namespaces(config);
         if (auto* message = std::get_if<std::string>(&again)) {
@@ -335,6 +400,7 @@ int run(const Options& options) {
             return 125;
         }
     }
+    setup_report.replay();  // the namespace jail runs: its setup's warnings, as it said them
 
     Supervisor sup;
     uv_loop_init(&sup.loop);

@@ -254,10 +254,6 @@ class ReviewCase(GitFixtures):
     # writable areas (read-only in the jail, but not in the host's mount namespace where the supervisor
     # works: unchanged), an O_PATH descriptor (EBADF, as the kernel).
     def test_set_group_id_directories_allowed_files_refused(self):
-        if os.environ.get("CORDON_TEST_JAIL") == "landlock" and not self.AS_USER and not getattr(self, "USER_FLAG", False):
-            # Does not apply: the jail without namespaces refuses root's command every chmod (no read-only
-            # mount keeps it off the host's system files there; jail/README.md).
-            self.skipTest("root's command may not chmod in the jail without namespaces")
         ro = self.mkdir("outside/ro")
         os.chmod(ro, 0o755)
         script = r"""

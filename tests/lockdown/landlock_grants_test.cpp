@@ -1,6 +1,7 @@
 // The jail without namespaces' Landlock grants, computed from a mount plan (jail/landlock_jail.hpp): reads
-// are handled only when the plan hides something, and then granted everywhere the mounts would show but never
-// on a directory that holds a hidden path; writes in the writable roots, the plan's /tmp being the run's own.
+// are granted everywhere the mounts would show but never on a directory that holds a hidden path (the host's
+// /dev/pts is always hidden: the user's other terminals); writes in the writable roots, the plan's /tmp being
+// the run's own.
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,7 +47,7 @@ struct TempDir {
 
 }  // namespace
 
-TEST_CASE("no read rule: reads are not handled, writes only in the writable roots") {
+TEST_CASE("no read rule: everything readable but the host's terminals, writes only in the writable roots") {
     MountPlan plan;
     plan.ops.push_back({MountKind::RootReadOnly, "/", "root"});
     plan.ops.push_back({MountKind::PrivateTmp, "/tmp", "tmp"});
@@ -54,7 +55,21 @@ TEST_CASE("no read rule: reads are not handled, writes only in the writable root
     plan.writable_roots = {"/srv/project", "/tmp"};
     auto g = landlock_grants(plan, "/var/tmp/cordon-tmp-x", 6);
     CHECK_FALSE(g.reads);
-    CHECK((g.handled & kReadFile) == 0);
+    CHECK(g.shown.empty());  // the notifier hides nothing
+    CHECK((g.handled & kReadFile) != 0);
+    CHECK(covered(g, "/usr/bin/env", kReadFile));
+    CHECK(covered(g, "/etc", kReadDir));
+    CHECK(covered(g, "/dev/null", kReadFile));
+    CHECK(covered(g, "/dev/shm/x", kReadFile));
+    CHECK(granted(g, "/", kReadDir));
+    // The user's other terminals (opened for reading without the notifier) are not readable; the command's
+    // own are granted when it starts.
+    CHECK_FALSE(covered(g, "/dev/pts/0", kReadFile));
+    CHECK_FALSE(covered(g, "/dev/pts/7", kReadFile));
+    CHECK_FALSE(granted(g, "/dev", kReadFile));
+    CHECK_FALSE(granted(g, "/", kReadFile));
+    // Without Landlock nothing is handled.
+    CHECK((landlock_grants(plan, "/var/tmp/cordon-tmp-x", 0).handled & kReadFile) == 0);
     CHECK(granted(g, "/srv/project", kWriteFile));
     CHECK(granted(g, "/var/tmp/cordon-tmp-x", kWriteFile));
     CHECK_FALSE(covered(g, "/tmp/other", kWriteFile));  // the host's /tmp is not the private one

@@ -134,17 +134,45 @@ class HostReachCases(Base):
                     os.unlink(leftover)
 
 
-    def test_other_terminals_are_not_written(self):
+    def test_other_terminals_are_neither_written_nor_read(self):
         # The user's other terminal (a pseudo-terminal that a host shell has as its controlling terminal, where
         # the next line typed may be sudo's password): the host's /dev/pts is the command's /dev/pts here.
         master, slave = os.openpty()
+        own_master, own_slave = os.openpty()
         name = os.ttyname(slave)
-        os.chown(name, Env.uid if self.runs_as_user() else 0, -1)
+        for tty in (name, os.ttyname(own_slave)):
+            os.chown(tty, Env.uid if self.runs_as_user() else 0, -1)
         shell = subprocess.Popen(["sleep", "60"], stdin=slave, start_new_session=True,
                                  preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+        opener = self.write(os.path.join(self.outside, "opener.py"),
+                            "import os, sys\n"
+                            "for path in sys.argv[1:]:\n"
+                            "    try:\n"
+                            "        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)\n"
+                            "    except OSError:\n"
+                            "        print('refused', path)\n"
+                            "        continue\n"
+                            "    try:\n"
+                            "        print('read', path, os.read(fd, 100))\n"
+                            "    except OSError:\n"
+                            "        print('read', path)\n")
+        rdev = os.stat(name).st_rdev
+        alias = f"/dev/char/{os.major(rdev)}:{os.minor(rdev)}"
         try:
-            # The run's own terminals stay usable: one it makes (script allocates a pty and opens its slave).
-            out, _ = self.sh(f"! echo evil > {name} && ! printf evil >> {name} && script -qec 'echo made' /dev/null")
+            # What the user types there is not the command's to read (by name, or by /dev/char's alias); the
+            # run's own terminals stay usable: the one it inherits (stdin here) is opened again, and one it
+            # makes (script allocates a pty and opens its slave) works.
+            os.write(master, b"typed-secret\n")
+            out, _ = self.sh(f"! echo evil > {name} && ! printf evil >> {name} && "
+                             f"{PY} {opener} {name} {alias} $(tty) && script -qec 'echo made' /dev/null",
+                             stdin=own_slave)
+            lines = out.splitlines()
+            if self.HAS_LANDLOCK:
+                self.assertIn(f"refused {name}", lines)
+                self.assertNotIn("typed-secret", out)
+                if os.path.exists(alias):
+                    self.assertIn(f"refused {alias}", lines)
+            self.assertIn(f"read {os.ttyname(own_slave)}", " ".join(lines))
             self.assertIn("made", out)
             os.set_blocking(master, False)
             try:
@@ -155,8 +183,8 @@ class HostReachCases(Base):
         finally:
             shell.kill()
             shell.wait()
-            os.close(master)
-            os.close(slave)
+            for fd in (master, slave, own_master, own_slave):
+                os.close(fd)
 
 
     def test_root_command_cannot_widen_modes_by_acl(self):

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -108,6 +109,11 @@ class Cases(JailFixtures):
         self.assertEqual(rc, 0, err)
         lines = [line for line in err.splitlines() if FALLBACK in line]
         self.assertEqual(len(lines), 1, err)
+        # One line and nothing else: which jail, why (the flag, or the namespace jail's failure) and its lacks.
+        self.assertEqual(err.splitlines(), lines, err)
+        self.assertRegex(lines[0], r"^cordon: running the jail without namespaces \((--jail landlock|"
+                                   r"cannot create the jail's namespaces: .+|the namespace jail could not be set "
+                                   r"up: .+)\); it lacks: ")
         self.assertIn("no PID namespace", lines[0])
         self.assertIn("no transparent proxying", lines[0])
 
@@ -221,11 +227,125 @@ class Cases(JailFixtures):
     def test_host_kernel_knobs_and_devices_are_refused(self):
         self.sh("! echo 1 > /proc/sys/kernel/sysrq && ! echo x > /dev/kmsg 2>/dev/null && echo ok > /dev/null")
 
+    def test_git_works_and_chmod_follows_the_write_rules(self):
+        """git init, a clone of a local repository and a commit in the project succeed (git chmods its lock
+        files and its config: refused outright to root's command before); root's chmod keeps to the writable
+        roots: /etc/passwd, a file outside them, one through a symlink out of them, a denyWrite path and
+        set-id bits stay refused, by path and by descriptor."""
+        git = "git -c user.name=t -c user.email=t@example.invalid -c init.defaultBranch=main"
+        source = os.path.join(self.outside, "source")
+        subprocess.run(f"{git} init -q {source} && {git} -C {source} commit -q --allow-empty -m first",
+                       shell=True, check=True)
+        if self.runs_as_user():
+            subprocess.run(["chown", "-R", f"{Env.uid}:{Env.gid}", source], check=True)
+        self.write(os.path.join(self.cwd, "existing", "f"), "tracked\n")
+        host_git = f"{git} -c safe.directory=* -C {self.cwd}/existing"
+        subprocess.run(f"{host_git} init -q && {host_git} add f && {host_git} commit -q -m first", shell=True,
+                       check=True)
+        if self.runs_as_user():
+            subprocess.run(["chown", "-R", f"{Env.uid}:{Env.gid}", os.path.join(self.cwd, "existing")], check=True)
+        out, _ = self.sh(f"{git} init -q new && {git} clone -q {source} clone && "
+                         f"echo change >> existing/f && {git} -C existing commit -q -am second && "
+                         f"{git} -C clone log --oneline | wc -l && {git} -C existing log --oneline | wc -l && "
+                         f"echo x > mode && chmod 600 mode && stat -c %a mode")
+        self.assertEqual(out.split(), ["1", "2", "600"])
+        self.assertTrue(os.path.isfile(os.path.join(self.cwd, "new", ".git", "HEAD")))
+        if self.runs_as_user():
+            return  # the user's own files outside the roots: not refused here (jail/README.md)
+        outside = self.write(os.path.join(self.outside, "f"))
+        os.chmod(outside, 0o644)
+        os.symlink(outside, os.path.join(self.cwd, "link"))
+        locked = self.write(os.path.join(self.cwd, "locked"))
+        os.chmod(locked, 0o644)
+        program = os.path.join(self.cwd, "program")
+        passwd = os.stat("/etc/passwd").st_mode
+        fchmod = self.write(os.path.join(self.outside, "fchmod.py"),
+                            "import os, sys\nfd = os.open(sys.argv[1], os.O_RDONLY)\n"
+                            "try:\n    os.fchmod(fd, int(sys.argv[2], 8)); print('changed')\n"
+                            "except OSError:\n    print('refused')\n")
+        try:
+            out, _ = self.sh(
+                f"! chmod 666 /etc/passwd && ! chmod 666 {outside} && ! chmod 666 link && ! chmod 666 locked "
+                f"&& cp /bin/true program && ! chmod 4755 program && ! chmod u+s program && ! chmod 2755 program "
+                f"&& {PY} {fchmod} /etc/passwd 666 && {PY} {fchmod} {outside} 666 && "
+                f"{PY} {fchmod} locked 666 && {PY} {fchmod} program 4755 && {PY} {fchmod} mode 640",
+                "--deny-write", locked)
+            self.assertEqual(out.split(), ["refused"] * 4 + ["changed"])
+        finally:
+            os.chmod("/etc/passwd", passwd & 0o7777)
+        self.assertEqual(os.stat("/etc/passwd").st_mode, passwd)
+        for path in (outside, locked):
+            self.assertEqual(os.stat(path).st_mode & 0o7777, 0o644, path)
+        self.assertEqual(os.stat(program).st_mode & 0o7000, 0)
+        self.assertEqual(os.stat(os.path.join(self.cwd, "mode")).st_mode & 0o777, 0o640)
+
     def test_background_processes_end_with_the_run(self):
         marker = "cordon-bg-" + os.urandom(4).hex()
         self.sh(f"(setsid sh -c 'exec -a {marker} sleep 300' &) ; sleep 0.2; exit 3", expect=3)
         left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
         self.assertEqual(left, "", "a process of the run outlived it")
+
+    def test_supervisor_killed_leaves_no_process_and_no_tmpdir(self):
+        # Without a PID namespace nothing dies with the jail: a process of the run (in the background, or in a
+        # session of its own) and the run's TMPDIR would outlive a supervisor killed with SIGKILL.
+        marker = "300.%d" % int.from_bytes(os.urandom(3), "big")  # sleep's argument names the run's sleeps
+        p = self.popen(["-c", f'echo x > "$TMPDIR/f" && echo "$TMPDIR" && (sleep {marker} &) && '
+                              f'(setsid sleep {marker} &); sleep 300'])
+        left = []
+        try:
+            tmpdir = p.stdout.readline().strip()
+            self.assertTrue(os.path.isfile(os.path.join(tmpdir, "f")), tmpdir)
+            for _ in range(100):
+                if len(self.pids_of(marker)) == 2:
+                    break
+                time.sleep(0.05)
+            self.assertEqual(len(self.pids_of(marker)), 2)
+            supervisor = self.supervisor_of(p.pid)
+            self.assertIsNotNone(supervisor)
+            os.kill(supervisor, signal.SIGKILL)
+            p.wait(timeout=30)
+            for _ in range(100):
+                left = self.pids_of(marker)
+                if not left and not os.path.exists(tmpdir):
+                    break
+                time.sleep(0.05)
+            self.assertEqual(left, [], "a process of the run outlived its supervisor")
+            self.assertFalse(os.path.exists(tmpdir), "the run's TMPDIR outlived its supervisor")
+        finally:
+            for pid in self.pids_of(marker):
+                os.kill(pid, signal.SIGKILL)
+            if p.poll() is None:
+                p.kill()
+            p.communicate(timeout=30)
+
+    @staticmethod
+    def pids_of(marker):
+        """The processes that run `sleep MARKER`."""
+        pids = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if f.read() == b"sleep\0" + marker.encode() + b"\0":
+                        pids.append(int(pid))
+            except OSError:
+                continue
+        return pids
+
+    @staticmethod
+    def supervisor_of(root):
+        """The first `cordon` process at or below `root` (the host's wrapper may come first)."""
+        todo = [root]
+        while todo:
+            pid = todo.pop(0)
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    if f.read().strip() == "cordon":
+                        return pid
+                with open(f"/proc/{pid}/task/{pid}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+            except OSError:
+                continue
+        return None
 
     def runs_as_user(self):
         return self.AS_USER or self.USER_FLAG
