@@ -228,4 +228,33 @@ TEST_CASE("write rules: protected names compared as a case-insensitive directory
     CHECK(rule_of(decide_write_entry(*p, cwd + "/.GIT", false, facts)) == "gitfile");
 }
 
+TEST_CASE("write rules: git directories by content and git's targets, spelt otherwise where names fold",
+          "[write-rules]") {
+    // Attack review (issue 23): in a case-insensitive directory `.bare/HOOKS/x` is the old bare repository's
+    // `hooks/x` and `.HUSKY/pre-commit` the core.hooksPath directory's hook; the rules looked only for the
+    // exact spelling (`hooks`, the target as configured) and let both through.
+    TempTree tree;
+    auto p = load_ok(tree.options());
+    const std::string cwd = tree.cwd().string();
+    StatedFacts facts;
+    facts.signatures.insert(cwd + "/.bare");
+    facts.old_git_dirs.insert(cwd + "/.bare");
+    facts.hook_dirs.push_back(cwd + "/.husky");
+    facts.config_files.push_back(cwd + "/extra.gitconfig");
+    // A directory that compares with case: other names, other files.
+    CHECK(decide_write(*p, cwd + "/.bare/HOOKS/pre-receive", true, facts).allowed());
+    CHECK(decide_write(*p, cwd + "/.HUSKY/pre-commit", true, facts).allowed());
+    CHECK(decide_write(*p, cwd + "/EXTRA.gitconfig", false, facts).allowed());
+    facts.nocase_dirs.insert(cwd);
+    facts.nocase_dirs.insert(cwd + "/.bare");
+    auto hook = decide_write(*p, cwd + "/.bare/HOOKS/pre-receive", true, facts);
+    CHECK(hook.error == EACCES);
+    CHECK(rule_of(hook) == "casefold");
+    CHECK(decide_write(*p, cwd + "/.bare/Config", false, facts).error == EACCES);
+    CHECK(decide_write(*p, cwd + "/.bare/Objects/ab", true, facts).allowed());
+    CHECK(decide_write(*p, cwd + "/.HUSKY/pre-commit", true, facts).error == EACCES);
+    CHECK(decide_write(*p, cwd + "/EXTRA.gitconfig", false, facts).error == EACCES);
+    CHECK(decide_write(*p, cwd + "/EXTRA.gitconfig.bak", false, facts).allowed());
+}
+
 }  // namespace cordon::policy::test
