@@ -928,13 +928,18 @@ class NotifierImpl final : public Notifier {
     // `.git`, a home's `.config`, an ancestor of a core.hooksPath or included file), as the directory that
     // would hold it compares names.
     bool holds_protected_names(const std::string& path) {
+        const std::string folded = fold(path);
+        bool folded_holds = path != folded && policy_->holds_protected_names(folded);
         for (const auto* list : {&git_targets_.hook_dirs, &git_targets_.files})
-            for (const std::string& target : *list)
+            for (const std::string& target : *list) {
                 if (target != path && covers(path, target)) return true;
+                // (`TOOLS` for the core.hooksPath `tools/hooks` where names fold.)
+                const std::string t = fold(target);
+                folded_holds = folded_holds || (path != folded && t != folded && covers(folded, t));
+            }
         Facts facts(*this);
         return policy_->holds_protected_names(path) ||
-               (path != fold(path) && policy_->holds_protected_names(fold(path)) &&
-                policy::casefold_on_the_way(path, facts));
+               (folded_holds && policy::casefold_on_the_way(path, facts));
     }
 
     // A symlink made, renamed or linked to `to`: refused (EACCES) where `to` holds protected names. Why: a

@@ -246,10 +246,14 @@ WriteDecision decide_exact(const Policy& policy, const std::string& path, bool c
 // The names protected inside a `.git` that existed when the run started, inside any other git directory of
 // that age, recognised by what it holds. Looked up only where the path names something inside a git
 // directory (`hooks`, `config`, ...): most paths cost nothing.
-bool in_old_git_dir(const Policy& policy, const std::string& path, WriteFacts& facts) {
+// `original`: the path as the call spells it (the same, or `path` folded): the directories are looked at as
+// spelt, component for component.
+bool in_old_git_dir(const Policy& policy, const std::string& path, WriteFacts& facts,
+                    const std::string& original) {
     const std::vector<std::string> parts = components(path);
+    const std::vector<std::string> spelt = components(original);
     for (std::size_t i : git_dir_candidates(parts)) {
-        const std::string dir = join(parts, i + 1);
+        const std::string dir = join(spelt.size() == parts.size() ? spelt : parts, i + 1);
         if (!facts.holds_git_signature(dir) || !facts.git_dir_existed(dir)) continue;
         std::string inside = "/.git";
         for (std::size_t k = i + 1; k < parts.size(); ++k)
@@ -265,11 +269,13 @@ bool covers(const std::string& dir, const std::string& path) {
            (path.size() == dir.size() || dir == "/" || path[dir.size()] == '/');
 }
 
-bool git_config_target(const std::string& path, WriteFacts& facts) {
+// `folded`: compare folded (`path` is folded): the target as a case-insensitive directory finds it.
+bool git_config_target(const std::string& path, WriteFacts& facts, bool folded = false) {
+    auto as = [&](const std::string& p) { return folded ? casefold::fold(p) : p; };
     for (const std::string& dir : facts.git_hook_dirs())
-        if (covers(dir, path)) return true;
+        if (covers(as(dir), path)) return true;
     for (const std::string& file : facts.git_config_files())
-        if (file == path) return true;
+        if (as(file) == path) return true;
     return false;
 }
 
@@ -321,15 +327,22 @@ WriteDecision decide_write(const Policy& policy, const std::string& path, bool c
         return by("read-rules-hide", EACCES);
     WriteDecision out = decide_exact(policy, path, creates, path, facts);
     if (out.error) return out;
-    if (in_old_git_dir(policy, path, facts)) return by("git-dirs-by-content", EACCES);
+    if (in_old_git_dir(policy, path, facts, path)) return by("git-dirs-by-content", EACCES);
     if (git_config_target(path, facts)) return by("git-config-targets", EACCES);
-    // Case-insensitive directories: there `.BASHRC` is bash's `.bashrc`, `.Git/Hooks` git's `.git/hooks`. A
-    // path that folds to another and that the policy allows is decided again folded (the protected names and
-    // the usual deny rules are lower-case ASCII); a protection found so holds where a directory on the way
-    // compares without case. Paths without capitals or such characters (most) cost one scan more.
+    // Case-insensitive directories: there `.BASHRC` is bash's `.bashrc`, `.Git/Hooks` git's `.git/hooks`,
+    // `.bare/HOOKS` an old bare repository's hooks and `.HUSKY` the core.hooksPath directory `.husky`. A path
+    // that folds to another and that the rules allow is decided again folded (the protected names, the names
+    // inside a git directory and the usual deny rules are lower-case ASCII; git's targets are compared
+    // folded); a protection found so holds where a directory on the way compares without case. Paths without
+    // capitals or such characters (most) cost one scan more.
     if (!casefold::folds(path)) return out;
-    WriteDecision folded = decide_exact(policy, casefold::fold(path), creates, path, facts);
-    if (folded.error != EACCES || !casefold_on_the_way(path, facts)) return out;
+    const std::string fold = casefold::fold(path);
+    WriteDecision folded = decide_exact(policy, fold, creates, path, facts);
+    if (folded.error != EACCES && !in_old_git_dir(policy, fold, facts, path) &&
+        !git_config_target(fold, facts, true))
+        return out;
+    if (!casefold_on_the_way(path, facts)) return out;
+    if (folded.error != EACCES) folded = by("casefold", EACCES);
     folded.rule = &write_rule("casefold");
     return folded;
 }
