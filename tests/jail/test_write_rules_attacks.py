@@ -244,6 +244,37 @@ class AttackCase(JailFixtures):
         self.assertFalse(os.path.exists(os.path.join(project, ".husky/pre-commit")))
 
 
+    # HOLE (not fixed): git's configured targets are read only from the repository that holds the working
+    # directory (policy/git_config.cpp find_targets). A nested repository that existed before the run
+    # (vendor/lib, a submodule's working tree, a monorepo's subproject) with core.hooksPath .githooks or an
+    # include.path keeps both writable: the jailed command writes vendor/lib/.githooks/pre-commit, and the
+    # user's next `git commit` in vendor/lib runs it on the host (an included core.fsmonitor runs at `git
+    # status`). Fixing it means finding every such repository's configuration (a walk of the writable roots at
+    # start, or a look upwards at each write, cached by the git directory's identity): a design and a
+    # start-up/bench-7 measurement, not a small change.
+    @unittest.expectedFailure
+    def test_nested_repository_hooks_path_and_include(self):
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        nested = self.mkdir("project/vendor/lib")
+        self.git("init", "-q", nested, cwd=nested)
+        self.git("config", "core.hooksPath", ".githooks", cwd=nested)
+        self.git("config", "include.path", "../extra.cfg", cwd=nested)
+        self.mkdir("project/vendor/lib/.githooks")
+        self.write(os.path.join(cwd, "vendor/extra.cfg"), "")
+        time.sleep(0.05)
+        got, err = self.jailed(
+            "import errno, json, os\n"
+            "out = {}\n"
+            "for p in ('vendor/lib/.githooks/pre-commit', 'vendor/extra.cfg'):\n"
+            "    try:\n"
+            "        os.close(os.open(p, os.O_WRONLY | os.O_CREAT, 0o755)); out[p] = 'ok'\n"
+            "    except OSError as e:\n"
+            "        out[p] = errno.errorcode.get(e.errno, str(e.errno))\n"
+            "print(json.dumps(out))\n")
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+        self.assertFalse(os.path.exists(os.path.join(nested, ".githooks/pre-commit")))
+
 class AsRoot(AttackCase, unittest.TestCase):
     AS_USER = False
 
