@@ -244,6 +244,37 @@ class AttackCase(JailFixtures):
         self.assertFalse(os.path.exists(os.path.join(project, ".husky/pre-commit")))
 
 
+    # HOLE (fixed): the audit log inside a writable area (`--audit-log audit.jsonl` in the project). The
+    # namespace jail binds it read-only; the jail without namespaces ignores the plan's read-only binds and
+    # the write rules did not know the file: the command appended forged lines, truncated, removed, moved or
+    # hard-linked it (then wrote the link).
+    def test_audit_log_is_never_written(self):
+        log = self.write(os.path.join(self.cwd, "audit.jsonl"), "")
+        user = ["--user", Env.user] if self.USER_FLAG else []
+        script = (
+            "import errno, json, os\n"
+            "out = {}\n"
+            "def t(name, f):\n"
+            "    try:\n"
+            "        f(); out[name] = 'ok'\n"
+            "    except OSError as e:\n"
+            "        out[name] = errno.errorcode.get(e.errno, str(e.errno))\n"
+            "t('append', lambda: os.close(os.open('audit.jsonl', os.O_WRONLY | os.O_APPEND)))\n"
+            "t('truncate', lambda: os.truncate('audit.jsonl', 0))\n"
+            "t('link', lambda: os.link('audit.jsonl', 'hard'))\n"
+            "t('rename', lambda: os.rename('audit.jsonl', 'moved'))\n"
+            "t('over', lambda: (open('new', 'w').close(), os.rename('new', 'audit.jsonl')))\n"
+            "t('unlink', lambda: os.unlink('audit.jsonl'))\n"
+            "print(json.dumps(out))\n")
+        p = subprocess.run([Env.cordon, "run", "--no-discover", *user, "--jail", self.JAIL, "--audit-log", log,
+                            "--", PY, "-c", script], cwd=self.cwd, env=self.env(), capture_output=True, text=True,
+                           timeout=120, **self._identity())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = json.loads(p.stdout.strip().splitlines()[-1])
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, p.stderr)
+        self.assertTrue(os.path.exists(log))
+        self.assertFalse(os.path.lexists(os.path.join(self.cwd, "hard")))
+
     # HOLE (not fixed): git's configured targets are read only from the repository that holds the working
     # directory (policy/git_config.cpp find_targets). A nested repository that existed before the run
     # (vendor/lib, a submodule's working tree, a monorepo's subproject) with core.hooksPath .githooks or an
