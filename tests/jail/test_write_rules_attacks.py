@@ -247,9 +247,10 @@ class AttackCase(JailFixtures):
     # HOLE (fixed): the audit log inside a writable area (`--audit-log audit.jsonl` in the project). The
     # namespace jail binds it read-only; the jail without namespaces ignores the plan's read-only binds and
     # the write rules did not know the file: the command appended forged lines, truncated, removed, moved or
-    # hard-linked it (then wrote the link).
+    # hard-linked it (then wrote the link), or moved its directory away
+    # and made another in its place.
     def test_audit_log_is_never_written(self):
-        log = self.write(os.path.join(self.cwd, "audit.jsonl"), "")
+        log = self.write(os.path.join(self.cwd, "logs/audit.jsonl"), "")
         user = ["--user", Env.user] if self.USER_FLAG else []
         script = (
             "import errno, json, os\n"
@@ -259,12 +260,13 @@ class AttackCase(JailFixtures):
             "        f(); out[name] = 'ok'\n"
             "    except OSError as e:\n"
             "        out[name] = errno.errorcode.get(e.errno, str(e.errno))\n"
-            "t('append', lambda: os.close(os.open('audit.jsonl', os.O_WRONLY | os.O_APPEND)))\n"
-            "t('truncate', lambda: os.truncate('audit.jsonl', 0))\n"
-            "t('link', lambda: os.link('audit.jsonl', 'hard'))\n"
-            "t('rename', lambda: os.rename('audit.jsonl', 'moved'))\n"
-            "t('over', lambda: (open('new', 'w').close(), os.rename('new', 'audit.jsonl')))\n"
-            "t('unlink', lambda: os.unlink('audit.jsonl'))\n"
+            "t('append', lambda: os.close(os.open('logs/audit.jsonl', os.O_WRONLY | os.O_APPEND)))\n"
+            "t('truncate', lambda: os.truncate('logs/audit.jsonl', 0))\n"
+            "t('link', lambda: os.link('logs/audit.jsonl', 'hard'))\n"
+            "t('rename', lambda: os.rename('logs/audit.jsonl', 'moved'))\n"
+            "t('over', lambda: (open('new', 'w').close(), os.rename('new', 'logs/audit.jsonl')))\n"
+            "t('unlink', lambda: os.unlink('logs/audit.jsonl'))\n"
+            "t('dir-move', lambda: os.rename('logs', 'd2'))\n"
             "print(json.dumps(out))\n")
         p = subprocess.run([Env.cordon, "run", "--no-discover", *user, "--jail", self.JAIL, "--audit-log", log,
                             "--", PY, "-c", script], cwd=self.cwd, env=self.env(), capture_output=True, text=True,
