@@ -85,6 +85,12 @@ const std::vector<WriteRule>& write_rules() {
          "folds to a protected one is that one (.BASHRC, .Git/Hooks) (EACCES)",
          "the kernel compares the names' case-folded NFD forms there (policy/casefold.hpp)",
          "a directory that cannot be looked at counts as case-insensitive"},
+        {"cordon-files", false,
+         "the files cordon writes during the run (the audit log) are never written, truncated, replaced, "
+         "linked, moved or removed (EACCES), nor is a directory that holds one moved",
+         "the audit log records what the command did: the command must not forge or erase it (the namespace "
+         "jail also binds it read-only; the jail without namespaces has no such mount)",
+         "`cordon check` does not know a run's audit log (it is a flag of `cordon run`)"},
         {"gitfile", false,
          "an existing `.git` that is a file (gitdir: ...) is never written, replaced or removed",
          "it says which git directory git reads (config, hooks) for the working tree", ""},
@@ -357,6 +363,7 @@ WriteDecision decide_write_at(const Policy& policy, const std::string& dir, cons
     if (facts.jail() == JailKind::Landlock && path.compare(0, 9, "/dev/shm/") == 0 && name != "." &&
         facts.existed_at_start(dir, name))
         return by("shared-memory-of-others", EACCES);
+    if (name != "." && facts.is_cordon_file(dir, name)) return by("cordon-files", EACCES);
     if (!looked_up_where_it_lands(name)) return out;
     if (name_is(dir, name, ".git", facts) && facts.is_regular_file(dir, name)) return by("gitfile", EACCES);
     const bool head = name_is(dir, name, "HEAD", facts);

@@ -44,6 +44,7 @@ struct Supervisor {
     jail::RunStart run_start;
     std::unique_ptr<jail::Notifier> notifier;  // the protected names (jail/notify.hpp)
     std::vector<std::string> mount_points;     // of the plan, for the notifier
+    std::vector<std::string> cordon_files;     // the audit log, for the notifier (write rule cordon-files)
     std::shared_ptr<void> watch;               // --watch
     uv_loop_t loop{};
     uv_poll_t signals{};
@@ -343,6 +344,8 @@ int run(const Options& options) {
     sup.policy = policy;
     sup.run_start = run_start;
     sup.mount_points = std::move(mount_points);
+    for (const auto& file : supervisor_files)
+        sup.cordon_files.push_back(file.string());
     std::unique_ptr<proxy::Proxy> proxy;
     if (options.network) {
         proxy_options.sandbox_id = config.id;
@@ -419,7 +422,7 @@ int run(const Options& options) {
             s->close_notify();
             if (int fd = s->jail->take_notify_fd(); fd >= 0)
                 s->notifier = jail::Notifier::start(fd, s->policy, s->run_start, std::move(s->mount_points),
-                                                    s->jail->host_view());
+                                                    s->jail->host_view(), std::move(s->cordon_files));
         });
     }
     uv_timer_init(&sup.loop, &sup.timer);

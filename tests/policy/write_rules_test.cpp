@@ -16,7 +16,8 @@ namespace {
 struct StatedFacts final : WriteFacts {
     JailKind kind = JailKind::Namespaces;
     std::string private_tmp;
-    std::set<std::string> hidden, old_git_dirs, signatures, nocase_dirs, regular_files, entries, old_entries;
+    std::set<std::string> hidden, old_git_dirs, signatures, nocase_dirs, regular_files, entries, old_entries,
+        cordon_files;
     std::vector<std::string> hook_dirs, config_files;
     std::vector<std::string> bare_noted;
 
@@ -36,6 +37,9 @@ struct StatedFacts final : WriteFacts {
     }
     bool existed_at_start(const std::string& dir, const std::string& name) override {
         return old_entries.count(dir + "/" + name) > 0;
+    }
+    bool is_cordon_file(const std::string& dir, const std::string& name) override {
+        return cordon_files.count(dir + "/" + name) > 0;
     }
     const std::vector<std::string>& git_hook_dirs() override { return hook_dirs; }
     const std::vector<std::string>& git_config_files() override { return config_files; }
@@ -57,7 +61,7 @@ TEST_CASE("write rules: one list, each rule named, explained, and where it appli
         CHECK_FALSE(rule.why.empty());
     }
     for (const char* name : {"devices", "proc-knobs", "path-rules", "shared-memory", "git-dirs-by-content",
-                             "git-config-targets", "casefold", "gitfile", "repository-shape"})
+                             "git-config-targets", "casefold", "cordon-files", "gitfile", "repository-shape"})
         CHECK_FALSE(write_rule(name).landlock_only);
     for (const char* name : {"read-rules-hide", "default-tmp", "private-tmpdir", "shared-memory-of-others"})
         CHECK(write_rule(name).landlock_only);
@@ -174,6 +178,12 @@ TEST_CASE("write rules: git directories by content, git's configured targets, gi
     auto gitfile = decide_write_entry(*p, cwd + "/sub/.git", false, facts);
     CHECK(gitfile.error == EACCES);
     CHECK(rule_of(gitfile) == "gitfile");
+    // The run's audit log (the running jail knows it; `cordon check` does not).
+    CHECK(decide_write_entry(*p, cwd + "/logs/audit.jsonl", false, facts).allowed());
+    facts.cordon_files.insert(cwd + "/logs/audit.jsonl");
+    auto audit = decide_write_entry(*p, cwd + "/logs/audit.jsonl", false, facts);
+    CHECK(audit.error == EACCES);
+    CHECK(rule_of(audit) == "cordon-files");
     CHECK(
         decide_write_entry(*p, cwd + "/other/.git", true, facts).allowed());  // none there: a new repository
 }
