@@ -12,6 +12,7 @@ kernel's, where the file is writable: the content is what the rules protect).
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -276,6 +277,30 @@ class AttackCase(JailFixtures):
         self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, p.stderr)
         self.assertTrue(os.path.exists(log))
         self.assertFalse(os.path.lexists(os.path.join(self.cwd, "hard")))
+
+    # HOLE (fixed): cordon's own binary inside a writable area (a developer's `./build/cordon run` in its own
+    # tree, a project's vendored tools/cordon). The namespace jail binds it read-only; without namespaces the
+    # command moved it away and put its own program in its place: the user's next `cordon` ran that on the
+    # host, unjailed (as root when root runs it).
+    def test_cordon_binary_is_never_replaced(self):
+        own = os.path.join(self.mkdir("project/tools"), "cordon")
+        shutil.copy2(Env.cordon, own)
+        os.chmod(own, 0o755)
+        self.own(own)
+        self.write(os.path.join(self.cwd, "evil"), "#!/bin/sh\necho EVIL\n")
+        os.chmod(os.path.join(self.cwd, "evil"), 0o755)
+        user = ["--user", Env.user] if self.USER_FLAG else []
+        script = ("mv tools/cordon tools/old && cp evil tools/cordon && echo REPLACED; "
+                  "ln tools/cordon tools/hard && echo LINKED; mv tools t2 && echo DIRMOVED; "
+                  "rm -f tools/cordon && echo REMOVED; true")
+        p = subprocess.run([own, "run", "--no-discover", *user, "--jail", self.JAIL, "--", "/bin/sh", "-c", script],
+                           cwd=self.cwd, env=self.env(), capture_output=True, text=True, timeout=120,
+                           **self._identity())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for word in ("REPLACED", "LINKED", "DIRMOVED", "REMOVED"):
+            self.assertNotIn(word, p.stdout, p.stderr)
+        with open(own, "rb") as f:
+            self.assertEqual(f.read(4), b"\x7fELF")
 
     # HOLE (not fixed): git's configured targets are read only from the repository that holds the working
     # directory (policy/git_config.cpp find_targets). A nested repository that existed before the run
