@@ -1717,7 +1717,7 @@ class NotifierImpl final : public Notifier {
     std::unordered_set<std::string> mount_points_;
     std::unordered_set<std::string> writable_roots_;  // allowWrite entries, the working directory, /tmp
     policy::git_config::Targets git_targets_;  // core.hooksPath and included files, as written and resolved
-    std::vector<std::string> cordon_files_;    // the audit log (Notifier::start)
+    std::vector<std::string> cordon_files_;    // the audit log, the binary (Notifier::start)
     std::vector<std::pair<dev_t, ino_t>> cordon_file_ids_;
     std::vector<std::string> listed_sockets_;           // allowUnixSockets, `~` expanded
     std::vector<unix_sockets::Pinned> pinned_sockets_;  // what they named when the run started

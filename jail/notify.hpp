@@ -46,7 +46,7 @@ class Notifier {
     // jail's namespace would.
     // `host`: the command runs without namespaces (jail/host_view.hpp): writes to /dev, /proc and the host's
     // /tmp, and every connect, follow its rules too.
-    // `cordon_files`: the files cordon writes during the run (the audit log, resolved): never written,
+    // `cordon_files`: cordon's own files (the audit log, its binary; resolved): never written,
     // replaced, linked, moved or removed (the write rule cordon-files), known by identity and by path.
     static std::unique_ptr<Notifier> start(int fd, policy::PolicyPtr policy, RunStart run_start,
                                            std::vector<std::string> mount_points,

@@ -86,10 +86,12 @@ const std::vector<WriteRule>& write_rules() {
          "the kernel compares the names' case-folded NFD forms there (policy/casefold.hpp)",
          "a directory that cannot be looked at counts as case-insensitive"},
         {"cordon-files", false,
-         "the files cordon writes during the run (the audit log) are never written, truncated, replaced, "
-         "linked, moved or removed (EACCES), nor is a directory that holds one moved",
-         "the audit log records what the command did: the command must not forge or erase it (the namespace "
-         "jail also binds it read-only; the jail without namespaces has no such mount)",
+         "cordon's own files (the run's audit log, the cordon binary that runs) are never written, "
+         "truncated, "
+         "replaced, linked, moved or removed (EACCES), nor is a directory that holds one moved",
+         "the audit log records what the command did (it must not forge or erase it); a binary replaced in a "
+         "writable area would run the command's program on the host at the user's next `cordon`. The "
+         "namespace jail also binds them read-only; the jail without namespaces has no such mount",
          "`cordon check` does not know a run's audit log (it is a flag of `cordon run`)"},
         {"gitfile", false,
          "an existing `.git` that is a file (gitdir: ...) is never written, replaced or removed",

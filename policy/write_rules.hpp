@@ -65,8 +65,8 @@ class WriteFacts {
     // files, as written and resolved.
     virtual const std::vector<std::string>& git_hook_dirs() = 0;
     virtual const std::vector<std::string>& git_config_files() = 0;
-    // Whether the entry `name` of `dir` is a file cordon itself writes during the run (the audit log), by
-    // identity (a hard link or a moved copy of it too) or by the path it had when the run started.
+    // Whether the entry `name` of `dir` is one of cordon's own files (the run's audit log, the cordon binary
+    // that runs), by identity (a hard link of it too) or by the path it had when the run started.
     virtual bool is_cordon_file(const std::string& dir, const std::string& name) {
         (void)dir;
         (void)name;
