@@ -335,12 +335,17 @@ thread_local std::pair<Waits*, std::uint64_t> Waits::current_{nullptr, 0};
 class NotifierImpl final : public Notifier {
   public:
     NotifierImpl(int fd, policy::PolicyPtr policy, RunStart run_start, std::vector<std::string> mount_points,
-                 std::shared_ptr<const HostView> host)
+                 std::shared_ptr<const HostView> host, std::vector<std::string> cordon_files)
         : listener_(fd),
           host_(std::move(host)),
           policy_(std::move(policy)),
           run_start_(run_start),
-          mount_points_(mount_points.begin(), mount_points.end()) {
+          mount_points_(mount_points.begin(), mount_points.end()),
+          cordon_files_(std::move(cordon_files)) {
+        for (const std::string& file : cordon_files_) {
+            struct stat st {};
+            if (::stat(file.c_str(), &st) == 0) cordon_file_ids_.emplace_back(st.st_dev, st.st_ino);
+        }
         for (const auto& rule : policy_->filesystem().allow_write)
             if (!rule.glob) writable_roots_.insert(rule.path.string());
         listed_sockets_ = unix_sockets::listed_paths(policy_->network().allow_unix_sockets,
@@ -794,6 +799,15 @@ class NotifierImpl final : public Notifier {
                    ::statx(fd, name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO, &stx) == 0 &&
                    n_.existed_at_start(stx);
         }
+        bool is_cordon_file(const std::string& dir, const std::string& name) override {
+            const std::string path = dir == "/" ? "/" + name : dir + "/" + name;
+            for (const std::string& file : n_.cordon_files_)
+                if (file == path) return true;
+            struct stat st {};
+            if (n_.cordon_file_ids_.empty() || !stat_in(dir, name, st)) return false;
+            return std::find(n_.cordon_file_ids_.begin(), n_.cordon_file_ids_.end(),
+                             std::make_pair(st.st_dev, st.st_ino)) != n_.cordon_file_ids_.end();
+        }
         const std::vector<std::string>& git_hook_dirs() override { return n_.git_targets_.hook_dirs; }
         const std::vector<std::string>& git_config_files() override { return n_.git_targets_.files; }
         void note_bare_repository(const std::string& dir) override {
@@ -928,13 +942,20 @@ class NotifierImpl final : public Notifier {
     // `.git`, a home's `.config`, an ancestor of a core.hooksPath or included file), as the directory that
     // would hold it compares names.
     bool holds_protected_names(const std::string& path) {
+        for (const std::string& file : cordon_files_)  // a directory that holds the audit log
+            if (file != path && covers(path, file)) return true;
+        const std::string folded = fold(path);
+        bool folded_holds = path != folded && policy_->holds_protected_names(folded);
         for (const auto* list : {&git_targets_.hook_dirs, &git_targets_.files})
-            for (const std::string& target : *list)
+            for (const std::string& target : *list) {
                 if (target != path && covers(path, target)) return true;
+                // (`TOOLS` for the core.hooksPath `tools/hooks` where names fold.)
+                const std::string t = fold(target);
+                folded_holds = folded_holds || (path != folded && t != folded && covers(folded, t));
+            }
         Facts facts(*this);
         return policy_->holds_protected_names(path) ||
-               (path != fold(path) && policy_->holds_protected_names(fold(path)) &&
-                policy::casefold_on_the_way(path, facts));
+               (folded_holds && policy::casefold_on_the_way(path, facts));
     }
 
     // A symlink made, renamed or linked to `to`: refused (EACCES) where `to` holds protected names. Why: a
@@ -1712,7 +1733,9 @@ class NotifierImpl final : public Notifier {
     std::unordered_set<std::string> mount_points_;
     std::unordered_set<std::string> writable_roots_;  // allowWrite entries, the working directory, /tmp
     policy::git_config::Targets git_targets_;  // core.hooksPath and included files, as written and resolved
-    std::vector<std::string> listed_sockets_;  // allowUnixSockets, `~` expanded
+    std::vector<std::string> cordon_files_;    // the audit log, the binary (Notifier::start)
+    std::vector<std::pair<dev_t, ino_t>> cordon_file_ids_;
+    std::vector<std::string> listed_sockets_;           // allowUnixSockets, `~` expanded
     std::vector<unix_sockets::Pinned> pinned_sockets_;  // what they named when the run started
     std::vector<std::shared_ptr<unix_sockets::Connector>> connectors_;
     static constexpr std::size_t kMaxConnectors = 8;
@@ -1732,9 +1755,10 @@ thread_local NotifierImpl::ThreadState NotifierImpl::state_;
 
 std::unique_ptr<Notifier> Notifier::start(int fd, policy::PolicyPtr policy, RunStart run_start,
                                           std::vector<std::string> mount_points,
-                                          std::shared_ptr<const HostView> host) {
+                                          std::shared_ptr<const HostView> host,
+                                          std::vector<std::string> cordon_files) {
     return std::make_unique<NotifierImpl>(fd, std::move(policy), run_start, std::move(mount_points),
-                                          std::move(host));
+                                          std::move(host), std::move(cordon_files));
 }
 
 }  // namespace cordon::jail

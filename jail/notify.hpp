@@ -46,9 +46,12 @@ class Notifier {
     // jail's namespace would.
     // `host`: the command runs without namespaces (jail/host_view.hpp): writes to /dev, /proc and the host's
     // /tmp, and every connect, follow its rules too.
+    // `cordon_files`: cordon's own files (the audit log, its binary; resolved): never written,
+    // replaced, linked, moved or removed (the write rule cordon-files), known by identity and by path.
     static std::unique_ptr<Notifier> start(int fd, policy::PolicyPtr policy, RunStart run_start,
                                            std::vector<std::string> mount_points,
-                                           std::shared_ptr<const HostView> host = nullptr);
+                                           std::shared_ptr<const HostView> host = nullptr,
+                                           std::vector<std::string> cordon_files = {});
     // The repositories the run created, for the end-of-run summary: git directories (`.../.git`, jail view)
     // it made or wrote into, gitfiles, and bare repositories where allowBareRepositories lets it make them.
     // Each is known by its identity (device and inode), under the path it was last seen at; the list is

@@ -85,6 +85,14 @@ const std::vector<WriteRule>& write_rules() {
          "folds to a protected one is that one (.BASHRC, .Git/Hooks) (EACCES)",
          "the kernel compares the names' case-folded NFD forms there (policy/casefold.hpp)",
          "a directory that cannot be looked at counts as case-insensitive"},
+        {"cordon-files", false,
+         "cordon's own files (the run's audit log, the cordon binary that runs) are never written, "
+         "truncated, "
+         "replaced, linked, moved or removed (EACCES), nor is a directory that holds one moved",
+         "the audit log records what the command did (it must not forge or erase it); a binary replaced in a "
+         "writable area would run the command's program on the host at the user's next `cordon`. The "
+         "namespace jail also binds them read-only; the jail without namespaces has no such mount",
+         "`cordon check` does not know a run's audit log (it is a flag of `cordon run`)"},
         {"gitfile", false,
          "an existing `.git` that is a file (gitdir: ...) is never written, replaced or removed",
          "it says which git directory git reads (config, hooks) for the working tree", ""},
@@ -246,10 +254,14 @@ WriteDecision decide_exact(const Policy& policy, const std::string& path, bool c
 // The names protected inside a `.git` that existed when the run started, inside any other git directory of
 // that age, recognised by what it holds. Looked up only where the path names something inside a git
 // directory (`hooks`, `config`, ...): most paths cost nothing.
-bool in_old_git_dir(const Policy& policy, const std::string& path, WriteFacts& facts) {
+// `original`: the path as the call spells it (the same, or `path` folded): the directories are looked at as
+// spelt, component for component.
+bool in_old_git_dir(const Policy& policy, const std::string& path, WriteFacts& facts,
+                    const std::string& original) {
     const std::vector<std::string> parts = components(path);
+    const std::vector<std::string> spelt = components(original);
     for (std::size_t i : git_dir_candidates(parts)) {
-        const std::string dir = join(parts, i + 1);
+        const std::string dir = join(spelt.size() == parts.size() ? spelt : parts, i + 1);
         if (!facts.holds_git_signature(dir) || !facts.git_dir_existed(dir)) continue;
         std::string inside = "/.git";
         for (std::size_t k = i + 1; k < parts.size(); ++k)
@@ -265,11 +277,13 @@ bool covers(const std::string& dir, const std::string& path) {
            (path.size() == dir.size() || dir == "/" || path[dir.size()] == '/');
 }
 
-bool git_config_target(const std::string& path, WriteFacts& facts) {
+// `folded`: compare folded (`path` is folded): the target as a case-insensitive directory finds it.
+bool git_config_target(const std::string& path, WriteFacts& facts, bool folded = false) {
+    auto as = [&](const std::string& p) { return folded ? casefold::fold(p) : p; };
     for (const std::string& dir : facts.git_hook_dirs())
-        if (covers(dir, path)) return true;
+        if (covers(as(dir), path)) return true;
     for (const std::string& file : facts.git_config_files())
-        if (file == path) return true;
+        if (as(file) == path) return true;
     return false;
 }
 
@@ -321,15 +335,22 @@ WriteDecision decide_write(const Policy& policy, const std::string& path, bool c
         return by("read-rules-hide", EACCES);
     WriteDecision out = decide_exact(policy, path, creates, path, facts);
     if (out.error) return out;
-    if (in_old_git_dir(policy, path, facts)) return by("git-dirs-by-content", EACCES);
+    if (in_old_git_dir(policy, path, facts, path)) return by("git-dirs-by-content", EACCES);
     if (git_config_target(path, facts)) return by("git-config-targets", EACCES);
-    // Case-insensitive directories: there `.BASHRC` is bash's `.bashrc`, `.Git/Hooks` git's `.git/hooks`. A
-    // path that folds to another and that the policy allows is decided again folded (the protected names and
-    // the usual deny rules are lower-case ASCII); a protection found so holds where a directory on the way
-    // compares without case. Paths without capitals or such characters (most) cost one scan more.
+    // Case-insensitive directories: there `.BASHRC` is bash's `.bashrc`, `.Git/Hooks` git's `.git/hooks`,
+    // `.bare/HOOKS` an old bare repository's hooks and `.HUSKY` the core.hooksPath directory `.husky`. A path
+    // that folds to another and that the rules allow is decided again folded (the protected names, the names
+    // inside a git directory and the usual deny rules are lower-case ASCII; git's targets are compared
+    // folded); a protection found so holds where a directory on the way compares without case. Paths without
+    // capitals or such characters (most) cost one scan more.
     if (!casefold::folds(path)) return out;
-    WriteDecision folded = decide_exact(policy, casefold::fold(path), creates, path, facts);
-    if (folded.error != EACCES || !casefold_on_the_way(path, facts)) return out;
+    const std::string fold = casefold::fold(path);
+    WriteDecision folded = decide_exact(policy, fold, creates, path, facts);
+    if (folded.error != EACCES && !in_old_git_dir(policy, fold, facts, path) &&
+        !git_config_target(fold, facts, true))
+        return out;
+    if (!casefold_on_the_way(path, facts)) return out;
+    if (folded.error != EACCES) folded = by("casefold", EACCES);
     folded.rule = &write_rule("casefold");
     return folded;
 }
@@ -344,6 +365,7 @@ WriteDecision decide_write_at(const Policy& policy, const std::string& dir, cons
     if (facts.jail() == JailKind::Landlock && path.compare(0, 9, "/dev/shm/") == 0 && name != "." &&
         facts.existed_at_start(dir, name))
         return by("shared-memory-of-others", EACCES);
+    if (name != "." && facts.is_cordon_file(dir, name)) return by("cordon-files", EACCES);
     if (!looked_up_where_it_lands(name)) return out;
     if (name_is(dir, name, ".git", facts) && facts.is_regular_file(dir, name)) return by("gitfile", EACCES);
     const bool head = name_is(dir, name, "HEAD", facts);

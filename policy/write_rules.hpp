@@ -65,6 +65,13 @@ class WriteFacts {
     // files, as written and resolved.
     virtual const std::vector<std::string>& git_hook_dirs() = 0;
     virtual const std::vector<std::string>& git_config_files() = 0;
+    // Whether the entry `name` of `dir` is one of cordon's own files (the run's audit log, the cordon binary
+    // that runs), by identity (a hard link of it too) or by the path it had when the run started.
+    virtual bool is_cordon_file(const std::string& dir, const std::string& name) {
+        (void)dir;
+        (void)name;
+        return false;
+    }
     // A bare repository that allowBareRepositories lets the run make in `dir` (for the end-of-run summary).
     virtual void note_bare_repository(const std::string& dir) { (void)dir; }
     virtual ~WriteFacts() = default;
@@ -87,7 +94,7 @@ WriteDecision decide_write(const Policy& policy, const std::string& path, bool c
 
 // A call that writes, makes, replaces or removes the entry `name` of the directory `dir` (`.`: the directory
 // itself): decide_write on its path, then the rules that look at that directory (a gitfile there, the
-// bare-repository shape, another program's shared memory).
+// bare-repository shape, another program's shared memory, cordon's own files).
 WriteDecision decide_write_at(const Policy& policy, const std::string& dir, const std::string& name,
                               bool creates, WriteFacts& facts);
 

@@ -46,6 +46,7 @@ struct Supervisor {
     jail::RunStart run_start;
     std::unique_ptr<jail::Notifier> notifier;  // the protected names (jail/notify.hpp)
     std::vector<std::string> mount_points;     // of the plan, for the notifier
+    std::vector<std::string> cordon_files;     // the audit log, the binary: the write rule cordon-files
     std::shared_ptr<void> watch;               // --watch
     uv_loop_t loop{};
     uv_poll_t signals{};
@@ -409,6 +410,11 @@ int run(const Options& options) {
     sup.policy = policy;
     sup.run_start = run_start;
     sup.mount_points = std::move(mount_points);
+    for (const auto& file : supervisor_files)
+        sup.cordon_files.push_back(file.string());
+    // cordon's own binary: the namespace jail binds it read-only where it lies in a writable area; replaced,
+    // the user's next `cordon` would run the command's program on the host.
+    if (!exe_error && !self.empty()) sup.cordon_files.push_back(self.string());
     std::unique_ptr<proxy::Proxy> proxy;
     if (options.network) {
         proxy_options.sandbox_id = config.id;
@@ -485,7 +491,7 @@ int run(const Options& options) {
             s->close_notify();
             if (int fd = s->jail->take_notify_fd(); fd >= 0)
                 s->notifier = jail::Notifier::start(fd, s->policy, s->run_start, std::move(s->mount_points),
-                                                    s->jail->host_view());
+                                                    s->jail->host_view(), std::move(s->cordon_files));
         });
     }
     uv_timer_init(&sup.loop, &sup.timer);

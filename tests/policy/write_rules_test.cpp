@@ -16,7 +16,8 @@ namespace {
 struct StatedFacts final : WriteFacts {
     JailKind kind = JailKind::Namespaces;
     std::string private_tmp;
-    std::set<std::string> hidden, old_git_dirs, signatures, nocase_dirs, regular_files, entries, old_entries;
+    std::set<std::string> hidden, old_git_dirs, signatures, nocase_dirs, regular_files, entries, old_entries,
+        cordon_files;
     std::vector<std::string> hook_dirs, config_files;
     std::vector<std::string> bare_noted;
 
@@ -36,6 +37,9 @@ struct StatedFacts final : WriteFacts {
     }
     bool existed_at_start(const std::string& dir, const std::string& name) override {
         return old_entries.count(dir + "/" + name) > 0;
+    }
+    bool is_cordon_file(const std::string& dir, const std::string& name) override {
+        return cordon_files.count(dir + "/" + name) > 0;
     }
     const std::vector<std::string>& git_hook_dirs() override { return hook_dirs; }
     const std::vector<std::string>& git_config_files() override { return config_files; }
@@ -57,7 +61,7 @@ TEST_CASE("write rules: one list, each rule named, explained, and where it appli
         CHECK_FALSE(rule.why.empty());
     }
     for (const char* name : {"devices", "proc-knobs", "path-rules", "shared-memory", "git-dirs-by-content",
-                             "git-config-targets", "casefold", "gitfile", "repository-shape"})
+                             "git-config-targets", "casefold", "cordon-files", "gitfile", "repository-shape"})
         CHECK_FALSE(write_rule(name).landlock_only);
     for (const char* name : {"read-rules-hide", "default-tmp", "private-tmpdir", "shared-memory-of-others"})
         CHECK(write_rule(name).landlock_only);
@@ -174,6 +178,12 @@ TEST_CASE("write rules: git directories by content, git's configured targets, gi
     auto gitfile = decide_write_entry(*p, cwd + "/sub/.git", false, facts);
     CHECK(gitfile.error == EACCES);
     CHECK(rule_of(gitfile) == "gitfile");
+    // The run's audit log (the running jail knows it; `cordon check` does not).
+    CHECK(decide_write_entry(*p, cwd + "/logs/audit.jsonl", false, facts).allowed());
+    facts.cordon_files.insert(cwd + "/logs/audit.jsonl");
+    auto audit = decide_write_entry(*p, cwd + "/logs/audit.jsonl", false, facts);
+    CHECK(audit.error == EACCES);
+    CHECK(rule_of(audit) == "cordon-files");
     CHECK(
         decide_write_entry(*p, cwd + "/other/.git", true, facts).allowed());  // none there: a new repository
 }
@@ -226,6 +236,35 @@ TEST_CASE("write rules: protected names compared as a case-insensitive directory
     // A gitfile spelt otherwise in such a directory.
     facts.regular_files.insert(cwd + "/.GIT");
     CHECK(rule_of(decide_write_entry(*p, cwd + "/.GIT", false, facts)) == "gitfile");
+}
+
+TEST_CASE("write rules: git directories by content and git's targets, spelt otherwise where names fold",
+          "[write-rules]") {
+    // Attack review (issue 23): in a case-insensitive directory `.bare/HOOKS/x` is the old bare repository's
+    // `hooks/x` and `.HUSKY/pre-commit` the core.hooksPath directory's hook; the rules looked only for the
+    // exact spelling (`hooks`, the target as configured) and let both through.
+    TempTree tree;
+    auto p = load_ok(tree.options());
+    const std::string cwd = tree.cwd().string();
+    StatedFacts facts;
+    facts.signatures.insert(cwd + "/.bare");
+    facts.old_git_dirs.insert(cwd + "/.bare");
+    facts.hook_dirs.push_back(cwd + "/.husky");
+    facts.config_files.push_back(cwd + "/extra.gitconfig");
+    // A directory that compares with case: other names, other files.
+    CHECK(decide_write(*p, cwd + "/.bare/HOOKS/pre-receive", true, facts).allowed());
+    CHECK(decide_write(*p, cwd + "/.HUSKY/pre-commit", true, facts).allowed());
+    CHECK(decide_write(*p, cwd + "/EXTRA.gitconfig", false, facts).allowed());
+    facts.nocase_dirs.insert(cwd);
+    facts.nocase_dirs.insert(cwd + "/.bare");
+    auto hook = decide_write(*p, cwd + "/.bare/HOOKS/pre-receive", true, facts);
+    CHECK(hook.error == EACCES);
+    CHECK(rule_of(hook) == "casefold");
+    CHECK(decide_write(*p, cwd + "/.bare/Config", false, facts).error == EACCES);
+    CHECK(decide_write(*p, cwd + "/.bare/Objects/ab", true, facts).allowed());
+    CHECK(decide_write(*p, cwd + "/.HUSKY/pre-commit", true, facts).error == EACCES);
+    CHECK(decide_write(*p, cwd + "/EXTRA.gitconfig", false, facts).error == EACCES);
+    CHECK(decide_write(*p, cwd + "/EXTRA.gitconfig.bak", false, facts).allowed());
 }
 
 }  // namespace cordon::policy::test

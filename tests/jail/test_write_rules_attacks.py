@@ -1,0 +1,364 @@
+#!/usr/bin/python3
+"""Attack review of issue 23's write rules, one list (policy/write_rules.hpp): what an untrusted jailed command
+tries against the protected names, through every call shape, as root, as an unprivileged user and as root with
+`--user`, in the namespace jail and in the jail without namespaces (`--jail landlock`). Needs root.
+
+    python3 tests/jail/test_write_rules_attacks.py --cordon build/cordon [-k pattern]
+
+A failing case is an open hole. The battery (test_every_call_shape_is_refused) runs one jailed Python script
+that tries each (protected path x call shape) and prints {attempt: "ok" | errno name}; an attempt that
+succeeds is a hole. Not in it: chmod, chown, utimes and user xattrs of a protected file's own metadata (the
+kernel's, where the file is writable: the content is what the rules protect).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import jailtest  # noqa: E402
+from jailtest import PY, Env, JailFixtures  # noqa: E402
+from test_write_rules import GIT_ENV, landlock_available  # noqa: E402
+
+ATTACK = r"""import ctypes, errno, json, os, socket, stat, sys
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD = -100
+out = {}
+def attempt(name, fn):
+    try:
+        fn()
+        out[name] = "ok"
+    except OSError as e:
+        out[name] = errno.errorcode.get(e.errno, str(e.errno))
+    except Exception as e:
+        out[name] = "EXC " + repr(e)
+def sc(nr, *args):
+    r = libc.syscall(nr, *args)
+    if r < 0:
+        e = ctypes.get_errno(); raise OSError(e, os.strerror(e))
+    return r
+class OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+def openat2(path, flags, resolve=0):
+    how = OpenHow(flags, 0o644, resolve)
+    fd = sc(437, AT_FDCWD, path.encode(), ctypes.byref(how), ctypes.c_size_t(24))
+    os.close(fd)
+def wopen(p, fl=os.O_WRONLY):
+    os.close(os.open(p, fl | os.O_NONBLOCK | os.O_NOCTTY, 0o755))
+def renameat2(a, b, flags):
+    sc(316, AT_FDCWD, a.encode(), AT_FDCWD, b.encode(), ctypes.c_uint(flags))
+def bind(p):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try: s.bind(p)
+    finally: s.close()
+def bind_pair(p):
+    a, b = socket.socketpair()
+    try: a.bind(p)
+    finally: a.close(); b.close()
+def tmpfile_link(d, target):
+    fd = os.open(d, os.O_TMPFILE | os.O_WRONLY, 0o755)
+    try:
+        os.write(fd, b"#!/bin/sh\necho PWN\n")
+        sc(265, AT_FDCWD, f"/proc/self/fd/{fd}".encode(), AT_FDCWD, target.encode(), 0x400)  # AT_SYMLINK_FOLLOW
+    finally: os.close(fd)
+def tmpfile_link_empty(d, target):
+    fd = os.open(d, os.O_TMPFILE | os.O_WRONLY, 0o755)
+    try: sc(265, fd, b"", AT_FDCWD, target.encode(), 0x1000)  # AT_EMPTY_PATH
+    finally: os.close(fd)
+os.makedirs("src", exist_ok=True)
+open("src/a", "w").write("[core]\n\tfsmonitor = echo PWN\n")
+H = os.environ["H"]  # the home
+O = os.environ["O"]  # outside
+protected = {
+ "bashrc": ".bashrc", "home_bashrc": H + "/.bashrc", "claude": ".claude/settings.json",
+ "hook": ".git/hooks/pre-commit", "config": ".git/config", "hookspath": ".githooks/pre-commit",
+ "bare_hook": ".bare/hooks/pre-receive", "bare_config": ".bare/config", "gitfile": "sub/.git",
+ "nested_config": "deep/a/b/.git/config", "outside": O + "/x",
+}
+dfd = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+for k, p in protected.items():
+    attempt(f"{k}:open_trunc", lambda: wopen(p, os.O_WRONLY | os.O_TRUNC))
+    attempt(f"{k}:open_creat", lambda: wopen(p, os.O_WRONLY | os.O_CREAT))
+    attempt(f"{k}:openat2", lambda: openat2(p, os.O_WRONLY | os.O_CREAT))
+    attempt(f"{k}:openat2_in_root", lambda: openat2(p, os.O_WRONLY | os.O_CREAT, 0x10))
+    attempt(f"{k}:dotdot", lambda: wopen("src/../" + p if not p.startswith("/") else p + "/../" + os.path.basename(p), os.O_WRONLY))
+    attempt(f"{k}:proc_cwd", lambda: wopen(("/proc/self/cwd/" + p) if not p.startswith("/") else p, os.O_WRONLY))
+    attempt(f"{k}:proc_fd", lambda: wopen((f"/proc/self/fd/{dfd}/" + p) if not p.startswith("/") else p, os.O_WRONLY))
+    attempt(f"{k}:truncate", lambda: os.truncate(p, 0))
+    attempt(f"{k}:unlink", lambda: os.unlink(p))
+    attempt(f"{k}:rename_over", lambda: (open("src/r", "w").write("x"), os.rename("src/r", p)))
+    attempt(f"{k}:rename_away", lambda: (os.rename(p, "src/moved"), os.rename("src/moved", p)))
+    attempt(f"{k}:exchange", lambda: (open("src/e", "w").write("x"), renameat2("src/e", p, 2)))
+    attempt(f"{k}:link_over", lambda: (os.unlink(p) if False else None, os.link("src/a", p)))
+    attempt(f"{k}:chmod", lambda: os.chmod(p, 0o777))
+    attempt(f"{k}:chown", lambda: os.chown(p, os.getuid(), os.getgid()))
+    attempt(f"{k}:utime", lambda: os.utime(p, (1, 1)))
+    attempt(f"{k}:setxattr", lambda: os.setxattr(p, "user.cordon", b"x"))
+# new names in protected places
+news = {"hook_new": ".git/hooks/post-checkout", "claude_new": ".claude/commands/x.md", "hookspath_new": ".githooks/post-checkout",
+        "bare_hook_new": ".bare/hooks/post-update", "nested_hook_new": "deep/a/b/.git/hooks/pre-commit",
+        "mcp_root_bashrc_new": H + "/.bash_profile", "outside_new": O + "/new"}
+for k, p in news.items():
+    attempt(f"{k}:creat", lambda: wopen(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+    attempt(f"{k}:mknod", lambda: os.mknod(p, stat.S_IFREG | 0o755))
+    attempt(f"{k}:mkfifo", lambda: os.mkfifo(p))
+    attempt(f"{k}:mkdir", lambda: os.mkdir(p))
+    attempt(f"{k}:symlink", lambda: os.symlink("/bin/true", p))
+    attempt(f"{k}:link", lambda: os.link("src/a", p))
+    attempt(f"{k}:rename", lambda: (open("src/r2", "w").write("x"), os.rename("src/r2", p)))
+    attempt(f"{k}:bind", lambda: bind(p))
+    attempt(f"{k}:bind_pair", lambda: bind_pair(p))
+    attempt(f"{k}:tmpfile_link", lambda: tmpfile_link(os.path.dirname(p), p))
+    attempt(f"{k}:tmpfile_link_empty", lambda: tmpfile_link_empty(os.path.dirname(p), p))
+    attempt(f"{k}:tmpfile_src_link", lambda: tmpfile_link("src", p))
+# moved directories, symlinks
+attempt("mv_git_then_config", lambda: (os.rename(".git", "g2"), wopen("g2/config", os.O_WRONLY | os.O_TRUNC)))
+if os.path.exists("g2"):
+    attempt("mv_git_back", lambda: os.rename("g2", ".git"))
+attempt("symlink_dir_to_hooks", lambda: (os.symlink(".git/hooks", "hk"), wopen("hk/pre-commit", os.O_WRONLY | os.O_CREAT)))
+attempt("symlink_to_git_then_write", lambda: (os.symlink(".git", "gl"), wopen("gl/config", os.O_WRONLY)))
+attempt("mv_parent_of_nested", lambda: (os.rename("deep/a", "deep/a2"), wopen("deep/a2/b/.git/config", os.O_WRONLY)))
+attempt("plant_shape_depth", lambda: (os.makedirs("src/x/y/objects"), os.makedirs("src/x/y/refs"), wopen("src/x/y/HEAD", os.O_WRONLY | os.O_CREAT)))
+attempt("plant_shape_rev", lambda: (os.makedirs("src/p/q", exist_ok=True), open("src/p/q/HEAD", "w").write("ref: refs/heads/m\n"), os.mkdir("src/p/q/objects")))
+attempt("plant_shape_mv_dotgit", lambda: (os.makedirs("src/m/.git/objects"), os.makedirs("src/m/.git/refs"), open("src/m/.git/HEAD", "w").write("ref: refs/heads/m\n"), os.rename("src/m/.git", "src/planted")))
+attempt("plant_gitfile_to_shape", lambda: (os.makedirs("src/gf", exist_ok=True), open("src/gf/.git", "w").write("gitdir: ../m/.git\n")))
+attempt("dev_mknod", lambda: os.mknod("/dev/cordon-x", stat.S_IFCHR | 0o666, os.makedev(1, 3)))
+attempt("dev_creat", lambda: wopen("/dev/cordon-y", os.O_WRONLY | os.O_CREAT))
+attempt("proc_core_pattern", lambda: wopen("/proc/sys/kernel/core_pattern", os.O_WRONLY))
+attempt("proc_sysrq", lambda: wopen("/proc/sysrq-trigger", os.O_WRONLY))
+attempt("proc_1_dotdot_sys", lambda: wopen("/proc/self/../sys/kernel/core_pattern", os.O_WRONLY))
+T = os.environ.get("THEIRS")
+if T:
+    attempt("shm_theirs_write", lambda: wopen(T, os.O_WRONLY))
+    attempt("shm_theirs_unlink", lambda: os.unlink(T))
+# odd paths: must not crash or hang the supervisor
+for k, p in {"empty": "", "proc": "/proc", "dev": "/dev", "long": "a/" * 3000 + "x", "longname": "x" * 300,
+             "nonutf8": b"src/\xff\xfe".decode("utf-8", "surrogateescape"), "dots": "/../../..", "slash": "/"}.items():
+    attempt(f"odd_{k}:open", lambda: wopen(p, os.O_WRONLY | os.O_CREAT))
+    attempt(f"odd_{k}:mkdir", lambda: os.mkdir(p))
+attempt("alive", lambda: wopen("src/alive", os.O_WRONLY | os.O_CREAT))
+print(json.dumps(out))"""
+
+# What the battery may do (a new repository the run made is named in the summary; a file of its own).
+ALLOWED = {"alive", "plant_gitfile_to_shape", "odd_nonutf8:open"}
+METADATA = (":chmod", ":chown", ":utime", ":setxattr")
+
+
+class AttackCase(JailFixtures):
+    JAIL = "namespaces"
+
+    def setUp(self):
+        super().setUp()
+        if self.JAIL == "landlock" and not landlock_available(self.cwd):
+            self.skipTest("the jail without namespaces cannot run here (Landlock)")
+
+    def git(self, *args, cwd=None):
+        env = {**os.environ, **GIT_ENV, "HOME": self.home}
+        who = {"user": Env.uid, "group": Env.gid, "extra_groups": []} if (self.AS_USER or self.USER_FLAG) else {}
+        return subprocess.run(["git", *args], cwd=cwd or self.cwd, check=True, capture_output=True, text=True,
+                              env=env, **who)
+
+    def jailed(self, script, cwd=None, env=None):
+        user = ["--user", Env.user] if self.USER_FLAG else []
+        p = subprocess.run([Env.cordon, "run", "--no-discover", *user, "--jail", self.JAIL, "--", PY, "-c", script],
+                           cwd=cwd or self.cwd, env={**self.env(), **(env or {})}, capture_output=True, text=True,
+                           timeout=180, **self._identity())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout.strip().splitlines()[-1]), p.stderr
+
+    def test_every_call_shape_is_refused(self):
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        self.git("config", "core.hooksPath", ".githooks")
+        self.write(os.path.join(cwd, ".githooks/pre-commit"), "#!/bin/sh\n")
+        self.write(os.path.join(cwd, ".git/hooks/pre-commit"), "#!/bin/sh\n")
+        self.write(os.path.join(cwd, ".bashrc"), "# rc\n")
+        self.write(os.path.join(self.home, ".bashrc"), "# rc\n")
+        self.write(os.path.join(cwd, ".claude/settings.json"), "{}\n")
+        self.write(os.path.join(cwd, "sub/.git"), "gitdir: ../.bare\n")
+        self.git("init", "-q", "--bare", os.path.join(cwd, ".bare"))
+        self.write(os.path.join(cwd, ".bare/hooks/pre-receive"), "#!/bin/sh\n")
+        self.mkdir("project/deep/a/b")
+        self.own(os.path.join(cwd, "deep/a"))
+        self.git("init", "-q", os.path.join(cwd, "deep/a/b"))
+        self.write(os.path.join(self.outside, "x"), "outside\n")
+        theirs = f"/dev/shm/cordon-attack-theirs-{os.getpid()}-{type(self).__name__}"
+        with open(theirs, "w") as f:
+            f.write("theirs\n")
+        os.chmod(theirs, 0o666)
+        self.own(theirs)
+        self.addCleanup(lambda: os.path.exists(theirs) and os.unlink(theirs))
+        time.sleep(0.05)  # birth times before the run
+        got, err = self.jailed(ATTACK, env={"H": self.home, "O": self.outside, "THEIRS": theirs})
+        self.assertEqual(got.get("alive"), "ok", err)  # the supervisor still answers after the odd paths
+        holes = sorted(k for k, v in got.items() if v == "ok" and k not in ALLOWED and not k.endswith(METADATA))
+        self.assertEqual(holes, [], json.dumps(got))
+        for rel in (".bashrc", ".claude/settings.json", ".git/hooks/pre-commit", ".githooks/pre-commit",
+                    ".bare/hooks/pre-receive"):
+            self.assertIn(self.read(os.path.join(cwd, rel)), ("# rc\n", "{}\n", "#!/bin/sh\n"), rel)
+        for rel in (".git/hooks/post-checkout", ".githooks/post-checkout", ".bare/hooks/post-update",
+                    "deep/a/b/.git/hooks/pre-commit", "src/x/y/HEAD", "src/planted"):
+            self.assertFalse(os.path.lexists(os.path.join(cwd, rel)), rel)
+        self.assertEqual(self.read(theirs), "theirs\n")
+
+    # HOLE (fixed): in a case-insensitive directory `.bare/HOOKS/x` is an old bare repository's `hooks/x` (git
+    # reads them alike there) and `.HUSKY/pre-commit` the core.hooksPath directory `.husky`'s hook: the rules
+    # git-dirs-by-content and git-config-targets compared `hooks` and the configured target byte for byte. Needs
+    # a casefold tmpfs (Linux >= 6.13 with CONFIG_UNICODE); tests/policy/write_rules_test.cpp states the same
+    # facts without one.
+    def test_git_dirs_and_targets_spelt_otherwise_where_names_fold(self):
+        mnt = os.path.join(self.dir, "cf")
+        os.mkdir(mnt)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "casefold,mode=0755", "tmpfs", mnt],
+                          stderr=subprocess.DEVNULL).returncode != 0:
+            self.skipTest(f"SKIPPED LOUDLY: no casefold tmpfs on Linux {os.uname().release} (CONFIG_UNICODE)")
+        self.addCleanup(subprocess.run, ["umount", "-l", mnt], check=False)
+        project = os.path.join(mnt, "project")
+        os.mkdir(project)
+        subprocess.run(["chattr", "+F", project], stderr=subprocess.DEVNULL, check=False)
+        self.own(project)
+        self.git("init", "-q", project, cwd=project)
+        self.git("config", "core.hooksPath", ".husky", cwd=project)
+        self.git("init", "-q", "--bare", os.path.join(project, ".bare"), cwd=project)
+        os.makedirs(os.path.join(project, ".husky"))
+        if self.AS_USER or self.USER_FLAG:
+            subprocess.run(["chown", "-R", f"{Env.uid}:{Env.gid}", project], check=True)
+        if not os.path.exists(os.path.join(project, ".BARE")):
+            self.skipTest("the casefold tmpfs does not fold this directory")
+        time.sleep(0.05)
+        script = (
+            "import errno, json, os\n"
+            "out = {}\n"
+            "for name, p in (('bare-hook', '.bare/HOOKS/pre-receive'), ('bare-config', '.bare/Config'),\n"
+            "                ('husky', '.HUSKY/pre-commit')):\n"
+            "    try:\n"
+            "        os.close(os.open(p, os.O_WRONLY | os.O_CREAT, 0o755)); out[name] = 'ok'\n"
+            "    except OSError as e:\n"
+            "        out[name] = errno.errorcode.get(e.errno, str(e.errno))\n"
+            "print(json.dumps(out))\n")
+        got, err = self.jailed(script, cwd=project)
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+        self.assertFalse(os.path.exists(os.path.join(project, ".bare/hooks/pre-receive")))
+        self.assertFalse(os.path.exists(os.path.join(project, ".husky/pre-commit")))
+
+
+    # HOLE (fixed): the audit log inside a writable area (`--audit-log audit.jsonl` in the project). The
+    # namespace jail binds it read-only; the jail without namespaces ignores the plan's read-only binds and
+    # the write rules did not know the file: the command appended forged lines, truncated, removed, moved or
+    # hard-linked it (then wrote the link), or moved its directory away
+    # and made another in its place.
+    def test_audit_log_is_never_written(self):
+        log = self.write(os.path.join(self.cwd, "logs/audit.jsonl"), "")
+        user = ["--user", Env.user] if self.USER_FLAG else []
+        script = (
+            "import errno, json, os\n"
+            "out = {}\n"
+            "def t(name, f):\n"
+            "    try:\n"
+            "        f(); out[name] = 'ok'\n"
+            "    except OSError as e:\n"
+            "        out[name] = errno.errorcode.get(e.errno, str(e.errno))\n"
+            "t('append', lambda: os.close(os.open('logs/audit.jsonl', os.O_WRONLY | os.O_APPEND)))\n"
+            "t('truncate', lambda: os.truncate('logs/audit.jsonl', 0))\n"
+            "t('link', lambda: os.link('logs/audit.jsonl', 'hard'))\n"
+            "t('rename', lambda: os.rename('logs/audit.jsonl', 'moved'))\n"
+            "t('over', lambda: (open('new', 'w').close(), os.rename('new', 'logs/audit.jsonl')))\n"
+            "t('unlink', lambda: os.unlink('logs/audit.jsonl'))\n"
+            "t('dir-move', lambda: os.rename('logs', 'd2'))\n"
+            "print(json.dumps(out))\n")
+        p = subprocess.run([Env.cordon, "run", "--no-discover", *user, "--jail", self.JAIL, "--audit-log", log,
+                            "--", PY, "-c", script], cwd=self.cwd, env=self.env(), capture_output=True, text=True,
+                           timeout=120, **self._identity())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = json.loads(p.stdout.strip().splitlines()[-1])
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, p.stderr)
+        self.assertTrue(os.path.exists(log))
+        self.assertFalse(os.path.lexists(os.path.join(self.cwd, "hard")))
+
+    # HOLE (fixed): cordon's own binary inside a writable area (a developer's `./build/cordon run` in its own
+    # tree, a project's vendored tools/cordon). The namespace jail binds it read-only; without namespaces the
+    # command moved it away and put its own program in its place: the user's next `cordon` ran that on the
+    # host, unjailed (as root when root runs it).
+    def test_cordon_binary_is_never_replaced(self):
+        own = os.path.join(self.mkdir("project/tools"), "cordon")
+        shutil.copy2(Env.cordon, own)
+        os.chmod(own, 0o755)
+        self.own(own)
+        self.write(os.path.join(self.cwd, "evil"), "#!/bin/sh\necho EVIL\n")
+        os.chmod(os.path.join(self.cwd, "evil"), 0o755)
+        user = ["--user", Env.user] if self.USER_FLAG else []
+        script = ("mv tools/cordon tools/old && cp evil tools/cordon && echo REPLACED; "
+                  "ln tools/cordon tools/hard && echo LINKED; mv tools t2 && echo DIRMOVED; "
+                  "rm -f tools/cordon && echo REMOVED; true")
+        p = subprocess.run([own, "run", "--no-discover", *user, "--jail", self.JAIL, "--", "/bin/sh", "-c", script],
+                           cwd=self.cwd, env=self.env(), capture_output=True, text=True, timeout=120,
+                           **self._identity())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for word in ("REPLACED", "LINKED", "DIRMOVED", "REMOVED"):
+            self.assertNotIn(word, p.stdout, p.stderr)
+        with open(own, "rb") as f:
+            self.assertEqual(f.read(4), b"\x7fELF")
+
+    # HOLE (not fixed): git's configured targets are read only from the repository that holds the working
+    # directory (policy/git_config.cpp find_targets). A nested repository that existed before the run
+    # (vendor/lib, a submodule's working tree, a monorepo's subproject) with core.hooksPath .githooks or an
+    # include.path keeps both writable: the jailed command writes vendor/lib/.githooks/pre-commit, and the
+    # user's next `git commit` in vendor/lib runs it on the host (an included core.fsmonitor runs at `git
+    # status`). Fixing it means finding every such repository's configuration (a walk of the writable roots at
+    # start, or a look upwards at each write, cached by the git directory's identity): a design and a
+    # start-up/bench-7 measurement, not a small change.
+    @unittest.expectedFailure
+    def test_nested_repository_hooks_path_and_include(self):
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        nested = self.mkdir("project/vendor/lib")
+        self.git("init", "-q", nested, cwd=nested)
+        self.git("config", "core.hooksPath", ".githooks", cwd=nested)
+        self.git("config", "include.path", "../extra.cfg", cwd=nested)
+        self.mkdir("project/vendor/lib/.githooks")
+        self.write(os.path.join(cwd, "vendor/extra.cfg"), "")
+        time.sleep(0.05)
+        got, err = self.jailed(
+            "import errno, json, os\n"
+            "out = {}\n"
+            "for p in ('vendor/lib/.githooks/pre-commit', 'vendor/extra.cfg'):\n"
+            "    try:\n"
+            "        os.close(os.open(p, os.O_WRONLY | os.O_CREAT, 0o755)); out[p] = 'ok'\n"
+            "    except OSError as e:\n"
+            "        out[p] = errno.errorcode.get(e.errno, str(e.errno))\n"
+            "print(json.dumps(out))\n")
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+        self.assertFalse(os.path.exists(os.path.join(nested, ".githooks/pre-commit")))
+
+class AsRoot(AttackCase, unittest.TestCase):
+    AS_USER = False
+
+
+class AsUser(AttackCase, unittest.TestCase):
+    AS_USER = True
+
+
+class WithUserFlag(AttackCase, unittest.TestCase):
+    USER_FLAG = True
+
+
+class LandlockAsRoot(AttackCase, unittest.TestCase):
+    AS_USER = False
+    JAIL = "landlock"
+
+
+class LandlockAsUser(AttackCase, unittest.TestCase):
+    AS_USER = True
+    JAIL = "landlock"
+
+
+class LandlockWithUserFlag(AttackCase, unittest.TestCase):
+    USER_FLAG = True
+    JAIL = "landlock"
+
+
+if __name__ == "__main__":
+    sys.exit(jailtest.run_main([Env], "they create a user"))
