@@ -250,6 +250,9 @@ int cmd_check(int argc, char** argv) {
         } else {
             std::cout << "rule: (none)\n";
         }
+        if (decision.reason_text)
+            std::cout << "reason_text: " << decision.reason_text->text << "\n"
+                      << "reason_source: " << policy::format_source(decision.reason_text->source) << "\n";
         if (guarded) {
             for (const auto& [ip, refused] : guarded->addresses)
                 std::cout << "address: " << ip

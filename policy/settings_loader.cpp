@@ -102,6 +102,7 @@ constexpr KnownKey kSandboxKeys[] = {
 constexpr KnownKey kNetworkKeys[] = {
     {"allowedDomains", KeyUse::Honoured, ""},
     {"deniedDomains", KeyUse::Honoured, ""},
+    {"deniedDomainReasons", KeyUse::Honoured, ""},
     {"allowedAddresses", KeyUse::Honoured, ""},
     {"allowUnixSockets", KeyUse::Honoured, ""},
     {"allowAllUnixSockets", KeyUse::Honoured, ""},
@@ -117,6 +118,9 @@ constexpr KnownKey kNetworkKeys[] = {
     {"tlsTerminate", KeyUse::Honoured, ""},
     {"requestRules", KeyUse::Honoured, ""},
 };
+// The longest deniedDomainReasons text (bytes).
+constexpr std::size_t kMaxReasonBytes = 500;
+
 constexpr KnownKey kFilesystemKeys[] = {
     {"allowWrite", KeyUse::Honoured, ""},
     {"denyWrite", KeyUse::Honoured, ""},
@@ -545,6 +549,7 @@ class FileLoader {
         strings(network, "deniedDomains", base, [&](std::string& text, const std::string& where) {
             domain(text, text, where, false, PatternDialect::SrtDenied);
         });
+        load_denied_reasons(network, base);
         strings(network, "allowedAddresses", base, [&](std::string& text, const std::string& where) {
             auto range = parse_cidr(text);
             if (auto* why = std::get_if<std::string>(&range)) {
@@ -578,6 +583,45 @@ class FileLoader {
                 warn(append_key(base, "allowManagedDomainsOnly"),
                      "honoured only in managed settings; ignored");
             }
+        }
+    }
+
+    // deniedDomainReasons: {"pattern": "reason"}. A reason is advisory (it never changes a decision), so a
+    // bad entry is skipped with a warning, never a stop.
+    void load_denied_reasons(const json& network, const std::string& base) {
+        auto it = network.find("deniedDomainReasons");
+        if (it == network.end()) return;
+        const std::string key = append_key(base, "deniedDomainReasons");
+        if (!it->is_object()) {
+            warn(key, "skipped: must be an object of \"pattern\": \"reason\", found " + type_name(*it));
+            return;
+        }
+        for (auto entry = it->begin(); entry != it->end(); ++entry) {
+            const std::string where = append_key(key, entry.key());
+            if (!entry.value().is_string()) {
+                warn(where, "skipped: the reason must be a string, found " + type_name(entry.value()));
+                continue;
+            }
+            const std::string& text = entry.value().get_ref<const std::string&>();
+            // Shown on terminals and in a 403 body: one line of printable text, of a readable length.
+            if (std::any_of(text.begin(), text.end(),
+                            [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+                warn(where, "skipped: the reason holds a control character (newline, escape, ...)");
+                continue;
+            }
+            if (text.empty() || text.size() > kMaxReasonBytes) {
+                warn(where, "skipped: the reason must be 1 to " + std::to_string(kMaxReasonBytes) +
+                                " bytes long, found " + std::to_string(text.size()));
+                continue;
+            }
+            auto parsed = parse_domain_pattern(entry.key(), PatternDialect::SrtDenied);
+            if (auto* why = std::get_if<std::string>(&parsed)) {
+                warn(where, "skipped: invalid domain pattern " + json_quoted(entry.key()) + ": " + *why);
+                continue;
+            }
+            out_.reason_matcher.add(std::get<DomainPattern>(parsed),
+                                    static_cast<std::uint32_t>(out_.reasons.size()));
+            out_.reasons.push_back(DomainReason{entry.key(), text, source(where)});
         }
     }
 

@@ -33,6 +33,9 @@ struct Collected {
     // is settled before any other allow entry arrives; those go to `ignored_allows` when it is on.
     DomainRules allow, deny;
     std::vector<Rule> ignored_allows;
+    // deniedDomainReasons, precedence order; the matcher's rule numbers index `reasons`.
+    DomainMatcher reason_matcher;
+    std::vector<DomainReason> reasons;
     std::vector<Rule> addresses, unix_sockets;
     std::vector<AddressRange> ranges;  // addresses, parsed
     std::vector<PathRule> allow_write, deny_write, deny_read, allow_read;

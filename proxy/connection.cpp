@@ -320,6 +320,7 @@ void Connection::conclude(Verdict v) {
     e.rule = request_.rule.empty() ? rule_text(d) : request_.rule;
     e.source = request_.rule.empty() ? rule_source(d) : request_.source;
     e.reason = v.reason;
+    if (!allowed && request_.rule.empty()) e.reason_text = reason_text(d);
     e.upstream_ip = request_.upstream_ip;
     e.error = v.error;
     e.status = v.status;
@@ -484,6 +485,7 @@ void Connection::count_refusal(const Verdict& verdict) {
     const auto& d = decision_.last();
     e.rule = rule_text(d);
     e.source = rule_source(d);
+    e.reason_text = reason_text(d);
     e.error.clear();
     if (verdict.kind == Verdict::Kind::Failed) {
         e.why = Why::Upstream;

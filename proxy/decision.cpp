@@ -57,6 +57,10 @@ std::string rule_text(const policy::Decision& decision) {
     return decision.rule ? decision.rule->text : "";
 }
 
+std::string reason_text(const policy::Decision& decision) {
+    return decision.reason_text ? decision.reason_text->text : "";
+}
+
 std::string rule_source(const policy::Decision& decision) {
     return decision.rule ? policy::format_source(decision.rule->source) : "";
 }

@@ -84,6 +84,7 @@ struct RefusalSummary {
         Why why = Why::NotAllowed;  // the latest outcome for this host
         std::size_t count = 0;
         std::string rule, source, address, address_class, error;
+        std::string reason_text;  // the policy author's deniedDomainReasons text, when one matches
     };
     std::map<std::string, Entry> hosts;  // "host:port" -> what happened to it
 };
