@@ -152,6 +152,8 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         network_.ignored_allows = std::move(c.ignored_allows);
         network_.inspection = std::make_shared<const InspectionPolicy>(std::move(c.inspection));
         network_.strict_allowlist = c.strict_allowlist.value_or(false);
+        network_.report_only = c.report_only.value_or(false);
+        network_.report_only_rule = std::move(c.report_only_rule);
         commands_ = std::move(c.commands);
         commands_.sandbox_enabled = c.sandbox_enabled.value_or(false);
         commands_.auto_allow_bash_if_sandboxed = c.auto_allow_bash.value_or(true);
@@ -413,7 +415,8 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
               {"allowUnixSockets", sockets},
               {"allowAllUnixSockets", network_.allow_all_unix_sockets},
               {"allowManagedDomainsOnly", network_.allow_managed_domains_only},
-              {"strictAllowlist", network_.strict_allowlist}}},
+              {"strictAllowlist", network_.strict_allowlist},
+              {"reportOnly", network_.report_only}}},
             {"filesystem",
              {{"allowWrite", paths(fs_.allow_write)},
               {"denyWrite", paths(fs_.deny_write)},

@@ -206,6 +206,11 @@ struct NetworkPolicy {
     std::shared_ptr<const InspectionPolicy> inspection;
     // srt's / Claude Code's `strictAllowlist`: a host in neither list is refused, never asked about.
     bool strict_allowlist = false;
+    // `sandbox.network.reportOnly` (issue 28), honoured only from managed settings and --settings files (the
+    // highest of them wins); elsewhere a warning. Only `cordon proxy` acts on it (`cordon run` always
+    // enforces and warns). `report_only_rule` names the entry that set it.
+    bool report_only = false;
+    std::optional<Rule> report_only_rule;
 };
 
 // Claude Code's Bash permission rules and sandbox switches, for `cordon claude-hook` (agent/); the proxy and

@@ -103,6 +103,7 @@ constexpr KnownKey kNetworkKeys[] = {
     {"allowedDomains", KeyUse::Honoured, ""},
     {"deniedDomains", KeyUse::Honoured, ""},
     {"deniedDomainReasons", KeyUse::Honoured, ""},
+    {"reportOnly", KeyUse::Honoured, ""},
     {"allowedAddresses", KeyUse::Honoured, ""},
     {"allowUnixSockets", KeyUse::Honoured, ""},
     {"allowAllUnixSockets", KeyUse::Honoured, ""},
@@ -576,6 +577,18 @@ class FileLoader {
             }
         }
         scalar(out_.strict_allowlist, out_.strict_allowlist_layer, boolean(network, "strictAllowlist", base));
+        if (auto value = boolean(network, "reportOnly", base)) {
+            // A roll-out switch for the operator of `cordon proxy`: a project or user file must not turn
+            // enforcement off.
+            const std::string where = append_key(base, "reportOnly");
+            if (layer_ != Layer::Managed && layer_ != Layer::Settings) {
+                warn(where, "honoured only in managed settings or cordon proxy's --settings; ignored");
+            } else if (!out_.report_only || out_.report_only_layer == layer_) {
+                out_.report_only = *value;
+                out_.report_only_layer = layer_;
+                out_.report_only_rule = Rule{*value ? "true" : "false", source(where)};
+            }
+        }
         if (auto value = boolean(network, "allowManagedDomainsOnly", base)) {
             if (layer_ == Layer::Managed) {
                 out_.managed_only = *value;
@@ -596,6 +609,11 @@ class FileLoader {
             warn(key, "skipped: must be an object of \"pattern\": \"reason\", found " + type_name(*it));
             return;
         }
+        struct Found {
+            DomainPattern pattern;
+            DomainReason reason;
+        };
+        std::vector<Found> found;
         for (auto entry = it->begin(); entry != it->end(); ++entry) {
             const std::string where = append_key(key, entry.key());
             if (!entry.value().is_string()) {
@@ -619,9 +637,22 @@ class FileLoader {
                 warn(where, "skipped: invalid domain pattern " + json_quoted(entry.key()) + ": " + *why);
                 continue;
             }
-            out_.reason_matcher.add(std::get<DomainPattern>(parsed),
-                                    static_cast<std::uint32_t>(out_.reasons.size()));
-            out_.reasons.push_back(DomainReason{entry.key(), text, source(where)});
+            found.push_back(
+                {std::get<DomainPattern>(parsed), DomainReason{entry.key(), text, source(where)}});
+        }
+        // The matcher answers the lowest index: within a file the most specific pattern first (a name, then
+        // wildcards by depth, `*` last); files come in precedence order.
+        auto rank = [](const std::string& pattern) {
+            const bool wildcard = pattern.rfind('*', 0) == 0;
+            const auto labels = std::count(pattern.begin(), pattern.end(), '.');
+            return std::make_pair(pattern == "*" ? 2 : wildcard ? 1 : 0, -labels);
+        };
+        std::stable_sort(found.begin(), found.end(), [&](const Found& a, const Found& b) {
+            return rank(a.reason.pattern) < rank(b.reason.pattern);
+        });
+        for (Found& f : found) {
+            out_.reason_matcher.add(f.pattern, static_cast<std::uint32_t>(out_.reasons.size()));
+            out_.reasons.push_back(std::move(f.reason));
         }
     }
 

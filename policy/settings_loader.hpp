@@ -52,6 +52,9 @@ struct Collected {
     Layer allow_bare_repositories_layer = Layer::Default;
     std::optional<bool> strict_allowlist;
     Layer strict_allowlist_layer = Layer::Default;
+    std::optional<bool> report_only;  // managed or --settings only
+    Layer report_only_layer = Layer::Default;
+    std::optional<Rule> report_only_rule;
     // Bash rules and sandbox switches (for `cordon claude-hook`); the scalars' layers as above.
     CommandPolicy commands;
     std::optional<bool> sandbox_enabled, auto_allow_bash, allow_unsandboxed;
