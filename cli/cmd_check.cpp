@@ -460,6 +460,9 @@ int cmd_check(int argc, char** argv) {
         } else {
             std::cout << "rule: (none)\n";
         }
+        if (decision.reason_text)
+            std::cout << "reason_text: " << decision.reason_text->text << "\n"
+                      << "reason_source: " << policy::format_source(decision.reason_text->source) << "\n";
         if (written) {
             const policy::JailKind kind = jail.value_or(default_jail(*policy));
             std::cout << "write rule: " << written->rule->name << " ("

@@ -14,6 +14,7 @@ namespace {
 
 constexpr const char* kPolicyHelp =
     "usage: cordon policy [policy flags]\n"
+    "       cordon policy suggest --from AUDIT.jsonl [--format claude|srt]   (see its --help)\n"
     "\n"
     "Prints the effective policy, merged from every source, as JSON:\n"
     "  network.allowedDomains / deniedDomains / ignoredAllowedDomains / allowedAddresses / allowUnixSockets\n"
@@ -48,6 +49,7 @@ constexpr const char* kPolicyHelp =
 }  // namespace
 
 int cmd_policy(int argc, char** argv) {
+    if (argc > 0 && std::string(argv[0]) == "suggest") return cmd_policy_suggest(argc - 1, argv + 1);
     ArgCursor args(argc, argv, 0);
     policy::LoadOptions options;
     std::string format = "json";

@@ -12,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "cli/policy_reload.hpp"
 #include "cli/proxy_flags.hpp"
+#include "policy/syntax.hpp"
 #include "proxy/fd_limit.hpp"
 #include "proxy/proxy.hpp"
 
@@ -38,6 +39,9 @@ constexpr const char* kProxyHelp =
     "  --watch                reload the policy as on SIGHUP when a settings file or managed-settings.d\n"
     "                         changes (inotify on their directories: rename-over and ConfigMap updates too)\n"
     "  --health ADDR:PORT     serve /healthz and /readyz there (they are also on --metrics)\n"
+    "  --report-only          let through what the policy refuses, logged `decision: \"deny\", enforced:\n"
+    "                         false` and counted in cordon_would_refuse_total (the address guard still\n"
+    "                         refuses); also sandbox.network.reportOnly in managed or --settings files\n"
     "  -h, --help             print this help\n"
     "\n"
     "Signals: SIGHUP re-reads the policy (a bad one is refused, the old one stays) and reopens the audit\n"
@@ -109,6 +113,8 @@ int cmd_proxy(int argc, char** argv) {
                 throw UsageError("--control needs unix:PATH, not '" + control + "'");
         } else if (args.flag("--watch")) {
             watch = true;
+        } else if (args.flag("--report-only")) {
+            options.report_only = true;
         } else if (args.flag("--health")) {
             health = args.value();
         } else if (args.flag("--drain-timeout")) {
@@ -128,6 +134,16 @@ int cmd_proxy(int argc, char** argv) {
         // Not an error (a deny-all egress point is a valid configuration), but rarely what was meant.
         std::cerr << "cordon proxy: no policy allows any host (no --allow-domain, no "
                      "sandbox.network.allowedDomains in the settings read): every request will be refused\n";
+    }
+    if (policy->network().report_only) options.report_only = true;
+    if (options.report_only) {
+        const auto& rule = policy->network().report_only_rule;
+        std::cerr << "cordon proxy: REPORT-ONLY ("
+                  << (rule && rule->text == "true"
+                          ? "sandbox.network.reportOnly from " + policy::format_source(rule->source)
+                          : std::string("--report-only"))
+                  << "): connections the policy refuses are let through and logged `decision: \"deny\", "
+                     "enforced: false`; the address guard still refuses\n";
     }
     auto ca = proxy::select_ca(options, *policy, false);
     if (auto* error = std::get_if<std::string>(&ca)) {

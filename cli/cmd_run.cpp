@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/policy_reload.hpp"
 #include "cli/proxy_flags.hpp"
+#include "policy/syntax.hpp"
 #include "run/environment.hpp"
 #include "run/run.hpp"
 
@@ -159,6 +160,9 @@ int cmd_run(int argc, char** argv) {
             break;
         }
         if (parse_policy_flag(args, load) || parse_proxy_flag(args, run.proxy)) continue;
+        if (args.peek() == "--report-only")
+            throw UsageError(
+                "--report-only is for `cordon proxy` only: `cordon run` always enforces its policy");
         if (args.flag("--help") || args.flag("-h")) {
             std::cout << kRunHelp << run::environment_help() << kRunHelpEnd << kProxyFlagsHelp << "\n"
                       << kPolicyFlagsHelp;
@@ -261,6 +265,10 @@ int cmd_run(int argc, char** argv) {
     run.load_policy = [shared_load, watch](const std::filesystem::path& cwd) -> policy::PolicyPtr {
         shared_load->cwd = cwd;
         auto policy = load_policy_or_report(*shared_load);
+        if (policy && policy->network().report_only)
+            std::cerr << "cordon: sandbox.network.reportOnly ("
+                      << policy::format_source(policy->network().report_only_rule->source)
+                      << ") is for `cordon proxy` only: `cordon run` enforces its policy\n";
         if (policy && watch) {
             // The jailed command must not be able to change its own network policy through --watch.
             PolicyReloader check("cordon", *shared_load, nullptr, policy, true);

@@ -9,6 +9,7 @@ int cmd_claude_hook(int argc, char** argv);
 int cmd_connect(int argc, char** argv);
 int cmd_doctor(int argc, char** argv);
 int cmd_policy(int argc, char** argv);
+int cmd_policy_suggest(int argc, char** argv);  // argv[0] is the first argument after "policy suggest"
 int cmd_proxy(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 

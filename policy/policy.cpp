@@ -128,6 +128,15 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         return d;
     }
 
+    // A refusal's deniedDomainReasons entry, the highest layer's among those whose pattern matches.
+    Decision with_reason(Decision d, detail::HostKind kind, std::string_view host, std::uint16_t port) const {
+        if (reasons_.size() == 0) return d;
+        if (auto r = reasons_.match(kind, host, port); r != detail::DomainMatcher::kNone)
+            d.reason_text =
+                std::shared_ptr<const DomainReason>(shared_from_this(), &network_.denied_domain_reasons[r]);
+        return d;
+    }
+
   public:
     explicit PolicyImpl(detail::Collected&& c) : cwd_(c.cwd), files_read_(std::move(c.files_read)) {
         warnings_ = std::move(c.warnings);
@@ -138,9 +147,13 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         network_.allow_unix_sockets = std::move(c.unix_sockets);
         network_.allowed_domains = std::move(c.allow.rules);
         network_.denied_domains = std::move(c.deny.rules);
+        network_.denied_domain_reasons = std::move(c.reasons);
+        reasons_ = std::move(c.reason_matcher);
         network_.ignored_allows = std::move(c.ignored_allows);
         network_.inspection = std::make_shared<const InspectionPolicy>(std::move(c.inspection));
         network_.strict_allowlist = c.strict_allowlist.value_or(false);
+        network_.report_only = c.report_only.value_or(false);
+        network_.report_only_rule = std::move(c.report_only_rule);
         commands_ = std::move(c.commands);
         commands_.sandbox_enabled = c.sandbox_enabled.value_or(false);
         commands_.auto_allow_bash_if_sandboxed = c.auto_allow_bash.value_or(true);
@@ -241,10 +254,11 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             normal = general;
         }
         if (auto d = deny_.match(kind, normal, port); d != detail::DomainMatcher::kNone)
-            return make(Verdict::Deny, Reason::BlockedByDenylist, &network_.denied_domains[d]);
+            return with_reason(make(Verdict::Deny, Reason::BlockedByDenylist, &network_.denied_domains[d]),
+                               kind, normal, port);
         if (auto a = allow_.match(kind, normal, port); a != detail::DomainMatcher::kNone)
             return make(Verdict::Allow, Reason::AllowedByRule, &network_.allowed_domains[a]);
-        return make(Verdict::Deny, Reason::BlockedByAllowlist, nullptr);
+        return with_reason(make(Verdict::Deny, Reason::BlockedByAllowlist, nullptr), kind, normal, port);
     }
 
     Decision decide_read(const fs::path& path) const override {
@@ -387,16 +401,22 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         json files = json::array();
         for (const fs::path& file : files_read_)
             files.push_back(file.string());
+        json reasons = json::array();
+        for (const DomainReason& r : network_.denied_domain_reasons)
+            reasons.push_back(
+                {{"pattern", r.pattern}, {"reason", r.text}, {"source", source_json(r.source)}});
         return json{
             {"network",
              {{"allowedDomains", rules(network_.allowed_domains)},
               {"deniedDomains", rules(network_.denied_domains)},
+              {"deniedDomainReasons", reasons},
               {"ignoredAllowedDomains", rules(network_.ignored_allows)},
               {"allowedAddresses", rules(network_.allowed_addresses)},
               {"allowUnixSockets", sockets},
               {"allowAllUnixSockets", network_.allow_all_unix_sockets},
               {"allowManagedDomainsOnly", network_.allow_managed_domains_only},
-              {"strictAllowlist", network_.strict_allowlist}}},
+              {"strictAllowlist", network_.strict_allowlist},
+              {"reportOnly", network_.report_only}}},
             {"filesystem",
              {{"allowWrite", paths(fs_.allow_write)},
               {"denyWrite", paths(fs_.deny_write)},
@@ -718,7 +738,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
     std::vector<fs::path> files_read_;
     std::vector<std::string> warnings_;
     CommandPolicy commands_;
-    detail::DomainMatcher allow_, deny_;
+    detail::DomainMatcher allow_, deny_, reasons_;
     std::vector<PathRule> settings_rules_;
     std::vector<Rule> name_rules_;
     std::vector<std::vector<std::string>> name_components_;
@@ -830,14 +850,20 @@ std::string working_directory_refusal(const fs::path& cwd, const fs::path& home)
 std::string Decision::explain() const {
     std::string out = std::string(to_string(verdict)) + ": " + std::string(to_string(reason));
     if (rule) out += " by `" + rule->text + "` (" + format_source(rule->source) + ")";
+    if (reason_text) out += ": " + json(reason_text->text).dump();
     return out;
 }
 
 json Decision::to_json() const {
-    return json{{"decision", std::string(to_string(verdict))},
-                {"reason", std::string(to_string(reason))},
-                {"rule", rule ? json(rule->text) : json(nullptr)},
-                {"source", rule ? source_json(rule->source) : json(nullptr)}};
+    json out{{"decision", std::string(to_string(verdict))},
+             {"reason", std::string(to_string(reason))},
+             {"rule", rule ? json(rule->text) : json(nullptr)},
+             {"source", rule ? source_json(rule->source) : json(nullptr)}};
+    if (reason_text) {
+        out["reason_text"] = reason_text->text;
+        out["reason_source"] = source_json(reason_text->source);
+    }
+    return out;
 }
 
 std::variant<PolicyPtr, LoadError> load_policy(const LoadOptions& options) {

@@ -65,17 +65,30 @@ enum class Reason {
 };
 std::string_view to_string(Reason reason);  // "allowed", "blocked-by-denylist", "blocked-by-allowlist", ...
 
+// srt's `network.deniedDomainReasons` (and `sandbox.network.deniedDomainReasons` in Claude Code files): why a
+// refused host is refused, in the policy author's words (`{"*.pastebin.com": "no paste sites: see
+// wiki/egress"}`). Advisory only: a reason never changes a decision; it is shown with every refusal of a host
+// its pattern matches (deniedDomains' pattern syntax), the highest layer's first.
+struct DomainReason {
+    std::string pattern;  // as written
+    std::string text;     // the reason
+    Source source;        // where: `network.deniedDomainReasons.PATTERN`
+};
+
 struct Decision {
     Verdict verdict = Verdict::Deny;
     Reason reason = Reason::BlockedByAllowlist;
     // The rule that decided; empty when none matched (BlockedByAllowlist, DefaultAllow). It shares ownership
     // of the Policy that holds it, so a decision needs no copy of the rule and outlives a policy reload.
     std::shared_ptr<const Rule> rule;
+    // A refused connection's deniedDomainReasons entry (null when none matches, and for every allow).
+    std::shared_ptr<const DomainReason> reason_text;
     bool allowed() const { return verdict == Verdict::Allow; }
     // One line for humans: "deny: blocked-by-denylist by `*.evil.com` (Managed, /etc/.../x.json at
-    // sandbox.network.deniedDomains[0])".
+    // sandbox.network.deniedDomains[0])", then `: "REASON"` with a reason_text.
     std::string explain() const;
-    nlohmann::json to_json() const;  // {"decision","reason","rule","source":{"layer","file","where"}}
+    // {"decision","reason","rule","source":{"layer","file","where"}}, and "reason_text" with one.
+    nlohmann::json to_json() const;
 };
 
 // A filesystem entry after path resolution: `path` is absolute and lexically normal; `glob` is true when the
@@ -181,6 +194,8 @@ std::string working_directory_refusal(const std::filesystem::path& cwd, const st
 struct NetworkPolicy {
     std::vector<Rule> allowed_domains;  // effective allow entries (after allowManagedDomainsOnly)
     std::vector<Rule> denied_domains;
+    // deniedDomainReasons, in precedence order (managed first).
+    std::vector<DomainReason> denied_domain_reasons;
     std::vector<Rule> ignored_allows;          // allow entries dropped by allowManagedDomainsOnly
     std::vector<Rule> allowed_addresses;       // CIDRs the proxy's address guard lets through
     std::vector<AddressRange> allowed_ranges;  // the same, parsed (one per allowed_addresses entry)
@@ -191,6 +206,11 @@ struct NetworkPolicy {
     std::shared_ptr<const InspectionPolicy> inspection;
     // srt's / Claude Code's `strictAllowlist`: a host in neither list is refused, never asked about.
     bool strict_allowlist = false;
+    // `sandbox.network.reportOnly` (issue 28), honoured only from managed settings and --settings files (the
+    // highest of them wins); elsewhere a warning. Only `cordon proxy` acts on it (`cordon run` always
+    // enforces and warns). `report_only_rule` names the entry that set it.
+    bool report_only = false;
+    std::optional<Rule> report_only_rule;
 };
 
 // Claude Code's Bash permission rules and sandbox switches, for `cordon claude-hook` (agent/); the proxy and

@@ -102,6 +102,8 @@ constexpr KnownKey kSandboxKeys[] = {
 constexpr KnownKey kNetworkKeys[] = {
     {"allowedDomains", KeyUse::Honoured, ""},
     {"deniedDomains", KeyUse::Honoured, ""},
+    {"deniedDomainReasons", KeyUse::Honoured, ""},
+    {"reportOnly", KeyUse::Honoured, ""},
     {"allowedAddresses", KeyUse::Honoured, ""},
     {"allowUnixSockets", KeyUse::Honoured, ""},
     {"allowAllUnixSockets", KeyUse::Honoured, ""},
@@ -117,6 +119,9 @@ constexpr KnownKey kNetworkKeys[] = {
     {"tlsTerminate", KeyUse::Honoured, ""},
     {"requestRules", KeyUse::Honoured, ""},
 };
+// The longest deniedDomainReasons text (bytes).
+constexpr std::size_t kMaxReasonBytes = 500;
+
 constexpr KnownKey kFilesystemKeys[] = {
     {"allowWrite", KeyUse::Honoured, ""},
     {"denyWrite", KeyUse::Honoured, ""},
@@ -545,6 +550,7 @@ class FileLoader {
         strings(network, "deniedDomains", base, [&](std::string& text, const std::string& where) {
             domain(text, text, where, false, PatternDialect::SrtDenied);
         });
+        load_denied_reasons(network, base);
         strings(network, "allowedAddresses", base, [&](std::string& text, const std::string& where) {
             auto range = parse_cidr(text);
             if (auto* why = std::get_if<std::string>(&range)) {
@@ -571,6 +577,18 @@ class FileLoader {
             }
         }
         scalar(out_.strict_allowlist, out_.strict_allowlist_layer, boolean(network, "strictAllowlist", base));
+        if (auto value = boolean(network, "reportOnly", base)) {
+            // A roll-out switch for the operator of `cordon proxy`: a project or user file must not turn
+            // enforcement off.
+            const std::string where = append_key(base, "reportOnly");
+            if (layer_ != Layer::Managed && layer_ != Layer::Settings) {
+                warn(where, "honoured only in managed settings or cordon proxy's --settings; ignored");
+            } else if (!out_.report_only || out_.report_only_layer == layer_) {
+                out_.report_only = *value;
+                out_.report_only_layer = layer_;
+                out_.report_only_rule = Rule{*value ? "true" : "false", source(where)};
+            }
+        }
         if (auto value = boolean(network, "allowManagedDomainsOnly", base)) {
             if (layer_ == Layer::Managed) {
                 out_.managed_only = *value;
@@ -578,6 +596,63 @@ class FileLoader {
                 warn(append_key(base, "allowManagedDomainsOnly"),
                      "honoured only in managed settings; ignored");
             }
+        }
+    }
+
+    // deniedDomainReasons: {"pattern": "reason"}. A reason is advisory (it never changes a decision), so a
+    // bad entry is skipped with a warning, never a stop.
+    void load_denied_reasons(const json& network, const std::string& base) {
+        auto it = network.find("deniedDomainReasons");
+        if (it == network.end()) return;
+        const std::string key = append_key(base, "deniedDomainReasons");
+        if (!it->is_object()) {
+            warn(key, "skipped: must be an object of \"pattern\": \"reason\", found " + type_name(*it));
+            return;
+        }
+        struct Found {
+            DomainPattern pattern;
+            DomainReason reason;
+        };
+        std::vector<Found> found;
+        for (auto entry = it->begin(); entry != it->end(); ++entry) {
+            const std::string where = append_key(key, entry.key());
+            if (!entry.value().is_string()) {
+                warn(where, "skipped: the reason must be a string, found " + type_name(entry.value()));
+                continue;
+            }
+            const std::string& text = entry.value().get_ref<const std::string&>();
+            // Shown on terminals and in a 403 body: one line of printable text, of a readable length.
+            if (std::any_of(text.begin(), text.end(),
+                            [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+                warn(where, "skipped: the reason holds a control character (newline, escape, ...)");
+                continue;
+            }
+            if (text.empty() || text.size() > kMaxReasonBytes) {
+                warn(where, "skipped: the reason must be 1 to " + std::to_string(kMaxReasonBytes) +
+                                " bytes long, found " + std::to_string(text.size()));
+                continue;
+            }
+            auto parsed = parse_domain_pattern(entry.key(), PatternDialect::SrtDenied);
+            if (auto* why = std::get_if<std::string>(&parsed)) {
+                warn(where, "skipped: invalid domain pattern " + json_quoted(entry.key()) + ": " + *why);
+                continue;
+            }
+            found.push_back(
+                {std::get<DomainPattern>(parsed), DomainReason{entry.key(), text, source(where)}});
+        }
+        // The matcher answers the lowest index: within a file the most specific pattern first (a name, then
+        // wildcards by depth, `*` last); files come in precedence order.
+        auto rank = [](const std::string& pattern) {
+            const bool wildcard = pattern.rfind('*', 0) == 0;
+            const auto labels = std::count(pattern.begin(), pattern.end(), '.');
+            return std::make_pair(pattern == "*" ? 2 : wildcard ? 1 : 0, -labels);
+        };
+        std::stable_sort(found.begin(), found.end(), [&](const Found& a, const Found& b) {
+            return rank(a.reason.pattern) < rank(b.reason.pattern);
+        });
+        for (Found& f : found) {
+            out_.reason_matcher.add(f.pattern, static_cast<std::uint32_t>(out_.reasons.size()));
+            out_.reasons.push_back(std::move(f.reason));
         }
     }
 

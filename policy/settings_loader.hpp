@@ -33,6 +33,9 @@ struct Collected {
     // is settled before any other allow entry arrives; those go to `ignored_allows` when it is on.
     DomainRules allow, deny;
     std::vector<Rule> ignored_allows;
+    // deniedDomainReasons, precedence order; the matcher's rule numbers index `reasons`.
+    DomainMatcher reason_matcher;
+    std::vector<DomainReason> reasons;
     std::vector<Rule> addresses, unix_sockets;
     std::vector<AddressRange> ranges;  // addresses, parsed
     std::vector<PathRule> allow_write, deny_write, deny_read, allow_read;
@@ -49,6 +52,9 @@ struct Collected {
     Layer allow_bare_repositories_layer = Layer::Default;
     std::optional<bool> strict_allowlist;
     Layer strict_allowlist_layer = Layer::Default;
+    std::optional<bool> report_only;  // managed or --settings only
+    Layer report_only_layer = Layer::Default;
+    std::optional<Rule> report_only_rule;
     // Bash rules and sandbox switches (for `cordon claude-hook`); the scalars' layers as above.
     CommandPolicy commands;
     std::optional<bool> sandbox_enabled, auto_allow_bash, allow_unsandboxed;

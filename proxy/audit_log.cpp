@@ -66,6 +66,8 @@ std::string format_decision(const DecisionEvent& e, const std::string& sandbox,
     j["rule"] = e.rule.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.rule);
     if (!e.source.empty()) j["source"] = e.source;
     j["reason"] = e.reason;
+    if (!e.reason_text.empty()) j["reason_text"] = e.reason_text;
+    if (!e.enforced) j["enforced"] = false;
     j["upstream_ip"] = e.upstream_ip.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.upstream_ip);
     if (!e.error.empty()) j["error"] = e.error;
     if (e.status != 0) j["status"] = e.status;

@@ -26,6 +26,10 @@ struct DecisionEvent {
     std::string
         reason;  // "allowed", "blocked-by-allowlist", "blocked-by-denylist", "blocked-by-address-guard",
                  // "bad-request", "auth-required", "over-connection-limit"
+    // A refusal's deniedDomainReasons text (policy.hpp DomainReason), empty when none applies.
+    std::string reason_text;
+    // false: the policy refused it but report-only let it through (the line says `enforced: false`).
+    bool enforced = true;
     std::string upstream_ip;
     std::string
         error;       // upstream failure for an allowed request: "nxdomain", "connect-refused", "timeout", ...

@@ -313,9 +313,16 @@ void Connection::conclude(Verdict v) {
     e.method = request_.method;
     e.path = request_.path;
     e.decision = allowed ? "allow" : "deny";
+    if (allowed && context_.options.report_only && !d.allowed() && request_.rule.empty()) {
+        // The policy refused it; report-only let it through.
+        e.decision = "deny";
+        e.enforced = false;
+        e.reason_text = reason_text(d);
+    }
     e.rule = request_.rule.empty() ? rule_text(d) : request_.rule;
     e.source = request_.rule.empty() ? rule_source(d) : request_.source;
     e.reason = v.reason;
+    if (!allowed && request_.rule.empty()) e.reason_text = reason_text(d);
     e.upstream_ip = request_.upstream_ip;
     e.error = v.error;
     e.status = v.status;
@@ -503,6 +510,7 @@ void Connection::count_refusal(const Verdict& verdict) {
     const auto& d = decision_.last();
     e.rule = rule_text(d);
     e.source = rule_source(d);
+    e.reason_text = reason_text(d);
     e.error.clear();
     if (verdict.kind == Verdict::Kind::Failed) {
         e.why = Why::Upstream;
@@ -518,7 +526,8 @@ void Connection::count_refusal(const Verdict& verdict) {
 
 void Connection::close(const std::string& error) {
     if (closed()) return;
-    if ((phase_ == Phase::Deciding || phase_ == Phase::Dialing) && decision_.last().allowed()) {
+    if ((phase_ == Phase::Deciding || phase_ == Phase::Dialing) &&
+        (decision_.last().allowed() || (context_.options.report_only && phase_ == Phase::Dialing))) {
         // Allowed by the policy but the connection ended before the dial finished (shutdown, client gone).
         conclude({Verdict::Kind::Aborted, std::string(policy::to_string(decision_.last().reason)),
                   "aborted" + (error.empty() ? std::string() : ": " + error), 0, ""});

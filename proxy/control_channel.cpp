@@ -286,6 +286,7 @@ void ControlChannel::refused(const DecisionEvent& e) {
                 {"reason", e.reason},
                 {"rule", e.rule},
                 {"source", e.source},
+                {"reason_text", e.reason_text},
                 {"error", e.error}}}});
 }
 

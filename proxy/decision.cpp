@@ -57,6 +57,10 @@ std::string rule_text(const policy::Decision& decision) {
     return decision.rule ? decision.rule->text : "";
 }
 
+std::string reason_text(const policy::Decision& decision) {
+    return decision.reason_text ? decision.reason_text->text : "";
+}
+
 std::string rule_source(const policy::Decision& decision) {
     return decision.rule ? policy::format_source(decision.rule->source) : "";
 }
@@ -86,6 +90,12 @@ void DecisionPoint::decide(const std::string& host, std::uint16_t port, Callback
     outcome.decision = context_.policy->decide_connect(host, port);
     last_ = outcome.decision;
     if (!outcome.decision.allowed()) {
+        if (context_.options.report_only) {
+            // Report-only: go on with the denial as the decision (logged `enforced: false`); the address
+            // guard still decides what is dialled.
+            resume(host, port, std::move(outcome.decision), std::move(done));
+            return;
+        }
         outcome.kind = Outcome::Kind::DeniedByPolicy;
         done(std::move(outcome));
         return;

@@ -49,6 +49,8 @@ policy::Decision decide_name(const policy::Policy& policy, const std::string& na
 // Rule text and "file:line (where)" for logs and refusal bodies; empty when no rule matched.
 std::string rule_text(const policy::Decision& decision);
 std::string rule_source(const policy::Decision& decision);
+// The refusal's deniedDomainReasons text; empty when none applies.
+std::string reason_text(const policy::Decision& decision);
 
 class DecisionPoint {
   public:

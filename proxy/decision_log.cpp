@@ -12,8 +12,9 @@ constexpr std::size_t kMaxRefusedHosts = 10'000;
 
 void record_decision(Context& context, const DecisionEvent& e) {
     context.metrics.count_request(e.proto, e.decision, e.reason);
+    if (!e.enforced) ++context.metrics.would_refuse[e.reason];
     if (context.audit) context.audit->decision(e);
-    if (context.control && e.decision == "deny") context.control->refused(e);
+    if (context.control && e.decision == "deny" && e.enforced) context.control->refused(e);
 }
 
 void record_decision(Context& context, const DnsEvent& e) {

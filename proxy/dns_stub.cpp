@@ -88,6 +88,7 @@ std::vector<std::uint8_t> DnsStub::answer(std::span<const std::uint8_t> message,
                                                                       : RefusalSummary::Why::NotAllowed;
             entry.rule = rule_text(d);
             entry.source = rule_source(d);
+            entry.reason_text = reason_text(d);
         } else if (query->klass == dns::kClassIN &&
                    (query->type == dns::kTypeA || query->type == dns::kTypeAAAA)) {
             auto fake = context_.fake.assign(e.host, query->type == dns::kTypeA ? AF_INET : AF_INET6);

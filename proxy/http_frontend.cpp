@@ -420,6 +420,8 @@ void HttpFrontEnd::refuse(const Verdict& v) {
         body += "cordon: connection to " + target + " blocked: no rule allows " + p_.request().host +
                 " (hosts not in the allow list are denied) (" + v.reason + ")\n";
     }
+    if (d.reason_text && p_.request().guard_class.empty())
+        body += "cordon: reason: " + d.reason_text->text + "\n";
     send_error(403, "Forbidden", v.reason, body, true);
 }
 

@@ -61,6 +61,13 @@ std::string Metrics::render() const {
                label_escape(decision) + "\",reason=\"" + label_escape(reason) + "\"} " +
                std::to_string(count) + "\n";
     }
+    out +=
+        "# HELP cordon_would_refuse_total Connections the policy refused that report-only let through, by "
+        "reason.\n";
+    out += "# TYPE cordon_would_refuse_total counter\n";
+    for (const auto& [reason, count] : would_refuse)
+        out += "cordon_would_refuse_total{reason=\"" + label_escape(reason) + "\"} " + std::to_string(count) +
+               "\n";
     auto simple = [&](const char* name, const char* type, const char* help, std::uint64_t value) {
         out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name +
                " " + std::to_string(value) + "\n";
@@ -243,6 +250,8 @@ class UvMetricsServer final : public MetricsServer {
             } else if (metrics_.listeners == 0) {
                 status = "503 Service Unavailable";
                 body = "not listening\n";
+            } else if (metrics_.report_only) {
+                body = "ready (report-only: refusals by the policy are logged, not enforced)\n";
             } else {
                 body = "ready\n";
             }

@@ -39,6 +39,9 @@ struct Metrics {
     // and not draining.
     std::size_t listeners = 0;
     bool draining = false;
+    // Report-only (Options::report_only): /readyz says so; what the policy would have refused, by reason.
+    bool report_only = false;
+    std::map<std::string, std::uint64_t> would_refuse;
     // The audit log's drop counters are its own (its writer thread counts too); rendered from here.
     const AuditLog* audit = nullptr;
 

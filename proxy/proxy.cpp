@@ -44,6 +44,7 @@ class ProxyImpl final : public Proxy {
         context_.policy = std::move(policy);
         context_.audit = std::make_unique<AuditLog>(context_.options.audit_log, context_.options.sandbox_id);
         context_.metrics.audit = context_.audit.get();
+        context_.metrics.report_only = context_.options.report_only;
         // The parent proxy: --parent-proxy, else sandbox.network.parentProxy, else (only when asked) the
         // host's HTTPS_PROXY / NO_PROXY.
         {

@@ -66,6 +66,11 @@ struct Options {
     // answer, then is refused as unknown.
     bool ask = false;
     std::chrono::milliseconds ask_timeout{30'000};
+    // --report-only (or sandbox.network.reportOnly, see policy.hpp): a connection the policy refuses goes on
+    // (resolved, guarded, dialled) and is logged `decision: "deny", enforced: false` and counted in
+    // cordon_would_refuse_total. The address guard still refuses (enforced): report-only lifts the policy's
+    // domain lists only, never the guard classes. Request rules inside inspected connections stay enforced.
+    bool report_only = false;
     // Rebuilds the policy with a control channel's settings (JSON text, Claude Code's shape) as the Control
     // layer; a message when it does not load. Unset: the control channel refuses settings updates.
     std::function<std::variant<policy::PolicyPtr, std::string>(const std::string& control_settings)> reload;
@@ -84,6 +89,7 @@ struct RefusalSummary {
         Why why = Why::NotAllowed;  // the latest outcome for this host
         std::size_t count = 0;
         std::string rule, source, address, address_class, error;
+        std::string reason_text;  // the policy author's deniedDomainReasons text, when one matches
     };
     std::map<std::string, Entry> hosts;  // "host:port" -> what happened to it
 };

@@ -51,7 +51,10 @@ std::string format_refusals(const RefusalSummary& summary) {
         if (hosts > kMax) out += "    ... and " + std::to_string(hosts - kMax) + " more host(s)\n";
         return "  " + title + ":\n" + out + (advice.empty() ? "" : "    (" + advice + ")\n");
     };
-    auto nothing = [](const RefusalSummary::Entry&) { return std::string(); };
+    // The policy author's reason (deniedDomainReasons), when one matches the host.
+    auto why_text = [](const RefusalSummary::Entry& e) {
+        return e.reason_text.empty() ? std::string() : "  reason: " + e.reason_text;
+    };
 
     std::string out;
     if (refused > 0 || lookups > 0)
@@ -59,13 +62,13 @@ std::string format_refusals(const RefusalSummary& summary) {
             "cordon: refused " +
             (refused > 0 ? std::to_string(refused) + " connection(s)" + (lookups > 0 ? " and " : "") : "") +
             (lookups > 0 ? std::to_string(lookups) + " DNS lookup(s)" : "") + ":\n";
-    out += section(Why::NotAllowed, "not in the allow list", nothing,
+    out += section(Why::NotAllowed, "not in the allow list", why_text,
                    "allow with --allow-domain HOST or sandbox.network.allowedDomains; `cordon check HOST` "
                    "explains");
     out += section(
         Why::DeniedByRule, "denied by a deny rule",
-        [](const RefusalSummary::Entry& e) {
-            return "  by `" + e.rule + "`" + (e.source.empty() ? "" : " from " + e.source);
+        [&](const RefusalSummary::Entry& e) {
+            return "  by `" + e.rule + "`" + (e.source.empty() ? "" : " from " + e.source) + why_text(e);
         },
         "a deny rule wins over every allow rule: remove the rule to reach these hosts");
     out += section(

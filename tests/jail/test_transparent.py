@@ -186,6 +186,20 @@ class Transparent:
                                  Host.v4)
         self.assertEqual((rc, out), (0, "transparent test host\n"), err)
 
+    def test_deny_reason_in_the_refusal_audit_line(self):
+        # srt's deniedDomainReasons (issue 28): a transparent refusal's audit line and the summary carry it.
+        settings = os.path.join(self.dir, "reasons.json")
+        with open(settings, "w") as f:
+            json.dump({"network": {"deniedDomainReasons": {SSH: "ssh host: port 2222 only (NET-7)"}}}, f)
+        os.chmod(settings, 0o644)
+        rc, out, err = self.jail(f"printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 5 {SSH} 8080; true",
+                                 "--settings", settings)
+        decisions = {(d["host"], d["port"]): d for d in self.events()}
+        d = decisions[(SSH, 8080)]
+        self.assertEqual((d["proto"], d["decision"], d["reason_text"]),
+                         ("transparent", "deny", "ssh host: port 2222 only (NET-7)"), err)
+        self.assertIn("reason: ssh host: port 2222 only (NET-7)", err)
+
     def test_denied_names_answered_locally_never_forwarded(self):
         label = secrets.token_hex(24)
         name = f"{label}.{SECRET}"

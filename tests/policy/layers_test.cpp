@@ -1,5 +1,7 @@
 // Layers and merging: managed (file + drop-ins), --settings, local, project, user, flags; discovery; array
 // merging; scalar precedence; allowManagedDomainsOnly; srt-shaped files; ignored keys and tools.
+#include <nlohmann/json.hpp>
+
 #include "tests/policy/test_support.hpp"
 
 namespace cordon::policy::test {
@@ -539,6 +541,66 @@ TEST_CASE("a settings file of 100,000 domains loads and decides every entry", "[
         CHECK(decided.rule->source.where == "sandbox.network.allowedDomains[" + std::to_string(i) + "]");
     }
     CHECK_FALSE(p->decide_connect("h100000.example.com", 443).allowed());
+}
+
+TEST_CASE("deniedDomainReasons: the highest layer's matching reason, on refusals only", "[layers][reasons]") {
+    TempTree tree;
+    tree.managed_settings(
+        R"J({"sandbox": {"network": {"deniedDomainReasons": {"*.paste.example": "managed says no"}}}})J");
+    tree.project_settings(R"J({"sandbox": {"network": {"allowedDomains": ["ok.example.com"],
+        "deniedDomains": ["bad.example.com"],
+        "deniedDomainReasons": {"*.paste.example": "project says no", "bad.example.com": "known bad",
+                                "*": "ask netops", "ok.example.com": "never shown", "x": 1}}}})J");
+    auto p = load_ok(tree.options());
+    auto d = p->decide_connect("a.paste.example", 443);
+    REQUIRE(d.reason_text);
+    CHECK(d.reason_text->text == "managed says no");
+    CHECK(d.reason_text->source.layer == Layer::Managed);
+    d = p->decide_connect("bad.example.com", 443);
+    CHECK(d.reason == Reason::BlockedByDenylist);
+    REQUIRE(d.reason_text);
+    CHECK(d.reason_text->text == "known bad");
+    CHECK(d.explain().find(": \"known bad\"") != std::string::npos);
+    CHECK(d.to_json()["reason_text"] == "known bad");
+    d = p->decide_connect("elsewhere.example.org", 443);
+    REQUIRE(d.reason_text);
+    CHECK(d.reason_text->text == "ask netops");
+    // Advisory: an allowed host has no reason, whatever matches it.
+    d = p->decide_connect("ok.example.com", 443);
+    CHECK(d.allowed());
+    CHECK(!d.reason_text);
+    CHECK(!d.to_json().contains("reason_text"));
+    bool warned = false;
+    for (const auto& w : p->warnings())
+        warned =
+            warned || w.find("deniedDomainReasons.x: skipped: the reason must be a string, found a number") !=
+                          std::string::npos;
+    CHECK(warned);
+}
+
+TEST_CASE("reportOnly: honoured from managed and --settings only, managed winning", "[layers][report-only]") {
+    TempTree tree;
+    auto on = tree.write("on.json", R"J({"sandbox": {"network": {"reportOnly": true}}})J");
+    auto options = tree.options();
+    options.settings_files = {on};
+    auto p = load_ok(options);
+    CHECK(p->network().report_only);
+    REQUIRE(p->network().report_only_rule);
+    CHECK(p->network().report_only_rule->source.file == on.string());
+    tree.managed_settings(R"J({"sandbox": {"network": {"reportOnly": false}}})J");
+    CHECK(!load_ok(options)->network().report_only);
+
+    TempTree project;
+    project.project_settings(R"J({"sandbox": {"network": {"reportOnly": true}}})J");
+    project.user_settings(R"J({"network": {"reportOnly": true}})J");
+    auto q = load_ok(project.options());
+    CHECK(!q->network().report_only);
+    std::size_t warned = 0;
+    for (const auto& w : q->warnings())
+        if (w.find("reportOnly: honoured only in managed settings or cordon proxy's --settings") !=
+            std::string::npos)
+            ++warned;
+    CHECK(warned == 2);
 }
 
 }  // namespace cordon::policy::test

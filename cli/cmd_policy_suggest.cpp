@@ -1,0 +1,240 @@
+// `cordon policy suggest --from AUDIT.jsonl [--format claude|srt]`: the smallest settings snippet that would
+// have allowed what an audit log shows refused. Connections are suggested by host (and port, when not
+// 80/443), grouped by registrable domain with the Public Suffix List (libpsl, Debian's `publicsuffix` data):
+// three or more names below one registrable domain become `*.DOMAIN`, never a wildcard over a public suffix.
+// Writes
+// (`event: "write"`) are suggested by path. Refusals a settings entry cannot lift (a deny rule, the address
+// guard, a protected path) are listed apart; so is every line that is not a whole JSON object.
+#include <libpsl.h>
+
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+
+namespace cordon::cli {
+namespace {
+
+constexpr const char* kSuggestHelp =
+    "usage: cordon policy suggest --from AUDIT.jsonl [--format claude|srt]\n"
+    "\n"
+    "Reads an audit log (`--audit-log` of `cordon run` or `cordon proxy`) and prints on stdout the smallest\n"
+    "settings that would have allowed what it shows refused: sandbox.network.allowedDomains (claude, the\n"
+    "default) or network.allowedDomains (srt), and allowWrite for refused writes. Names are grouped by\n"
+    "registrable domain (Public Suffix List): three or more below one become `*.DOMAIN`, never a wildcard\n"
+    "over a public suffix; a port other than 80 and 443 is kept (`host:port`). On stderr: the counts, the\n"
+    "refusals no settings entry here would lift (deny rules, the address guard, protected paths) and every\n"
+    "malformed or truncated line, by line number (skipped).\n"
+    "Exit status: 0, 1 when the log cannot be read, 2 on a usage error.\n"
+    "\n"
+    "  --from FILE            the audit log (JSON lines)\n"
+    "  --format claude|srt    the settings' shape (default claude: Claude Code's sandbox section)\n"
+    "  -h, --help             print this help\n";
+
+// Three or more names below one registrable domain are suggested as `*.DOMAIN`.
+constexpr std::size_t kWildcardFrom = 3;
+
+struct PslFree {
+    void operator()(psl_ctx_t* psl) const { psl_free(psl); }
+};
+
+// Debian's `publicsuffix` data when installed (updated with the package), else libpsl's built-in list.
+std::unique_ptr<psl_ctx_t, PslFree> load_psl() {
+    for (const char* file : {"/usr/share/publicsuffix/public_suffix_list.dafsa",
+                             "/usr/share/publicsuffix/public_suffix_list.dat"})
+        if (psl_ctx_t* psl = psl_load_file(file)) return std::unique_ptr<psl_ctx_t, PslFree>(psl);
+    return std::unique_ptr<psl_ctx_t, PslFree>(const_cast<psl_ctx_t*>(psl_builtin()), PslFree{});
+}
+
+bool is_ip_literal(const std::string& host) {
+    return host.find(':') != std::string::npos || host.find_first_not_of("0123456789.") == std::string::npos;
+}
+
+// One refused target: how often, and over which ports.
+struct Target {
+    std::size_t count = 0;
+    std::set<int> ports;
+};
+
+struct Apart {
+    std::size_t count = 0;
+    std::string why;
+};
+
+}  // namespace
+
+int cmd_policy_suggest(int argc, char** argv) {
+    ArgCursor args(argc, argv, 0);
+    std::string from, format = "claude";
+    while (!args.done()) {
+        if (args.peek() == "--help" || args.peek() == "-h") {
+            std::cout << kSuggestHelp;
+            return 0;
+        }
+        if (args.flag("--from")) {
+            from = args.value();
+        } else if (args.flag("--format")) {
+            format = args.value();
+            if (format != "claude" && format != "srt")
+                throw UsageError("--format is claude or srt, not '" + format + "'");
+        } else {
+            throw UsageError("unexpected argument " + args.peek());
+        }
+    }
+    if (from.empty()) throw UsageError("--from AUDIT.jsonl is required");
+    std::ifstream in(from, std::ios::binary);
+    if (!in) {
+        std::cerr << "cordon policy suggest: cannot read " << from << "\n";
+        return 1;
+    }
+
+    std::map<std::string, Target> hosts;  // refused as unknown: to allow
+    std::map<std::string, std::size_t> writes;
+    std::map<std::string, Apart> apart;  // "host:port" or a path: what no entry here lifts
+    std::size_t lines = 0, malformed = 0, refusals = 0;
+    std::string line;
+    for (std::size_t number = 1; std::getline(in, line); ++number) {
+        ++lines;
+        if (line.empty()) continue;
+        nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_discarded() || !j.is_object() || !j.contains("event") || !j["event"].is_string()) {
+            ++malformed;
+            std::cerr << "cordon policy suggest: " << from << ":" << number << ": "
+                      << (in.eof() ? "truncated" : "malformed") << " line skipped (not a JSON audit event)\n";
+            continue;
+        }
+        const std::string event = j["event"];
+        auto text = [&](const char* key) {
+            auto it = j.find(key);
+            return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+        };
+        if (text("decision") != "deny") continue;
+        const std::string reason = text("reason");
+        if (event == "write") {
+            const std::string path = text("path");
+            if (path.empty() || path[0] != '/') {
+                ++malformed;
+                std::cerr << "cordon policy suggest: " << from << ":" << number
+                          << ": a write event without an absolute path, skipped\n";
+                continue;
+            }
+            ++refusals;
+            if (reason == "default-deny") {
+                ++writes[path];
+            } else {
+                auto& a = apart[path];
+                ++a.count;
+                a.why = reason + (text("rule").empty() ? "" : " by `" + text("rule") + "`");
+            }
+            continue;
+        }
+        if (event != "decision" && event != "dns") continue;
+        const std::string host = text("host");
+        auto port = j.find("port");
+        if (host.empty() || port == j.end() || !port->is_number_integer() || port->get<int>() < 0 ||
+            port->get<int>() > 65535) {
+            ++malformed;
+            std::cerr << "cordon policy suggest: " << from << ":" << number
+                      << ": a refusal without host or port, skipped\n";
+            continue;
+        }
+        ++refusals;
+        const int p = port->get<int>();
+        if (reason == "blocked-by-allowlist") {
+            auto& t = hosts[host];
+            ++t.count;
+            if (event == "decision") t.ports.insert(p);  // a DNS lookup names no port
+        } else {
+            auto& a = apart[(host.find(':') != std::string::npos ? "[" + host + "]" : host) +
+                            (event == "dns" ? " (DNS)" : ":" + std::to_string(p))];
+            ++a.count;
+            if (reason == "blocked-by-denylist")
+                a.why = "a deny rule: `" + text("rule") + "`" +
+                        (text("source").empty() ? "" : " from " + text("source"));
+            else if (reason == "blocked-by-address-guard")
+                a.why = "the address guard: " + text("upstream_ip") + " (" + text("error") +
+                        "); only --allow-address / allowedAddresses lifts it";
+            else
+                a.why = reason;
+        }
+    }
+
+    // Group by registrable domain.
+    auto psl = load_psl();
+    std::map<std::string, std::vector<std::string>> groups;  // registrable domain (or the host) -> hosts
+    for (const auto& [host, target] : hosts) {
+        const char* registrable =
+            is_ip_literal(host) ? nullptr : psl_registrable_domain(psl.get(), host.c_str());
+        groups[registrable ? std::string(registrable) : host].push_back(host);
+    }
+    nlohmann::json allowed = nlohmann::json::array();
+    std::string report;
+    for (const auto& [domain, names] : groups) {
+        std::size_t count = 0, below = 0;
+        for (const auto& name : names) {
+            count += hosts[name].count;
+            below += name != domain ? 1 : 0;
+        }
+        report += "  " + domain + "  x" + std::to_string(count) + ":";
+        for (const auto& name : names)
+            report += " " + name;
+        report += "\n";
+        // A wildcard only below a registrable domain (never a public suffix), and only over plain ports.
+        bool plain = true;
+        for (const auto& name : names)
+            for (int p : hosts[name].ports)
+                plain = plain && (p == 80 || p == 443);
+        const bool wildcard = below >= kWildcardFrom && plain && !is_ip_literal(domain) &&
+                              !psl_is_public_suffix(psl.get(), domain.c_str());
+        if (wildcard) {
+            if (hosts.count(domain)) allowed.push_back(domain);
+            allowed.push_back("*." + domain);
+            continue;
+        }
+        for (const auto& name : names) {
+            const std::string shown = name.find(':') != std::string::npos ? "[" + name + "]" : name;
+            const auto& ports = hosts[name].ports;
+            bool only_plain = true;
+            for (int p : ports)
+                only_plain = only_plain && (p == 80 || p == 443);
+            if (only_plain) {
+                allowed.push_back(shown);
+                continue;
+            }
+            for (int p : ports)
+                allowed.push_back(shown + ":" + std::to_string(p));
+        }
+    }
+    nlohmann::json network = {{"allowedDomains", allowed}};
+    nlohmann::json filesystem = {{"allowWrite", nlohmann::json::array()}};
+    for (const auto& [path, count] : writes)
+        filesystem["allowWrite"].push_back(path);
+    nlohmann::json out = nlohmann::json::object();
+    nlohmann::json& section = format == "claude" ? out["sandbox"] : out;
+    section["network"] = network;
+    if (!writes.empty()) section["filesystem"] = filesystem;
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+
+    std::cerr << "cordon policy suggest: " << lines << " line(s), " << refusals << " refusal(s)";
+    if (malformed > 0) std::cerr << ", " << malformed << " line(s) skipped";
+    std::cerr << "\n";
+    if (!report.empty()) std::cerr << "allowed by the suggestion, by registrable domain:\n" << report;
+    for (const auto& [path, count] : writes)
+        std::cerr << "  write " << path << "  x" << count << "\n";
+    if (!apart.empty()) {
+        std::cerr << "not lifted by the suggestion:\n";
+        for (const auto& [what, a] : apart)
+            std::cerr << "  " << what << "  x" << a.count << "  " << a.why << "\n";
+    }
+    return 0;
+}
+
+}  // namespace cordon::cli

@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""Explaining refusals (issue 28): srt's `deniedDomainReasons` (and Claude Code's `sandbox.network` twin) shown in
+the 403 body, the audit line of a SOCKS5 refusal, `cordon check` and the end-of-run summary of `cordon run`; and the
+proxy's report-only mode. Real sockets: curl and raw SOCKS5 through a real `cordon proxy` / `cordon run`."""
+
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from proxytest import CORDON, LOOPBACK, TempDirTest, recv_until  # noqa: E402
+
+REASON = "paste sites leak code: see wiki/egress (NET-42)"
+DENY_REASON = "known exfiltration host"
+
+
+def socks_connect(port, host, target_port):
+    """A SOCKS5 CONNECT to `host` (a name) through the proxy on `port`; returns the reply code."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        s.sendall(b"\x05\x01\x00")
+        assert s.recv(2) == b"\x05\x00"
+        s.sendall(b"\x05\x01\x00\x03" + bytes([len(host)]) + host.encode() + struct.pack("!H", target_port))
+        reply = s.recv(10)
+        return reply[1] if len(reply) > 1 else None
+    finally:
+        s.close()
+
+
+class DenyReasonsTest(TempDirTest):
+    def write(self, name, doc):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=2)
+        return path
+
+    def srt_settings(self):
+        return self.write("srt.json", {"network": {
+            "allowedDomains": ["ok.r.test"],
+            "deniedDomains": ["evil.r.test"],
+            "deniedDomainReasons": {"*.paste.r.test": REASON, "evil.r.test": DENY_REASON,
+                                    "bad pattern!": "skipped", "num.r.test": 7}}})
+
+    def claude_settings(self):
+        return self.write("claude.json", {"sandbox": {"network": {
+            "allowedDomains": ["ok.r.test"],
+            "deniedDomains": ["evil.r.test"],
+            "deniedDomainReasons": {"*.paste.r.test": REASON, "evil.r.test": DENY_REASON}}}})
+
+    def check(self, settings, target, *extra):
+        return subprocess.run([CORDON, "check", "--no-discover", "--managed-dir", self.dir, "--settings", settings,
+                               *extra, target], capture_output=True, text=True, timeout=30)
+
+    def test_check_shows_the_reason_in_both_formats(self):
+        for settings in (self.srt_settings(), self.claude_settings()):
+            r = self.check(settings, "x.paste.r.test")
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("reason: blocked-by-allowlist", r.stdout)
+            self.assertIn("reason_text: " + REASON, r.stdout)
+            self.assertIn("deniedDomainReasons.*.paste.r.test", r.stdout)
+            r = self.check(settings, "evil.r.test", "--json")
+            self.assertEqual(r.returncode, 1, r.stderr)
+            out = json.loads(r.stdout)
+            self.assertEqual((out["reason"], out["reason_text"]), ("blocked-by-denylist", DENY_REASON))
+            # A reason never changes a decision, and an allowed host has none.
+            r = self.check(settings, "ok.r.test", "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("reason_text", json.loads(r.stdout))
+
+    def test_bad_entries_are_warned_about_and_skipped(self):
+        r = self.check(self.srt_settings(), "x.paste.r.test")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn('network.deniedDomainReasons.bad pattern!: skipped: invalid domain pattern', r.stderr)
+        self.assertIn("network.deniedDomainReasons.num.r.test: skipped: the reason must be a string, found a number",
+                      r.stderr)
+        self.assertIn("reason_text: " + REASON, r.stdout)  # the good entries still apply
+        bad = self.write("bad.json", {"network": {"deniedDomainReasons": ["not", "an", "object"]}})
+        r = self.check(bad, "x.paste.r.test")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("network.deniedDomainReasons: skipped: must be an object", r.stderr)
+        escape = self.write("esc.json", {"network": {"deniedDomainReasons": {"x.r.test": "a\x1b[31mred"}}})
+        r = self.check(escape, "x.r.test")
+        self.assertIn("skipped: the reason holds a control character", r.stderr)
+        self.assertNotIn("\x1b", r.stdout)
+
+    def test_http_403_body_and_socks5_audit_line(self):
+        up = self.upstream()
+        dns = self.dns({"ok.r.test": ["127.0.0.1"], "x.paste.r.test": ["127.0.0.1"], "evil.r.test": ["127.0.0.1"]})
+        p = self.proxy(["--settings", self.claude_settings(), *LOOPBACK], dns=dns)
+        r = self.curl("-x", p.url(), "-o", "/dev/stderr", "-w", "%{http_code}", "http://x.paste.r.test:%d/" % up.port)
+        self.assertEqual(r.stdout, b"403")
+        self.assertIn(("cordon: reason: " + REASON).encode(), r.stderr)
+        # CONNECT is refused with the same body.
+        s = p.connect()
+        s.sendall(b"CONNECT evil.r.test:443 HTTP/1.1\r\nHost: evil.r.test:443\r\n\r\n")
+        head = recv_until(s, b"known exfiltration host\n")
+        s.close()
+        self.assertIn(b" 403 ", head.split(b"\r\n")[0])
+        self.assertIn(("cordon: reason: " + DENY_REASON).encode(), head)
+        # SOCKS5: the client sees only a reply code; the audit line carries the reason.
+        self.assertEqual(socks_connect(p.port, "x.paste.r.test", up.port), 2)
+        lines = p.wait_audit(lambda ls: any(e.get("proto") == "socks5" for e in ls))
+        socks = [e for e in lines if e["event"] == "decision" and e["proto"] == "socks5"]
+        self.assertEqual(len(socks), 1, lines)
+        self.assertEqual((socks[0]["decision"], socks[0]["reason"], socks[0]["reason_text"]),
+                         ("deny", "blocked-by-allowlist", REASON))
+        allowed = self.curl("-x", p.url(), "http://ok.r.test:%d/" % up.port)
+        self.assertEqual(allowed.returncode, 0, allowed.stderr)
+        ok = [e for e in p.decisions() if e["host"] == "ok.r.test"]
+        self.assertTrue(ok and "reason_text" not in ok[0], ok)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+class RunSummaryReasonTest(TempDirTest):
+    def test_summary_shows_the_reason(self):
+        work, home = os.path.join(self.dir, "work"), os.path.join(self.dir, "home")
+        os.makedirs(work)
+        os.makedirs(home)
+        settings = os.path.join(self.dir, "s.json")
+        with open(settings, "w") as f:
+            json.dump({"network": {"deniedDomains": ["evil.r.test"],
+                                   "deniedDomainReasons": {"*.paste.r.test": REASON, "evil.r.test": DENY_REASON}}},
+                      f)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
+        curl = "curl -sS --max-time 10 -o /dev/null -w '%{http_code} '"
+        r = subprocess.run([CORDON, "run", "--no-discover", "--settings", settings, "--", "sh", "-c",
+                            f"{curl} http://x.paste.r.test/; {curl} http://evil.r.test/"], cwd=work, env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "403 403 ")
+        self.assertIn("x.paste.r.test:80  x1  reason: " + REASON, r.stderr)
+        self.assertIn("evil.r.test:80  x1  by `evil.r.test` from settings %s:1 network.deniedDomains[0]  reason: %s"
+                      % (settings, DENY_REASON), r.stderr)
+
+
+
+class ReportOnlyTest(TempDirTest):
+    def get(self, port, path):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path).encode())
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        return data.decode()
+
+    def test_lets_refusals_through_logs_and_counts_them_but_the_guard_holds(self):
+        up = self.upstream()
+        dns = self.dns({"ok.r.test": ["127.0.0.1"], "x.r.test": ["127.0.0.1"], "evil.r.test": ["127.0.0.1"],
+                        "inside.r.test": ["10.20.30.40"], "meta.r.test": ["169.254.169.254"]})
+        settings = os.path.join(self.dir, "reasons.json")
+        with open(settings, "w") as f:
+            json.dump({"network": {"deniedDomainReasons": {"evil.r.test": DENY_REASON}}}, f)
+        p = self.proxy(["--report-only", "--settings", settings, "--allow-domain", "ok.r.test", "--deny-domain",
+                        "evil.r.test", *LOOPBACK, "--metrics", "127.0.0.1:0"], dns=dns)
+        self.assertIn("REPORT-ONLY (--report-only)", p.stderr())
+        for host in ("ok.r.test", "x.r.test", "evil.r.test"):
+            r = self.curl("-x", p.url(), "-o", "/dev/null", "-w", "%{http_code}", "http://%s:%d/" % (host, up.port))
+            self.assertEqual(r.stdout, b"200", (host, r.stderr))
+        self.assertEqual(socks_connect(p.port, "x.r.test", up.port), 0)
+        # The address guard's classes are never lifted: private and metadata addresses stay refused.
+        for host in ("inside.r.test", "meta.r.test"):
+            r = self.curl("-x", p.url(), "-o", "/dev/null", "-w", "%{http_code}", "http://%s/" % host)
+            self.assertEqual(r.stdout, b"403", host)
+        lines = p.wait_audit(lambda ls: sum(e["event"] == "decision" for e in ls) >= 6)
+        by = {(e["host"], e["proto"]): e for e in lines if e["event"] == "decision"}
+        self.assertEqual(by[("ok.r.test", "http")]["decision"], "allow")
+        self.assertNotIn("enforced", by[("ok.r.test", "http")])
+        x = by[("x.r.test", "http")]
+        self.assertEqual((x["decision"], x["enforced"], x["reason"], x["status"] if "status" in x else None),
+                         ("deny", False, "blocked-by-allowlist", None))
+        self.assertEqual(x["upstream_ip"], "127.0.0.1")
+        evil = by[("evil.r.test", "http")]
+        self.assertEqual((evil["decision"], evil["enforced"], evil["reason"], evil["rule"], evil["reason_text"]),
+                         ("deny", False, "blocked-by-denylist", "evil.r.test", DENY_REASON))
+        self.assertEqual((by[("x.r.test", "socks5")]["decision"], by[("x.r.test", "socks5")]["enforced"]),
+                         ("deny", False))
+        for host in ("inside.r.test", "meta.r.test"):
+            g = by[(host, "http")]
+            self.assertEqual((g["decision"], g["reason"]), ("deny", "blocked-by-address-guard"))
+            self.assertNotIn("enforced", g)
+        self.assertEqual(len(up.requests), 3)
+        metrics = self.get(p.metrics_port, "/metrics")
+        self.assertIn('cordon_would_refuse_total{reason="blocked-by-allowlist"} 2', metrics)
+        self.assertIn('cordon_would_refuse_total{reason="blocked-by-denylist"} 1', metrics)
+        self.assertNotIn('cordon_would_refuse_total{reason="blocked-by-address-guard"}', metrics)
+        readyz = self.get(p.metrics_port, "/readyz")
+        self.assertIn(" 200 ", readyz.split("\r\n")[0])
+        self.assertIn("report-only", readyz)
+
+    def test_enforcing_proxy_says_nothing_of_report_only(self):
+        up = self.upstream()
+        dns = self.dns({"x.r.test": ["127.0.0.1"]})
+        p = self.proxy(["--allow-domain", "ok.r.test", *LOOPBACK, "--metrics", "127.0.0.1:0"], dns=dns)
+        r = self.curl("-x", p.url(), "-o", "/dev/null", "-w", "%{http_code}", "http://x.r.test:%d/" % up.port)
+        self.assertEqual(r.stdout, b"403")
+        self.assertNotIn("REPORT-ONLY", p.stderr())
+        self.assertEqual(self.get(p.metrics_port, "/readyz").split("\r\n\r\n", 1)[1], "ready\n")
+        self.assertNotIn("cordon_would_refuse_total{", self.get(p.metrics_port, "/metrics"))
+
+    def test_settings_key_only_from_managed_or_proxy_settings(self):
+        up = self.upstream()
+        dns = self.dns({"x.r.test": ["127.0.0.1"]})
+        on = os.path.join(self.dir, "on.json")
+        with open(on, "w") as f:
+            json.dump({"sandbox": {"network": {"reportOnly": True, "allowedDomains": ["ok.r.test"]}}}, f)
+        p = self.proxy(["--settings", on, *LOOPBACK], dns=dns)
+        self.assertIn("REPORT-ONLY (sandbox.network.reportOnly from settings %s:1" % on, p.stderr())
+        r = self.curl("-x", p.url(), "-o", "/dev/null", "-w", "%{http_code}", "http://x.r.test:%d/" % up.port)
+        self.assertEqual(r.stdout, b"200")
+        p.stop()
+        # Managed settings saying false win over --settings saying true.
+        managed = os.path.join(self.dir, "managed")
+        os.makedirs(managed, exist_ok=True)
+        with open(os.path.join(managed, "managed-settings.json"), "w") as f:
+            json.dump({"sandbox": {"network": {"reportOnly": False}}}, f)
+        p = self.proxy(["--settings", on, *LOOPBACK], dns=dns)
+        self.assertNotIn("REPORT-ONLY", p.stderr())
+        r = self.curl("-x", p.url(), "-o", "/dev/null", "-w", "%{http_code}", "http://x.r.test:%d/" % up.port)
+        self.assertEqual(r.stdout, b"403")
+        p.stop()
+        # A project's own file cannot turn enforcement off: a warning, and the key is ignored.
+        project = os.path.join(self.dir, "project")
+        os.makedirs(os.path.join(project, ".claude"))
+        with open(os.path.join(project, ".claude", "settings.json"), "w") as f:
+            json.dump({"sandbox": {"network": {"reportOnly": True}}}, f)
+        r = subprocess.run([CORDON, "policy", "--managed-dir", os.path.join(self.dir, "none")], cwd=project,
+                           env=dict(os.environ, HOME=self.dir), capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("sandbox.network.reportOnly: honoured only in managed settings or cordon proxy's --settings; "
+                      "ignored", r.stdout + r.stderr)
+        self.assertFalse(json.loads(r.stdout)["network"]["reportOnly"])
+
+    def test_cordon_run_report_only_is_a_usage_error(self):
+        r = subprocess.run([CORDON, "run", "--report-only", "--", "true"], capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--report-only is for `cordon proxy` only", r.stderr)
+
+
+
+class SuggestTest(TempDirTest):
+    def suggest(self, log, *extra):
+        return subprocess.run([CORDON, "policy", "suggest", "--from", log, *extra], capture_output=True, text=True,
+                              timeout=30)
+
+    def test_groups_by_registrable_domain_never_over_a_public_suffix(self):
+        log = os.path.join(self.dir, "audit.jsonl")
+        deny = {"event": "decision", "proto": "connect", "decision": "deny", "reason": "blocked-by-allowlist"}
+        events = [dict(deny, host=h, port=443) for h in ("a.example.com", "b.example.com", "c.example.com",
+                                                       "example.com", "a.github.io", "b.github.io",
+                                                       "c.github.io", "d.github.io")]
+        events += [dict(deny, host="x.example.co.uk", port=443), dict(deny, host="x.example.co.uk", port=443),
+                   dict(deny, host="db.example.org", port=5432), dict(deny, host="10.1.2.3", port=22),
+                   dict(deny, host="bad.example.net", port=443, reason="blocked-by-denylist", rule="bad.example.net",
+                        source="flags --deny-domain"),
+                   dict(deny, host="inside.example.net", port=80, reason="blocked-by-address-guard",
+                        upstream_ip="10.0.0.5", error="address-guard: private"),
+                   {"event": "decision", "proto": "http", "decision": "allow", "host": "ok.example.net", "port": 80},
+                   {"event": "write", "decision": "deny", "reason": "default-deny", "path": "/srv/out/x.txt"},
+                   {"event": "write", "decision": "deny", "reason": "always-read-only", "rule": ".git/hooks",
+                    "path": "/p/.git/hooks/pre-commit"}]
+        with open(log, "w") as f:
+            for e in events[:3]:
+                f.write(json.dumps(e) + "\n")
+            f.write("{not json\n")
+            for e in events[3:]:
+                f.write(json.dumps(e) + "\n")
+            f.write('{"event": "decision", "host": "cut.exa')  # truncated last line
+        r = self.suggest(log)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        allowed = out["sandbox"]["network"]["allowedDomains"]
+        self.assertEqual(sorted(allowed), sorted(["example.com", "*.example.com", "a.github.io", "b.github.io",
+                                                  "c.github.io", "d.github.io", "x.example.co.uk",
+                                                  "db.example.org:5432", "10.1.2.3:22"]))
+        self.assertNotIn("*.github.io", allowed)
+        self.assertEqual(out["sandbox"]["filesystem"]["allowWrite"], ["/srv/out/x.txt"])
+        self.assertIn(":4: malformed line skipped", r.stderr)
+        self.assertIn(":%d: truncated line skipped" % (len(events) + 2), r.stderr)
+        self.assertIn("example.co.uk  x2: x.example.co.uk", r.stderr)
+        apart = r.stderr.split("not lifted by the suggestion:\n", 1)[1]
+        self.assertIn("bad.example.net:443  x1  a deny rule: `bad.example.net` from flags --deny-domain", apart)
+        self.assertIn("inside.example.net:80  x1  the address guard: 10.0.0.5", apart)
+        self.assertIn("/p/.git/hooks/pre-commit  x1  always-read-only by `.git/hooks`", apart)
+        srt = json.loads(self.suggest(log, "--format", "srt").stdout)
+        self.assertEqual(sorted(srt["network"]["allowedDomains"]), sorted(allowed))
+        self.assertEqual(self.suggest(log, "--format", "yaml").returncode, 2)
+        self.assertEqual(self.suggest(os.path.join(self.dir, "missing")).returncode, 1)
+
+    @unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+    def test_suggestion_makes_the_same_jailed_run_pass(self):
+        up = self.upstream()
+        names = ["a.svc.r.test", "b.svc.r.test", "pkg.r2.test"]
+        dns = self.dns({n: ["127.0.0.1"] for n in names})
+        work, home = os.path.join(self.dir, "work"), os.path.join(self.dir, "home")
+        os.makedirs(work)
+        os.makedirs(home)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
+        script = "; ".join("curl -sS --max-time 10 -o /dev/null -w '%%{http_code} ' http://%s:%d/" % (n, up.port)
+                           for n in names)
+
+        def run(log, *flags):
+            return subprocess.run([CORDON, "run", "--no-discover", "--dns-server", dns.address, *LOOPBACK,
+                                   "--audit-log", log, *flags, "--", "sh", "-c", script], cwd=work, env=env,
+                                  capture_output=True, text=True, timeout=60)
+
+        first = os.path.join(self.dir, "first.jsonl")
+        r = run(first)
+        self.assertEqual((r.returncode, r.stdout), (0, "403 403 403 "), r.stderr)
+        s = self.suggest(first)
+        self.assertEqual(s.returncode, 0, s.stderr)
+        settings = os.path.join(self.dir, "suggested.json")
+        with open(settings, "w") as f:
+            f.write(s.stdout)
+        self.assertEqual(sorted(json.loads(s.stdout)["sandbox"]["network"]["allowedDomains"]),
+                         sorted("%s:%d" % (n, up.port) for n in names))
+        second = os.path.join(self.dir, "second.jsonl")
+        r = run(second, "--settings", settings)
+        self.assertEqual((r.returncode, r.stdout), (0, "200 200 200 "), r.stderr)
+        self.assertNotIn("refused", r.stderr)
+        with open(second) as f:
+            decisions = [json.loads(line) for line in f if '"decision"' in line]
+        self.assertTrue(decisions)
+        self.assertEqual({d["decision"] for d in decisions if d["event"] == "decision"}, {"allow"})
+
+
+if __name__ == "__main__":
+    unittest.main()
