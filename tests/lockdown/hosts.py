@@ -30,6 +30,7 @@ and stdin). Needs root (the simulations drop what they must themselves).
 
 `python3 hosts.py userns-limit|seccomp|bridge ...` are the helpers the argv()s run; x86_64 only (system call
 numbers below), like tests/jail/probe.py."""
+import atexit
 import ctypes
 import os
 import shutil
@@ -41,8 +42,34 @@ import sys
 import tempfile
 import threading
 
-HOSTS_PY = os.path.abspath(__file__)
 PY = "/usr/bin/python3"
+_copies = None
+
+
+def readable_by_everyone(path):
+    """`path`, or a copy of it that every user can read: the hosts run the probes and this file as a test user,
+    who cannot reach into a checkout below root's mode-0700 home (/root/cordon, where the README's commands run
+    on a fresh machine). The copies lie in a mode-0755 directory of their own below /tmp, removed at exit."""
+    global _copies
+    path = os.path.abspath(path)
+    here, reachable = path, bool(os.stat(path).st_mode & 0o004)
+    while reachable and here != "/":
+        here = os.path.dirname(here)
+        reachable = bool(os.stat(here).st_mode & 0o001)
+    if reachable:
+        return path
+    if _copies is None:
+        _copies = tempfile.mkdtemp(prefix="cordon-lockdown-")
+        os.chmod(_copies, 0o755)
+        atexit.register(shutil.rmtree, _copies, True)
+    copy = os.path.join(_copies, os.path.basename(path))
+    shutil.copyfile(path, copy)
+    os.chmod(copy, 0o644)
+    return copy
+
+
+# Run by the hosts as a helper (`python3 hosts.py seccomp ...`): from the copy when imported by a test.
+HOSTS_PY = readable_by_everyone(__file__) if __name__ != "__main__" else os.path.abspath(__file__)
 
 libc = ctypes.CDLL(None, use_errno=True)
 

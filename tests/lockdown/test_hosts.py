@@ -16,7 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import hosts  # noqa: E402
 
-PROBE = os.path.join(HERE, "host_probe.py")
+PROBE = hosts.readable_by_everyone(os.path.join(HERE, "host_probe.py"))
 CAP_SYS_ADMIN, CAP_CHOWN = 21, 0
 USER = None
 
