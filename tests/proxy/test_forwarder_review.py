@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Attacks on the one HTTP/1.1 forwarder (proxy/http_forwarder.hpp) through an inspected tunnel, as a jailed
+client and a hostile upstream would: pipelining past a request rule, a client that sends refused requests and
+never reads the answers, an HTTP/1.0 request framed by chunks, Connection naming Host or Authorization,
+Expect: 100-continue with a request behind it, responses whose framing a client may read otherwise. Each test
+fails while its hole is open."""
+
+import json
+import os
+import socket
+import ssl
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from proxytest import read_http_response, read_http_response_file, recv_until, wait_for  # noqa: E402
+from test_inspect import InspectBase, ThreadedServer, tls_server_context  # noqa: E402
+
+
+class RawTlsUpstream(ThreadedServer):
+    """A TLS upstream that records every byte it reads (`received`, per connection) and answers each request
+    head with `answer(head)` (bytes), read to the blank line; bodies are read by Content-Length only."""
+
+    def __init__(self, context, answer):
+        self.context = context
+        self.answer = answer
+        self.received = []
+        super().__init__()
+
+    def _serve(self, raw):
+        try:
+            conn = self.context.wrap_socket(raw, server_side=True)
+            seen = bytearray()
+            self.received.append(seen)
+            conn.settimeout(5)
+            buf = b""
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    seen += chunk
+                    buf += chunk
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                conn.sendall(self.answer(head))
+        except (OSError, ssl.SSLError):
+            pass
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class ForwarderReviewTest(InspectBase):
+    def request(self, method, path, extra=b"", version=b"1.1"):
+        return b"%s %s HTTP/%s\r\nHost: api.test:%d\r\n%s\r\n" % (
+            method.encode(), path.encode(), version, self.up.port, extra)
+
+    def test_a_denied_request_pipelined_behind_an_allowed_one_never_reaches_the_upstream(self):
+        p = self.start()
+        t = self.tunnel(p, "api.test")
+        t.sendall(self.request("GET", "/repos/acme/a") + self.request("GET", "/public/secret") +
+                  self.request("POST", "/public/x", b"Content-Length: 0\r\n"))
+        f = t.makefile("rb")
+        statuses = [read_http_response_file(f)[0] for _ in range(3)]
+        self.assertEqual(statuses, [200, 403, 200])
+        self.assertEqual([r[1] for r in self.up.requests], ["/repos/acme/a", "/public/x"])
+
+    def test_ten_thousand_pipelined_refusals_each_answered_and_logged_once(self):
+        p = self.start()
+        t = self.tunnel(p, "api.test")
+        n = 10000
+        answers = []
+
+        def read():
+            f = t.makefile("rb")
+            try:
+                for _ in range(n):
+                    answers.append(read_http_response_file(f)[0])
+            except (OSError, EOFError, ValueError):
+                pass
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        t.sendall(self.request("GET", "/public/secret") * n)
+        reader.join(60)
+        self.assertEqual(len(answers), n)
+        self.assertEqual(set(answers), {403})
+        self.assertEqual(p.proc.poll(), None)
+        lines = p.wait_audit(lambda l: sum(1 for e in l if e.get("proto") == "https") >= n, timeout=20)
+        self.assertEqual(sum(1 for e in lines if e.get("proto") == "https" and e["status"] == 403), n)
+        self.assertEqual(self.up.requests, [])
+
+    def test_a_client_that_never_reads_its_refusals_does_not_grow_the_proxy_without_bound(self):
+        # The attack: pipelined refused requests (about 40 bytes each, answered by the proxy itself with about
+        # 300) and never a byte read back. Were the client read while its answers queue up, the proxy's memory
+        # would grow by several times what the client sends, for every client at once.
+        p = self.start()
+        t = self.tunnel(p, "api.test")
+        t.settimeout(2)
+        before = rss_kib(p.proc.pid)
+        one = self.request("GET", "/public/secret")
+        batch = one * (1024 * 1024 // len(one))
+        sent = 0
+        try:
+            for _ in range(64):  # up to 64 MiB of requests
+                t.sendall(batch)
+                sent += len(batch)
+        except (socket.timeout, OSError, ssl.SSLError):
+            pass  # the proxy stopped reading: what is wanted
+        time.sleep(0.5)
+        grown = rss_kib(p.proc.pid) - before
+        self.assertLess(grown, 64 * 1024, "sent %d MiB, the proxy grew by %d MiB" % (sent >> 20, grown >> 10))
+        self.assertEqual(p.proc.poll(), None)
+
+    def test_an_http10_request_with_chunked_framing_is_not_forwarded_as_http10_chunked(self):
+        # RFC 9112 6.1: a server reading Transfer-Encoding in an HTTP/1.0 request treats its framing as faulty
+        # (nginx answers 400, Go's net/http ignores it and reads the body as the next request). The proxy's
+        # body framing is its own: it must not hand the upstream a framing the upstream reads otherwise.
+        cert, key = self.pki.leaf(["api.test"])
+        raw = RawTlsUpstream(tls_server_context(cert, key),
+                             lambda head: b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        self.cleanups.append(raw.close)
+        p = self.start()
+        t = self.tunnel_to(p, "api.test", raw.port)
+        t.sendall(b"POST /public/x HTTP/1.0\r\nHost: api.test:%d\r\nConnection: keep-alive\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n" % raw.port)
+        status, _, _ = read_http_response(t)
+        t.close()
+        time.sleep(0.2)
+        sent = b"".join(bytes(r) for r in raw.received)
+        if status == 400:
+            self.assertEqual(sent, b"")
+            return
+        first = sent.split(b"\r\n", 1)[0]
+        self.assertFalse(first.endswith(b"HTTP/1.0") and b"transfer-encoding: chunked" in sent.lower(),
+                         sent[:300])
+
+    def test_connection_naming_host_or_authorization_keeps_host(self):
+        p = self.start()
+        t = self.tunnel(p, "api.test")
+        t.sendall(self.request("GET", "/repos/acme/a", b"Connection: host, authorization\r\n"
+                                                      b"Authorization: Bearer x\r\n"))
+        status, _, _ = read_http_response(t)
+        self.assertEqual(status, 200)
+        method, path, headers = self.up.requests[0]
+        self.assertIn("Host", headers)
+        self.assertNotIn("Authorization", headers)  # the client named it hop-by-hop: its own choice
+
+    def test_expect_continue_then_a_denied_request_behind_the_body(self):
+        p = self.start()
+        t = self.tunnel(p, "api.test")
+        body = b"hello"
+        t.sendall(self.request("POST", "/public/x", b"Expect: 100-continue\r\nContent-Length: 5\r\n"))
+        f = t.makefile("rb")
+        line = f.readline()
+        if b" 100 " in line:
+            f.readline()
+        t.sendall(body + self.request("GET", "/public/secret"))
+        first = read_http_response_file(f)[0] if b" 100 " in line else int(line.split()[1])
+        self.assertEqual(first, 200)
+        self.assertEqual(read_http_response_file(f)[0], 403)
+        self.assertEqual([r[1] for r in self.up.requests], ["/public/x"])
+
+    def test_responses_with_bodies_they_may_not_have_do_not_answer_the_next_request(self):
+        # A hostile upstream: HEAD and 204 answers carrying bytes that look like the next response.
+        smuggled = b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled"
+
+        def answer(head):
+            if head.startswith(b"HEAD"):
+                return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(smuggled) + smuggled
+            return b"HTTP/1.1 204 No Content\r\nContent-Length: %d\r\n\r\n" % len(smuggled) + smuggled
+
+        cert, key = self.pki.leaf(["api.test"])
+        raw = RawTlsUpstream(tls_server_context(cert, key), answer)
+        self.cleanups.append(raw.close)
+        p = self.start()
+        for method in ("HEAD", "GET"):
+            t = self.tunnel_to(p, "api.test", raw.port)
+            t.sendall(b"%s /repos/acme/a HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % (method.encode(), raw.port) * 2)
+            got = b""
+            t.settimeout(3)
+            try:
+                while True:
+                    chunk = t.recv(65536)
+                    if not chunk:
+                        break
+                    got += chunk
+            except (OSError, ssl.SSLError):
+                pass
+            self.assertNotIn(b"smuggled", got)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
