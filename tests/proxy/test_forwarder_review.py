@@ -16,6 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from proxytest import read_http_response, read_http_response_file, recv_until, wait_for  # noqa: E402
+import test_inspect  # noqa: E402
 from test_inspect import InspectBase, ThreadedServer, tls_server_context  # noqa: E402
 
 
@@ -195,6 +196,45 @@ class ForwarderReviewTest(InspectBase):
             except (OSError, ssl.SSLError):
                 pass
             self.assertNotIn(b"smuggled", got)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+class ReflectedSecretTest(InspectBase):
+    """An inject host that hands the real value back in every place a response has: a 103's header, the reason
+    phrase, chunk extensions, a value split across one-byte chunks, trailers, a Content-Encoding the proxy
+    refuses. The jail must see the sentinel only."""
+
+    run_jail = test_inspect.RunInspectTest.run_jail
+    REAL = "ghp_" + "R3alT0kenValue" * 3
+
+    def test_the_real_value_comes_back_in_no_part_of_a_response(self):
+        def answer(head):
+            token = b""
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"authorization: token "):
+                    token = line.split(b" ", 2)[2]
+            if b"/encoded" in head.split(b"\r\n")[0]:
+                return b"HTTP/1.1 200 OK\r\nContent-Encoding: %s\r\nContent-Length: 2\r\n\r\nok" % token
+            body = b"".join(b"1;x=%s\r\n%s\r\n" % (token, token[i:i + 1]) for i in range(len(token)))
+            return (b"HTTP/1.1 103 Early Hints\r\nLink: <%s>\r\n\r\n"
+                    b"HTTP/1.1 200 %s\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n"
+                    b"%s0\r\nX-T: %s\r\n\r\n" % (token, token, body, token))
+
+        cert, key = self.pki.leaf(["api.test"])
+        raw = RawTlsUpstream(tls_server_context(cert, key), answer)
+        self.cleanups.append(raw.close)
+        url = "https://api.test:%d/repos/acme/" % raw.port
+        r = self.run_jail("curl -sS --max-time 10 -i --raw -H \"Authorization: token $GITHUB_TOKEN\" %sa; echo; "
+                          "curl -sS --max-time 10 -i -H \"Authorization: token $GITHUB_TOKEN\" %sencoded"
+                          % (url, url), "--inspect", "api.test", "--secret", "GITHUB_TOKEN=api.test",
+                          env={"GITHUB_TOKEN": self.REAL})
+        sent = b"".join(bytes(x) for x in raw.received)
+        self.assertIn(self.REAL.encode(), sent)  # the upstream had it
+        self.assertIn(" 200 ", r.stdout)
+        self.assertNotIn(self.REAL, r.stdout + r.stderr)
+        self.assertNotIn(self.REAL[:40], r.stdout + r.stderr)
+        with open(self.audit_path) as f:
+            self.assertNotIn(self.REAL[:40], f.read())
 
 
 if __name__ == "__main__":
