@@ -197,6 +197,23 @@ class ForwarderReviewTest(InspectBase):
                 pass
             self.assertNotIn(b"smuggled", got)
 
+    def test_a_304_with_content_length_and_no_body_is_answered_at_once(self):
+        # RFC 9110 8.6: a 304 may carry the Content-Length of the representation it stands for, and has no
+        # body. Read with a body of that length, it would hold the answer and eat the next response.
+        cert, key = self.pki.leaf(["api.test"])
+        raw = RawTlsUpstream(tls_server_context(cert, key),
+                             lambda head: b"HTTP/1.1 304 Not Modified\r\nContent-Length: 100\r\n\r\n")
+        self.cleanups.append(raw.close)
+        p = self.start()
+        t = self.tunnel_to(p, "api.test", raw.port)
+        t.settimeout(3)
+        f = t.makefile("rb")
+        for _ in range(2):
+            t.sendall(b"GET /repos/acme/a HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % raw.port)
+            self.assertEqual(f.readline().split()[1], b"304")
+            while f.readline() not in (b"\r\n", b""):
+                pass
+
     @unittest.expectedFailure  # open: the inspected tunnel's phase is never Reading, so Connection's header
     # timer never runs for the heads inside it; only the idle timer does, which each byte resets. A fix gives
     # InspectedRequests a head start time the tunnel's timer checks (not small: left for the lead).
