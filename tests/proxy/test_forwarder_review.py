@@ -5,17 +5,17 @@ never reads the answers, an HTTP/1.0 request framed by chunks, Connection naming
 Expect: 100-continue with a request behind it, responses whose framing a client may read otherwise. Each test
 fails while its hole is open."""
 
-import json
 import os
 import socket
 import ssl
+import struct
 import sys
 import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from proxytest import read_http_response, read_http_response_file, recv_until, wait_for  # noqa: E402
+from proxytest import read_http_response, read_http_response_file, wait_for  # noqa: E402
 import test_inspect  # noqa: E402
 from test_inspect import InspectBase, ThreadedServer, tls_server_context  # noqa: E402
 
@@ -257,6 +257,28 @@ class ForwarderReviewTest(InspectBase):
                 pass
             t.close()
             self.assertNotIn("/public/secret", [r[1] for r in self.up.requests], name)
+
+    def test_a_client_reset_mid_body_or_mid_response_leaves_one_line(self):
+        p = self.start()
+        port = self.up.port
+        t = self.tunnel(p, "api.test")
+        t.sendall(b"POST /public/mid-body HTTP/1.1\r\nHost: api.test:%d\r\nContent-Length: 100000\r\n\r\n" % port
+                  + b"x" * 1000)
+        self.assertTrue(wait_for(lambda: "/public/mid-body" in [r[1] for r in self.up.requests]))
+        t.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        t.close()
+        t = self.tunnel(p, "api.test")
+        t.sendall(b"GET /repos/acme/bytes/50000000 HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % port)
+        got = 0
+        while got < 200000:
+            got += len(t.recv(65536))
+        t.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        t.close()
+        lines = p.wait_audit(lambda l: sum(1 for e in l if e.get("proto") == "https") >= 2)
+        time.sleep(0.5)
+        inner = [(e["path"], e["decision"]) for e in p.audit() if e.get("proto") == "https"]
+        self.assertEqual(sorted(inner), [("/public/mid-body", "allow"), ("/repos/acme/bytes/50000000", "allow")],
+                         lines)
 
     @unittest.expectedFailure  # open: the inspected tunnel's phase is never Reading, so Connection's header
     # timer never runs for the heads inside it; only the idle timer does, which each byte resets. A fix gives
