@@ -1,6 +1,7 @@
 // The one HTTP/1.1 forwarder (http_forwarder.hpp).
 #include "proxy/http_forwarder.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace cordon::proxy {
@@ -234,7 +235,12 @@ void HttpForwarder::response_head(const HttpHead& head) {
     if (auto encoding = head.header("content-encoding");
         scrubbing() && encoding && !iequals(*encoding, "identity")) {
         refused_ = true;
-        refusal_ = std::string(encoding->substr(0, 64));
+        // Why scrubbed whole before it is cut: the value goes into the client's 502 and the audit line, and
+        // an inject host may have put the real value there; a cut value would no longer match.
+        refusal_ = std::string(*encoding);
+        for (const auto& s : scrub_)
+            s.scrub(refusal_);
+        refusal_.resize(std::min<std::size_t>(refusal_.size(), 64));
         return;
     }
     bool no_body = head_request_ || head.status == 204 || head.status == 304;

@@ -225,6 +225,10 @@ struct HttpParser::Callbacks {
                 return fail(p, "Transfer-Encoding other than chunked");
             if (h.header_count("transfer-encoding") > 0 && !h.chunked)
                 return fail(p, "Transfer-Encoding other than chunked");
+            // RFC 9112 6.1: a server reads Transfer-Encoding in an HTTP/1.0 request as faulty framing (nginx
+            // refuses it, Go's net/http ignores it and reads the body as the next request).
+            if (h.header_count("transfer-encoding") > 0 && h.version_major == 1 && h.version_minor == 0)
+                return fail(p, "Transfer-Encoding in an HTTP/1.0 request");
             s->pause_ = Status::HeadComplete;
             return HPE_PAUSED;
         }
@@ -232,8 +236,9 @@ struct HttpParser::Callbacks {
         if (h.header_count("content-length") > 1)
             return fail(p, "duplicate Content-Length header in response");
         s->sink_->on_head(h);
-        // 1 = no body (HEAD responses; llhttp knows 1xx/204/304 itself).
-        return s->no_body_ ? 1 : 0;
+        // 1 = no body: HEAD responses, and 204 and 304 whatever their Content-Length says (llhttp reads a
+        // body of that length, which a client reads as the next response).
+        return s->no_body_ || h.status == 204 || h.status == 304 ? 1 : 0;
     }
     static int fail(llhttp_t* p, const char* why) {
         if (!self(p)->error_.empty()) return HPE_USER;  // the first reason stands

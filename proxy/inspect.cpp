@@ -300,7 +300,10 @@ void InspectedTunnel::update_interest() {
     std::size_t client_q = p_.client_socket().queued(), upstream_q = p_.upstream_socket().queued();
     bool read_client = !client_eof_ && upstream_q < kHighWater;
     if (state_ == State::UpstreamHandshake) read_client = client_cipher_.size() < kMaxPending;
-    if (state_ == State::Open) read_client = read_client && requests_->wants_client();
+    // Why the client's own queue counts too: refusals and the proxy's answers are written without the
+    // upstream, and a client that pipelines refused requests without reading would grow that queue for ever.
+    if (state_ == State::Open)
+        read_client = read_client && requests_->wants_client() && client_q < kHighWater;
     p_.client_socket().want_read(read_client);
     p_.upstream_socket().want_read(state_ != State::Peek && upstream_error_.empty() && client_q < kHighWater);
 }
