@@ -367,6 +367,7 @@ void Connection::conclude(const Exchange& x) {
 
 void Connection::start_tunnel() {
     phase_ = Phase::Tunnel;
+    head_started_ = 0;  // a tunnel's bytes are no head; an inspected one says when its requests' heads begin
     // The client's bytes are the tunnel's now: the front-end has nothing left to do, and an idle tunnel keeps
     // only its two sockets (start_tunnel runs again once queued answers have drained).
     if (front_) {
@@ -441,10 +442,13 @@ void Connection::on_timer(uv_timer_t* timer) {
         if (now - self->closing_since_ >= kLingerMs) self->close(self->error_);
         return;
     }
-    bool in_head = self->phase_ == Phase::Reading;
-    if (in_head && self->head_started_ != 0 &&
+    // A head being read: the client's first request, or one inside an inspected tunnel (InspectedRequests
+    // says when its heads begin and end; a head trickled a byte at a time would otherwise hold the
+    // connection, as each byte puts the idle timer back).
+    const bool tunnel = self->phase_ == Phase::Tunnel;
+    if ((self->phase_ == Phase::Reading || tunnel) && self->head_started_ != 0 &&
         now - self->head_started_ >= static_cast<std::uint64_t>(o.header_timeout.count())) {
-        if (!self->front_ || !self->front_->on_header_timeout()) self->close("header-timeout");
+        if (tunnel || !self->front_ || !self->front_->on_header_timeout()) self->close("header-timeout");
         return;
     }
     if (self->phase_ == Phase::Dialing && self->parent_handshake_ && self->upstream_ &&

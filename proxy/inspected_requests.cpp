@@ -99,6 +99,7 @@ void InspectedRequests::client_closed() {
 
 void InspectedRequests::read() {
     while (!p_.closed() && !in_.empty() && request_ != Request::AwaitResponse) {
+        if (request_ == Request::Head) p_.head_begun();  // --header-timeout runs until the head is whole
         auto result = request_parser_.feed(in_);
         if (p_.closed()) return;
         switch (result.status) {
@@ -107,6 +108,7 @@ void InspectedRequests::read() {
                 break;
             case HttpParser::Status::HeadComplete: {
                 in_.erase(0, result.consumed);
+                p_.head_ended();
                 request_head();
                 if (p_.closed()) return;
                 // A body-less request completes at its head: let the parser say so.

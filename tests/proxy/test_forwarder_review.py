@@ -280,9 +280,6 @@ class ForwarderReviewTest(InspectBase):
         self.assertEqual(sorted(inner), [("/public/mid-body", "allow"), ("/repos/acme/bytes/50000000", "allow")],
                          lines)
 
-    @unittest.expectedFailure  # open: the inspected tunnel's phase is never Reading, so Connection's header
-    # timer never runs for the heads inside it; only the idle timer does, which each byte resets. A fix gives
-    # InspectedRequests a head start time the tunnel's timer checks (not small: left for the lead).
     def test_a_head_sent_slowly_inside_the_tunnel_meets_the_header_timeout(self):
         # Slowloris inside the tunnel: a byte of a request head every 0.3 s keeps the idle timer from firing,
         # and the connection (its TLS state, the head so far) is held for as long as the client likes. The
