@@ -213,11 +213,40 @@ class KeeperCases(Base):
             self.assertFalse(os.path.lexists(leftover), leftover)
 
 
-class ForcedAsRoot(ChmodCases, KeeperCases, unittest.TestCase):
+class EarlyKillCases(Base):
+    """A supervisor killed with SIGKILL before the keeper exists (while the policy loads)."""
+
+    caller_tmp = None
+
+    def env(self):
+        env = super().env()
+        if self.caller_tmp:
+            env["TMPDIR"] = self.caller_tmp  # the run's TMPDIR is made below it: leftovers are found here
+        return env
+
+    @unittest.expectedFailure
+    def test_supervisor_killed_early_leaves_no_tmpdir(self):
+        # Hole, not fixed: the run's TMPDIR is made by the supervisor (start) before the keeper is forked
+        # (configure, after the policy loads); a SIGKILL in between, or while the keeper waits for the
+        # supervisor's word, leaves the empty TMPDIR behind (below the caller's TMPDIR, else /tmp). The fix
+        # (the keeper making it, or a keeper forked at start) is not small.
+        if self.host:
+            self.skipTest("the supervisor is the process started here only without a simulated host")
+        self.caller_tmp = self.mkdir("outside/tmp")
+        for delay in [i * 0.004 for i in range(75)]:  # one of them lands in the window
+            p = self.popen(["--", "sleep", "5"])
+            time.sleep(delay)
+            p.kill()
+            p.communicate(timeout=30)
+        time.sleep(2)
+        self.assertEqual(os.listdir(self.caller_tmp), [])
+
+
+class ForcedAsRoot(ChmodCases, KeeperCases, EarlyKillCases, unittest.TestCase):
     pass
 
 
-class ForcedAsUser(ChmodCases, KeeperCases, unittest.TestCase):
+class ForcedAsUser(ChmodCases, KeeperCases, EarlyKillCases, unittest.TestCase):
     AS_USER = True
 
 
