@@ -350,11 +350,12 @@ void kill_children(Reaped reaped) {
             if (!std::getline(stat, line)) continue;
             const std::size_t close = line.rfind(')');
             if (close == std::string::npos || close + 4 >= line.size()) continue;
-            char state = line[close + 2];
             long ppid = std::strtol(line.c_str() + close + 4, nullptr, 10);
             if (ppid != self) continue;
             any = true;
-            if (state != 'Z') ::kill(static_cast<pid_t>(std::strtol(name, nullptr, 10)), SIGKILL);
+            // Zombies too: a thread group's leader that ended stays a zombie while its other threads run
+            // (the main thread's pthread_exit), and SIGKILL to its pid ends them; a true zombie ignores it.
+            ::kill(static_cast<pid_t>(std::strtol(name, nullptr, 10)), SIGKILL);
         }
         ::closedir(proc);
         for (;;) {

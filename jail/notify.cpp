@@ -1336,6 +1336,10 @@ class NotifierImpl final : public Notifier {
         if (::statx(file.fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_BTIME | STATX_INO, &stx) != 0)
             return errno;
         if (set_group_id && !S_ISDIR(stx.stx_mode)) return EPERM;
+        // The host's device nodes (/dev/null, root's other terminals in /dev/pts) are root's command's to
+        // write, not to chmod: their modes are every host program's (`chmod 600 /dev/null`, `chmod 666` on a
+        // terminal whose input another user would then read). The namespace jail's /dev is its own.
+        if (host_ && (S_ISCHR(stx.stx_mode) || S_ISBLK(stx.stx_mode))) return EPERM;
         if (host_) {
             char link[64];
             std::snprintf(link, sizeof link, "/proc/self/fd/%d", file.fd);
