@@ -15,6 +15,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
+import proxytest  # noqa: E402
 from proxytest import read_http_response, read_http_response_file, wait_for  # noqa: E402
 import test_inspect  # noqa: E402
 from test_inspect import InspectBase, ThreadedServer, tls_server_context  # noqa: E402
@@ -117,7 +118,13 @@ class ForwarderReviewTest(InspectBase):
             pass  # the proxy stopped reading: what is wanted
         time.sleep(0.5)
         grown = rss_kib(p.proc.pid) - before
-        self.assertLess(grown, 64 * 1024, "sent %d MiB, the proxy grew by %d MiB" % (sent >> 20, grown >> 10))
+        self.assertLess(sent, 64 << 20, "the proxy read 64 MiB of requests whose answers nobody read")
+        # An AddressSanitizer build keeps freed memory resident (its quarantine, 256 MiB): there the bound
+        # above (the proxy stopped reading) is what says it; the memory bound holds for the release build.
+        with open(proxytest.CORDON, "rb") as f:
+            sanitized = b"AddressSanitizer" in f.read()
+        if not sanitized:
+            self.assertLess(grown, 64 * 1024, "sent %d MiB, the proxy grew by %d MiB" % (sent >> 20, grown >> 10))
         self.assertEqual(p.proc.poll(), None)
 
     def test_an_http10_request_with_chunked_framing_is_not_forwarded_as_http10_chunked(self):
