@@ -232,19 +232,8 @@ class FileSystemFacts final : public policy::WriteFacts {
     const policy::git_config::Targets& targets() {
         if (!targets_) {
             const auto& f = policy_.filesystem();
-            const auto found =
-                policy::git_config::find_targets(f.working_directory.path.string(), f.home.string());
-            targets_.emplace();
-            auto both = [](std::vector<std::string>& into, const std::vector<std::string>& paths) {
-                for (const std::string& p : paths) {
-                    into.push_back(p);
-                    std::error_code ec;
-                    const std::string r = std::filesystem::weakly_canonical(p, ec).string();
-                    if (!ec && !r.empty() && r != p) into.push_back(r);
-                }
-            };
-            both(targets_->hook_dirs, found.hook_dirs);
-            both(targets_->files, found.files);
+            targets_ = policy::git_config::find_targets_both_ways(f.working_directory.path.string(),
+                                                                  f.home.string());
         }
         return *targets_;
     }

@@ -919,18 +919,8 @@ class NotifierImpl final : public Notifier {
     // shows the host's paths where they are).
     void note_git_config_targets() {
         const auto& f = policy_->filesystem();
-        policy::git_config::Targets found =
-            policy::git_config::find_targets(f.working_directory.path.string(), f.home.string());
-        auto both = [](std::vector<std::string>& into, const std::vector<std::string>& paths) {
-            for (const std::string& p : paths) {
-                into.push_back(p);
-                std::error_code ec;
-                const std::string r = std::filesystem::weakly_canonical(p, ec).string();
-                if (!ec && !r.empty() && r != p) into.push_back(r);
-            }
-        };
-        both(git_targets_.hook_dirs, found.hook_dirs);
-        both(git_targets_.files, found.files);
+        git_targets_ =
+            policy::git_config::find_targets_both_ways(f.working_directory.path.string(), f.home.string());
     }
 
     static bool covers(const std::string& dir, const std::string& path) {

@@ -258,4 +258,20 @@ Targets find_targets(const std::string& cwd, const std::string& home) {
     return targets;
 }
 
+Targets find_targets_both_ways(const std::string& cwd, const std::string& home) {
+    const Targets found = find_targets(cwd, home);
+    Targets out;
+    auto both = [](std::vector<std::string>& into, const std::vector<std::string>& paths) {
+        for (const std::string& p : paths) {
+            into.push_back(p);
+            std::error_code ec;
+            const std::string r = std::filesystem::weakly_canonical(p, ec).string();
+            if (!ec && !r.empty() && r != p) into.push_back(r);
+        }
+    };
+    both(out.hook_dirs, found.hook_dirs);
+    both(out.files, found.files);
+    return out;
+}
+
 }  // namespace cordon::policy::git_config

@@ -35,4 +35,8 @@ struct Targets {
 // file it includes (bounded), and returns where it points.
 Targets find_targets(const std::string& cwd, const std::string& home);
 
+// find_targets(), each path as configured and, where it differs, resolved through symlinks as well (the jail
+// shows the host's paths where they are; a write names either).
+Targets find_targets_both_ways(const std::string& cwd, const std::string& home);
+
 }  // namespace cordon::policy::git_config
