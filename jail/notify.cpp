@@ -1631,16 +1631,19 @@ class NotifierImpl final : public Notifier {
                 if (!connector) return EAGAIN;
                 using std::chrono::milliseconds;
                 if (!blocking) {
-                    // On the receive thread: bounded by the deadline and the wait for a request before it
-                    // (a waiting connect holds the connector a millisecond at a time; the wait allows for a
-                    // loaded machine's scheduling, where 5 ms answered EAGAIN to a free listener).
-                    const int err = connector->connect(s->fd, to->fd, milliseconds(5), milliseconds(50));
+                    // On the receive thread: bounded by the deadline and the wait for the request before it
+                    // (a waiting connect holds the connector a millisecond at a time and steps aside while
+                    // this one waits; the wait allows for a loaded machine's scheduling, where 5 ms answered
+                    // EAGAIN to a free listener).
+                    const int err = connector->connect(s->fd, to->fd, milliseconds(5), milliseconds(200),
+                                                       unix_sockets::Connector::Turn::Waits);
                     return err == EINTR ? EAGAIN : err;
                 }
                 attempt = [s, to, connector] {
                     // A millisecond at a time, then a pause: connects that wait for a full backlog share the
                     // connector (ten of them keep it a fifth busy) instead of holding it from the others.
-                    const int err = connector->connect(s->fd, to->fd, milliseconds(1), milliseconds(50));
+                    const int err = connector->connect(s->fd, to->fd, milliseconds(1), milliseconds(50),
+                                                       unix_sockets::Connector::Turn::Yields);
                     if (err == EINTR) {
                         timespec pause{0, 50'000'000};  // the wake signal ends it early
                         ::nanosleep(&pause, nullptr);

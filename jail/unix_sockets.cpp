@@ -297,9 +297,16 @@ void Connector::fail() {
 }
 
 int Connector::connect(int sock, int target, std::chrono::nanoseconds deadline,
-                       std::chrono::nanoseconds queue) {
+                       std::chrono::nanoseconds queue, Turn turn) {
     std::unique_lock<std::timed_mutex> lock(mutex_, std::defer_lock);
-    if (!lock.try_lock_for(queue)) return EINTR;
+    if (turn == Turn::Yields) {
+        if (waiting_.load() > 0 || !lock.try_lock_for(queue) || waiting_.load() > 0) return EINTR;
+    } else {
+        waiting_.fetch_add(1);
+        const bool locked = lock.try_lock_for(queue);
+        waiting_.fetch_sub(1);
+        if (!locked) return EINTR;
+    }
     if (dead_.load()) return ECONNREFUSED;
     const ConnectRequest req{deadline.count()};
     const int fds[2] = {sock, target};

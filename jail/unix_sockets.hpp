@@ -110,8 +110,14 @@ class Connector {
     // Connects `sock` to the socket file open as `target`, in the connector, within `deadline`; waits at
     // most `queue` for a request before this one to finish. 0 or the connect's errno; EINTR when the
     // deadline or the queue wait passed (nothing connected; may be tried again); ECONNREFUSED when the
-    // connector is gone (it is not replaced by this call: see alive()).
-    int connect(int sock, int target, std::chrono::nanoseconds deadline, std::chrono::nanoseconds queue);
+    // connector is gone (it is not replaced by this call: see alive()). A request that `Yields` (a blocking
+    // connect's retry, which a full backlog may keep coming back) steps aside, EINTR at once, while one that
+    // does not (a non-blocking connect, answered on the supervisor's receive thread) waits for its turn: on a
+    // loaded machine the retries' turns otherwise kept a connect to a free listener waiting past its queue
+    // wait, answered EAGAIN where the kernel connects at once.
+    enum class Turn { Waits, Yields };
+    int connect(int sock, int target, std::chrono::nanoseconds deadline, std::chrono::nanoseconds queue,
+                Turn turn);
     bool alive() const;
     pid_t pid() const { return pid_; }
     const Identity& identity() const { return who_; }
@@ -124,6 +130,7 @@ class Connector {
     int fd_ = -1;
     std::timed_mutex mutex_;  // one request at a time
     std::atomic<bool> dead_{false};
+    std::atomic<int> waiting_{0};  // requests with Turn::Waits waiting for the mutex
 };
 
 }  // namespace cordon::jail::unix_sockets

@@ -12,12 +12,15 @@
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include "jail/unix_sockets.hpp"
 
@@ -181,7 +184,8 @@ TEST_CASE("the connector connects as a process of the caller's identity and ends
         for (int round = 0; round < 2; ++round) {  // one process for every connect
             int sock = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
             int target = l.target();
-            CHECK(c->connect(sock, target, std::chrono::milliseconds(5), std::chrono::milliseconds(5)) == 0);
+            CHECK(c->connect(sock, target, std::chrono::milliseconds(5), std::chrono::milliseconds(5),
+                             us::Connector::Turn::Waits) == 0);
             int conn = ::accept4(l.fd, nullptr, nullptr, SOCK_CLOEXEC);
             REQUIRE(conn >= 0);
             ucred cred{};
@@ -200,8 +204,8 @@ TEST_CASE("the connector connects as a process of the caller's identity and ends
         ::close(::open(plain.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0666));
         ::chmod(plain.c_str(), 0666);
         int file = ::open(plain.c_str(), O_PATH | O_CLOEXEC);
-        CHECK(c->connect(sock, file, std::chrono::milliseconds(5), std::chrono::milliseconds(5)) ==
-              ECONNREFUSED);
+        CHECK(c->connect(sock, file, std::chrono::milliseconds(5), std::chrono::milliseconds(5),
+                         us::Connector::Turn::Waits) == ECONNREFUSED);
         ::close(file);
         ::close(sock);
         CHECK(c->alive());
@@ -234,15 +238,71 @@ TEST_CASE("the connector's connect to a full backlog ends at its deadline; a kil
     int sock = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);  // blocking: the connect would wait
     int target = l.target();
     const auto t0 = std::chrono::steady_clock::now();
-    CHECK(c->connect(sock, target, std::chrono::milliseconds(20), std::chrono::milliseconds(5)) == EINTR);
+    CHECK(c->connect(sock, target, std::chrono::milliseconds(20), std::chrono::milliseconds(5),
+                     us::Connector::Turn::Waits) == EINTR);
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1));
     // Killed behind our back (by the caller's user on the host): refused, and known to be gone.
     REQUIRE(::kill(c->pid(), SIGKILL) == 0);
-    CHECK(c->connect(sock, target, std::chrono::milliseconds(5), std::chrono::milliseconds(5)) ==
-          ECONNREFUSED);
+    CHECK(c->connect(sock, target, std::chrono::milliseconds(5), std::chrono::milliseconds(5),
+                     us::Connector::Turn::Waits) == ECONNREFUSED);
     CHECK_FALSE(c->alive());
     ::close(sock);
     ::close(target);
+    for (int f : fillers)
+        ::close(f);
+}
+
+TEST_CASE("a connect that waits for its turn gets it while retries keep coming") {
+    if (::geteuid() != 0) {
+        WARN("not root: skipped (only a root supervisor forks connectors)");
+        return;
+    }
+    // Retries of connects to a full backlog (a millisecond each, back to back, from four threads) and one
+    // connect to a free listener, as a non-blocking connect asks: it is answered by the kernel's result, not
+    // EINTR after its queue wait.
+    TestListener full(0);
+    std::vector<int> fillers;
+    for (;;) {
+        int f = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        sockaddr_un un{};
+        un.sun_family = AF_UNIX;
+        std::strncpy(un.sun_path, full.path.c_str(), sizeof un.sun_path - 1);
+        if (::connect(f, reinterpret_cast<const sockaddr*>(&un), sizeof un) != 0) {
+            ::close(f);
+            break;
+        }
+        fillers.push_back(f);
+    }
+    TestListener free_listener;
+    auto c = us::Connector::spawn(identity());
+    REQUIRE(c);
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> retries;
+    for (int t = 0; t < 4; ++t)
+        retries.emplace_back([&] {
+            int sock = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            int target = full.target();
+            while (!stop.load())
+                c->connect(sock, target, std::chrono::milliseconds(1), std::chrono::milliseconds(50),
+                           us::Connector::Turn::Yields);
+            ::close(target);
+            ::close(sock);
+        });
+    int refused = 0;
+    for (int round = 0; round < 20; ++round) {
+        int sock = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int target = free_listener.target();
+        const int err = c->connect(sock, target, std::chrono::milliseconds(5), std::chrono::milliseconds(50),
+                                   us::Connector::Turn::Waits);
+        if (err != 0) ++refused;
+        if (err == 0) ::close(::accept4(free_listener.fd, nullptr, nullptr, SOCK_CLOEXEC));
+        ::close(target);
+        ::close(sock);
+    }
+    stop = true;
+    for (auto& t : retries)
+        t.join();
+    CHECK(refused == 0);
     for (int f : fillers)
         ::close(f);
 }
