@@ -123,7 +123,8 @@ TEST_CASE("hardening: a shell's -c script is found past --, option values and op
     CHECK_FALSE(agent::command_forms("bash -c \"$script\"").unsure.empty());
 }
 
-TEST_CASE("hardening: a command name that is an expansion is unsure; plain names and [ are not") {
+TEST_CASE(
+    "hardening: a command name that is an expansion is unsure, plain names and the test command are not") {
     for (const char* command :
          {"$x -f v", "\"$x\" -f v", "${x} -f v", "$(echo rm) -f v", "`echo rm` -f v", "env $x -f v",
           "sudo \"$X\" -f v", "/bin/r? -f v", "/bin/r[m] -f v", "{rm,-f,v}", "$'\\x72m' -f v", "A=1 $x"}) {

@@ -306,7 +306,7 @@ TEST_CASE("the rewritten command keeps its quoting exactly") {
     }
 }
 
-TEST_CASE("Bash rules and sandbox switches come from the layered settings; managed settings win") {
+TEST_CASE("Bash rules and sandbox switches come from the layered settings, managed settings win") {
     policy::test::TempTree tree;
     tree.managed_settings(R"J({"permissions": {"deny": ["Bash(curl:*)"]},
         "sandbox": {"allowUnsandboxedCommands": false, "autoAllowBashIfSandboxed": false}})J");

@@ -96,7 +96,7 @@ TEST_CASE("cordon's hook command is recognised by its program and subcommand") {
 }
 
 TEST_CASE(
-    "a UTF-8 byte order mark is accepted and kept; duplicate keys on the way to the entry are refused") {
+    "a UTF-8 byte order mark is accepted and kept, duplicate keys on the way to the entry are refused") {
     const std::string bom = "\xEF\xBB\xBF";
     const std::string original = bom + "{\n  \"model\": \"opus\"\n}\n";
     auto installed = install_hook(original, kCommand);

@@ -238,7 +238,7 @@ TEST_CASE("allowWrite of a path that does not exist is a notice, not a mount") {
     CHECK(plan.notices.back().find("does not exist") != std::string::npos);
 }
 
-TEST_CASE("denyRead masks directories with a tmpfs and files with an empty file; allowRead re-exposes") {
+TEST_CASE("denyRead masks directories with a tmpfs and files with an empty file, allowRead re-exposes") {
     Scratch s;
     s.file("secrets/key.pem");
     s.file("secrets/public/readme");
@@ -258,7 +258,7 @@ TEST_CASE("denyRead masks directories with a tmpfs and files with an empty file;
     CHECK(find(plan, MountKind::MaskDir, s.root / "absent") == -1);
 }
 
-TEST_CASE("a writable root inside a denied directory stays visible; a denied dir inside it is hidden") {
+TEST_CASE("a writable root inside a denied directory stays visible, a denied dir inside it is hidden") {
     Scratch s;
     s.dir("project/private");
     auto in = s.input();
@@ -310,7 +310,7 @@ TEST_CASE("nested always-read-only names below a writable root are protected") {
 }
 
 TEST_CASE(
-    "a nested repository without hooks gets a placeholder for them; nested files only where they exist") {
+    "a nested repository without hooks gets a placeholder for them, nested files only where they exist") {
     Scratch s;
     s.file("project/vendor/lib/.git/HEAD");
     s.dir("project/sub/.claude");

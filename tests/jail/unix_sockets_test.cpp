@@ -215,7 +215,7 @@ TEST_CASE("the connector connects as a process of the caller's identity and ends
     CHECK(errno == ESRCH);
 }
 
-TEST_CASE("the connector's connect to a full backlog ends at its deadline; a killed connector refuses") {
+TEST_CASE("the connector's connect to a full backlog ends at its deadline, a killed connector refuses") {
     if (::geteuid() != 0) {
         WARN("not root: skipped (only a root supervisor forks connectors)");
         return;

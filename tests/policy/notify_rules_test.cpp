@@ -7,7 +7,7 @@
 
 namespace cordon::policy::test {
 
-TEST_CASE("decide_write_resolved: names at any depth; git names only in git directories that existed",
+TEST_CASE("decide_write_resolved: names at any depth, git names only in git directories that existed",
           "[notify]") {
     TempTree tree;
     auto p = load_ok(tree.options());

@@ -420,7 +420,7 @@ TEST_CASE("permission rules that look like a misspelt WebFetch/Read/Edit are war
 // ---- allowGitConfig
 // -----------------------------------------------------------------------------------------
 
-TEST_CASE("allowGitConfig: .git/config leaves the always-read-only set; .git/hooks stays", "[parity][git]") {
+TEST_CASE("allowGitConfig: .git/config leaves the always-read-only set, .git/hooks stays", "[parity][git]") {
     TempTree tree;
     {
         auto p = load_ok(tree.options());

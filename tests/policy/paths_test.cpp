@@ -498,7 +498,7 @@ TEST_CASE("the working directory is writable by default only when it is a projec
         CHECK(working_directory_refusal(dir, home).empty());
 }
 
-TEST_CASE("from /, every write is refused with the reason; --allow-write . insists", "[paths][cwd]") {
+TEST_CASE("from /, every write is refused with the reason, --allow-write . insists", "[paths][cwd]") {
     TempTree tree;
     LoadOptions o = tree.options();
     o.cwd = "/";
@@ -525,7 +525,7 @@ TEST_CASE("from /, every write is refused with the reason; --allow-write . insis
     CHECK(p->decide_write("/home/bob/.local/bin/ls").reason == Reason::AlwaysReadOnly);
 }
 
-TEST_CASE("from the home directory: refused by default; insisted, its protected names stay read-only",
+TEST_CASE("from the home directory: refused by default, insisted, its protected names stay read-only",
           "[paths][cwd][read-only]") {
     TempTree tree;
     LoadOptions o = tree.options();

@@ -57,7 +57,7 @@ TEST_CASE("the default read scope is all: everything but denyRead", "[read-scope
     CHECK(p->to_json()["filesystem"]["readScope"]["scope"] == "all");
 }
 
-TEST_CASE("the project scope: the project, system paths and allowRead; not siblings or home",
+TEST_CASE("the project scope: the project, system paths and allowRead, not siblings or home",
           "[read-scope]") {
     VarTmpTree tree;
     tree.write("project/src/main.c", "x");

@@ -152,7 +152,7 @@ TEST_CASE("audit log writes every line whole and in order, flush waits for them"
     CHECK(ids_of(read_file(path)).size() == 5000);
 }
 
-TEST_CASE("audit log never blocks on a reader that stopped; drops only when the queue is full", "[unit]") {
+TEST_CASE("audit log never blocks on a reader that stopped, drops only when the queue is full", "[unit]") {
     int fds[2];
     REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
     // The log opens the pipe by name, as `--audit-log /dev/stdout` would; nobody reads it for now.

@@ -287,7 +287,7 @@ int socks_by_name(std::uint16_t proxy_port, const std::string& name, std::uint16
 
 }  // namespace
 
-TEST_CASE("names are resolved by the resolver given to Proxy::create; the summary tells the reasons apart",
+TEST_CASE("names are resolved by the resolver given to Proxy::create, the summary tells the reasons apart",
           "[unit]") {
     Echo echo;
     uv_loop_t loop;

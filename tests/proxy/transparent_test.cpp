@@ -215,7 +215,7 @@ TEST_CASE("ClientHello: SNI found in one record, across records, and only when c
     CHECK(sni_of(more).name == "api.example.com");
 }
 
-TEST_CASE("ClientHello: a hello padded past one record is read; one over 64 KiB is too large", "[unit]") {
+TEST_CASE("ClientHello: a hello padded past one record is read, one over 64 KiB is too large", "[unit]") {
     auto padded = sni_of(records(client_hello("late.example", 20000), 16384));
     CHECK(padded.status == ClientHelloSni::Status::Found);
     CHECK(padded.name == "late.example");

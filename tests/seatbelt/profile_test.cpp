@@ -126,7 +126,7 @@ TEST_CASE("Unix sockets: listed paths with ~ expanded, or all of them") {
           std::string::npos);
 }
 
-TEST_CASE("the temporary directory replaces the Linux jail's private /tmp; the audit log is never written") {
+TEST_CASE("the temporary directory replaces the Linux jail's private /tmp, the audit log is never written") {
     TempTree tree;
     auto policy = load(tree, {});
     ProfileOptions options;
