@@ -3,10 +3,11 @@
 // 80/443), grouped by registrable domain with the Public Suffix List (libpsl, Debian's `publicsuffix` data):
 // three or more names below one registrable domain become `*.DOMAIN`, never a wildcard over a public suffix.
 // Writes
-// (`event: "write"`) are suggested by path. Refusals a settings entry cannot lift (a deny rule, the address
+// (`event: "write"`, run/write_refusals.hpp) outside every writable area are suggested by path. Refusals a settings entry cannot lift (a deny rule, the address
 // guard, a protected path) are listed apart; so is every line that is not a whole JSON object.
 #include <libpsl.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -127,13 +128,25 @@ int cmd_policy_suggest(int argc, char** argv) {
                 continue;
             }
             ++refusals;
-            if (reason == "default-deny") {
+            // allowWrite lifts a path outside every writable area (write rule path-rules, or default-tmp:
+            // the host's /tmp without namespaces); nothing here lifts a deny rule or a protected path.
+            const std::string write_rule = text("write_rule");
+            const bool liftable = reason == "default-deny" &&
+                                  (write_rule.empty() || write_rule == "path-rules" || write_rule == "default-tmp");
+            if (liftable) {
                 ++writes[path];
-            } else {
-                auto& a = apart[path];
-                ++a.count;
-                a.why = reason + (text("rule").empty() ? "" : " by `" + text("rule") + "`");
+                continue;
             }
+            auto& a = apart[path];
+            ++a.count;
+            const std::string rule = text("rule"), source = text("source");
+            if (reason == "blocked-by-denylist")
+                a.why = "a deny rule: `" + rule + "`" + (source.empty() ? "" : " from " + source) +
+                        "; remove it to write here";
+            else
+                a.why = "never allowed: " + reason + (rule.empty() ? "" : " by `" + rule + "`") +
+                        (write_rule.empty() || rule == "write rule " + write_rule ? ""
+                                                                                  : " (write rule " + write_rule + ")");
             continue;
         }
         if (event != "decision" && event != "dns") continue;
@@ -214,9 +227,17 @@ int cmd_policy_suggest(int argc, char** argv) {
         }
     }
     nlohmann::json network = {{"allowedDomains", allowed}};
+    // A path below another suggested one adds nothing (a directory sorts before what is below it).
     nlohmann::json filesystem = {{"allowWrite", nlohmann::json::array()}};
-    for (const auto& [path, count] : writes)
+    std::vector<std::string> kept;
+    for (const auto& [path, count] : writes) {
+        const bool below = std::any_of(kept.begin(), kept.end(), [&](const std::string& dir) {
+            return path.compare(0, dir.size(), dir) == 0 && (dir == "/" || path[dir.size()] == '/');
+        });
+        if (below) continue;
         filesystem["allowWrite"].push_back(path);
+        kept.push_back(path);
+    }
     nlohmann::json out = nlohmann::json::object();
     nlohmann::json& section = format == "claude" ? out["sandbox"] : out;
     section["network"] = network;

@@ -289,7 +289,7 @@ class SuggestTest(TempDirTest):
         apart = r.stderr.split("not lifted by the suggestion:\n", 1)[1]
         self.assertIn("bad.example.net:443  x1  a deny rule: `bad.example.net` from flags --deny-domain", apart)
         self.assertIn("inside.example.net:80  x1  the address guard: 10.0.0.5", apart)
-        self.assertIn("/p/.git/hooks/pre-commit  x1  always-read-only by `.git/hooks`", apart)
+        self.assertIn("/p/.git/hooks/pre-commit  x1  never allowed: always-read-only by `.git/hooks`", apart)
         srt = json.loads(self.suggest(log, "--format", "srt").stdout)
         self.assertEqual(sorted(srt["network"]["allowedDomains"]), sorted(allowed))
         self.assertEqual(self.suggest(log, "--format", "yaml").returncode, 2)

@@ -1,0 +1,270 @@
+#!/usr/bin/python3
+"""Refused writes, explained (issue 28 part 1): every write the jail's supervisor refuses is in the end-of-run
+summary (grouped by path and rule, with the advice that fits), in the audit log (`event: "write"`) and on the
+control channel (`refused`, `kind: "write"`); a flood of refused writes keeps the supervisor's memory and the
+summary bounded; `cordon policy suggest` on a real run's audit log gives settings that make the same run pass.
+Real jailed processes, in the namespace jail and in the jail without namespaces (`--jail landlock`). Needs root.
+
+    python3 tests/jail/test_write_refusals.py --cordon build/cordon [-k pattern]
+"""
+import json
+import os
+import re
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+CORDON = None
+GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+
+
+def landlock_available(cwd):
+    p = subprocess.run([CORDON, "run", "--no-discover", "--jail", "landlock", "--", "/bin/true"], cwd=cwd,
+                       capture_output=True, text=True, timeout=60)
+    return p.returncode == 0
+
+
+def read_lines(sock, timeout):
+    """Every JSON line the control channel's peer got until it closes (the run ended) or `timeout`."""
+    sock.settimeout(timeout)
+    data = b""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return [json.loads(line) for line in data.split(b"\n") if line.strip()]
+
+
+class WriteRefusalsCase(unittest.TestCase):
+    JAIL = "namespaces"
+
+    def setUp(self):
+        self.base = tempfile.mkdtemp(prefix="cordon-write-refusals-", dir="/var/tmp")
+        self.addCleanup(shutil.rmtree, self.base, True)
+        self.project = os.path.join(self.base, "project")
+        self.home = os.path.join(self.base, "home")
+        self.outside = os.path.join(self.base, "outside")
+        for d in (self.project, self.home, self.outside):
+            os.makedirs(d)
+        if self.JAIL == "landlock" and not landlock_available(self.project):
+            self.skipTest("the jail without namespaces cannot run here (Landlock)")
+        self.env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.home, **GIT_ENV}
+
+    def git(self, *args):
+        subprocess.run(["git", *args], cwd=self.project, check=True, capture_output=True, env=self.env)
+
+    def run_jail(self, script, *flags, pass_fds=(), timeout=120):
+        start = time.time()
+        p = subprocess.Popen([CORDON, "run", "--no-discover", "--jail", self.JAIL, *flags, "--", "sh", "-c", script],
+                             cwd=self.project, env=self.env, pass_fds=pass_fds, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        out, err = p.communicate(timeout=timeout)
+        self.elapsed = time.time() - start
+        return p.returncode, out, err
+
+    def audit_writes(self, log):
+        with open(log) as f:
+            lines = [json.loads(line) for line in f]
+        return [line for line in lines if line.get("event") == "write"]
+
+    def test_each_refusal_listed_with_rule_and_advice_in_summary_audit_and_control(self):
+        self.git("init", "-q")  # a .git that existed before the run: its hooks are protected
+        self.git("init", "-q", "--bare", "old.git")  # a git directory of another name, older than the run
+        secret = os.path.join(self.project, "secret.txt")
+        with open(secret, "w") as f:
+            f.write("keep\n")
+        target = os.path.join(self.outside, "out.txt")
+        log = os.path.join(self.base, "audit.jsonl")
+        ours, theirs = socket.socketpair()
+        self.addCleanup(ours.close)
+        script = (f"for p in {target} \"$HOME/.bashrc\" .git/hooks/pre-commit old.git/hooks/post-checkout "
+                  f"secret.txt; do (echo x > \"$p\") 2>/dev/null && echo \"wrote $p\"; done; "
+                  f"(echo x > {target}) 2>/dev/null; true")
+        rc, out, err = self.run_jail(script, "--allow-write", self.home,
+                                     "--deny-write", secret, "--audit-log", log,
+                                     "--control-fd", str(theirs.fileno()), pass_fds=(theirs.fileno(),))
+        theirs.close()
+        control = read_lines(ours, 30)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out, "", "a refused write went through: " + out)
+        for path in (target, os.path.join(self.home, ".bashrc"),
+                     os.path.join(self.project, ".git/hooks/pre-commit"),
+                     os.path.join(self.project, "old.git/hooks/post-checkout")):
+            self.assertFalse(os.path.exists(path), path)
+
+        # The summary: each path once, with its count, rule and advice.
+        self.assertIn("cordon: refused 6 write(s):", err)
+        outside, rest = err.split("  outside the writable areas:\n", 1)[1].split("\n  denied by a deny rule:\n", 1)
+        denied, never = rest.split("\n  never allowed: --allow-write does not lift these:\n", 1)
+        self.assertIn(f"    {target}  x2  (open by sh)", outside)
+        self.assertIn("allow with --allow-write PATH or sandbox.filesystem.allowWrite", outside)
+        self.assertIn(f"    {secret}  x1  by `{secret}` from ", denied)
+        self.assertIn("a deny rule (denyWrite, an Edit deny rule) wins over allowWrite", denied)
+        self.assertIn(f"    {self.home}/.bashrc  x1  by `", never)
+        self.assertIn(f"    {self.project}/.git/hooks/pre-commit  x1  by `", never)
+        self.assertIn(f"    {self.project}/old.git/hooks/post-checkout  x1  write rule git-dirs-by-content", never)
+        self.assertIn("the protected names (settings files, shell start-up files", never)
+        self.assertIn("git-dirs-by-content: git reads the config and runs the hooks", never)
+        self.assertNotIn("--allow-write PATH", never)
+
+        # The audit log: one `write` line per refusal, explained as `cordon check write:PATH` explains it.
+        writes = self.audit_writes(log)
+        self.assertEqual(len(writes), 6, writes)
+        by_path = {}
+        for w in writes:
+            by_path.setdefault(w["path"], []).append(w)
+            for key in ("ts", "id", "sandbox", "path", "operation", "decision", "reason", "rule", "write_rule",
+                        "error", "pid", "program"):
+                self.assertIn(key, w)
+            self.assertEqual((w["event"], w["decision"], w["operation"], w["program"]), ("write", "deny", "open", "sh"))
+            self.assertTrue(w["sandbox"].startswith("cordon-"), w)
+            self.assertGreater(w["pid"], 1)
+        self.assertEqual([w["id"] for w in writes], sorted(w["id"] for w in writes))
+        out_line = by_path[target][0]
+        self.assertEqual((out_line["reason"], out_line["rule"], out_line["write_rule"], out_line["error"]),
+                         ("default-deny", None, "path-rules", "EROFS"))
+        bashrc = by_path[os.path.join(self.home, ".bashrc")][0]
+        self.assertEqual((bashrc["reason"], bashrc["write_rule"], bashrc["error"]),
+                         ("always-read-only", "path-rules", "EACCES"))
+        hooks = by_path[os.path.join(self.project, ".git/hooks/pre-commit")][0]
+        self.assertEqual((hooks["reason"], hooks["write_rule"]), ("always-read-only", "path-rules"))
+        old = by_path[os.path.join(self.project, "old.git/hooks/post-checkout")][0]
+        self.assertEqual((old["reason"], old["rule"], old["write_rule"], old["error"]),
+                         ("always-read-only", "write rule git-dirs-by-content", "git-dirs-by-content", "EACCES"))
+        deny = by_path[secret][0]
+        self.assertEqual((deny["reason"], deny["rule"], deny["write_rule"]), ("blocked-by-denylist", secret, "path-rules"))
+        self.assertIn("--deny-write", deny["source"])
+        # `cordon check write:PATH` names the same rule.
+        for path, line in ((bashrc["path"], bashrc), (old["path"], old), (secret, deny)):
+            c = subprocess.run([CORDON, "check", "--no-discover", "--jail", self.JAIL, "--allow-write", self.home,
+                                "--deny-write", secret, "--json", "write:" + path], cwd=self.project, env=self.env,
+                               capture_output=True, text=True, timeout=30)
+            answer = json.loads(c.stdout)
+            self.assertEqual((answer["reason"], answer["rule"], answer["writeRule"]),
+                             (line["reason"], line["rule"], line["write_rule"]), path)
+
+        # The control channel: a `refused` line of kind `write` for each.
+        refused = [line["refused"] for line in control if "refused" in line]
+        self.assertEqual(len(refused), 6, control)
+        for r in refused:
+            self.assertEqual(r["kind"], "write")
+        self.assertEqual(sorted((r["path"], r["write_rule"], r["reason"]) for r in refused),
+                         sorted((w["path"], w["write_rule"], w["reason"]) for w in writes))
+
+    def test_a_flood_of_refused_writes_stays_bounded(self):
+        # 100,000 refused creations of distinct names: the summary names at most a page of them and says how many
+        # more; the supervisor's memory does not grow with the number of paths (against a run of 5,000).
+        flood = ("import os, sys\n"
+                 "for i in range(int(sys.argv[1])):\n"
+                 "    try: os.close(os.open(sys.argv[2] + '/f%d' % i, os.O_WRONLY | os.O_CREAT, 0o644))\n"
+                 "    except OSError: pass\n")
+        script = os.path.join(self.base, "flood.py")
+        with open(script, "w") as f:
+            f.write(flood)
+        os.chmod(self.base, 0o755)
+        os.chmod(script, 0o644)
+
+        def run(n):
+            log = os.path.join(self.base, f"audit-{n}.jsonl")
+            before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            rc, out, err = self.run_jail(f"/usr/bin/python3 {script} {n} {self.outside}", "--audit-log", log,
+                                         timeout=900)
+            self.assertEqual(rc, 0, err[-2000:])
+            self.assertEqual(os.listdir(self.outside), [])
+            # (ru_maxrss of the children: the largest of cordon and the jailed python, which is the same size in
+            # both runs; a first run's figure stays unless a later one is larger.)
+            return err, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before, log
+
+        small_err, small_rss, _, _ = run(5000)
+        err, rss, _, log = run(100000)
+        self.assertIn("cordon: refused 100000 write(s):", err)
+        self.assertIn("    ... and 985 more path(s)\n", err)
+        self.assertIn("  ... and 99000 more refused write(s) to other paths (past 1000 paths counted)", err)
+        self.assertLess(len(err.splitlines()), 40, err)
+        self.assertIn("cordon: refused 5000 write(s):", small_err)
+        growth_kib = rss - small_rss
+        print(f"\nflood: 100,000 refused writes in {self.elapsed:.1f} s; max RSS {rss} KiB "
+              f"(5,000: {small_rss} KiB)", file=sys.stderr)
+        self.assertLess(growth_kib, 16 * 1024, f"supervisor grew by {growth_kib} KiB")
+        # The audit log has a line per refusal (or the summary says how many it lacks).
+        with open(log) as f:
+            lines = sum(1 for line in f if '"event":"write"' in line)
+        unlogged = re.search(r"\((\d+) of them not in the audit log", err)
+        dropped = re.search(r"audit log .*: (\d+) line\(s\) dropped", err)
+        self.assertGreater(lines, 0)
+        self.assertEqual(lines + (int(unlogged.group(1)) if unlogged else 0) + (int(dropped.group(1)) if dropped else 0),
+                         100000, err[-1500:])
+
+    def test_suggest_from_a_real_run_makes_it_pass(self):
+        cache = os.path.join(self.outside, "cache")
+        os.makedirs(cache)
+        log = os.path.join(self.base, "first.jsonl")
+        script = (f"echo data > {cache}/a.txt; echo again >> {cache}/a.txt; mkdir {cache}/sub; "
+                  f"echo more > {cache}/sub/b.txt && echo done")
+        rc, out, err = self.run_jail(script, "--audit-log", log)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("outside the writable areas", err)
+        expected = [f"{cache}/a.txt", f"{cache}/sub"]
+        s = subprocess.run([CORDON, "policy", "suggest", "--from", log], capture_output=True, text=True, timeout=30)
+        self.assertEqual(s.returncode, 0, s.stderr)
+        self.assertEqual(json.loads(s.stdout)["sandbox"]["filesystem"]["allowWrite"], expected)
+        srt = subprocess.run([CORDON, "policy", "suggest", "--from", log, "--format", "srt"], capture_output=True,
+                             text=True, timeout=30)
+        self.assertEqual(json.loads(srt.stdout)["filesystem"]["allowWrite"], expected)
+        settings = os.path.join(self.base, "suggested.json")
+        with open(settings, "w") as f:
+            f.write(s.stdout)
+        log = os.path.join(self.base, "second.jsonl")
+        rc, out, err = self.run_jail(script, "--audit-log", log, "--settings", settings)
+        self.assertEqual((rc, out), (0, "done\n"), err)
+        self.assertNotIn("refused", err)
+        self.assertEqual(self.audit_writes(log), [])
+        with open(os.path.join(self.outside, "cache/sub/b.txt")) as f:
+            self.assertEqual(f.read(), "more\n")
+
+    def test_suggest_lists_protected_paths_apart(self):
+        self.git("init", "-q")
+        log = os.path.join(self.base, "audit.jsonl")
+        rc, out, err = self.run_jail(f"echo x > .git/hooks/pre-commit; echo y > {self.outside}/o.txt; true",
+                                     "--audit-log", log)
+        self.assertEqual(rc, 0, err)
+        s = subprocess.run([CORDON, "policy", "suggest", "--from", log], capture_output=True, text=True, timeout=30)
+        self.assertEqual(s.returncode, 0, s.stderr)
+        self.assertEqual(json.loads(s.stdout)["sandbox"]["filesystem"]["allowWrite"], [f"{self.outside}/o.txt"])
+        apart = s.stderr.split("not lifted by the suggestion:\n", 1)[1]
+        self.assertIn(f"{self.project}/.git/hooks/pre-commit  x1  never allowed: ", apart)
+
+
+class WriteRefusalsLandlock(WriteRefusalsCase):
+    JAIL = "landlock"
+
+
+def main():
+    global CORDON
+    args = sys.argv[1:]
+    if "--cordon" not in args:
+        print("usage: test_write_refusals.py --cordon BINARY [unittest args]", file=sys.stderr)
+        return 2
+    i = args.index("--cordon")
+    CORDON = os.path.abspath(args[i + 1])
+    del args[i:i + 2]
+    if os.geteuid() != 0:
+        print("test_write_refusals.py needs root (cordon run)", file=sys.stderr)
+        return 77
+    prog = unittest.main(argv=[sys.argv[0], *args], exit=False, verbosity=2)
+    return 0 if prog.result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
