@@ -3,11 +3,13 @@
 // 80/443), grouped by registrable domain with the Public Suffix List (libpsl, Debian's `publicsuffix` data):
 // three or more names below one registrable domain become `*.DOMAIN`, never a wildcard over a public suffix.
 // Writes
-// (`event: "write"`, run/write_refusals.hpp) outside every writable area are suggested by path. Refusals a settings entry cannot lift (a deny rule, the address
-// guard, a protected path) are listed apart; so is every line that is not a whole JSON object.
+// (`event: "write"`, run/write_refusals.hpp) outside every writable area are suggested by path. Refusals a
+// settings entry cannot lift (a deny rule, the address guard, a protected path) are listed apart; so is every
+// line that is not a whole JSON object.
 #include <libpsl.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -29,10 +31,14 @@ constexpr const char* kSuggestHelp =
     "\n"
     "Reads an audit log (`--audit-log` of `cordon run` or `cordon proxy`) and prints on stdout the smallest\n"
     "settings that would have allowed what it shows refused: sandbox.network.allowedDomains (claude, the\n"
-    "default) or network.allowedDomains (srt), and allowWrite for refused writes. Names are grouped by\n"
+    "default) or network.allowedDomains (srt), and allowWrite for writes outside the writable areas\n"
+    "(sandbox.filesystem.allowWrite as `//PATH`, srt: filesystem.allowWrite; a path that does not exist now\n"
+    "as the nearest directory above it that does, since allowWrite makes writable what exists at start).\n"
+    "Names are grouped by\n"
     "registrable domain (Public Suffix List): three or more below one become `*.DOMAIN`, never a wildcard\n"
     "over a public suffix; a port other than 80 and 443 is kept (`host:port`). On stderr: the counts, the\n"
-    "refusals no settings entry here would lift (deny rules, the address guard, protected paths) and every\n"
+    "refusals no settings entry here would lift (deny rules, the address guard, protected paths: `never\n"
+    "allowed`) and every\n"
     "malformed or truncated line, by line number (skipped).\n"
     "Exit status: 0, 1 when the log cannot be read, 2 on a usage error.\n"
     "\n"
@@ -131,8 +137,9 @@ int cmd_policy_suggest(int argc, char** argv) {
             // allowWrite lifts a path outside every writable area (write rule path-rules, or default-tmp:
             // the host's /tmp without namespaces); nothing here lifts a deny rule or a protected path.
             const std::string write_rule = text("write_rule");
-            const bool liftable = reason == "default-deny" &&
-                                  (write_rule.empty() || write_rule == "path-rules" || write_rule == "default-tmp");
+            const bool liftable =
+                reason == "default-deny" &&
+                (write_rule.empty() || write_rule == "path-rules" || write_rule == "default-tmp");
             if (liftable) {
                 ++writes[path];
                 continue;
@@ -145,8 +152,9 @@ int cmd_policy_suggest(int argc, char** argv) {
                         "; remove it to write here";
             else
                 a.why = "never allowed: " + reason + (rule.empty() ? "" : " by `" + rule + "`") +
-                        (write_rule.empty() || rule == "write rule " + write_rule ? ""
-                                                                                  : " (write rule " + write_rule + ")");
+                        (write_rule.empty() || rule == "write rule " + write_rule
+                             ? ""
+                             : " (write rule " + write_rule + ")");
             continue;
         }
         if (event != "decision" && event != "dns") continue;
@@ -227,16 +235,31 @@ int cmd_policy_suggest(int argc, char** argv) {
         }
     }
     nlohmann::json network = {{"allowedDomains", allowed}};
-    // A path below another suggested one adds nothing (a directory sorts before what is below it).
+    // allowWrite makes writable what exists when the run starts (the jail binds it, or grants it to
+    // Landlock; jail/mount_plan.cpp): a refused creation (a new file, a new directory) is suggested as the
+    // nearest directory above it that exists now. A path below another suggested one adds nothing.
+    std::map<std::string, std::string> roots;  // suggested -> the refused path it stands for (when other)
+    for (const auto& [path, count] : writes) {
+        std::filesystem::path at(path);
+        std::error_code ec;
+        while (at.has_relative_path() && !std::filesystem::exists(std::filesystem::symlink_status(at, ec)))
+            at = at.parent_path();
+        roots.emplace(at.string(), at.string() == path ? std::string() : path);
+    }
     nlohmann::json filesystem = {{"allowWrite", nlohmann::json::array()}};
     std::vector<std::string> kept;
-    for (const auto& [path, count] : writes) {
+    std::string made;  // the creations suggested by their directory, for stderr
+    for (const auto& [root, stands_for] : roots) {
+        if (!stands_for.empty())
+            made += "  write " + stands_for + ": does not exist, suggested as " + root + "\n";
         const bool below = std::any_of(kept.begin(), kept.end(), [&](const std::string& dir) {
-            return path.compare(0, dir.size(), dir) == 0 && (dir == "/" || path[dir.size()] == '/');
+            return root.compare(0, dir.size(), dir) == 0 && (dir == "/" || root[dir.size()] == '/');
         });
         if (below) continue;
-        filesystem["allowWrite"].push_back(path);
-        kept.push_back(path);
+        // Claude Code's files read `/path` relative to the file's own directory: an absolute path is
+        // `//path`.
+        filesystem["allowWrite"].push_back(format == "claude" ? "/" + root : root);
+        kept.push_back(root);
     }
     nlohmann::json out = nlohmann::json::object();
     nlohmann::json& section = format == "claude" ? out["sandbox"] : out;
@@ -250,6 +273,7 @@ int cmd_policy_suggest(int argc, char** argv) {
     if (!report.empty()) std::cerr << "allowed by the suggestion, by registrable domain:\n" << report;
     for (const auto& [path, count] : writes)
         std::cerr << "  write " << path << "  x" << count << "\n";
+    std::cerr << made;
     if (!apart.empty()) {
         std::cerr << "not lifted by the suggestion:\n";
         for (const auto& [what, a] : apart)

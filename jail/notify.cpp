@@ -1849,8 +1849,7 @@ thread_local NotifierImpl::ThreadState NotifierImpl::state_;
 std::unique_ptr<Notifier> Notifier::start(int fd, policy::PolicyPtr policy, RunStart run_start,
                                           std::vector<std::string> mount_points,
                                           std::shared_ptr<const HostView> host,
-                                          std::vector<std::string> cordon_files,
-                                          RefusedWriteSink refused) {
+                                          std::vector<std::string> cordon_files, RefusedWriteSink refused) {
     return std::make_unique<NotifierImpl>(fd, std::move(policy), run_start, std::move(mount_points),
                                           std::move(host), std::move(cordon_files), std::move(refused));
 }

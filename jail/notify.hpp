@@ -47,7 +47,7 @@ struct RefusedWrite {
     std::string path;       // where the write lands, in the jail's view
     std::string operation;  // "open", "mkdir", "mknod", "remove", "rename", "link", "symlink", "truncate",
                             // "chmod"
-    int error = 0;          // what the caller got: EROFS outside the writable areas, EACCES for a protected path
+    int error = 0;  // what the caller got: EROFS outside the writable areas, EACCES for a protected path
     const policy::WriteRule* rule = nullptr;  // the write rule that refused
     policy::Decision path_rule;               // the path rules' decision, when `rule` is path-rules
     pid_t pid = 0;                            // the caller, in the supervisor's PID namespace

@@ -103,7 +103,8 @@ const std::vector<WriteRule>& write_rules() {
          "(core.fsmonitor, core.worktree): planted in src/, it runs a command at the host's next git status",
          "moving a directory of that shape into place is decided by the supervisor's move rules"},
         {"protected-moves", false,
-         "a directory that holds protected names (a .git that existed when the run started, .claude, a home's "
+         "a directory that holds protected names (a .git that existed when the run started, .claude, a "
+         "home's "
          ".config, an ancestor of git's configured targets or of cordon's own files) is neither moved nor "
          "removed, no symlink is put where one would be, and no tree holding an old git directory, or one "
          "that would plant a repository, is moved (EACCES)",
@@ -337,9 +338,10 @@ Decision explain_write(const WriteDecision& wd) {
     if (wd.rule && wd.rule->name == "path-rules") return wd.path_rule;
     Decision d;
     d.verdict = wd.allowed() ? Verdict::Allow : Verdict::Deny;
-    d.reason = wd.allowed()                                                                   ? Reason::AllowedByRule
-               : wd.error == EROFS || wd.jail_answers == EROFS || wd.jail_answers == ENOENT ? Reason::DefaultDeny
-                                                                                             : Reason::AlwaysReadOnly;
+    d.reason = wd.allowed() ? Reason::AllowedByRule
+               : wd.error == EROFS || wd.jail_answers == EROFS || wd.jail_answers == ENOENT
+                   ? Reason::DefaultDeny
+                   : Reason::AlwaysReadOnly;
     Rule rule{"write rule " + std::string(wd.rule ? wd.rule->name : "(none)"), {}};
     rule.source.where = "cordon's write rules (cordon policy --write-rules)";
     d.rule = std::make_shared<const Rule>(std::move(rule));

@@ -63,14 +63,14 @@ struct DnsEvent {
 // A write the jail refused (cordon run: jail/notify.hpp RefusedWrite), explained as `cordon check write:PATH`
 // explains it.
 struct WriteEvent {
-    std::uint64_t id = 0;   // the refusal's number in the run (1, 2, ...)
-    std::string path;       // where the write lands, in the jail's view
-    std::string operation;  // "open", "mkdir", "remove", "rename", ...
-    std::string reason;     // "default-deny" (outside the writable areas), "blocked-by-denylist" (a deny
-                            // rule), "always-read-only" (a protected path, or another write rule)
-    std::string rule;       // the rule's text (`.bashrc`, a denyWrite entry, "write rule gitfile"); empty:
-                            // none (outside every writable area)
-    std::string source;     // where the rule came from
+    std::uint64_t id = 0;    // the refusal's number in the run (1, 2, ...)
+    std::string path;        // where the write lands, in the jail's view
+    std::string operation;   // "open", "mkdir", "remove", "rename", ...
+    std::string reason;      // "default-deny" (outside the writable areas), "blocked-by-denylist" (a deny
+                             // rule), "always-read-only" (a protected path, or another write rule)
+    std::string rule;        // the rule's text (`.bashrc`, a denyWrite entry, "write rule gitfile"); empty:
+                             // none (outside every writable area)
+    std::string source;      // where the rule came from
     std::string write_rule;  // the write rule that refused (policy/write_rules.hpp): "path-rules", ...
     std::string error;       // what the caller got: "EROFS", "EACCES"
     std::int64_t pid = 0;    // the caller, in the supervisor's PID namespace

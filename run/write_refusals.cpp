@@ -60,7 +60,8 @@ proxy::WriteEvent describe(const jail::RefusedWrite& r, std::uint64_t id) {
 
 WriteRefusals::WriteRefusals(uv_loop_t* loop, std::function<void(const proxy::WriteEvent&)> report)
     : report_(std::move(report)) {
-    uv_async_init(loop, &async_, [](uv_async_t* handle) { static_cast<WriteRefusals*>(handle->data)->drain(); });
+    uv_async_init(loop, &async_,
+                  [](uv_async_t* handle) { static_cast<WriteRefusals*>(handle->data)->drain(); });
     async_.data = this;
 }
 
@@ -139,7 +140,8 @@ std::string format_write_refusals(const WriteRefusalSummary& summary, bool logge
             if (!fits(e)) continue;
             ++paths;
             if (n++ < kMax)
-                out += "    " + std::get<0>(key) + "  x" + std::to_string(e.count) + detail(e) + who(e) + "\n";
+                out +=
+                    "    " + std::get<0>(key) + "  x" + std::to_string(e.count) + detail(e) + who(e) + "\n";
         }
         if (paths == 0) return std::string();
         if (paths > kMax) out += "    ... and " + std::to_string(paths - kMax) + " more path(s)\n";
@@ -157,9 +159,10 @@ std::string format_write_refusals(const WriteRefusalSummary& summary, bool logge
         "allow with --allow-write PATH or sandbox.filesystem.allowWrite (srt: filesystem.allowWrite); "
         "`cordon check write:PATH` explains");
     auto denied = [](const WriteRefusalSummary::Entry& e) { return e.reason == "blocked-by-denylist"; };
-    out += section("denied by a deny rule", denied, by_rule,
-                   "a deny rule (denyWrite, an Edit deny rule) wins over allowWrite: remove the rule to write "
-                   "these");
+    out +=
+        section("denied by a deny rule", denied, by_rule,
+                "a deny rule (denyWrite, an Edit deny rule) wins over allowWrite: remove the rule to write "
+                "these");
     // Why each rule met here refuses, once per rule.
     std::set<std::string> rules;
     bool protected_names = false;
@@ -173,9 +176,10 @@ std::string format_write_refusals(const WriteRefusalSummary& summary, bool logge
     }
     std::string why;
     if (protected_names)
-        why += "the protected names (settings files, shell start-up files, .gitconfig, .mcp.json, .vscode, "
-               ".git/hooks and .git/config of a .git that existed when the run started, ...) are read-only "
-               "whatever the settings say";
+        why +=
+            "the protected names (settings files, shell start-up files, .gitconfig, .mcp.json, .vscode, "
+            ".git/hooks and .git/config of a .git that existed when the run started, ...) are read-only "
+            "whatever the settings say";
     for (const std::string& name : rules) {
         std::string text;
         try {
@@ -192,8 +196,9 @@ std::string format_write_refusals(const WriteRefusalSummary& summary, bool logge
     }
     out += section("never allowed: --allow-write does not lift these", never, by_rule, why);
     if (summary.beyond > 0)
-        out += "  ... and " + std::to_string(summary.beyond) + " more refused write(s) to other paths (past " +
-               std::to_string(WriteRefusals::kMaxPaths) + " paths counted)\n";
+        out += "  ... and " + std::to_string(summary.beyond) +
+               " more refused write(s) to other paths (past " + std::to_string(WriteRefusals::kMaxPaths) +
+               " paths counted)\n";
     if (logged && summary.unlogged > 0)
         out += "  (" + std::to_string(summary.unlogged) +
                " of them not in the audit log nor on the control channel: they came faster than the "

@@ -69,7 +69,8 @@ TEST_CASE("refused writes: grouped by path and rule, each kind with its advice",
     CHECK(format_write_refusals(cordon::run::WriteRefusalSummary{}, true).empty());
 }
 
-TEST_CASE("refused writes: a flood keeps the groups, the queue and the summary bounded", "[run][write-refusals]") {
+TEST_CASE("refused writes: a flood keeps the groups, the queue and the summary bounded",
+          "[run][write-refusals]") {
     Loop l;
     std::size_t reported = 0;
     WriteRefusals writes(&l.loop, [&](const cordon::proxy::WriteEvent&) { ++reported; });
@@ -87,7 +88,8 @@ TEST_CASE("refused writes: a flood keeps the groups, the queue and the summary b
     CHECK(summary.unlogged == 20000 - WriteRefusals::kMaxQueued);
     const std::string text = format_write_refusals(summary, true);
     CHECK_THAT(text, Catch::Contains("    ... and 985 more path(s)\n"));
-    CHECK_THAT(text, Catch::Contains("... and 19010 more refused write(s) to other paths (past 1000 paths counted)"));
+    CHECK_THAT(text, Catch::Contains(
+                         "... and 19010 more refused write(s) to other paths (past 1000 paths counted)"));
     CHECK_THAT(text, Catch::Contains("(15904 of them not in the audit log nor on the control channel"));
     CHECK(std::count(text.begin(), text.end(), '\n') < 25);
 }
