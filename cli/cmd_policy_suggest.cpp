@@ -238,20 +238,20 @@ int cmd_policy_suggest(int argc, char** argv) {
     // allowWrite makes writable what exists when the run starts (the jail binds it, or grants it to
     // Landlock; jail/mount_plan.cpp): a refused creation (a new file, a new directory) is suggested as the
     // nearest directory above it that exists now. A path below another suggested one adds nothing.
-    std::map<std::string, std::string> roots;  // suggested -> the refused path it stands for (when other)
+    std::set<std::string> roots;
+    std::string made;  // the creations suggested by their directory, for stderr
     for (const auto& [path, count] : writes) {
         std::filesystem::path at(path);
         std::error_code ec;
         while (at.has_relative_path() && !std::filesystem::exists(std::filesystem::symlink_status(at, ec)))
             at = at.parent_path();
-        roots.emplace(at.string(), at.string() == path ? std::string() : path);
+        roots.insert(at.string());
+        if (at.string() != path)
+            made += "  write " + path + ": does not exist, suggested as " + at.string() + "\n";
     }
     nlohmann::json filesystem = {{"allowWrite", nlohmann::json::array()}};
     std::vector<std::string> kept;
-    std::string made;  // the creations suggested by their directory, for stderr
-    for (const auto& [root, stands_for] : roots) {
-        if (!stands_for.empty())
-            made += "  write " + stands_for + ": does not exist, suggested as " + root + "\n";
+    for (const std::string& root : roots) {
         const bool below = std::any_of(kept.begin(), kept.end(), [&](const std::string& dir) {
             return root.compare(0, dir.size(), dir) == 0 && (dir == "/" || root[dir.size()] == '/');
         });

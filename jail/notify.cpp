@@ -908,26 +908,24 @@ class NotifierImpl final : public Notifier {
         return err == EACCES ? noted_by(path, "protected-moves", err) : err;
     }
 
-    // Before the answer, while the caller waits for it (a caller that exits at once, `(echo x > f)`, would
-    // otherwise be gone): whether the answer is the refusal noted, and then the caller's name. A read of the
-    // caller's own /proc entry, nothing that waits on another party.
-    bool prepare_refusal(const seccomp_notif& req, int err) {
-        if (!refused_ || !refusal_ || refusal_->error != err) return false;
-        refusal_->pid = static_cast<pid_t>(req.pid);
+    // The call's refusal to the sink, when its answer `err` is the refusal noted. Before the answer, while
+    // the caller waits for it. Why not after: a caller that exits at once (`(echo x > f)`) would be gone
+    // before its name is read, and a command that ends right after could end the run before the refusal is
+    // handed over (the supervisor stops taking refusals for the log when the command ends). What it costs the
+    // caller: a read of its own /proc entry and the sink's map update and queue push (RefusedWriteSink); the
+    // audit line and the control line are written later, by the supervisor's loop.
+    void report_refusal(const seccomp_notif& req, const SyscallRole& role, int err) {
+        if (!refused_ || !refusal_ || refusal_->error != err) return;
+        RefusedWrite w = std::move(*refusal_);
+        refusal_.reset();
+        w.operation = operation_name(role);
+        w.pid = static_cast<pid_t>(req.pid);
         char path[64];
         std::snprintf(path, sizeof path, "/proc/%d/comm", static_cast<int>(req.pid));
         Fd comm(::open(path, O_RDONLY | O_CLOEXEC));
         char name[32];
         const ssize_t n = comm.fd >= 0 ? ::read(comm.fd, name, sizeof name) : -1;
-        if (n > 0) refusal_->program.assign(name, static_cast<std::size_t>(name[n - 1] == '\n' ? n - 1 : n));
-        return true;
-    }
-
-    // After the answer: the call's refusal to the sink.
-    void report_refusal(const SyscallRole& role) {
-        RefusedWrite w = std::move(*refusal_);
-        refusal_.reset();
-        w.operation = operation_name(role);
+        if (n > 0) w.program.assign(name, static_cast<std::size_t>(name[n - 1] == '\n' ? n - 1 : n));
         refused_(std::move(w));
     }
 
@@ -1370,9 +1368,8 @@ class NotifierImpl final : public Notifier {
                 if (err < 0) return;
                 break;
         }
-        const bool refused = err > 0 && prepare_refusal(req, err);
+        if (err > 0) report_refusal(req, *role, err);
         reply(req.id, err);
-        if (refused) report_refusal(*role);
     }
 
     // chmod, fchmod, fchmodat, fchmodat2 as the filter sends them (jail/seccomp.cpp): S_ISGID with group

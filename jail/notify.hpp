@@ -53,8 +53,9 @@ struct RefusedWrite {
     pid_t pid = 0;                            // the caller, in the supervisor's PID namespace
     std::string program;                      // its name (/proc/PID/comm), empty when it is gone
 };
-// Called on the notifier's thread once the caller has its answer (never before: the jailed process does not
-// wait for the report). Must not block: it runs between two of the jail's calls.
+// Called on the notifier's thread right before the caller gets its answer (so that a refusal is handed over
+// before a command that ends at once can end the run). Must only count and queue, never write anything out
+// nor wait on another party (the audit log's disk, a control peer): the jailed caller waits meanwhile.
 using RefusedWriteSink = std::function<void(RefusedWrite&&)>;
 
 class Notifier {

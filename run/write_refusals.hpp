@@ -2,11 +2,13 @@
 // summary (grouped by path and rule, with the advice that fits), and handed to the supervisor's loop, which
 // writes an audit line `event: "write"` and tells the control channel (proxy::Proxy::record_write).
 //
-// Why a queue: the notifier's thread reports a refusal right after it answered the jailed caller, between
-// two of the jail's calls; it must never wait for the audit log's disk or a control peer. It takes a mutex
-// held only for a map update, and wakes the loop. Bounded against a flood (a loop of refused writes): at most
-// kMaxPaths groups are counted (refusals beyond count in one number), and at most kMaxQueued refusals wait
-// for the loop (beyond, they are counted in the summary only, and the summary says how many the log lacks).
+// Why a queue: the notifier's thread hands a refusal over while the jailed caller waits for its answer; it
+// must never wait for the audit log's disk or a control peer. It takes a mutex held only for a map update
+// and a queue push (the loop holds it only to swap the queue), and wakes the loop, which writes the audit
+// line and the control line after the caller has its answer. Bounded against a flood (a loop of refused
+// writes): at most kMaxPaths groups are counted (refusals beyond count in one number), and at most kMaxQueued
+// refusals wait for the loop (beyond, they are counted in the summary only, and the summary says how many the
+// log lacks).
 #pragma once
 
 #include <uv.h>
