@@ -184,6 +184,33 @@ class WriteRefusalsCase(unittest.TestCase):
         self.assertEqual(sorted((r["path"], r["write_rule"], r["reason"]) for r in refused),
                          sorted((w["path"], w["write_rule"], w["reason"]) for w in writes))
 
+    def test_kernel_answers_and_moves_seen_where_cordon_decides(self):
+        # A kernel knob: the rules leave /proc to the jail, whose read-only /proc/sys answers EROFS (namespaces);
+        # without namespaces the rule refuses it (EACCES). Either way the refusal is listed, never with
+        # --allow-write as the advice. Opened for writing and closed: nothing is written.
+        self.git("init", "-q", "sub")
+        log = os.path.join(self.base, "audit.jsonl")
+        opener = ("import os\n"
+                  "try: os.close(os.open('/proc/sys/kernel/core_pattern', os.O_WRONLY))\n"
+                  "except OSError as e: print(e.errno)\n")
+        rc, out, err = self.run_jail(f"/usr/bin/python3 -c \"{opener}\"; mv sub moved 2>/dev/null; true",
+                                     "--audit-log", log)
+        self.assertEqual(rc, 0, err)
+        writes = {w["path"]: w for w in self.audit_writes(log)}
+        knob = writes["/proc/sys/kernel/core_pattern"]
+        self.assertEqual(knob["write_rule"], "proc-knobs")
+        self.assertEqual(knob["error"], "EROFS" if self.JAIL == "namespaces" else "EACCES")
+        never = err.split("never allowed: --allow-write does not lift these:\n", 1)[1]
+        self.assertIn("/proc/sys/kernel/core_pattern  x1  write rule proc-knobs  (open by python3)", never)
+        self.assertTrue(os.path.isdir(os.path.join(self.project, "sub/.git")))
+        if self.JAIL == "landlock":
+            # A directory holding a .git older than the run is not moved: the move rules (protected-moves). (In
+            # the namespace jail it is a mount point, pinned: EBUSY, the mount's answer, not a write rule's.)
+            moved = writes[os.path.join(self.project, "sub")]
+            self.assertEqual((moved["operation"], moved["write_rule"], moved["error"]),
+                             ("rename", "protected-moves", "EACCES"))
+            self.assertIn("protected-moves: moving or replacing an ancestor would launder", never)
+
     def test_a_flood_of_refused_writes_stays_bounded(self):
         # 100,000 refused creations of distinct names: the summary names at most a page of them and says how many
         # more; the supervisor's memory does not grow with the number of paths (against a run of 5,000).
