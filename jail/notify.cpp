@@ -1172,7 +1172,10 @@ class NotifierImpl final : public Notifier {
         const std::string& name = parts.back();
         if (policy::looked_up_where_it_lands(name)) return std::nullopt;
         const std::string where = join(parts, parts.size());
-        if (decide(where, true) != 0) return std::nullopt;  // refused: the slow path says with which errno
+        if (decide(where, true) != 0) {  // refused: the slow path says with which errno (and notes it)
+            refusal_.reset();
+            return std::nullopt;
+        }
         const int rootfd = view_.root(c.pid);
         if (rootfd < 0) return std::nullopt;
         if (!valid(req.id)) return -1;
