@@ -9,6 +9,7 @@
 #include <libpsl.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -20,8 +21,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "certs/certs.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "policy/policy.hpp"
+#include "policy/syntax.hpp"
 
 namespace cordon::cli {
 namespace {
@@ -76,6 +80,61 @@ struct Apart {
     std::string why;
 };
 
+namespace fs = std::filesystem;
+
+std::vector<std::string> components(const fs::path& path) {
+    std::vector<std::string> out;
+    for (const auto& part : path)
+        if (part != "/" && !part.empty()) out.push_back(part.string());
+    return out;
+}
+
+// True when `name`'s components (a protected name: `.git/hooks`) appear in `parts` from `from` on.
+bool holds_name_at(const std::vector<std::string>& parts, std::size_t from, const std::string& name) {
+    const std::vector<std::string> want = components(fs::path(name));
+    if (want.empty() || from + want.size() > parts.size()) return false;
+    return std::equal(want.begin(), want.end(), parts.begin() + static_cast<std::ptrdiff_t>(from));
+}
+
+bool within(const fs::path& path, const fs::path& dir) {
+    const std::string p = path.string(), d = dir.string();
+    return p.compare(0, d.size(), d) == 0 && (p.size() == d.size() || d == "/" || p[d.size()] == '/');
+}
+
+// A directory git would take for a repository (HEAD, objects, refs), as the write rule git-dirs-by-content.
+bool git_dir_shape(const fs::path& dir) {
+    std::error_code ec;
+    return fs::is_regular_file(dir / "HEAD", ec) && fs::is_directory(dir / "objects", ec) &&
+           fs::is_directory(dir / "refs", ec);
+}
+
+// Why a write to `path` (absolute, normal) is never suggested, whatever the log line says of it (a line the
+// jailed command could not forge is not needed: the suggestion is checked here against what no setting
+// should open): a protected name (at any depth, a home's names in a home), a git directory (`.git`, or one
+// by shape), cordon's CA, the audit log being read. Empty: it may be suggested.
+std::string never_suggested(const fs::path& path, const fs::path& home, const fs::path& ca,
+                            const fs::path& audit_log) {
+    const std::vector<std::string> parts = components(path);
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        if (parts[i] == ".git") return "a git directory";
+        for (const std::string& name : policy::always_read_only_names())
+            if (holds_name_at(parts, i, name)) return "a protected name (" + name + ")";
+    }
+    // A home's names: in $HOME, /root and /home/*.
+    std::vector<std::size_t> homes;
+    if (!home.empty() && home != "/" && within(path, home)) homes.push_back(components(home).size());
+    if (!parts.empty() && parts[0] == "root") homes.push_back(1);
+    if (parts.size() > 1 && parts[0] == "home") homes.push_back(2);
+    for (std::size_t at : homes)
+        for (const std::string& name : policy::home_read_only_names())
+            if (holds_name_at(parts, at, name)) return "a protected name in a home (~/" + name + ")";
+    if (!ca.empty() && within(path, ca)) return "cordon's CA (" + ca.string() + ")";
+    if (!audit_log.empty() && path == audit_log) return "the audit log";
+    for (fs::path dir = path; dir.has_relative_path(); dir = dir.parent_path())
+        if (git_dir_shape(dir)) return "a git directory (" + dir.string() + ")";
+    return "";
+}
+
 }  // namespace
 
 int cmd_policy_suggest(int argc, char** argv) {
@@ -103,6 +162,15 @@ int cmd_policy_suggest(int argc, char** argv) {
         return 1;
     }
 
+    // What no suggestion opens, whatever a line says (see never_suggested).
+    std::error_code path_ec;
+    const char* home_env = std::getenv("HOME");
+    const fs::path home = home_env && *home_env ? fs::path(home_env).lexically_normal() : fs::path();
+    fs::path ca = certs::default_ca_dir();
+    ca = fs::weakly_canonical(ca, path_ec);
+    if (path_ec) ca = certs::default_ca_dir().lexically_normal();
+    fs::path audit_log = fs::weakly_canonical(fs::absolute(from, path_ec), path_ec);
+    if (path_ec) audit_log.clear();
     std::map<std::string, Target> hosts;  // refused as unknown: to allow
     std::map<std::string, std::size_t> writes;
     std::map<std::string, Apart> apart;  // "host:port" or a path: what no entry here lifts
@@ -141,7 +209,14 @@ int cmd_policy_suggest(int argc, char** argv) {
                 reason == "default-deny" &&
                 (write_rule.empty() || write_rule == "path-rules" || write_rule == "default-tmp");
             if (liftable) {
-                ++writes[path];
+                const fs::path normal = fs::path(path).lexically_normal();
+                if (std::string why = never_suggested(normal, home, ca, audit_log); !why.empty()) {
+                    auto& a = apart[normal.string()];
+                    ++a.count;
+                    a.why = "never allowed: " + why;
+                    continue;
+                }
+                ++writes[normal.string()];
                 continue;
             }
             auto& a = apart[path];
@@ -245,9 +320,22 @@ int cmd_policy_suggest(int argc, char** argv) {
         std::error_code ec;
         while (at.has_relative_path() && !std::filesystem::exists(std::filesystem::symlink_status(at, ec)))
             at = at.parent_path();
+        // Never `/`, a system directory, the home directory or an ancestor of it (what cordon does not make
+        // writable by default even as the working directory): a creation there is listed apart.
+        if (std::string why = policy::working_directory_refusal(at, home.empty() ? fs::path("/") : home);
+            !why.empty()) {
+            auto& a = apart[path];
+            a.count += count;
+            a.why = "never suggested: " +
+                    (at.string() == path ? std::string() : "its nearest existing directory ") + at.string() +
+                    " is not to be made writable (" + why +
+                    "); create the directory it needs first, or allow a narrower path by hand";
+            continue;
+        }
         roots.insert(at.string());
         if (at.string() != path)
-            made += "  write " + path + ": does not exist, suggested as " + at.string() + "\n";
+            made += "  write " + policy::printable(path) + ": does not exist, suggested as " +
+                    policy::printable(at.string()) + "\n";
     }
     nlohmann::json filesystem = {{"allowWrite", nlohmann::json::array()}};
     std::vector<std::string> kept;
@@ -272,12 +360,13 @@ int cmd_policy_suggest(int argc, char** argv) {
     std::cerr << "\n";
     if (!report.empty()) std::cerr << "allowed by the suggestion, by registrable domain:\n" << report;
     for (const auto& [path, count] : writes)
-        std::cerr << "  write " << path << "  x" << count << "\n";
+        if (!apart.count(path)) std::cerr << "  write " << policy::printable(path) << "  x" << count << "\n";
     std::cerr << made;
     if (!apart.empty()) {
         std::cerr << "not lifted by the suggestion:\n";
         for (const auto& [what, a] : apart)
-            std::cerr << "  " << what << "  x" << a.count << "  " << a.why << "\n";
+            std::cerr << "  " << policy::printable(what) << "  x" << a.count << "  "
+                      << policy::printable(a.why) << "\n";
     }
     return 0;
 }

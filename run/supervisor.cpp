@@ -527,8 +527,8 @@ int run(const Options& options) {
         const auto repos = sup.notifier->new_repositories();
         constexpr std::size_t kShown = 20;
         for (std::size_t i = 0; i < repos.paths.size() && i < kShown; ++i)
-            std::cerr << "cordon: note: a git repository was created during the run: " << repos.paths[i]
-                      << " (its hooks and config were not protected)\n";
+            std::cerr << "cordon: note: a git repository was created during the run: "
+                      << policy::printable(repos.paths[i]) << " (its hooks and config were not protected)\n";
         const std::size_t rest =
             repos.paths.size() > kShown ? repos.paths.size() - kShown + repos.more : repos.more;
         if (rest)

@@ -131,7 +131,7 @@ std::string format_write_refusals(const WriteRefusalSummary& summary, bool logge
         std::string ops;
         for (const auto& op : e.operations)
             ops += (ops.empty() ? "" : ", ") + op;
-        return "  (" + ops + (e.program.empty() ? "" : " by " + e.program) + ")";
+        return "  (" + ops + (e.program.empty() ? "" : " by " + policy::printable(e.program)) + ")";
     };
     auto section = [&](const std::string& title, auto&& fits, auto&& detail, const std::string& advice) {
         std::string out;
@@ -140,8 +140,8 @@ std::string format_write_refusals(const WriteRefusalSummary& summary, bool logge
             if (!fits(e)) continue;
             ++paths;
             if (n++ < kMax)
-                out +=
-                    "    " + std::get<0>(key) + "  x" + std::to_string(e.count) + detail(e) + who(e) + "\n";
+                out += "    " + policy::printable(std::get<0>(key)) + "  x" + std::to_string(e.count) +
+                       detail(e) + who(e) + "\n";
         }
         if (paths == 0) return std::string();
         if (paths > kMax) out += "    ... and " + std::to_string(paths - kMax) + " more path(s)\n";
@@ -149,7 +149,8 @@ std::string format_write_refusals(const WriteRefusalSummary& summary, bool logge
     };
     auto by_rule = [](const WriteRefusalSummary::Entry& e) {
         if (e.write_rule != "path-rules") return "  write rule " + e.write_rule;
-        return "  by `" + e.rule + "`" + (e.source.empty() ? "" : " from " + e.source);
+        return "  by `" + policy::printable(e.rule) + "`" +
+               (e.source.empty() ? "" : " from " + policy::printable(e.source));
     };
 
     std::string out = "cordon: refused " + std::to_string(summary.total) + " write(s):\n";

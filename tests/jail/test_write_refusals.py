@@ -302,6 +302,98 @@ class WriteRefusalsCase(unittest.TestCase):
         apart = s.stderr.split("not lifted by the suggestion:\n", 1)[1]
         self.assertIn(f"{self.project}/.git/hooks/pre-commit  x1  never allowed: ", apart)
 
+    def test_hostile_names_cannot_forge_summary_lines_or_send_escapes(self):
+        # Review hole: the summary printed the jailed command's paths and program name as they were: a newline
+        # forged a summary line ("cordon: refused 0 write(s)"), an escape sequence reached the user's terminal
+        # (set its title, cleared it), bytes that are not UTF-8 went out raw. Now each shows as \xNN.
+        hostile = ("import ctypes, os, sys\n"
+                   "out = sys.argv[1].encode()\n"
+                   "names = [b'/a\\ncordon: refused 0 write(s) FORGED\\n', b'/\\x1b]0;pwned\\x07\\x1b[2Jx', b'/\\xff\\xfe',\n"
+                   "         b'/\\xc2\\x9bc1', b'/caf\\xc3\\xa9']\n"
+                   "for n in names:\n"
+                   "    try: os.close(os.open(out + n, os.O_WRONLY | os.O_CREAT, 0o644))\n"
+                   "    except OSError: pass\n"
+                   "ctypes.CDLL(None).prctl(15, b'\\x1b[31mEVIL\\nX', 0, 0, 0)\n"
+                   "try: os.close(os.open(out + b'/z', os.O_WRONLY | os.O_CREAT, 0o644))\n"
+                   "except OSError: pass\n")
+        script = os.path.join(self.base, "hostile.py")
+        with open(script, "w") as f:
+            f.write(hostile)
+        os.chmod(self.base, 0o755)
+        os.chmod(script, 0o644)
+        p = subprocess.run([CORDON, "run", "--no-discover", "--jail", self.JAIL, "--", "/usr/bin/python3", script,
+                            self.outside], cwd=self.project, env=self.env, capture_output=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        err = p.stderr
+        self.assertNotIn(b"\x1b", err)
+        self.assertNotIn(b"\x07", err)
+        self.assertNotIn(b"\xff", err)
+        self.assertNotIn(b"\xc2\x9b", err)
+        self.assertNotIn(b"FORGED\n", err)
+        self.assertEqual([line for line in err.split(b"\n") if line.startswith(b"cordon: refused ")],
+                         [b"cordon: refused 6 write(s):"], err)
+        text = err.decode()
+        self.assertIn(f"    {self.outside}/a\\x0acordon: refused 0 write(s) FORGED\\x0a  x1  (open by python3)", text)
+        self.assertIn(f"    {self.outside}/\\x1b]0;pwned\\x07\\x1b[2Jx  x1", text)
+        self.assertIn(f"    {self.outside}/\\xff\\xfe  x1", text)
+        self.assertIn(f"    {self.outside}/\\xc2\\x9bc1  x1", text)
+        self.assertIn(f"    {self.outside}/caf\u00e9  x1", text)  # UTF-8 shown as it is
+        self.assertIn(f"    {self.outside}/z  x1  (open by \\x1b[31mEVIL\\x0aX)", text)
+
+    def test_suggest_never_opens_protected_paths_the_ca_the_audit_log_or_the_root(self):
+        # Review hole: suggest took every default-deny line for a path allowWrite should open. Real refusals in
+        # the log (cordon's CA key, the audit log itself, a pre-existing git directory outside the project, a
+        # new file at / and in the home directory) and lines a log could hold forged (protected names, a .git,
+        # `..` spellings) were all suggested: allowWrite `//` (the whole file system), the home directory, the
+        # CA's directory, the audit log. None of them may be; the one plain refusal is, and gives back a pass.
+        env = dict(self.env)
+        subprocess.run([CORDON, "ca", "init"], env=env, check=True, capture_output=True, timeout=60)
+        ca = os.path.join(self.home, ".config/cordon/ca")
+        self.assertTrue(os.path.exists(os.path.join(ca, "ca.key")))
+        bare = os.path.join(self.outside, "repo.git")
+        subprocess.run(["git", "init", "-q", "--bare", bare], check=True, capture_output=True, env=self.env)
+        cache = os.path.join(self.outside, "cache")
+        os.makedirs(cache)
+        log = os.path.join(self.base, "audit.jsonl")
+        root_file = "/cordon-review28-" + str(os.getpid())
+        self.addCleanup(lambda: os.path.exists(root_file) and os.unlink(root_file))
+        script = (f"echo x > {ca}/ca.key; echo x > {ca}/new; echo x >> {log}; echo x > {root_file}; "
+                  f"echo x > {self.home}/newfile; echo x > {bare}/objects/planted; echo x > {bare}/HEAD; "
+                  f"echo data > {cache}/a.txt && echo done")
+        rc, out, err = self.run_jail(script, "--audit-log", log)
+        self.assertNotEqual(rc, 0)
+        forged = [{"event": "write", "decision": "deny", "reason": "default-deny", "write_rule": "path-rules",
+                   "path": p} for p in (os.path.join(self.home, ".bashrc"),
+                                        os.path.join(self.project, ".git/hooks/pre-commit"),
+                                        os.path.join(self.project, "sub/../.git/config"),
+                                        os.path.join(self.home, ".ssh/authorized_keys"),
+                                        os.path.join(self.outside, "x/.claude/settings.json"),
+                                        os.path.join(self.outside, "y/.git"),
+                                        ca + "/../ca/ca.pem")]
+        with open(log, "a") as f:
+            for line in forged:
+                f.write(json.dumps(line) + "\n")
+        s = subprocess.run([CORDON, "policy", "suggest", "--from", log], capture_output=True, text=True,
+                           timeout=30, env=env)
+        self.assertEqual(s.returncode, 0, s.stderr)
+        allow = json.loads(s.stdout)["sandbox"]["filesystem"]["allowWrite"]
+        self.assertEqual(allow, ["/" + cache], s.stderr)
+        apart = s.stderr.split("not lifted by the suggestion:\n", 1)[1]
+        # (Without namespaces Landlock itself refuses the CA's key, unseen: no line for it then.)
+        logged = {os.path.normpath(w["path"]) for w in self.audit_writes(log)}
+        for path in (f"{ca}/ca.key", log, root_file, f"{self.home}/newfile", f"{bare}/objects/planted",
+                     f"{bare}/HEAD", f"{self.home}/.bashrc", f"{self.project}/.git/hooks/pre-commit",
+                     f"{self.project}/.git/config", f"{self.home}/.ssh/authorized_keys",
+                     f"{self.outside}/x/.claude/settings.json", f"{ca}/ca.pem"):
+            if path in logged:
+                self.assertRegex(apart, re.escape(path) + r"  x\d+  never ", path)
+        # The suggestion given back: the plain write passes.
+        settings = os.path.join(self.base, "suggested.json")
+        with open(settings, "w") as f:
+            f.write(s.stdout)
+        rc, out, err = self.run_jail(f"echo data > {cache}/a.txt && echo done", "--settings", settings)
+        self.assertEqual((rc, out), (0, "done\n"), err)
+
 
 class WriteRefusalsLandlock(WriteRefusalsCase):
     JAIL = "landlock"
