@@ -274,16 +274,7 @@ WriteAnswer decide_write_target(const policy::Policy& policy, const std::filesys
             return out;
         }
     }
-    policy::Decision d;
-    d.verdict = wd.allowed() ? policy::Verdict::Allow : policy::Verdict::Deny;
-    d.reason = wd.allowed() ? policy::Reason::AllowedByRule
-               : wd.error == EROFS || wd.jail_answers == EROFS || wd.jail_answers == ENOENT
-                   ? policy::Reason::DefaultDeny
-                   : policy::Reason::AlwaysReadOnly;
-    policy::Rule rule{"write rule " + std::string(wd.rule->name), {}};
-    rule.source.where = "cordon's write rules (cordon policy --write-rules)";
-    d.rule = std::make_shared<const policy::Rule>(std::move(rule));
-    out.decision = d;
+    out.decision = policy::explain_write(wd);
     return out;
 }
 

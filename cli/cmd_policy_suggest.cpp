@@ -3,10 +3,14 @@
 // 80/443), grouped by registrable domain with the Public Suffix List (libpsl, Debian's `publicsuffix` data):
 // three or more names below one registrable domain become `*.DOMAIN`, never a wildcard over a public suffix.
 // Writes
-// (`event: "write"`) are suggested by path. Refusals a settings entry cannot lift (a deny rule, the address
-// guard, a protected path) are listed apart; so is every line that is not a whole JSON object.
+// (`event: "write"`, run/write_refusals.hpp) outside every writable area are suggested by path. Refusals a
+// settings entry cannot lift (a deny rule, the address guard, a protected path) are listed apart; so is every
+// line that is not a whole JSON object.
 #include <libpsl.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -17,8 +21,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "certs/certs.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "policy/policy.hpp"
+#include "policy/syntax.hpp"
 
 namespace cordon::cli {
 namespace {
@@ -28,10 +35,14 @@ constexpr const char* kSuggestHelp =
     "\n"
     "Reads an audit log (`--audit-log` of `cordon run` or `cordon proxy`) and prints on stdout the smallest\n"
     "settings that would have allowed what it shows refused: sandbox.network.allowedDomains (claude, the\n"
-    "default) or network.allowedDomains (srt), and allowWrite for refused writes. Names are grouped by\n"
+    "default) or network.allowedDomains (srt), and allowWrite for writes outside the writable areas\n"
+    "(sandbox.filesystem.allowWrite as `//PATH`, srt: filesystem.allowWrite; a path that does not exist now\n"
+    "as the nearest directory above it that does, since allowWrite makes writable what exists at start).\n"
+    "Names are grouped by\n"
     "registrable domain (Public Suffix List): three or more below one become `*.DOMAIN`, never a wildcard\n"
     "over a public suffix; a port other than 80 and 443 is kept (`host:port`). On stderr: the counts, the\n"
-    "refusals no settings entry here would lift (deny rules, the address guard, protected paths) and every\n"
+    "refusals no settings entry here would lift (deny rules, the address guard, protected paths: `never\n"
+    "allowed`) and every\n"
     "malformed or truncated line, by line number (skipped).\n"
     "Exit status: 0, 1 when the log cannot be read, 2 on a usage error.\n"
     "\n"
@@ -69,6 +80,61 @@ struct Apart {
     std::string why;
 };
 
+namespace fs = std::filesystem;
+
+std::vector<std::string> components(const fs::path& path) {
+    std::vector<std::string> out;
+    for (const auto& part : path)
+        if (part != "/" && !part.empty()) out.push_back(part.string());
+    return out;
+}
+
+// True when `name`'s components (a protected name: `.git/hooks`) appear in `parts` from `from` on.
+bool holds_name_at(const std::vector<std::string>& parts, std::size_t from, const std::string& name) {
+    const std::vector<std::string> want = components(fs::path(name));
+    if (want.empty() || from + want.size() > parts.size()) return false;
+    return std::equal(want.begin(), want.end(), parts.begin() + static_cast<std::ptrdiff_t>(from));
+}
+
+bool within(const fs::path& path, const fs::path& dir) {
+    const std::string p = path.string(), d = dir.string();
+    return p.compare(0, d.size(), d) == 0 && (p.size() == d.size() || d == "/" || p[d.size()] == '/');
+}
+
+// A directory git would take for a repository (HEAD, objects, refs), as the write rule git-dirs-by-content.
+bool git_dir_shape(const fs::path& dir) {
+    std::error_code ec;
+    return fs::is_regular_file(dir / "HEAD", ec) && fs::is_directory(dir / "objects", ec) &&
+           fs::is_directory(dir / "refs", ec);
+}
+
+// Why a write to `path` (absolute, normal) is never suggested, whatever the log line says of it (a line the
+// jailed command could not forge is not needed: the suggestion is checked here against what no setting
+// should open): a protected name (at any depth, a home's names in a home), a git directory (`.git`, or one
+// by shape), cordon's CA, the audit log being read. Empty: it may be suggested.
+std::string never_suggested(const fs::path& path, const fs::path& home, const fs::path& ca,
+                            const fs::path& audit_log) {
+    const std::vector<std::string> parts = components(path);
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        if (parts[i] == ".git") return "a git directory";
+        for (const std::string& name : policy::always_read_only_names())
+            if (holds_name_at(parts, i, name)) return "a protected name (" + name + ")";
+    }
+    // A home's names: in $HOME, /root and /home/*.
+    std::vector<std::size_t> homes;
+    if (!home.empty() && home != "/" && within(path, home)) homes.push_back(components(home).size());
+    if (!parts.empty() && parts[0] == "root") homes.push_back(1);
+    if (parts.size() > 1 && parts[0] == "home") homes.push_back(2);
+    for (std::size_t at : homes)
+        for (const std::string& name : policy::home_read_only_names())
+            if (holds_name_at(parts, at, name)) return "a protected name in a home (~/" + name + ")";
+    if (!ca.empty() && within(path, ca)) return "cordon's CA (" + ca.string() + ")";
+    if (!audit_log.empty() && path == audit_log) return "the audit log";
+    for (fs::path dir = path; dir.has_relative_path(); dir = dir.parent_path())
+        if (git_dir_shape(dir)) return "a git directory (" + dir.string() + ")";
+    return "";
+}
+
 }  // namespace
 
 int cmd_policy_suggest(int argc, char** argv) {
@@ -96,6 +162,15 @@ int cmd_policy_suggest(int argc, char** argv) {
         return 1;
     }
 
+    // What no suggestion opens, whatever a line says (see never_suggested).
+    std::error_code path_ec;
+    const char* home_env = std::getenv("HOME");
+    const fs::path home = home_env && *home_env ? fs::path(home_env).lexically_normal() : fs::path();
+    fs::path ca = certs::default_ca_dir();
+    ca = fs::weakly_canonical(ca, path_ec);
+    if (path_ec) ca = certs::default_ca_dir().lexically_normal();
+    fs::path audit_log = fs::weakly_canonical(fs::absolute(from, path_ec), path_ec);
+    if (path_ec) audit_log.clear();
     std::map<std::string, Target> hosts;  // refused as unknown: to allow
     std::map<std::string, std::size_t> writes;
     std::map<std::string, Apart> apart;  // "host:port" or a path: what no entry here lifts
@@ -127,13 +202,34 @@ int cmd_policy_suggest(int argc, char** argv) {
                 continue;
             }
             ++refusals;
-            if (reason == "default-deny") {
-                ++writes[path];
-            } else {
-                auto& a = apart[path];
-                ++a.count;
-                a.why = reason + (text("rule").empty() ? "" : " by `" + text("rule") + "`");
+            // allowWrite lifts a path outside every writable area (write rule path-rules, or default-tmp:
+            // the host's /tmp without namespaces); nothing here lifts a deny rule or a protected path.
+            const std::string write_rule = text("write_rule");
+            const bool liftable =
+                reason == "default-deny" &&
+                (write_rule.empty() || write_rule == "path-rules" || write_rule == "default-tmp");
+            if (liftable) {
+                const fs::path normal = fs::path(path).lexically_normal();
+                if (std::string why = never_suggested(normal, home, ca, audit_log); !why.empty()) {
+                    auto& a = apart[normal.string()];
+                    ++a.count;
+                    a.why = "never allowed: " + why;
+                    continue;
+                }
+                ++writes[normal.string()];
+                continue;
             }
+            auto& a = apart[path];
+            ++a.count;
+            const std::string rule = text("rule"), source = text("source");
+            if (reason == "blocked-by-denylist")
+                a.why = "a deny rule: `" + rule + "`" + (source.empty() ? "" : " from " + source) +
+                        "; remove it to write here";
+            else
+                a.why = "never allowed: " + reason + (rule.empty() ? "" : " by `" + rule + "`") +
+                        (write_rule.empty() || rule == "write rule " + write_rule
+                             ? ""
+                             : " (write rule " + write_rule + ")");
             continue;
         }
         if (event != "decision" && event != "dns") continue;
@@ -214,9 +310,45 @@ int cmd_policy_suggest(int argc, char** argv) {
         }
     }
     nlohmann::json network = {{"allowedDomains", allowed}};
+    // allowWrite makes writable what exists when the run starts (the jail binds it, or grants it to
+    // Landlock; jail/mount_plan.cpp): a refused creation (a new file, a new directory) is suggested as the
+    // nearest directory above it that exists now. A path below another suggested one adds nothing.
+    std::set<std::string> roots;
+    std::string made;  // the creations suggested by their directory, for stderr
+    for (const auto& [path, count] : writes) {
+        std::filesystem::path at(path);
+        std::error_code ec;
+        while (at.has_relative_path() && !std::filesystem::exists(std::filesystem::symlink_status(at, ec)))
+            at = at.parent_path();
+        // Never `/`, a system directory, the home directory or an ancestor of it (what cordon does not make
+        // writable by default even as the working directory): a creation there is listed apart.
+        if (std::string why = policy::working_directory_refusal(at, home.empty() ? fs::path("/") : home);
+            !why.empty()) {
+            auto& a = apart[path];
+            a.count += count;
+            a.why = "never suggested: " +
+                    (at.string() == path ? std::string() : "its nearest existing directory ") + at.string() +
+                    " is not to be made writable (" + why +
+                    "); create the directory it needs first, or allow a narrower path by hand";
+            continue;
+        }
+        roots.insert(at.string());
+        if (at.string() != path)
+            made += "  write " + policy::printable(path) + ": does not exist, suggested as " +
+                    policy::printable(at.string()) + "\n";
+    }
     nlohmann::json filesystem = {{"allowWrite", nlohmann::json::array()}};
-    for (const auto& [path, count] : writes)
-        filesystem["allowWrite"].push_back(path);
+    std::vector<std::string> kept;
+    for (const std::string& root : roots) {
+        const bool below = std::any_of(kept.begin(), kept.end(), [&](const std::string& dir) {
+            return root.compare(0, dir.size(), dir) == 0 && (dir == "/" || root[dir.size()] == '/');
+        });
+        if (below) continue;
+        // Claude Code's files read `/path` relative to the file's own directory: an absolute path is
+        // `//path`.
+        filesystem["allowWrite"].push_back(format == "claude" ? "/" + root : root);
+        kept.push_back(root);
+    }
     nlohmann::json out = nlohmann::json::object();
     nlohmann::json& section = format == "claude" ? out["sandbox"] : out;
     section["network"] = network;
@@ -228,11 +360,13 @@ int cmd_policy_suggest(int argc, char** argv) {
     std::cerr << "\n";
     if (!report.empty()) std::cerr << "allowed by the suggestion, by registrable domain:\n" << report;
     for (const auto& [path, count] : writes)
-        std::cerr << "  write " << path << "  x" << count << "\n";
+        if (!apart.count(path)) std::cerr << "  write " << policy::printable(path) << "  x" << count << "\n";
+    std::cerr << made;
     if (!apart.empty()) {
         std::cerr << "not lifted by the suggestion:\n";
         for (const auto& [what, a] : apart)
-            std::cerr << "  " << what << "  x" << a.count << "  " << a.why << "\n";
+            std::cerr << "  " << policy::printable(what) << "  x" << a.count << "  "
+                      << policy::printable(a.why) << "\n";
     }
     return 0;
 }

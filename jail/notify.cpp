@@ -335,8 +335,10 @@ thread_local std::pair<Waits*, std::uint64_t> Waits::current_{nullptr, 0};
 class NotifierImpl final : public Notifier {
   public:
     NotifierImpl(int fd, policy::PolicyPtr policy, RunStart run_start, std::vector<std::string> mount_points,
-                 std::shared_ptr<const HostView> host, std::vector<std::string> cordon_files)
-        : listener_(fd),
+                 std::shared_ptr<const HostView> host, std::vector<std::string> cordon_files,
+                 RefusedWriteSink refused)
+        : refused_(std::move(refused)),
+          listener_(fd),
           host_(std::move(host)),
           policy_(std::move(policy)),
           run_start_(run_start),
@@ -684,6 +686,9 @@ class NotifierImpl final : public Notifier {
     // copies, and every file of the copy is decided as it is made. A directory that cannot be searched
     // (its mode forbids it) is refused: what it holds is unknown.
     int decide_moved_tree(const Target& from, const Target& to) {
+        return noted_move(from.path(), moved_tree_rule(from, to));
+    }
+    int moved_tree_rule(const Target& from, const Target& to) {
         struct stat st {};
         if (::fstatat(from.dir.fd, from.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
             return 0;
@@ -851,21 +856,104 @@ class NotifierImpl final : public Notifier {
     // protected path.
     int decide(const std::string& path, bool creates) {
         Facts facts(*this);
-        return policy::decide_write(*policy_, path, creates, facts).error;
+        return noted(path, policy::decide_write(*policy_, path, creates, facts));
     }
 
     // The path rules and the jail's own areas alone, on `path` as spelt.
     int decide_exact(const std::string& path, bool creates, const std::string& original) {
         (void)original;
         Facts facts(*this);
-        return policy::decide_write_exact(*policy_, path, creates, facts).error;
+        return noted(path, policy::decide_write_exact(*policy_, path, creates, facts));
     }
 
     // decide() for a target, with what only the file system tells where the call lands (a gitfile, the
     // bare-repository shape, another program's shared memory without namespaces).
     int decide_at(const Target& t, bool creates) {
         Facts facts(*this, &t);
-        return policy::decide_write_at(*policy_, t.dir_path, t.name, creates, facts).error;
+        return noted(t.path(), policy::decide_write_at(*policy_, t.dir_path, t.name, creates, facts));
+    }
+
+    // The refusals reported (RefusedWriteSink): the latest decision of the call being handled, refused or
+    // not. A call answers with the errno of the decision that refused it (the checks return at once), so the
+    // call's answer tells whether the refusal noted is the one it got (report_refusal). Also a call the rules
+    // allow that the jail's own file system refuses (a read-only part of /proc: EROFS) is noted: the kernel
+    // answers it, with that errno.
+    int noted(const std::string& path, const policy::WriteDecision& d) {
+        if (!refused_) return d.error;
+        const int seen = d.error ? d.error : d.jail_answers == EROFS ? EROFS : 0;
+        if (seen == 0) {
+            refusal_.reset();
+        } else {
+            refusal_.emplace();
+            refusal_->path = path;
+            refusal_->error = seen;
+            refusal_->rule = d.rule;
+            refusal_->path_rule = d.path_rule;
+        }
+        return d.error;
+    }
+
+    // A refusal by the write rule `rule` decided here rather than by policy::decide_write*.
+    int noted_by(const std::string& path, std::string_view rule, int err) {
+        if (refused_ && err != 0) {
+            refusal_.emplace();
+            refusal_->path = path;
+            refusal_->error = err;
+            refusal_->rule = &policy::write_rule(rule);
+        }
+        return err;
+    }
+    // A move the move rules refused (protected-moves): `path` is the name it concerns.
+    int noted_move(const std::string& path, int err) {
+        return err == EACCES ? noted_by(path, "protected-moves", err) : err;
+    }
+
+    // The call's refusal to the sink, when its answer `err` is the refusal noted. Before the answer, while
+    // the caller waits for it. Why not after: a caller that exits at once (`(echo x > f)`) would be gone
+    // before its name is read, and a command that ends right after could end the run before the refusal is
+    // handed over (the supervisor stops taking refusals for the log when the command ends). What it costs the
+    // caller: a read of its own /proc entry and the sink's map update and queue push (RefusedWriteSink); the
+    // audit line and the control line are written later, by the supervisor's loop.
+    void report_refusal(const seccomp_notif& req, const SyscallRole& role, int err) {
+        if (!refused_ || !refusal_ || refusal_->error != err) return;
+        RefusedWrite w = std::move(*refusal_);
+        refusal_.reset();
+        w.operation = operation_name(role);
+        w.pid = static_cast<pid_t>(req.pid);
+        char path[64];
+        std::snprintf(path, sizeof path, "/proc/%d/comm", static_cast<int>(req.pid));
+        Fd comm(::open(path, O_RDONLY | O_CLOEXEC));
+        char name[32];
+        const ssize_t n = comm.fd >= 0 ? ::read(comm.fd, name, sizeof name) : -1;
+        if (n > 0) w.program.assign(name, static_cast<std::size_t>(name[n - 1] == '\n' ? n - 1 : n));
+        refused_(std::move(w));
+    }
+
+    static const char* operation_name(const SyscallRole& role) {
+        switch (role.does) {
+            case Does::OpenForWriting:
+                return "open";
+            case Does::MakeDirectory:
+                return "mkdir";
+            case Does::MakeNode:
+                return "mknod";
+            case Does::Remove:
+                return "remove";
+            case Does::Rename:
+                return "rename";
+            case Does::Link:
+                return "link";
+            case Does::Symlink:
+                return "symlink";
+            case Does::Truncate:
+                return "truncate";
+            case Does::ChangeMode:
+                return "chmod";
+            case Does::Socket:
+                return "bind";
+            default:
+                return "write";
+        }
     }
 
     static std::string fold(const std::string& text) { return policy::casefold::fold(text); }
@@ -893,6 +981,9 @@ class NotifierImpl final : public Notifier {
 
     // A `.git` counts only when it existed before the run (a repository the run created may go).
     int decide_directory_move(const std::string& path, int dirfd, const std::string& name) {
+        return noted_move(path, directory_move_rule(path, dirfd, name));
+    }
+    int directory_move_rule(const std::string& path, int dirfd, const std::string& name) {
         if (!holds_protected_names(path)) return 0;
         struct stat st {};
         if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) return 0;
@@ -955,7 +1046,7 @@ class NotifierImpl final : public Notifier {
     // and the link must not do by name what the move may not. `is_link`: the entry being placed is a symlink
     // (a symlink call's new one, or what a rename or link moves).
     int decide_symlink_into_place(bool is_link, const std::string& to) {
-        return is_link && holds_protected_names(to) ? EACCES : 0;
+        return noted_move(to, is_link && holds_protected_names(to) ? EACCES : 0);
     }
 
     static bool is_symlink(int dirfd, const std::string& name) {
@@ -1081,7 +1172,10 @@ class NotifierImpl final : public Notifier {
         const std::string& name = parts.back();
         if (policy::looked_up_where_it_lands(name)) return std::nullopt;
         const std::string where = join(parts, parts.size());
-        if (decide(where, true) != 0) return std::nullopt;  // refused: the slow path says with which errno
+        if (decide(where, true) != 0) {  // refused: the slow path says with which errno (and notes it)
+            refusal_.reset();
+            return std::nullopt;
+        }
         const int rootfd = view_.root(c.pid);
         if (rootfd < 0) return std::nullopt;
         if (!valid(req.id)) return -1;
@@ -1249,6 +1343,7 @@ class NotifierImpl final : public Notifier {
         if (!known) return reply(req.id, EPERM);
         const Caller& c = *known;
         const Args args(*role, req);
+        refusal_.reset();
         std::string p1, p2;
         int err = 0;
         switch (role->does) {
@@ -1276,6 +1371,7 @@ class NotifierImpl final : public Notifier {
                 if (err < 0) return;
                 break;
         }
+        if (err > 0) report_refusal(req, *role, err);
         reply(req.id, err);
     }
 
@@ -1338,7 +1434,8 @@ class NotifierImpl final : public Notifier {
             if (ec || where.empty() || where.front() != '/') return EACCES;
             if (int e = decide(where, false)) return e;
             // Another program's POSIX shared memory in the host's /dev/shm (decide_at's rule).
-            if (where.compare(0, 9, "/dev/shm/") == 0 && existed_at_start(stx)) return EACCES;
+            if (where.compare(0, 9, "/dev/shm/") == 0 && existed_at_start(stx))
+                return noted_by(where, "shared-memory-of-others", EACCES);
         }
         if (!valid(req.id)) return -1;
         if (!become(c)) return EPERM;
@@ -1708,6 +1805,8 @@ class NotifierImpl final : public Notifier {
         return made;
     }
 
+    RefusedWriteSink refused_;
+    std::optional<RefusedWrite> refusal_;  // the call being handled: its latest refused decision (noted)
     Fd listener_;
     std::shared_ptr<const HostView> host_;  // the namespace-free jail's (host_view.hpp); null: namespaces
     std::atomic<bool> stopping_{false}, stopped_{false};
@@ -1753,9 +1852,9 @@ thread_local NotifierImpl::ThreadState NotifierImpl::state_;
 std::unique_ptr<Notifier> Notifier::start(int fd, policy::PolicyPtr policy, RunStart run_start,
                                           std::vector<std::string> mount_points,
                                           std::shared_ptr<const HostView> host,
-                                          std::vector<std::string> cordon_files) {
+                                          std::vector<std::string> cordon_files, RefusedWriteSink refused) {
     return std::make_unique<NotifierImpl>(fd, std::move(policy), run_start, std::move(mount_points),
-                                          std::move(host), std::move(cordon_files));
+                                          std::move(host), std::move(cordon_files), std::move(refused));
 }
 
 }  // namespace cordon::jail

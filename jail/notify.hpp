@@ -8,7 +8,10 @@
 // continue a call whose decision depended on a path in the caller's memory. See jail/README.md.
 #pragma once
 
+#include <sys/types.h>
+
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -16,6 +19,7 @@
 
 #include "jail/host_view.hpp"
 #include "policy/policy.hpp"
+#include "policy/write_rules.hpp"
 
 namespace cordon::jail {
 
@@ -37,6 +41,23 @@ struct RunStart {
 // in between, unless the run made it (`made_by_run`).
 bool existed_before(const RunStart& start, const timespec& btime, bool made_by_run);
 
+// A write the notifier refused by its write rules (policy/write_rules.hpp), for the end-of-run summary, the
+// audit log and the control channel (run/write_refusals.hpp).
+struct RefusedWrite {
+    std::string path;       // where the write lands, in the jail's view
+    std::string operation;  // "open", "mkdir", "mknod", "remove", "rename", "link", "symlink", "truncate",
+                            // "chmod"
+    int error = 0;  // what the caller got: EROFS outside the writable areas, EACCES for a protected path
+    const policy::WriteRule* rule = nullptr;  // the write rule that refused
+    policy::Decision path_rule;               // the path rules' decision, when `rule` is path-rules
+    pid_t pid = 0;                            // the caller, in the supervisor's PID namespace
+    std::string program;                      // its name (/proc/PID/comm), empty when it is gone
+};
+// Called on the notifier's thread right before the caller gets its answer (so that a refusal is handed over
+// before a command that ends at once can end the run). Must only count and queue, never write anything out
+// nor wait on another party (the audit log's disk, a control peer): the jailed caller waits meanwhile.
+using RefusedWriteSink = std::function<void(RefusedWrite&&)>;
+
 class Notifier {
   public:
     // Serves the listener `fd` (ownership passes) on its own thread until the jail is gone. `run_start` tells
@@ -48,10 +69,12 @@ class Notifier {
     // /tmp, and every connect, follow its rules too.
     // `cordon_files`: cordon's own files (the audit log, its binary; resolved): never written,
     // replaced, linked, moved or removed (the write rule cordon-files), known by identity and by path.
+    // `refused`: told of every call the write rules refused (see RefusedWriteSink).
     static std::unique_ptr<Notifier> start(int fd, policy::PolicyPtr policy, RunStart run_start,
                                            std::vector<std::string> mount_points,
                                            std::shared_ptr<const HostView> host = nullptr,
-                                           std::vector<std::string> cordon_files = {});
+                                           std::vector<std::string> cordon_files = {},
+                                           RefusedWriteSink refused = nullptr);
     // The repositories the run created, for the end-of-run summary: git directories (`.../.git`, jail view)
     // it made or wrote into, gitfiles, and bare repositories where allowBareRepositories lets it make them.
     // Each is known by its identity (device and inode), under the path it was last seen at; the list is

@@ -56,4 +56,9 @@ std::variant<AddressRange, std::string> parse_cidr(std::string_view text);
 // permissions.allow[0]`, `flags --allow-domain`, `default working directory`.
 std::string format_source(const Source& source);
 
+// `text` (a path, a program's name: the jailed command chose them) as one line a terminal shows as it is:
+// control bytes (newline, escape, C1 controls), backslash and bytes that are not UTF-8 as `\xNN`, so that a
+// name can neither forge a line of the summary nor send escape sequences to the user's terminal.
+std::string printable(std::string_view text);
+
 }  // namespace cordon::policy

@@ -102,6 +102,16 @@ const std::vector<WriteRule>& write_rules() {
          "git takes such a directory for a repository at every level it searches and reads its config "
          "(core.fsmonitor, core.worktree): planted in src/, it runs a command at the host's next git status",
          "moving a directory of that shape into place is decided by the supervisor's move rules"},
+        {"protected-moves", false,
+         "a directory that holds protected names (a .git that existed when the run started, .claude, a "
+         "home's "
+         ".config, an ancestor of git's configured targets or of cordon's own files) is neither moved nor "
+         "removed, no symlink is put where one would be, and no tree holding an old git directory, or one "
+         "that would plant a repository, is moved (EACCES)",
+         "moving or replacing an ancestor would launder what the names protect: move the old .git away and "
+         "put a prepared one (config, hooks) in its place",
+         "`cordon check` decides one path, never a move; a tree too large to look through is answered EXDEV "
+         "(`mv` then copies, each file decided)"},
     };
     return rules;
 }
@@ -322,6 +332,20 @@ bool repository_place_allowed(const Policy& policy, const std::string& dir, Writ
     const std::size_t at = dir.rfind("/.git/");
     if (at != std::string::npos && !facts.git_dir_existed(dir.substr(0, at + 5))) return true;
     return policy.filesystem().allow_bare_repositories;
+}
+
+Decision explain_write(const WriteDecision& wd) {
+    if (wd.rule && wd.rule->name == "path-rules") return wd.path_rule;
+    Decision d;
+    d.verdict = wd.allowed() ? Verdict::Allow : Verdict::Deny;
+    d.reason = wd.allowed() ? Reason::AllowedByRule
+               : wd.error == EROFS || wd.jail_answers == EROFS || wd.jail_answers == ENOENT
+                   ? Reason::DefaultDeny
+                   : Reason::AlwaysReadOnly;
+    Rule rule{"write rule " + std::string(wd.rule ? wd.rule->name : "(none)"), {}};
+    rule.source.where = "cordon's write rules (cordon policy --write-rules)";
+    d.rule = std::make_shared<const Rule>(std::move(rule));
+    return d;
 }
 
 WriteDecision decide_write_exact(const Policy& policy, const std::string& path, bool creates,

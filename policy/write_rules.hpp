@@ -88,6 +88,12 @@ struct WriteDecision {
     bool allowed() const { return error == 0 && jail_answers == 0; }
 };
 
+// A write decision as `cordon check write:PATH`, the end-of-run summary and the audit log name it: the path
+// rules' own decision (reason, rule, source) when path-rules decided; otherwise "write rule NAME" from
+// cordon's write rules, default-deny where the rule answers EROFS (or the jail's file system would answer
+// EROFS or ENOENT), always-read-only for its other refusals.
+Decision explain_write(const WriteDecision& decision);
+
 // A write to `path` (absolute, normal, where the write lands in the jail's view). `creates`: the call makes
 // the name. The rules of the path alone: what the supervisor asks of a directory it writes in.
 WriteDecision decide_write(const Policy& policy, const std::string& path, bool creates, WriteFacts& facts);

@@ -106,6 +106,26 @@ std::string format_close(const CloseEvent& e, const std::string& sandbox,
     return dump(j);
 }
 
+std::string format_write(const WriteEvent& e, const std::string& sandbox,
+                         std::chrono::system_clock::time_point now) {
+    nlohmann::json j;
+    j["ts"] = rfc3339_ms(now);
+    j["event"] = "write";
+    j["id"] = e.id;
+    j["sandbox"] = sandbox;
+    j["path"] = e.path;
+    j["operation"] = e.operation;
+    j["decision"] = "deny";
+    j["reason"] = e.reason;
+    j["rule"] = e.rule.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.rule);
+    if (!e.source.empty()) j["source"] = e.source;
+    j["write_rule"] = e.write_rule;
+    j["error"] = e.error;
+    j["pid"] = e.pid;
+    j["program"] = e.program;
+    return dump(j);
+}
+
 // The queue between the loop thread (which formats and queues lines) and the writer thread (which writes
 // them). Shared with the thread, so that a writer stuck in write(2) on a stopped reader can be left behind at
 // exit without anything it touches going away under it.
@@ -318,6 +338,11 @@ void AuditLog::decision(const DecisionEvent& e) {
 void AuditLog::dns(const DnsEvent& e) {
     if (!writer_) return;
     enqueue(format_dns(e, sandbox_, std::chrono::system_clock::now()));
+}
+
+void AuditLog::write(const WriteEvent& e) {
+    if (!writer_) return;
+    enqueue(format_write(e, sandbox_, std::chrono::system_clock::now()));
 }
 
 void AuditLog::close(const CloseEvent& e) {

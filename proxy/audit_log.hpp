@@ -60,6 +60,23 @@ struct DnsEvent {
     std::string answer;  // the fake address given, empty for none
 };
 
+// A write the jail refused (cordon run: jail/notify.hpp RefusedWrite), explained as `cordon check write:PATH`
+// explains it.
+struct WriteEvent {
+    std::uint64_t id = 0;    // the refusal's number in the run (1, 2, ...)
+    std::string path;        // where the write lands, in the jail's view
+    std::string operation;   // "open", "mkdir", "remove", "rename", ...
+    std::string reason;      // "default-deny" (outside the writable areas), "blocked-by-denylist" (a deny
+                             // rule), "always-read-only" (a protected path, or another write rule)
+    std::string rule;        // the rule's text (`.bashrc`, a denyWrite entry, "write rule gitfile"); empty:
+                             // none (outside every writable area)
+    std::string source;      // where the rule came from
+    std::string write_rule;  // the write rule that refused (policy/write_rules.hpp): "path-rules", ...
+    std::string error;       // what the caller got: "EROFS", "EACCES"
+    std::int64_t pid = 0;    // the caller, in the supervisor's PID namespace
+    std::string program;     // its name (comm), empty when it was gone
+};
+
 struct CloseEvent {
     std::uint64_t id = 0;
     std::string proto;
@@ -78,6 +95,8 @@ std::string format_decision(const DecisionEvent& e, const std::string& sandbox,
 std::string format_dns(const DnsEvent& e, const std::string& sandbox,
                        std::chrono::system_clock::time_point now);
 std::string format_close(const CloseEvent& e, const std::string& sandbox,
+                         std::chrono::system_clock::time_point now);
+std::string format_write(const WriteEvent& e, const std::string& sandbox,
                          std::chrono::system_clock::time_point now);
 // RFC 3339 UTC with milliseconds: 2026-11-29T19:30:00.123Z
 std::string rfc3339_ms(std::chrono::system_clock::time_point t);
@@ -104,6 +123,7 @@ class AuditLog {
     void decision(const DecisionEvent& e);
     void close(const CloseEvent& e);
     void dns(const DnsEvent& e);
+    void write(const WriteEvent& e);
     // Waits until every line queued so far is written, then fdatasync for files. Bounded: gives up when the
     // reader has taken nothing for `stall` or after `limit` in all (the rest is counted as dropped), and
     // waits only 100 ms more when a previous flush gave up and nothing moved since. True when everything was

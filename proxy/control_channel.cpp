@@ -279,7 +279,8 @@ std::shared_ptr<void> ControlChannel::ask(const std::string& host, std::uint16_t
 void ControlChannel::refused(const DecisionEvent& e) {
     if (peers_.empty()) return;
     send(json{{"refused",
-               {{"id", e.id},
+               {{"kind", "connection"},
+                {"id", e.id},
                 {"host", e.host},
                 {"port", e.port},
                 {"proto", e.proto},
@@ -288,6 +289,22 @@ void ControlChannel::refused(const DecisionEvent& e) {
                 {"source", e.source},
                 {"reason_text", e.reason_text},
                 {"error", e.error}}}});
+}
+
+void ControlChannel::refused(const WriteEvent& e) {
+    if (peers_.empty()) return;
+    send(json{{"refused",
+               {{"kind", "write"},
+                {"id", e.id},
+                {"path", e.path},
+                {"operation", e.operation},
+                {"reason", e.reason},
+                {"rule", e.rule.empty() ? json(nullptr) : json(e.rule)},
+                {"source", e.source},
+                {"write_rule", e.write_rule},
+                {"error", e.error},
+                {"pid", e.pid},
+                {"program", e.program}}}});
 }
 
 void ControlChannel::send(const json& message) {

@@ -9,7 +9,10 @@
 //   {"updated": {"allowedDomains": N, "deniedDomains": N, "warnings": [...]}}  an update took effect
 //   {"error": "..."}                    a line that could not be used (the channel stays open)
 //   {"ask": {"id", "host", "port", "proto"}}   a connection waits for {"answer": ...}
-//   {"refused": {"id", "host", "port", "proto", "reason", "rule", "source", "error"}}  one per refusal
+//   {"refused": {"kind": "connection", "id", "host", "port", "proto", "reason", "rule", "source", "error"}}
+//                                       one per refused connection
+//   {"refused": {"kind": "write", "id", "path", "operation", "reason", "rule", "source", "write_rule",
+//                "error", "pid", "program"}}   one per write the jail refused (cordon run)
 #pragma once
 
 #include <cstdint>
@@ -52,6 +55,7 @@ class ControlChannel {
                               std::function<void(AskAnswer)> done);
     // One `refused` line.
     void refused(const DecisionEvent& event);
+    void refused(const WriteEvent& event);
 
   private:
     struct Peer;

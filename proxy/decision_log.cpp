@@ -22,6 +22,11 @@ void record_decision(Context& context, const DnsEvent& e) {
     if (context.audit) context.audit->dns(e);
 }
 
+void record_decision(Context& context, const WriteEvent& e) {
+    if (context.audit) context.audit->write(e);
+    if (context.control) context.control->refused(e);
+}
+
 RefusalSummary::Entry& count_refused(Context& context, const std::string& key,
                                      const std::string& overflow_key) {
     auto& hosts = context.refusals.hosts;

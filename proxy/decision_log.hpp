@@ -19,6 +19,8 @@ struct Context;
 void record_decision(Context& context, const DecisionEvent& event);
 // A DNS stub's answer: metrics and the audit log (`dns` line).
 void record_decision(Context& context, const DnsEvent& event);
+// A write the jail refused: the audit log (`write` line) and the control channel's peers.
+void record_decision(Context& context, const WriteEvent& event);
 
 // The end-of-run summary's entry for `key` ("host:port", "name (DNS)"), counted once more. Bounded: past
 // kMaxRefusedHosts distinct keys, refusals count under `overflow_key`, so a client inventing names cannot

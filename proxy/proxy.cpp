@@ -12,6 +12,7 @@
 #include "proxy/connection.hpp"
 #include "proxy/context.hpp"
 #include "proxy/control_channel.hpp"
+#include "proxy/decision_log.hpp"
 #include "proxy/dns_stub.hpp"
 #include "proxy/listener.hpp"
 #include "proxy/tls_inspector.hpp"
@@ -170,6 +171,8 @@ class ProxyImpl final : public Proxy {
     }
 
     RefusalSummary refusals() const override { return context_.refusals; }
+
+    void record_write(const WriteEvent& event) override { record_decision(context_, event); }
 
     std::uint16_t serve_metrics(const std::string& address) override {
         metrics_server_ = MetricsServer::create(context_.loop, address, context_.metrics);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "policy/policy.hpp"
+#include "proxy/audit_log.hpp"
 
 struct uv_loop_s;
 
@@ -140,6 +141,9 @@ class Proxy {
     virtual void shutdown(std::chrono::milliseconds grace, std::function<void()> done) = 0;
 
     virtual RefusalSummary refusals() const = 0;
+    // A write the jail refused (`cordon run`): an audit line `event: "write"` and a `refused` line to the
+    // control channel's peers. On the loop's thread.
+    virtual void record_write(const WriteEvent& event) = 0;
 
     // Serves Prometheus metrics on ADDR:PORT (`--metrics`). Returns the bound port; throws
     // std::runtime_error.

@@ -24,6 +24,7 @@
 #include "proxy/fd_limit.hpp"
 #include "run/environment.hpp"
 #include "run/run.hpp"
+#include "run/write_refusals.hpp"
 
 extern char** environ;
 
@@ -48,6 +49,7 @@ struct Supervisor {
     std::vector<std::string> mount_points;     // of the plan, for the notifier
     std::vector<std::string> cordon_files;     // the audit log, the binary: the write rule cordon-files
     std::shared_ptr<void> watch;               // --watch
+    std::unique_ptr<WriteRefusals> writes;     // what the notifier refused (run/write_refusals.hpp)
     uv_loop_t loop{};
     uv_poll_t signals{};
     uv_poll_t report{};
@@ -75,6 +77,7 @@ struct Supervisor {
         uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr);
         close_notify();
         watch.reset();
+        if (writes) writes->drain(true);  // their audit lines go out with the proxy's last ones
         // The jail is gone, and with it every client socket: let the proxy finish what is left (upstream
         // sides, the audit log) and stop.
         if (proxy) proxy->shutdown(std::chrono::milliseconds(1000), [this] { uv_stop(&loop); });
@@ -466,6 +469,10 @@ int run(const Options& options) {
             proxy->listen_fd(listener.fd);
     }
 
+    sup.writes = std::make_unique<WriteRefusals>(
+        &sup.loop, proxy ? std::function<void(const proxy::WriteEvent&)>(
+                               [p = proxy.get()](const proxy::WriteEvent& e) { p->record_write(e); })
+                         : nullptr);
     uv_poll_init(&sup.loop, &sup.signals, jail->signal_fd());
     sup.signals.data = &sup;
     uv_poll_start(&sup.signals, UV_READABLE, [](uv_poll_t* handle, int, int) {
@@ -490,8 +497,10 @@ int run(const Options& options) {
             auto* s = static_cast<Supervisor*>(handle->data);
             s->close_notify();
             if (int fd = s->jail->take_notify_fd(); fd >= 0)
-                s->notifier = jail::Notifier::start(fd, s->policy, s->run_start, std::move(s->mount_points),
-                                                    s->jail->host_view(), std::move(s->cordon_files));
+                s->notifier = jail::Notifier::start(
+                    fd, s->policy, s->run_start, std::move(s->mount_points), s->jail->host_view(),
+                    std::move(s->cordon_files),
+                    [writes = s->writes.get()](jail::RefusedWrite&& w) { writes->add(std::move(w)); });
         });
     }
     uv_timer_init(&sup.loop, &sup.timer);
@@ -518,14 +527,16 @@ int run(const Options& options) {
         const auto repos = sup.notifier->new_repositories();
         constexpr std::size_t kShown = 20;
         for (std::size_t i = 0; i < repos.paths.size() && i < kShown; ++i)
-            std::cerr << "cordon: note: a git repository was created during the run: " << repos.paths[i]
-                      << " (its hooks and config were not protected)\n";
+            std::cerr << "cordon: note: a git repository was created during the run: "
+                      << policy::printable(repos.paths[i]) << " (its hooks and config were not protected)\n";
         const std::size_t rest =
             repos.paths.size() > kShown ? repos.paths.size() - kShown + repos.more : repos.more;
         if (rest)
             std::cerr << "cordon: note: and " << rest << " more git repositories created during the run\n";
     }
     inspection.remove();  // the trust bundle's directory
+    // The writes first: a refused write explains a failed command more often than a refused connection.
+    if (!options.quiet) std::cerr << format_write_refusals(sup.writes->summary(), proxy != nullptr);
     if (proxy) {
         if (!options.quiet) print_refusals(proxy->refusals());
         proxy.reset();

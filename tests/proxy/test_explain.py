@@ -253,6 +253,10 @@ class SuggestTest(TempDirTest):
 
     def test_groups_by_registrable_domain_never_over_a_public_suffix(self):
         log = os.path.join(self.dir, "audit.jsonl")
+        out_dir = os.path.join(self.dir, "srv", "out")  # exists; out/x.txt does not: suggested as out/
+        os.makedirs(out_dir)
+        old = os.path.join(self.dir, "old.txt")  # exists: suggested as itself
+        open(old, "w").close()
         deny = {"event": "decision", "proto": "connect", "decision": "deny", "reason": "blocked-by-allowlist"}
         events = [dict(deny, host=h, port=443) for h in ("a.example.com", "b.example.com", "c.example.com",
                                                        "example.com", "a.github.io", "b.github.io",
@@ -264,7 +268,12 @@ class SuggestTest(TempDirTest):
                    dict(deny, host="inside.example.net", port=80, reason="blocked-by-address-guard",
                         upstream_ip="10.0.0.5", error="address-guard: private"),
                    {"event": "decision", "proto": "http", "decision": "allow", "host": "ok.example.net", "port": 80},
-                   {"event": "write", "decision": "deny", "reason": "default-deny", "path": "/srv/out/x.txt"},
+                   {"event": "write", "decision": "deny", "reason": "default-deny", "path": out_dir + "/x.txt",
+                    "write_rule": "path-rules"},
+                   {"event": "write", "decision": "deny", "reason": "default-deny", "path": out_dir + "/new/y.txt"},
+                   {"event": "write", "decision": "deny", "reason": "default-deny", "path": old},
+                   {"event": "write", "decision": "deny", "reason": "default-deny", "path": "/proc/sys/kernel/x",
+                    "write_rule": "proc-knobs", "rule": "write rule proc-knobs"},
                    {"event": "write", "decision": "deny", "reason": "always-read-only", "rule": ".git/hooks",
                     "path": "/p/.git/hooks/pre-commit"}]
         with open(log, "w") as f:
@@ -282,16 +291,20 @@ class SuggestTest(TempDirTest):
                                                   "c.github.io", "d.github.io", "x.example.co.uk",
                                                   "db.example.org:5432", "10.1.2.3:22"]))
         self.assertNotIn("*.github.io", allowed)
-        self.assertEqual(out["sandbox"]["filesystem"]["allowWrite"], ["/srv/out/x.txt"])
+        # Claude Code's files read `/path` relative to the file: absolute paths are `//path` there.
+        self.assertEqual(out["sandbox"]["filesystem"]["allowWrite"], ["/" + old, "/" + out_dir])
+        self.assertIn(f"write {out_dir}/x.txt: does not exist, suggested as {out_dir}", r.stderr)
         self.assertIn(":4: malformed line skipped", r.stderr)
         self.assertIn(":%d: truncated line skipped" % (len(events) + 2), r.stderr)
         self.assertIn("example.co.uk  x2: x.example.co.uk", r.stderr)
         apart = r.stderr.split("not lifted by the suggestion:\n", 1)[1]
         self.assertIn("bad.example.net:443  x1  a deny rule: `bad.example.net` from flags --deny-domain", apart)
         self.assertIn("inside.example.net:80  x1  the address guard: 10.0.0.5", apart)
-        self.assertIn("/p/.git/hooks/pre-commit  x1  always-read-only by `.git/hooks`", apart)
+        self.assertIn("/p/.git/hooks/pre-commit  x1  never allowed: always-read-only by `.git/hooks`", apart)
+        self.assertIn("/proc/sys/kernel/x  x1  never allowed: default-deny by `write rule proc-knobs`", apart)
         srt = json.loads(self.suggest(log, "--format", "srt").stdout)
         self.assertEqual(sorted(srt["network"]["allowedDomains"]), sorted(allowed))
+        self.assertEqual(srt["filesystem"]["allowWrite"], [old, out_dir])
         self.assertEqual(self.suggest(log, "--format", "yaml").returncode, 2)
         self.assertEqual(self.suggest(os.path.join(self.dir, "missing")).returncode, 1)
 
