@@ -45,6 +45,7 @@
 #include "jail/unix_sockets.hpp"
 #include "policy/casefold.hpp"
 #include "policy/git_config.hpp"
+#include "policy/path_components.hpp"
 #include "policy/write_rules.hpp"
 
 namespace cordon::jail {
@@ -80,11 +81,10 @@ bool existed_before(const RunStart& start, const timespec& btime, bool made_by_r
 
 namespace {
 
+namespace path_components = policy::path_components;
 using detail::Caller;
-using detail::components;
 using detail::Fd;
 using detail::JailView;
-using detail::join;
 using detail::magic_descriptor;
 using detail::read_caller;
 using detail::read_string;
@@ -1074,13 +1074,13 @@ class NotifierImpl final : public Notifier {
     // the way (resolve() follows it); otherwise as do_open.
     std::optional<int> create_exclusive(const seccomp_notif& req, const Caller& c, const std::string& abs,
                                         int flags, mode_t mode, Fd& result) {
-        const std::vector<std::string> parts = components(abs);
+        const std::vector<std::string> parts = path_components::split(abs);
         if (parts.empty() || parts[0] == "proc" || parts[0] == "dev") return std::nullopt;
         for (const std::string& part : parts)
             if (part == "..") return std::nullopt;
         const std::string& name = parts.back();
         if (policy::looked_up_where_it_lands(name)) return std::nullopt;
-        const std::string where = join(parts, parts.size());
+        const std::string where = path_components::join(parts, parts.size());
         if (decide(where, true) != 0) return std::nullopt;  // refused: the slow path says with which errno
         const int rootfd = view_.root(c.pid);
         if (rootfd < 0) return std::nullopt;

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "policy/casefold.hpp"
+#include "policy/path_components.hpp"
 
 namespace cordon::policy {
 
@@ -149,26 +150,6 @@ bool all_digits(const std::string& s) {
     return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-std::vector<std::string> components(const std::string& p) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start <= p.size()) {
-        std::size_t end = p.find('/', start);
-        if (end == std::string::npos) end = p.size();
-        std::string part = p.substr(start, end - start);
-        if (!part.empty() && part != ".") out.push_back(std::move(part));
-        start = end + 1;
-    }
-    return out;
-}
-
-std::string join(const std::vector<std::string>& parts, std::size_t count) {
-    std::string out;
-    for (std::size_t i = 0; i < count && i < parts.size(); ++i)
-        out += "/" + parts[i];
-    return out.empty() ? "/" : out;
-}
-
 WriteDecision by(std::string_view rule, int error, int jail_answers = 0) {
     WriteDecision d;
     d.error = error;
@@ -222,7 +203,7 @@ WriteDecision decide_exact(const Policy& policy, const std::string& path, bool c
     const Decision d = policy.decide_write_resolved(path, [&](const std::string& dir) {
         if (&original == &path) return facts.git_dir_existed(dir);
         const auto n = static_cast<std::size_t>(std::count(dir.begin(), dir.end(), '/'));
-        return facts.git_dir_existed(dir == "/" ? dir : join(components(original), n));
+        return facts.git_dir_existed(dir == "/" ? dir : path_components::join(path_components::split(original), n));
     });
     WriteDecision out = by("path-rules", 0);
     out.path_rule = d;
@@ -258,10 +239,10 @@ WriteDecision decide_exact(const Policy& policy, const std::string& path, bool c
 // spelt, component for component.
 bool in_old_git_dir(const Policy& policy, const std::string& path, WriteFacts& facts,
                     const std::string& original) {
-    const std::vector<std::string> parts = components(path);
-    const std::vector<std::string> spelt = components(original);
+    const std::vector<std::string> parts = path_components::split(path);
+    const std::vector<std::string> spelt = path_components::split(original);
     for (std::size_t i : git_dir_candidates(parts)) {
-        const std::string dir = join(spelt.size() == parts.size() ? spelt : parts, i + 1);
+        const std::string dir = path_components::join(spelt.size() == parts.size() ? spelt : parts, i + 1);
         if (!facts.holds_git_signature(dir) || !facts.git_dir_existed(dir)) continue;
         std::string inside = "/.git";
         for (std::size_t k = i + 1; k < parts.size(); ++k)
