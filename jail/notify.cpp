@@ -351,7 +351,6 @@ class NotifierImpl final : public Notifier {
         listed_sockets_ = unix_sockets::listed_paths(policy_->network().allow_unix_sockets,
                                                      policy_->filesystem().home.string());
         pinned_sockets_ = unix_sockets::pin_listed(listed_sockets_);
-        note_git_config_targets();
         waits_ = std::make_shared<Waits>(listener_.fd);
         // Root with the capabilities to act as another user; root without them (another sandbox's, with
         // every capability dropped) is the command's own user, like an unprivileged caller.
@@ -577,6 +576,10 @@ class NotifierImpl final : public Notifier {
         sigemptyset(&wake);
         sigaddset(&wake, wake_signal());
         ::pthread_sigmask(SIG_UNBLOCK, &wake, nullptr);
+        // Before the first call is decided (the jail's calls wait in the kernel meanwhile; nothing the
+        // command does changes the trees until one is answered), not in the constructor: the supervisor's
+        // loop goes on, and a command that writes nothing never waits for it.
+        note_git_config_targets();
         for (;;) {
             if (stopping_.load()) break;
             seccomp_notif req{};
@@ -808,8 +811,7 @@ class NotifierImpl final : public Notifier {
             return std::find(n_.cordon_file_ids_.begin(), n_.cordon_file_ids_.end(),
                              std::make_pair(st.st_dev, st.st_ino)) != n_.cordon_file_ids_.end();
         }
-        const std::vector<std::string>& git_hook_dirs() override { return n_.git_targets_.hook_dirs; }
-        const std::vector<std::string>& git_config_files() override { return n_.git_targets_.files; }
+        const policy::git_config::Targets& git_targets() override { return n_.git_targets_; }
         void note_bare_repository(const std::string& dir) override {
             Fd own;
             const int fd = dir_fd(dir, own);
@@ -915,12 +917,29 @@ class NotifierImpl final : public Notifier {
     // hooks git runs instead of `.git/hooks`) and the files `include.path` / `includeIf.*.path` read as
     // configuration. Why: both usually point into the working tree, which is writable, and a hook written
     // there (or core.fsmonitor in an included file) runs on the host at the user's next commit or status;
-    // they are protected as `.git/hooks` and `.git/config` are. Each as configured and resolved (the jail
-    // shows the host's paths where they are).
+    // they are protected as `.git/hooks` and `.git/config` are. Of the working directory's repository and of
+    // every repository in the writable areas (a vendored package, a submodule's working tree, a monorepo's
+    // subproject: the user runs git there too), found by a walk of those trees when the run starts, bounded
+    // (past the bound the directories left are named on stderr: their repositories' own targets stay
+    // writable). Each as configured and resolved (the jail shows the host's paths where they are).
     void note_git_config_targets() {
         const auto& f = policy_->filesystem();
-        git_targets_ =
-            policy::git_config::find_targets_both_ways(f.working_directory.path.string(), f.home.string());
+        policy::git_config::SearchLimits limits;
+        limits.stop = [this] { return stopping_.load(); };
+        auto search =
+            policy::git_config::find_targets_below(f.working_directory.path.string(), f.home.string(),
+                                                   policy::git_config::search_roots(*policy_), limits);
+        git_targets_ = std::move(search.targets);
+        if (search.unsearched_count > 0 && !search.stopped) {
+            const std::string line =
+                "cordon: warning: the writable areas hold more than " + std::to_string(limits.max_entries) +
+                " entries: " + std::to_string(search.unsearched_count) + " directories (" +
+                search.unsearched.front() + (search.unsearched_count > 1 ? ", ..." : "") +
+                ") were not searched for git repositories: the core.hooksPath and include.path targets of "
+                "one "
+                "there stay writable\n";
+            std::fputs(line.c_str(), stderr);
+        }
     }
 
     static bool covers(const std::string& dir, const std::string& path) {
@@ -936,13 +955,9 @@ class NotifierImpl final : public Notifier {
             if (file != path && covers(path, file)) return true;
         const std::string folded = fold(path);
         bool folded_holds = path != folded && policy_->holds_protected_names(folded);
-        for (const auto* list : {&git_targets_.hook_dirs, &git_targets_.files})
-            for (const std::string& target : *list) {
-                if (target != path && covers(path, target)) return true;
-                // (`TOOLS` for the core.hooksPath `tools/hooks` where names fold.)
-                const std::string t = fold(target);
-                folded_holds = folded_holds || (path != folded && t != folded && covers(folded, t));
-            }
+        if (git_targets_.below(path)) return true;
+        // (`TOOLS` for the core.hooksPath `tools/hooks` where names fold.)
+        folded_holds = folded_holds || (path != folded && git_targets_.below(folded, true));
         Facts facts(*this);
         return policy_->holds_protected_names(path) ||
                (folded_holds && policy::casefold_on_the_way(path, facts));

@@ -77,10 +77,13 @@ const std::vector<WriteRule>& write_rules() {
          "`cordon check` takes a git directory that exists now for one that existed when the run started"},
         {"git-config-targets", false,
          "core.hooksPath directories and the files include.path / includeIf.*.path name, in the repository "
-         "of the working directory and the user's configuration, are refused (EACCES)",
+         "of the working directory, in every repository in the writable areas (a nested one, a worktree's, "
+         "a bare one) and in the user's configuration, are refused (EACCES)",
          "they usually point into the writable working tree: a hook or an included core.fsmonitor there runs "
          "on the host at the user's next commit or status",
-         "read when the run starts (`cordon check`: now), as written and resolved"},
+         "read when the run starts (`cordon check`: now), as written and resolved; the writable areas are "
+         "searched for repositories up to 1,000,000 entries and 64 levels (past that the directories left "
+         "are named, and a repository there keeps its own targets writable)"},
         {"casefold", false,
          "in a directory that compares names without case (ext4 chattr +F, tmpfs -o casefold) a name that "
          "folds to a protected one is that one (.BASHRC, .Git/Hooks) (EACCES)",
@@ -203,7 +206,8 @@ WriteDecision decide_exact(const Policy& policy, const std::string& path, bool c
     const Decision d = policy.decide_write_resolved(path, [&](const std::string& dir) {
         if (&original == &path) return facts.git_dir_existed(dir);
         const auto n = static_cast<std::size_t>(std::count(dir.begin(), dir.end(), '/'));
-        return facts.git_dir_existed(dir == "/" ? dir : path_components::join(path_components::split(original), n));
+        return facts.git_dir_existed(dir == "/" ? dir
+                                                : path_components::join(path_components::split(original), n));
     });
     WriteDecision out = by("path-rules", 0);
     out.path_rule = d;
@@ -253,19 +257,9 @@ bool in_old_git_dir(const Policy& policy, const std::string& path, WriteFacts& f
     return false;
 }
 
-bool covers(const std::string& dir, const std::string& path) {
-    return path.size() >= dir.size() && path.compare(0, dir.size(), dir) == 0 &&
-           (path.size() == dir.size() || dir == "/" || path[dir.size()] == '/');
-}
-
 // `folded`: compare folded (`path` is folded): the target as a case-insensitive directory finds it.
 bool git_config_target(const std::string& path, WriteFacts& facts, bool folded = false) {
-    auto as = [&](const std::string& p) { return folded ? casefold::fold(p) : p; };
-    for (const std::string& dir : facts.git_hook_dirs())
-        if (covers(as(dir), path)) return true;
-    for (const std::string& file : facts.git_config_files())
-        if (as(file) == path) return true;
-    return false;
+    return facts.git_targets().protects(path, folded);
 }
 
 // Whether `name` in `dir` is `what`: exactly, or in another case in a directory that compares without case.
