@@ -240,7 +240,8 @@ class FileSystemFacts final : public policy::WriteFacts {
                             ? " (and " + std::to_string(search.unsearched_count - 1) + " more directories)"
                             : std::string()) +
                        " sets core.hooksPath or include.path (the writable areas hold more than " +
-                       std::to_string(limits.max_entries) + " entries: the jail does not search past that)");
+                       std::to_string(limits.max_entries) + " entries or " +
+                       std::to_string(limits.max_depth) + " levels: the jail does not search past that)");
             targets_ = std::move(search.targets);
         }
         return *targets_;

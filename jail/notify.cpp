@@ -933,11 +933,11 @@ class NotifierImpl final : public Notifier {
         if (search.unsearched_count > 0 && !search.stopped) {
             const std::string line =
                 "cordon: warning: the writable areas hold more than " + std::to_string(limits.max_entries) +
-                " entries: " + std::to_string(search.unsearched_count) + " directories (" +
+                " entries or " + std::to_string(limits.max_depth) +
+                " levels: " + std::to_string(search.unsearched_count) + " directories (" +
                 search.unsearched.front() + (search.unsearched_count > 1 ? ", ..." : "") +
-                ") were not searched for git repositories: the core.hooksPath and include.path targets of "
-                "one "
-                "there stay writable\n";
+                ") were not searched for git repositories: the core.hooksPath and include.path targets of a "
+                "repository there stay writable\n";
             std::fputs(line.c_str(), stderr);
         }
     }

@@ -3,12 +3,12 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <deque>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -152,30 +152,22 @@ std::vector<Entry> parse(std::string_view t) {
 
 namespace {
 
-// A config file's text (bounded: a config is small). open + read: thousands of repositories are read at
-// start.
+// A config file's text (bounded: a config is small). Few system calls: thousands of repositories are read
+// at start (a regular file's short read is its end).
 std::string read_file(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) return {};
-    struct stat st {};
+    constexpr std::size_t kChunk = 16384, kMax = 1u << 20;
     std::string text;
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        constexpr std::size_t kMax = 1u << 20;
-        text.resize(
-            std::min<std::size_t>(st.st_size > 0 ? static_cast<std::size_t>(st.st_size) : 4096, kMax));
-        std::size_t got = 0;
-        for (;;) {
-            if (got == text.size()) {
-                if (text.size() >= kMax) break;
-                text.resize(std::min(text.size() * 2, kMax));
-            }
-            const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-            if (n <= 0) break;
-            got += static_cast<std::size_t>(n);
-        }
-        text.resize(got);
+    while (text.size() < kMax) {
+        const std::size_t had = text.size();
+        text.resize(had + kChunk);
+        const ssize_t n = ::read(fd, text.data() + had, kChunk);
+        text.resize(had + (n > 0 ? static_cast<std::size_t>(n) : 0));
+        if (n < static_cast<ssize_t>(kChunk)) break;
     }
     ::close(fd);
+    if (text.size() > kMax) text.resize(kMax);
     return text;
 }
 
@@ -376,45 +368,44 @@ Targets find_targets(const std::string& cwd, const std::string& home) {
 
 namespace {
 
-// The walk of find_targets_below: breadth first (the shallow repositories first where the limits stop it),
-// symlinks not followed, git directories not entered (their objects are most of a repository's files; the
-// git directories of submodules and worktrees are found through the gitfiles that name them).
+// The walk of find_targets_below: depth first, each directory opened from its parent's descriptor (one
+// component to look up: thousands of directories are opened at start), at most max_depth + 1 descriptors
+// open; symlinks not followed, git directories not entered (their objects are most of a repository's files;
+// the git directories of submodules and worktrees are found through the gitfiles that name them).
 class TreeSearch {
   public:
     TreeSearch(const SearchLimits& limits, Search& out) : limits_(limits), out_(out) {}
 
     // Every repository at or below `root`, in `found`.
     void walk(const std::string& root, std::vector<Repository>& found) {
-        std::deque<std::pair<std::string, int>> queue{{root, 0}};
-        while (!queue.empty()) {
-            if (out_.stopped || (limits_.stop && limits_.stop())) {
-                out_.stopped = true;
-                return;
-            }
-            auto [dir, depth] = std::move(queue.front());
-            queue.pop_front();
-            if (out_.entries >= limits_.max_entries) {
-                unsearched(dir);
-                for (const auto& rest : queue)
-                    unsearched(rest.first);
-                return;
-            }
-            const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (fd < 0) continue;  // gone, or not ours to read (nor the command's to search)
-            DIR* d = ::fdopendir(fd);
-            if (d == nullptr) {
-                ::close(fd);
-                continue;
-            }
-            bool git = false, head = false, objects = false, commondir = false;
-            std::vector<std::string> subdirs;
-            const std::string at = dir == "/" ? "" : dir;
-            while (const dirent* e = ::readdir(d)) {
+        const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) return;
+        walk_dir(fd, root, 0, found);
+    }
+
+  private:
+    // Looks at the directory open as `fd` (closed here), then below it.
+    void walk_dir(int fd, const std::string& dir, int depth, std::vector<Repository>& found) {
+        if (out_.stopped || (limits_.stop && limits_.stop())) {
+            out_.stopped = true;
+            ::close(fd);
+            return;
+        }
+        bool git = false, git_dir = false, head = false, objects = false, commondir = false;
+        std::vector<std::string> subdirs;
+        alignas(8) char buf[32768];
+        for (;;) {
+            const long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+            if (n <= 0) break;
+            for (long off = 0; off < n;) {
+                const auto* e = reinterpret_cast<const struct dirent64*>(buf + off);
+                off += e->d_reclen;
                 const std::string_view name = e->d_name;
                 if (name == "." || name == "..") continue;
                 ++out_.entries;
                 if (name == ".git") {
                     git = true;
+                    git_dir = e->d_type == DT_DIR;
                     continue;  // a git directory is not entered
                 }
                 head = head || name == "HEAD";
@@ -428,24 +419,31 @@ class TreeSearch {
                 }
                 if (type == DT_DIR) subdirs.emplace_back(name);
             }
-            ::closedir(d);
-            if (git || (head && (objects || commondir))) {
-                if (auto repo = repository_at(dir)) {
-                    const bool bare = repo->git_dir == dir;
-                    found.push_back(std::move(*repo));
-                    if (bare) continue;  // its objects and refs are not entered
-                }
-            }
-            for (const std::string& sub : subdirs) {
-                if (depth + 1 > limits_.max_depth)
-                    unsearched(at + "/" + sub);
-                else
-                    queue.emplace_back(at + "/" + sub, depth + 1);
+        }
+        const std::string at = dir == "/" ? "" : dir;
+        if (git_dir) {
+            found.push_back(Repository{at + "/.git", dir});
+        } else if (git || (head && (objects || commondir))) {
+            if (auto repo = repository_at(dir)) {
+                const bool bare = repo->git_dir == dir;
+                found.push_back(std::move(*repo));
+                if (bare) subdirs.clear();  // its objects and refs are not entered
             }
         }
+        for (std::size_t i = 0; i < subdirs.size(); ++i) {
+            if (out_.stopped) break;
+            if (out_.entries >= limits_.max_entries || depth + 1 > limits_.max_depth) {
+                for (; i < subdirs.size(); ++i)
+                    unsearched(at + "/" + subdirs[i]);
+                break;
+            }
+            const int sub = ::openat(fd, subdirs[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0) continue;  // gone, or not ours to read (nor the command's to search)
+            walk_dir(sub, at + "/" + subdirs[i], depth + 1, found);
+        }
+        ::close(fd);
     }
 
-  private:
     void unsearched(const std::string& dir) {
         if (out_.unsearched.size() < 16) out_.unsearched.push_back(dir);
         ++out_.unsearched_count;
@@ -481,6 +479,10 @@ Search find_targets_below(const std::string& cwd, const std::string& home,
     }
     std::set<std::pair<std::string, std::string>> read;
     for (const Repository& repo : found) {
+        if (limits.stop && limits.stop()) {
+            out.stopped = true;
+            break;
+        }
         if (!read.emplace(repo.git_dir, repo.top).second) continue;
         read_repository(repo, home, relative_hooks, out.targets);
     }
@@ -508,7 +510,7 @@ std::vector<std::string> search_roots(const Policy& policy) {
             if (p.empty()) p = "/";
         }
         p = normal(p);
-        if (covers("/dev", p) || covers("/proc", p)) continue;
+        if ((covers("/dev", p) && !covers("/dev/shm", p)) || covers("/proc", p)) continue;
         if (!is_dir(p)) continue;
         roots.push_back(p);
     }

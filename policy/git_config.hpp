@@ -78,7 +78,8 @@ Search find_targets_below(const std::string& cwd, const std::string& home,
                           const std::vector<std::string>& roots, const SearchLimits& limits = {});
 
 // The trees find_targets_below searches for a run under `policy`: the writable roots (allowWrite, globs from
-// their literal part, the working directory when it is writable) but the jail's own /tmp, /dev and /proc,
+// their literal part, the working directory when it is writable) but the jail's own /tmp, /dev (a project
+// below /dev/shm is searched) and /proc,
 // without those inside another.
 std::vector<std::string> search_roots(const Policy& policy);
 

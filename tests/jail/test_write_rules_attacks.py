@@ -401,6 +401,20 @@ class AttackCase(JailFixtures):
         got, err = self.creates(["remotes/origin.git/custom-hooks/post-receive"])
         self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
 
+    def test_search_past_its_bound_says_so(self):
+        # A repository deeper than the search goes (64 levels) keeps its own targets writable: one stderr line
+        # names what was not searched, and `cordon check` says what it assumed.
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        deep = "/".join(["d"] * 66)
+        nested = self.mkdir("project/" + deep)
+        self.git("init", "-q", nested, cwd=nested)
+        time.sleep(0.05)
+        got, err = self.creates(["sub/out.txt"])
+        self.assertEqual(got, {"sub/out.txt": "ok"}, err)
+        self.assertIn("were not searched for git repositories", err)
+        self.assertIn(os.path.join(cwd, "/".join(["d"] * 65)), err)
+
     def test_nested_repository_made_during_the_run_is_named(self):
         # A repository the run makes is the run's own (its hooks and config are not protected): it is named
         # at the end, and it cannot take over a pre-existing repository's git directory by a gitfile either
