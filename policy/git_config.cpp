@@ -354,18 +354,6 @@ bool Targets::below(const std::string& dir, bool folded) const {
     return false;
 }
 
-Targets find_targets(const std::string& cwd, const std::string& home) {
-    Targets targets;
-    std::vector<std::string> relative_hooks;
-    read_user_configs(home, targets, relative_hooks);
-    if (const auto repo = repository_above(cwd))
-        read_repository(*repo, home, relative_hooks, targets);
-    else
-        for (const std::string& rel : relative_hooks)
-            targets.hook_dirs.push_back(resolve(rel, normal(cwd), home));
-    return targets;
-}
-
 namespace {
 
 // The walk of find_targets_below: depth first, each directory opened from its parent's descriptor (one
@@ -437,6 +425,9 @@ class TreeSearch {
                     unsearched(at + "/" + subdirs[i]);
                 break;
             }
+            // The kernel's own trees (an allowWrite of `/`): no repository there, and /proc shows every
+            // process's files again.
+            if (dir == "/" && (subdirs[i] == "proc" || subdirs[i] == "sys" || subdirs[i] == "dev")) continue;
             const int sub = ::openat(fd, subdirs[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub < 0) continue;  // gone, or not ours to read (nor the command's to search)
             walk_dir(sub, at + "/" + subdirs[i], depth + 1, found);

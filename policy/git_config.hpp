@@ -48,11 +48,6 @@ struct Targets {
     std::vector<std::string> hook_dirs_folded_, files_folded_, all_sorted_, all_folded_;
 };
 
-// Reads the configuration git would read in `cwd` (the repository found from it upwards, its common
-// directory's config and config.worktree, the user's global config under `home`, /etc/gitconfig) and every
-// file it includes (bounded), and returns where it points.
-Targets find_targets(const std::string& cwd, const std::string& home);
-
 // How far find_targets_below looks.
 struct SearchLimits {
     std::size_t max_entries = 1000000;  // directory entries looked at, all trees together
@@ -69,11 +64,14 @@ struct Search {
     bool stopped = false;  // `stop` said so
 };
 
-// find_targets for `cwd` and each of `roots` (the repository that holds it, found upwards), and for every
-// repository below each root: a `.git` (a directory, or a gitfile and the git directory it names, its
-// `commondir` followed) or a bare repository (HEAD next to objects or commondir), found by a walk of the
-// trees (symlinks not followed, git directories not entered) within `limits`. A relative core.hooksPath of
-// the user's configuration counts in every repository found. Each target as configured and resolved.
+// Reads the configuration git would read in `cwd` and in each of `roots` (the repository found from it
+// upwards, its common directory's config and config.worktree), of every repository below each root, and the
+// user's (the global config under `home`, /etc/gitconfig), with every file it includes (bounded), and
+// returns where it points. The repositories below a root: a `.git` (a directory, or a gitfile and the git
+// directory it names, its `commondir` followed) or a bare repository (HEAD next to objects or commondir),
+// found by a walk of the trees (symlinks not followed, git directories not entered) within `limits`. A
+// relative core.hooksPath of the user's configuration counts in every repository found. Each target as
+// configured and resolved.
 Search find_targets_below(const std::string& cwd, const std::string& home,
                           const std::vector<std::string>& roots, const SearchLimits& limits = {});
 

@@ -57,7 +57,8 @@ TEST_CASE("git config targets: the repository's hooksPath from its top, includes
     fs::create_directories(t / "p/tools");
     std::ofstream(t / "p/tools/a.conf") << "[include]\n\tpath = b.conf\n";
     std::ofstream(t / "home/.gitconfig") << "[include]\n\tpath = ~/g.conf\n";
-    const auto found = git_config::find_targets((t / "p/src").string(), (t / "home").string());
+    const auto found =
+        git_config::find_targets_below((t / "p/src").string(), (t / "home").string(), {}).targets;
     auto has = [](const std::vector<std::string>& v, const fs::path& p) {
         return std::find(v.begin(), v.end(), p.string()) != v.end();
     };
