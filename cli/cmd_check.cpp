@@ -211,11 +211,8 @@ class FileSystemFacts final : public policy::WriteFacts {
         assume(join(dir, name) + " existed when the run started (it exists now)");
         return true;
     }
-    const std::vector<std::string>& git_hook_dirs() override {
-        return targets().hook_dirs;
-    }
-    const std::vector<std::string>& git_config_files() override {
-        return targets().files;
+    const policy::git_config::Targets& git_targets() override {
+        return targets();
     }
     const std::vector<std::string>& assumed() const {
         return assumed_;
@@ -228,12 +225,24 @@ class FileSystemFacts final : public policy::WriteFacts {
     void assume(const std::string& what) const {
         if (std::find(assumed_.begin(), assumed_.end(), what) == assumed_.end()) assumed_.push_back(what);
     }
-    // As the jail's supervisor reads them when the run starts: as written and resolved.
+    // As the jail's supervisor reads them when the run starts (the working directory's repository, every
+    // repository in the writable areas, the user's configuration): as written and resolved.
     const policy::git_config::Targets& targets() {
         if (!targets_) {
             const auto& f = policy_.filesystem();
-            targets_ = policy::git_config::find_targets_both_ways(f.working_directory.path.string(),
-                                                                  f.home.string());
+            const policy::git_config::SearchLimits limits;
+            auto search =
+                policy::git_config::find_targets_below(f.working_directory.path.string(), f.home.string(),
+                                                       policy::git_config::search_roots(policy_), limits);
+            if (search.unsearched_count > 0)
+                assume("no git repository below " + search.unsearched.front() +
+                       (search.unsearched_count > 1
+                            ? " (and " + std::to_string(search.unsearched_count - 1) + " more directories)"
+                            : std::string()) +
+                       " sets core.hooksPath or include.path (the writable areas hold more than " +
+                       std::to_string(limits.max_entries) + " entries or " +
+                       std::to_string(limits.max_depth) + " levels: the jail does not search past that)");
+            targets_ = std::move(search.targets);
         }
         return *targets_;
     }

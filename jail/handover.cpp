@@ -281,4 +281,14 @@ int receive_notify_fd(int sock, bool& again) {
     return nfds == 1 ? passed : -1;
 }
 
+int take_notify_fd(int& sock) {
+    if (sock < 0) return -1;
+    bool again = false;
+    const int passed = receive_notify_fd(sock, again);
+    if (again) return -1;
+    ::close(sock);
+    sock = -1;
+    return passed;
+}
+
 }  // namespace cordon::jail::detail

@@ -472,16 +472,7 @@ class JailImpl final : public Jail {
 
     int notify_socket() const override { return notify_sock_; }
 
-    int take_notify_fd() override {
-        if (notify_sock_ < 0) return -1;
-        bool again = false;
-        const int passed = receive_notify_fd(notify_sock_, again);
-        if (again) return -1;
-        // One message, once: the socket is done with either way.
-        ::close(notify_sock_);
-        notify_sock_ = -1;
-        return passed;
-    }
+    int take_notify_fd() override { return detail::take_notify_fd(notify_sock_); }
 
     std::optional<int> read_report(bool& closed) override {
         int code = 0;

@@ -13,7 +13,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "policy/path_components.hpp"
+
 namespace cordon::jail::detail {
+
+namespace path_components = policy::path_components;
 
 namespace {
 
@@ -114,27 +118,6 @@ std::string readlink_str(const std::string& path, int& err) {
     return std::string(buf, static_cast<std::size_t>(n));
 }
 
-// Splits on '/', dropping empty and "." components ("a//./b" = a, b); ".." stays (symlinks decide it).
-std::vector<std::string> components(const std::string& p) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start <= p.size()) {
-        std::size_t end = p.find('/', start);
-        if (end == std::string::npos) end = p.size();
-        std::string part = p.substr(start, end - start);
-        if (!part.empty() && part != ".") out.push_back(std::move(part));
-        start = end + 1;
-    }
-    return out;
-}
-
-std::string join(const std::vector<std::string>& parts, std::size_t count) {
-    std::string out;
-    for (std::size_t i = 0; i < count; ++i)
-        out += "/" + parts[i];
-    return out.empty() ? "/" : out;
-}
-
 // A path that reaches one of the caller's descriptors through a magic link (/dev/stdout, /dev/fd/N,
 // /proc/self/fd/N, /proc/<own pid>/fd/N): the descriptor's number. -1: not such a path; -2: a path inside
 // another process's /proc directory (refused: we would open it with our own rights, not the caller's).
@@ -205,7 +188,7 @@ int JailView::resolve(const Caller& c, std::string abs, bool follow, Target& t) 
     int rootfd = root(c.pid);
     if (rootfd < 0) return EACCES;
     for (int hops = 0; hops < 40; ++hops) {
-        std::vector<std::string> parts = components(abs);
+        std::vector<std::string> parts = path_components::split(abs);
         const bool has_dotdot = std::find(parts.begin(), parts.end(), "..") != parts.end();
         if (!has_dotdot) {
             long m = magic_descriptor(parts, c);
@@ -230,10 +213,10 @@ int JailView::resolve(const Caller& c, std::string abs, bool follow, Target& t) 
             parent = "/";
             t.name = ".";
         } else if (parts.back() == "..") {
-            parent = join(parts, parts.size());
+            parent = path_components::join(parts, parts.size());
             t.name = ".";
         } else {
-            parent = join(parts, parts.size() - 1);
+            parent = path_components::join(parts, parts.size() - 1);
             t.name = parts.back();
         }
         open_how how{};
@@ -265,7 +248,7 @@ int JailView::resolve(const Caller& c, std::string abs, bool follow, Target& t) 
         // (its memory read-write, whatever ptrace would allow), and `/proc/PID/fd/N` of the caller's own
         // is a magic link to reopen as its descriptor.
         if (t.dir_path == "/proc" || t.dir_path.compare(0, 6, "/proc/") == 0) {
-            const long m = magic_descriptor(components(t.path()), c);
+            const long m = magic_descriptor(path_components::split(t.path()), c);
             if (m == -2) return EACCES;
             if (m >= 0) {
                 t.magic = m;

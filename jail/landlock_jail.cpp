@@ -446,15 +446,7 @@ class HostJail final : public Jail {
         return std::nullopt;
     }
     int notify_socket() const override { return notify_sock_; }
-    int take_notify_fd() override {
-        if (notify_sock_ < 0) return -1;
-        bool again = false;
-        const int passed = receive_notify_fd(notify_sock_, again);
-        if (again) return -1;
-        ::close(notify_sock_);
-        notify_sock_ = -1;
-        return passed;
-    }
+    int take_notify_fd() override { return detail::take_notify_fd(notify_sock_); }
     std::vector<std::uint16_t> listener_ports() const override { return ports_; }
     std::shared_ptr<const HostView> host_view() const override { return view_; }
 

@@ -45,6 +45,7 @@
 #include "jail/unix_sockets.hpp"
 #include "policy/casefold.hpp"
 #include "policy/git_config.hpp"
+#include "policy/path_components.hpp"
 #include "policy/write_rules.hpp"
 
 namespace cordon::jail {
@@ -80,11 +81,10 @@ bool existed_before(const RunStart& start, const timespec& btime, bool made_by_r
 
 namespace {
 
+namespace path_components = policy::path_components;
 using detail::Caller;
-using detail::components;
 using detail::Fd;
 using detail::JailView;
-using detail::join;
 using detail::magic_descriptor;
 using detail::read_caller;
 using detail::read_string;
@@ -353,7 +353,6 @@ class NotifierImpl final : public Notifier {
         listed_sockets_ = unix_sockets::listed_paths(policy_->network().allow_unix_sockets,
                                                      policy_->filesystem().home.string());
         pinned_sockets_ = unix_sockets::pin_listed(listed_sockets_);
-        note_git_config_targets();
         waits_ = std::make_shared<Waits>(listener_.fd);
         // Root with the capabilities to act as another user; root without them (another sandbox's, with
         // every capability dropped) is the command's own user, like an unprivileged caller.
@@ -579,6 +578,10 @@ class NotifierImpl final : public Notifier {
         sigemptyset(&wake);
         sigaddset(&wake, wake_signal());
         ::pthread_sigmask(SIG_UNBLOCK, &wake, nullptr);
+        // Before the first call is decided (the jail's calls wait in the kernel meanwhile; nothing the
+        // command does changes the trees until one is answered), not in the constructor: the supervisor's
+        // loop goes on, and a command that writes nothing never waits for it.
+        note_git_config_targets();
         for (;;) {
             if (stopping_.load()) break;
             seccomp_notif req{};
@@ -813,8 +816,7 @@ class NotifierImpl final : public Notifier {
             return std::find(n_.cordon_file_ids_.begin(), n_.cordon_file_ids_.end(),
                              std::make_pair(st.st_dev, st.st_ino)) != n_.cordon_file_ids_.end();
         }
-        const std::vector<std::string>& git_hook_dirs() override { return n_.git_targets_.hook_dirs; }
-        const std::vector<std::string>& git_config_files() override { return n_.git_targets_.files; }
+        const policy::git_config::Targets& git_targets() override { return n_.git_targets_; }
         void note_bare_repository(const std::string& dir) override {
             Fd own;
             const int fd = dir_fd(dir, own);
@@ -1006,12 +1008,29 @@ class NotifierImpl final : public Notifier {
     // hooks git runs instead of `.git/hooks`) and the files `include.path` / `includeIf.*.path` read as
     // configuration. Why: both usually point into the working tree, which is writable, and a hook written
     // there (or core.fsmonitor in an included file) runs on the host at the user's next commit or status;
-    // they are protected as `.git/hooks` and `.git/config` are. Each as configured and resolved (the jail
-    // shows the host's paths where they are).
+    // they are protected as `.git/hooks` and `.git/config` are. Of the working directory's repository and of
+    // every repository in the writable areas (a vendored package, a submodule's working tree, a monorepo's
+    // subproject: the user runs git there too), found by a walk of those trees when the run starts, bounded
+    // (past the bound the directories left are named on stderr: their repositories' own targets stay
+    // writable). Each as configured and resolved (the jail shows the host's paths where they are).
     void note_git_config_targets() {
         const auto& f = policy_->filesystem();
-        git_targets_ =
-            policy::git_config::find_targets_both_ways(f.working_directory.path.string(), f.home.string());
+        policy::git_config::SearchLimits limits;
+        limits.stop = [this] { return stopping_.load(); };
+        auto search =
+            policy::git_config::find_targets_below(f.working_directory.path.string(), f.home.string(),
+                                                   policy::git_config::search_roots(*policy_), limits);
+        git_targets_ = std::move(search.targets);
+        if (search.unsearched_count > 0 && !search.stopped) {
+            const std::string line =
+                "cordon: warning: the writable areas hold more than " + std::to_string(limits.max_entries) +
+                " entries or " + std::to_string(limits.max_depth) +
+                " levels: " + std::to_string(search.unsearched_count) + " directories (" +
+                search.unsearched.front() + (search.unsearched_count > 1 ? ", ..." : "") +
+                ") were not searched for git repositories: the core.hooksPath and include.path targets of a "
+                "repository there stay writable\n";
+            std::fputs(line.c_str(), stderr);
+        }
     }
 
     static bool covers(const std::string& dir, const std::string& path) {
@@ -1027,13 +1046,9 @@ class NotifierImpl final : public Notifier {
             if (file != path && covers(path, file)) return true;
         const std::string folded = fold(path);
         bool folded_holds = path != folded && policy_->holds_protected_names(folded);
-        for (const auto* list : {&git_targets_.hook_dirs, &git_targets_.files})
-            for (const std::string& target : *list) {
-                if (target != path && covers(path, target)) return true;
-                // (`TOOLS` for the core.hooksPath `tools/hooks` where names fold.)
-                const std::string t = fold(target);
-                folded_holds = folded_holds || (path != folded && t != folded && covers(folded, t));
-            }
+        if (git_targets_.below(path)) return true;
+        // (`TOOLS` for the core.hooksPath `tools/hooks` where names fold.)
+        folded_holds = folded_holds || (path != folded && git_targets_.below(folded, true));
         Facts facts(*this);
         return policy_->holds_protected_names(path) ||
                (folded_holds && policy::casefold_on_the_way(path, facts));
@@ -1165,13 +1180,13 @@ class NotifierImpl final : public Notifier {
     // the way (resolve() follows it); otherwise as do_open.
     std::optional<int> create_exclusive(const seccomp_notif& req, const Caller& c, const std::string& abs,
                                         int flags, mode_t mode, Fd& result) {
-        const std::vector<std::string> parts = components(abs);
+        const std::vector<std::string> parts = path_components::split(abs);
         if (parts.empty() || parts[0] == "proc" || parts[0] == "dev") return std::nullopt;
         for (const std::string& part : parts)
             if (part == "..") return std::nullopt;
         const std::string& name = parts.back();
         if (policy::looked_up_where_it_lands(name)) return std::nullopt;
-        const std::string where = join(parts, parts.size());
+        const std::string where = path_components::join(parts, parts.size());
         if (decide(where, true) != 0) {  // refused: the slow path says with which errno (and notes it)
             refusal_.reset();
             return std::nullopt;

@@ -1,14 +1,19 @@
 #include "policy/git_config.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 #include <set>
-#include <sstream>
+
+#include "policy/casefold.hpp"
 
 namespace cordon::policy::git_config {
 
@@ -147,13 +152,22 @@ std::vector<Entry> parse(std::string_view t) {
 
 namespace {
 
+// A config file's text (bounded: a config is small). Few system calls: thousands of repositories are read
+// at start (a regular file's short read is its end).
 std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return {};
-    std::ostringstream s;
-    s << in.rdbuf();
-    std::string text = s.str();
-    if (text.size() > (1u << 20)) text.resize(1u << 20);  // bounded: a config is small
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) return {};
+    constexpr std::size_t kChunk = 16384, kMax = 1u << 20;
+    std::string text;
+    while (text.size() < kMax) {
+        const std::size_t had = text.size();
+        text.resize(had + kChunk);
+        const ssize_t n = ::read(fd, text.data() + had, kChunk);
+        text.resize(had + (n > 0 ? static_cast<std::size_t>(n) : 0));
+        if (n < static_cast<ssize_t>(kChunk)) break;
+    }
+    ::close(fd);
+    if (text.size() > kMax) text.resize(kMax);
     return text;
 }
 
@@ -195,56 +209,57 @@ std::string gitfile_target(const std::string& gitfile) {
     return text[0] == '/' ? normal(text) : normal(fs::path(gitfile).parent_path().string() + "/" + text);
 }
 
-}  // namespace
+// A repository: its git directory and the directory a relative core.hooksPath is taken from (the working
+// tree's top; a bare repository's git directory).
+struct Repository {
+    std::string git_dir;
+    std::string top;
+};
 
-Targets find_targets(const std::string& cwd, const std::string& home) {
-    Targets targets;
-    // The repository git finds from cwd: the first `.git` (a directory or a gitfile) upwards, or cwd itself
-    // when it is a bare repository.
-    std::string git_dir, hooks_base;
-    for (fs::path at = normal(cwd);; at = at.parent_path()) {
-        const std::string dot_git = (at / ".git").string();
-        if (is_dir(dot_git)) {
-            git_dir = dot_git;
-        } else if (is_file(dot_git)) {
-            git_dir = gitfile_target(dot_git);
-        } else if (is_file((at / "HEAD").string()) &&
-                   (is_dir((at / "objects").string()) || is_file((at / "commondir").string()))) {
-            git_dir = at.string();
-            hooks_base = git_dir;  // a bare repository runs its hooks in itself
-        }
-        if (!git_dir.empty()) {
-            if (hooks_base.empty()) hooks_base = at.string();  // the working tree's top
-            break;
-        }
-        if (at == at.parent_path()) break;
+// The git directory of the working tree `top` when it holds a `.git` (a directory, or a gitfile), or `top`
+// itself when it is a bare repository; nullopt otherwise.
+std::optional<Repository> repository_at(const std::string& top) {
+    const std::string dot_git = top == "/" ? "/.git" : top + "/.git";
+    if (is_dir(dot_git)) return Repository{dot_git, top};
+    if (is_file(dot_git)) {
+        std::string git_dir = gitfile_target(dot_git);
+        if (!git_dir.empty()) return Repository{std::move(git_dir), top};
+        return std::nullopt;
     }
-    std::vector<std::string> queue;
-    if (!git_dir.empty()) {
-        std::string common = git_dir;
-        const std::string commondir = read_file(git_dir + "/commondir");
-        if (!commondir.empty()) {
-            std::string c = commondir.substr(0, commondir.find('\n'));
-            common = c.empty() ? git_dir : resolve(c, git_dir, "");
-        }
-        queue.push_back(common + "/config");
-        queue.push_back(git_dir + "/config.worktree");
+    const std::string at = top == "/" ? "" : top;
+    if (is_file(at + "/HEAD") && (is_dir(at + "/objects") || is_file(at + "/commondir")))
+        return Repository{top, top};  // a bare repository runs its hooks in itself
+    return std::nullopt;
+}
+
+// The repository git finds from `dir`: the first upwards.
+std::optional<Repository> repository_above(const std::string& dir) {
+    for (fs::path at = normal(dir);; at = at.parent_path()) {
+        if (auto repo = repository_at(at.string())) return repo;
+        if (at == at.parent_path()) return std::nullopt;
     }
-    if (!home.empty()) {
-        queue.push_back(home + "/.gitconfig");
-        const char* xdg = std::getenv("XDG_CONFIG_HOME");
-        queue.push_back((xdg && *xdg == '/' ? std::string(xdg) : home + "/.config") + "/git/config");
-    }
-    queue.push_back("/etc/gitconfig");
-    // Included files are read in turn (bounded: git itself stops at a depth of 10).
+}
+
+// Reads config files (and what they include, bounded: git itself stops at a depth of 10) into `targets`. A
+// relative core.hooksPath is taken from `hooks_base`; with none (the user's own configuration) it is kept in
+// `relative_hooks`, to be taken from each repository's top.
+void read_configs(std::vector<std::string> queue, const std::string& hooks_base, const std::string& home,
+                  Targets& targets, std::vector<std::string>* relative_hooks) {
     std::set<std::string> seen;
     for (std::size_t n = 0; n < queue.size() && n < 64; ++n) {
         const std::string file = queue[n];
         if (!seen.insert(file).second) continue;
+        const std::string text = read_file(file);
+        if (text.empty()) continue;
         const std::string dir = fs::path(file).parent_path().string();
-        for (const Entry& e : parse(read_file(file))) {
+        for (const Entry& e : parse(text)) {
             if (e.key == "core.hookspath") {
-                const std::string p = resolve(e.value, hooks_base.empty() ? cwd : hooks_base, home);
+                if (hooks_base.empty() && relative_hooks && !e.value.empty() && e.value[0] != '/' &&
+                    e.value[0] != '~') {
+                    relative_hooks->push_back(e.value);
+                    continue;
+                }
+                const std::string p = resolve(e.value, hooks_base, home);
                 if (!p.empty()) targets.hook_dirs.push_back(p);
             } else if (e.key == "include.path" || (e.key.rfind("includeif.", 0) == 0 && e.key.size() > 15 &&
                                                    e.key.compare(e.key.size() - 5, 5, ".path") == 0)) {
@@ -255,22 +270,245 @@ Targets find_targets(const std::string& cwd, const std::string& home) {
             }
         }
     }
-    return targets;
 }
 
-Targets find_targets_both_ways(const std::string& cwd, const std::string& home) {
-    const Targets found = find_targets(cwd, home);
-    Targets out;
-    auto both = [](std::vector<std::string>& into, const std::vector<std::string>& paths) {
-        for (const std::string& p : paths) {
-            into.push_back(p);
-            std::error_code ec;
-            const std::string r = std::filesystem::weakly_canonical(p, ec).string();
-            if (!ec && !r.empty() && r != p) into.push_back(r);
+// The configuration of one repository: its common directory's config (a worktree's `commondir` followed)
+// and its own config.worktree, with what they include; the user's relative core.hooksPath from its top.
+void read_repository(const Repository& repo, const std::string& home,
+                     const std::vector<std::string>& relative_hooks, Targets& targets) {
+    std::string common = repo.git_dir;
+    const std::string commondir = read_file(repo.git_dir + "/commondir");
+    if (!commondir.empty()) {
+        const std::string c = commondir.substr(0, commondir.find('\n'));
+        if (!c.empty()) common = resolve(c, repo.git_dir, "");
+    }
+    read_configs({common + "/config", repo.git_dir + "/config.worktree"}, repo.top, home, targets, nullptr);
+    for (const std::string& rel : relative_hooks)
+        targets.hook_dirs.push_back(resolve(rel, repo.top, home));
+}
+
+// The user's own configuration: ~/.gitconfig, $XDG_CONFIG_HOME/git/config (or ~/.config/git/config),
+// /etc/gitconfig.
+void read_user_configs(const std::string& home, Targets& targets, std::vector<std::string>& relative_hooks) {
+    std::vector<std::string> queue;
+    if (!home.empty()) {
+        queue.push_back(home + "/.gitconfig");
+        const char* xdg = std::getenv("XDG_CONFIG_HOME");
+        queue.push_back((xdg && *xdg == '/' ? std::string(xdg) : home + "/.config") + "/git/config");
+    }
+    queue.push_back("/etc/gitconfig");
+    read_configs(std::move(queue), "", home, targets, &relative_hooks);
+}
+
+bool covers(const std::string& dir, const std::string& path) {
+    return path.size() >= dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+           (path.size() == dir.size() || dir == "/" || path[dir.size()] == '/');
+}
+
+void sort_unique(std::vector<std::string>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+}  // namespace
+
+void Targets::index() {
+    sort_unique(hook_dirs);
+    sort_unique(files);
+    hook_dirs_folded_.clear();
+    files_folded_.clear();
+    for (const std::string& d : hook_dirs)
+        hook_dirs_folded_.push_back(casefold::fold(d));
+    for (const std::string& f : files)
+        files_folded_.push_back(casefold::fold(f));
+    sort_unique(hook_dirs_folded_);
+    sort_unique(files_folded_);
+    all_sorted_ = hook_dirs;
+    all_sorted_.insert(all_sorted_.end(), files.begin(), files.end());
+    sort_unique(all_sorted_);
+    all_folded_ = hook_dirs_folded_;
+    all_folded_.insert(all_folded_.end(), files_folded_.begin(), files_folded_.end());
+    sort_unique(all_folded_);
+}
+
+bool Targets::protects(const std::string& path, bool folded) const {
+    const auto& dirs = folded ? hook_dirs_folded_ : hook_dirs;
+    const auto& fls = folded ? files_folded_ : files;
+    if (std::binary_search(fls.begin(), fls.end(), path)) return true;
+    // `path` itself and each of its ancestors.
+    for (std::string p = path; !dirs.empty();) {
+        if (std::binary_search(dirs.begin(), dirs.end(), p)) return true;
+        const std::size_t slash = p.rfind('/');
+        if (p == "/" || slash == std::string::npos) break;
+        p = slash == 0 ? "/" : p.substr(0, slash);
+    }
+    return false;
+}
+
+bool Targets::below(const std::string& dir, bool folded) const {
+    const auto& all = folded ? all_folded_ : all_sorted_;
+    const std::string prefix = dir == "/" ? "/" : dir + "/";
+    auto it = std::lower_bound(all.begin(), all.end(), prefix);
+    for (; it != all.end() && it->compare(0, prefix.size(), prefix) == 0; ++it)
+        if (*it != dir) return true;
+    return false;
+}
+
+namespace {
+
+// The walk of find_targets_below: depth first, each directory opened from its parent's descriptor (one
+// component to look up: thousands of directories are opened at start), at most max_depth + 1 descriptors
+// open; symlinks not followed, git directories not entered (their objects are most of a repository's files;
+// the git directories of submodules and worktrees are found through the gitfiles that name them).
+class TreeSearch {
+  public:
+    TreeSearch(const SearchLimits& limits, Search& out) : limits_(limits), out_(out) {}
+
+    // Every repository at or below `root`, in `found`.
+    void walk(const std::string& root, std::vector<Repository>& found) {
+        const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) return;
+        walk_dir(fd, root, 0, found);
+    }
+
+  private:
+    // Looks at the directory open as `fd` (closed here), then below it.
+    void walk_dir(int fd, const std::string& dir, int depth, std::vector<Repository>& found) {
+        if (out_.stopped || (limits_.stop && limits_.stop())) {
+            out_.stopped = true;
+            ::close(fd);
+            return;
         }
-    };
-    both(out.hook_dirs, found.hook_dirs);
-    both(out.files, found.files);
+        bool git = false, git_dir = false, head = false, objects = false, commondir = false;
+        std::vector<std::string> subdirs;
+        alignas(8) char buf[32768];
+        for (;;) {
+            const long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+            if (n <= 0) break;
+            for (long off = 0; off < n;) {
+                const auto* e = reinterpret_cast<const struct dirent64*>(buf + off);
+                off += e->d_reclen;
+                const std::string_view name = e->d_name;
+                if (name == "." || name == "..") continue;
+                ++out_.entries;
+                if (name == ".git") {
+                    git = true;
+                    git_dir = e->d_type == DT_DIR;
+                    continue;  // a git directory is not entered
+                }
+                head = head || name == "HEAD";
+                objects = objects || name == "objects";
+                commondir = commondir || name == "commondir";
+                unsigned char type = e->d_type;
+                if (type == DT_UNKNOWN) {
+                    struct stat st {};
+                    if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+                    type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+                }
+                if (type == DT_DIR) subdirs.emplace_back(name);
+            }
+        }
+        const std::string at = dir == "/" ? "" : dir;
+        if (git_dir) {
+            found.push_back(Repository{at + "/.git", dir});
+        } else if (git || (head && (objects || commondir))) {
+            if (auto repo = repository_at(dir)) {
+                const bool bare = repo->git_dir == dir;
+                found.push_back(std::move(*repo));
+                if (bare) subdirs.clear();  // its objects and refs are not entered
+            }
+        }
+        for (std::size_t i = 0; i < subdirs.size(); ++i) {
+            if (out_.stopped) break;
+            if (out_.entries >= limits_.max_entries || depth + 1 > limits_.max_depth) {
+                for (; i < subdirs.size(); ++i)
+                    unsearched(at + "/" + subdirs[i]);
+                break;
+            }
+            // The kernel's own trees (an allowWrite of `/`): no repository there, and /proc shows every
+            // process's files again.
+            if (dir == "/" && (subdirs[i] == "proc" || subdirs[i] == "sys" || subdirs[i] == "dev")) continue;
+            const int sub = ::openat(fd, subdirs[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0) continue;  // gone, or not ours to read (nor the command's to search)
+            walk_dir(sub, at + "/" + subdirs[i], depth + 1, found);
+        }
+        ::close(fd);
+    }
+
+    void unsearched(const std::string& dir) {
+        if (out_.unsearched.size() < 16) out_.unsearched.push_back(dir);
+        ++out_.unsearched_count;
+    }
+    const SearchLimits& limits_;
+    Search& out_;
+};
+
+// Each path as configured and, where it differs, resolved through symlinks as well (the jail shows the
+// host's paths where they are; a write names either).
+void both_ways(std::vector<std::string>& paths) {
+    const std::size_t n = paths.size();
+    for (std::size_t i = 0; i < n; ++i) {
+        std::error_code ec;
+        const std::string r = fs::weakly_canonical(paths[i], ec).string();
+        if (!ec && !r.empty() && r != paths[i]) paths.push_back(r);
+    }
+}
+
+}  // namespace
+
+Search find_targets_below(const std::string& cwd, const std::string& home,
+                          const std::vector<std::string>& roots, const SearchLimits& limits) {
+    Search out;
+    std::vector<std::string> relative_hooks;
+    read_user_configs(home, out.targets, relative_hooks);
+    std::vector<Repository> found;
+    if (auto repo = repository_above(cwd)) found.push_back(std::move(*repo));
+    TreeSearch search(limits, out);
+    for (const std::string& root : roots) {
+        if (auto repo = repository_above(root)) found.push_back(std::move(*repo));
+        search.walk(normal(root), found);
+    }
+    std::set<std::pair<std::string, std::string>> read;
+    for (const Repository& repo : found) {
+        if (limits.stop && limits.stop()) {
+            out.stopped = true;
+            break;
+        }
+        if (!read.emplace(repo.git_dir, repo.top).second) continue;
+        read_repository(repo, home, relative_hooks, out.targets);
+    }
+    out.repositories = read.size();
+    if (found.empty())
+        for (const std::string& rel : relative_hooks)
+            out.targets.hook_dirs.push_back(resolve(rel, normal(cwd), home));
+    out.targets.index();  // duplicates gone before each is resolved
+    both_ways(out.targets.hook_dirs);
+    both_ways(out.targets.files);
+    out.targets.index();
+    return out;
+}
+
+std::vector<std::string> search_roots(const Policy& policy) {
+    const auto& f = policy.filesystem();
+    std::vector<std::string> roots;
+    for (const PathRule& rule : f.allow_write) {
+        std::string p = rule.path.string();
+        if (rule.rule.source.layer == Layer::Default && p == "/tmp") continue;  // the jail's own
+        if (rule.glob) {
+            // The literal directories before the first glob character.
+            const std::size_t g = p.find_first_of("*?[");
+            p = g == std::string::npos ? p : p.substr(0, p.rfind('/', g));
+            if (p.empty()) p = "/";
+        }
+        p = normal(p);
+        if ((covers("/dev", p) && !covers("/dev/shm", p)) || covers("/proc", p)) continue;
+        if (!is_dir(p)) continue;
+        roots.push_back(p);
+    }
+    std::sort(roots.begin(), roots.end());
+    std::vector<std::string> out;
+    for (const std::string& r : roots)
+        if (out.empty() || !covers(out.back(), r)) out.push_back(r);
     return out;
 }
 

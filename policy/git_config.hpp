@@ -1,14 +1,19 @@
 // Where git's configuration sends it outside a git directory: `core.hooksPath` (the hooks git runs instead of
 // `.git/hooks`: husky's `.husky/_`, a project's `.githooks`) and `include.path` / `includeIf.*.path` (files
 // read as configuration). Read when the run starts from the configuration of the repository that holds the
-// working directory and the user's (global and system), so that the supervisor (jail/notify.cpp, through
-// policy/write_rules.hpp) and `cordon check` protect those targets as it protects `.git/hooks` and
+// working directory, of every repository in the writable areas and the user's (global and system), so that
+// the supervisor (jail/notify.cpp, through policy/write_rules.hpp) and `cordon check` protect those targets
+// as it protects `.git/hooks` and
 // `.git/config`.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "policy/policy.hpp"
 
 namespace cordon::policy::git_config {
 
@@ -28,15 +33,52 @@ std::vector<Entry> parse(std::string_view text);
 struct Targets {
     std::vector<std::string> hook_dirs;  // core.hooksPath: the directory and everything in it
     std::vector<std::string> files;      // include.path, includeIf.*.path: the file
+
+    // Sorts and deduplicates both lists and keeps their case-folded copies (policy/casefold.hpp): the
+    // lookups below are binary searches (a write is decided against thousands of targets where a project
+    // holds that many nested repositories).
+    void index();
+    // Whether `path` is a hooks directory or lies in one, or is an included file (`folded`: `path` is
+    // case-folded and compared with the folded targets). After index().
+    bool protects(const std::string& path, bool folded = false) const;
+    // Whether a target lies strictly below the directory `dir` (moving or replacing `dir` would move it).
+    bool below(const std::string& dir, bool folded = false) const;
+
+  private:
+    std::vector<std::string> hook_dirs_folded_, files_folded_, all_sorted_, all_folded_;
 };
 
-// Reads the configuration git would read in `cwd` (the repository found from it upwards, its common
-// directory's config and config.worktree, the user's global config under `home`, /etc/gitconfig) and every
-// file it includes (bounded), and returns where it points.
-Targets find_targets(const std::string& cwd, const std::string& home);
+// How far find_targets_below looks.
+struct SearchLimits {
+    std::size_t max_entries = 1000000;  // directory entries looked at, all trees together
+    int max_depth = 64;                 // directories below a root
+    std::function<bool()> stop;         // asked before each directory: true ends the search
+};
 
-// find_targets(), each path as configured and, where it differs, resolved through symlinks as well (the jail
-// shows the host's paths where they are; a write names either).
-Targets find_targets_both_ways(const std::string& cwd, const std::string& home);
+struct Search {
+    Targets targets;               // as configured and, where it differs, resolved through symlinks; indexed
+    std::size_t repositories = 0;  // git directories whose configuration was read
+    std::size_t entries = 0;       // directory entries looked at
+    std::vector<std::string> unsearched;  // directories left unsearched past the limits (the first 16)
+    std::size_t unsearched_count = 0;
+    bool stopped = false;  // `stop` said so
+};
+
+// Reads the configuration git would read in `cwd` and in each of `roots` (the repository found from it
+// upwards, its common directory's config and config.worktree), of every repository below each root, and the
+// user's (the global config under `home`, /etc/gitconfig), with every file it includes (bounded), and
+// returns where it points. The repositories below a root: a `.git` (a directory, or a gitfile and the git
+// directory it names, its `commondir` followed) or a bare repository (HEAD next to objects or commondir),
+// found by a walk of the trees (symlinks not followed, git directories not entered) within `limits`. A
+// relative core.hooksPath of the user's configuration counts in every repository found. Each target as
+// configured and resolved.
+Search find_targets_below(const std::string& cwd, const std::string& home,
+                          const std::vector<std::string>& roots, const SearchLimits& limits = {});
+
+// The trees find_targets_below searches for a run under `policy`: the writable roots (allowWrite, globs from
+// their literal part, the working directory when it is writable) but the jail's own /tmp, /dev (a project
+// below /dev/shm is searched) and /proc,
+// without those inside another.
+std::vector<std::string> search_roots(const Policy& policy);
 
 }  // namespace cordon::policy::git_config

@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "policy/path_components.hpp"
+
 namespace cordon::policy::detail {
 namespace fs = std::filesystem;
 namespace {
@@ -29,18 +31,6 @@ bool glob_components(const std::vector<std::string>& pattern, std::size_t pi,
 }
 
 }  // namespace
-
-std::vector<std::string> split_components(std::string_view path) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    for (std::size_t i = 0; i <= path.size(); ++i) {
-        if (i == path.size() || path[i] == '/') {
-            if (i > start) out.emplace_back(path.substr(start, i - start));
-            start = i + 1;
-        }
-    }
-    return out;
-}
 
 std::string normal_path(const fs::path& path) {
     std::string s = path.lexically_normal().string();
@@ -86,7 +76,8 @@ bool path_covers(std::string_view rule, bool glob, std::string_view path) {
         if (path.size() < rule.size() || path.substr(0, rule.size()) != rule) return false;
         return path.size() == rule.size() || path[rule.size()] == '/';
     }
-    return glob_components(split_components(rule), 0, split_components(path), 0);
+    return glob_components(path_components::split_non_empty(rule), 0, path_components::split_non_empty(path),
+                           0);
 }
 
 }  // namespace cordon::policy::detail

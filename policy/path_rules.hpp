@@ -47,7 +47,4 @@ bool has_glob(std::string_view pattern);
 // `/p/x.env/y`).
 bool path_covers(std::string_view rule, bool glob, std::string_view path);
 
-// The non-empty components of a slash-separated path ("/a//b/" -> {"a", "b"}).
-std::vector<std::string> split_components(std::string_view path);
-
 }  // namespace cordon::policy::detail

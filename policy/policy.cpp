@@ -15,6 +15,7 @@
 
 #include "policy/domain_matcher.hpp"
 #include "policy/inspection.hpp"
+#include "policy/path_components.hpp"
 #include "policy/path_rules.hpp"
 #include "policy/settings_loader.hpp"
 #include "policy/syntax.hpp"
@@ -215,23 +216,23 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             fs_.always_read_only_names.push_back(name);
             Rule rule{name, Source{Layer::Default, "", "always read-only", 0}};
             name_rules_.push_back(rule);
-            name_components_.push_back(detail::split_components(name));
+            name_components_.push_back(path_components::split_non_empty(name));
             fs_.deny_write.push_back(PathRule{c.cwd / name, false, rule});
         }
         for (const std::string& name : git_dir_names()) {
             name_rules_.push_back(
                 Rule{name, Source{Layer::Default, "", "always read-only in a git directory", 0}});
-            name_components_.push_back(detail::split_components(name));
+            name_components_.push_back(path_components::split_non_empty(name));
         }
         for (const std::string& name : home_read_only_names()) {
             fs_.home_read_only_names.push_back(name);
             home_rules_.push_back(
                 Rule{"~/" + name, Source{Layer::Default, "", "always read-only in a home", 0}});
-            home_components_.push_back(detail::split_components(name));
+            home_components_.push_back(path_components::split_non_empty(name));
             // No home (HOME=/): the names hold in /root and /home/* only (decide_write), not at the top of /.
             if (c.home != "/") fs_.deny_write.push_back(PathRule{c.home / name, false, home_rules_.back()});
         }
-        home_components_of_home_ = detail::split_components(c.home.string());
+        home_components_of_home_ = path_components::split_non_empty(c.home.string());
         for (auto& rule : c.deny_write)
             fs_.deny_write.push_back(std::move(rule));
         fs_.deny_read = std::move(c.deny_read);
@@ -305,7 +306,8 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
     }
 
     bool holds_protected_names(const std::string& path) const override {
-        const std::vector<std::string> components = detail::split_components(detail::normal_path(path));
+        const std::vector<std::string> components =
+            path_components::split_non_empty(detail::normal_path(path));
         auto tail_is_prefix = [&](const std::vector<std::string>& name) {
             for (std::size_t n = 1; n < name.size() && n <= components.size(); ++n)
                 if (std::equal(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(n),
@@ -336,7 +338,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             const std::string* p = pass == 0 ? &lexical : &resolved;
             for (const PathRule& rule : settings_rules_)
                 if (rule.path.native() == *p) return make(Verdict::Deny, Reason::AlwaysReadOnly, &rule.rule);
-            const std::vector<std::string> components = detail::split_components(*p);
+            const std::vector<std::string> components = path_components::split_non_empty(*p);
             // A name matches only where each of its words (not `*`) is one of the path's components.
             const bool may_name = name_without_word_ ||
                                   std::any_of(components.begin(), components.end(),
@@ -500,7 +502,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
     // taken as written.
     static std::vector<std::string> lookup_chain(const std::string& path) {
         std::vector<std::string> chain{path};
-        std::vector<std::string> rest = detail::split_components(path);
+        std::vector<std::string> rest = path_components::split_non_empty(path);
         std::reverse(rest.begin(), rest.end());  // a stack: the next component last
         std::string at;                          // resolved so far ("" is /)
         int links = 0;
@@ -528,7 +530,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
                 continue;
             }
             if (target.front() == '/') at.clear();
-            std::vector<std::string> parts = detail::split_components(target);
+            std::vector<std::string> parts = path_components::split_non_empty(target);
             for (auto it = parts.rbegin(); it != parts.rend(); ++it)
                 rest.push_back(std::move(*it));
         }
@@ -700,7 +702,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         // is).
         bool suspect = false;
         fs::path at = "/";
-        const std::vector<std::string> parts = detail::split_components(lexical);
+        const std::vector<std::string> parts = path_components::split_non_empty(lexical);
         for (std::size_t i = 0; i < parts.size(); ++i) {
             fs::path next = at / parts[i];
             struct stat st {};
@@ -824,7 +826,7 @@ const std::vector<std::string>& read_scope_hidden_paths() {
 std::string working_directory_refusal(const fs::path& cwd, const fs::path& home) {
     const std::string c = detail::normal_path(cwd);
     if (c == "/") return "/ is the root directory";
-    const std::vector<std::string> parts = detail::split_components(c);
+    const std::vector<std::string> parts = path_components::split_non_empty(c);
     const std::string& top = parts.front();
     // /lib, /lib32, /lib64, /libx32 (not /library).
     const bool lib =

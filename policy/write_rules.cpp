@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "policy/casefold.hpp"
+#include "policy/path_components.hpp"
 
 namespace cordon::policy {
 
@@ -76,10 +77,13 @@ const std::vector<WriteRule>& write_rules() {
          "`cordon check` takes a git directory that exists now for one that existed when the run started"},
         {"git-config-targets", false,
          "core.hooksPath directories and the files include.path / includeIf.*.path name, in the repository "
-         "of the working directory and the user's configuration, are refused (EACCES)",
+         "of the working directory, in every repository in the writable areas (a nested one, a worktree's, "
+         "a bare one) and in the user's configuration, are refused (EACCES)",
          "they usually point into the writable working tree: a hook or an included core.fsmonitor there runs "
          "on the host at the user's next commit or status",
-         "read when the run starts (`cordon check`: now), as written and resolved"},
+         "read when the run starts (`cordon check`: now), as written and resolved; the writable areas are "
+         "searched for repositories up to 1,000,000 entries and 64 levels (past that the directories left "
+         "are named, and a repository there keeps its own targets writable)"},
         {"casefold", false,
          "in a directory that compares names without case (ext4 chattr +F, tmpfs -o casefold) a name that "
          "folds to a protected one is that one (.BASHRC, .Git/Hooks) (EACCES)",
@@ -159,26 +163,6 @@ bool all_digits(const std::string& s) {
     return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-std::vector<std::string> components(const std::string& p) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start <= p.size()) {
-        std::size_t end = p.find('/', start);
-        if (end == std::string::npos) end = p.size();
-        std::string part = p.substr(start, end - start);
-        if (!part.empty() && part != ".") out.push_back(std::move(part));
-        start = end + 1;
-    }
-    return out;
-}
-
-std::string join(const std::vector<std::string>& parts, std::size_t count) {
-    std::string out;
-    for (std::size_t i = 0; i < count && i < parts.size(); ++i)
-        out += "/" + parts[i];
-    return out.empty() ? "/" : out;
-}
-
 WriteDecision by(std::string_view rule, int error, int jail_answers = 0) {
     WriteDecision d;
     d.error = error;
@@ -232,7 +216,8 @@ WriteDecision decide_exact(const Policy& policy, const std::string& path, bool c
     const Decision d = policy.decide_write_resolved(path, [&](const std::string& dir) {
         if (&original == &path) return facts.git_dir_existed(dir);
         const auto n = static_cast<std::size_t>(std::count(dir.begin(), dir.end(), '/'));
-        return facts.git_dir_existed(dir == "/" ? dir : join(components(original), n));
+        return facts.git_dir_existed(dir == "/" ? dir
+                                                : path_components::join(path_components::split(original), n));
     });
     WriteDecision out = by("path-rules", 0);
     out.path_rule = d;
@@ -268,10 +253,10 @@ WriteDecision decide_exact(const Policy& policy, const std::string& path, bool c
 // spelt, component for component.
 bool in_old_git_dir(const Policy& policy, const std::string& path, WriteFacts& facts,
                     const std::string& original) {
-    const std::vector<std::string> parts = components(path);
-    const std::vector<std::string> spelt = components(original);
+    const std::vector<std::string> parts = path_components::split(path);
+    const std::vector<std::string> spelt = path_components::split(original);
     for (std::size_t i : git_dir_candidates(parts)) {
-        const std::string dir = join(spelt.size() == parts.size() ? spelt : parts, i + 1);
+        const std::string dir = path_components::join(spelt.size() == parts.size() ? spelt : parts, i + 1);
         if (!facts.holds_git_signature(dir) || !facts.git_dir_existed(dir)) continue;
         std::string inside = "/.git";
         for (std::size_t k = i + 1; k < parts.size(); ++k)
@@ -282,19 +267,9 @@ bool in_old_git_dir(const Policy& policy, const std::string& path, WriteFacts& f
     return false;
 }
 
-bool covers(const std::string& dir, const std::string& path) {
-    return path.size() >= dir.size() && path.compare(0, dir.size(), dir) == 0 &&
-           (path.size() == dir.size() || dir == "/" || path[dir.size()] == '/');
-}
-
 // `folded`: compare folded (`path` is folded): the target as a case-insensitive directory finds it.
 bool git_config_target(const std::string& path, WriteFacts& facts, bool folded = false) {
-    auto as = [&](const std::string& p) { return folded ? casefold::fold(p) : p; };
-    for (const std::string& dir : facts.git_hook_dirs())
-        if (covers(as(dir), path)) return true;
-    for (const std::string& file : facts.git_config_files())
-        if (as(file) == path) return true;
-    return false;
+    return facts.git_targets().protects(path, folded);
 }
 
 // Whether `name` in `dir` is `what`: exactly, or in another case in a directory that compares without case.

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "policy/git_config.hpp"
 #include "policy/policy.hpp"
 
 namespace cordon::policy {
@@ -62,9 +63,9 @@ class WriteFacts {
     virtual bool has_entry(const std::string& dir, const std::string& name) = 0;
     virtual bool existed_at_start(const std::string& dir, const std::string& name) = 0;
     // Where git's configuration sends git (policy/git_config.hpp): core.hooksPath directories and included
-    // files, as written and resolved.
-    virtual const std::vector<std::string>& git_hook_dirs() = 0;
-    virtual const std::vector<std::string>& git_config_files() = 0;
+    // files of the working directory's repository, of every repository in the writable areas and of the
+    // user's configuration, as written and resolved (indexed).
+    virtual const git_config::Targets& git_targets() = 0;
     // Whether the entry `name` of `dir` is one of cordon's own files (the run's audit log, the cordon binary
     // that runs), by identity (a hard link of it too) or by the path it had when the run started.
     virtual bool is_cordon_file(const std::string& dir, const std::string& name) {

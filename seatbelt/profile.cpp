@@ -9,6 +9,8 @@
 #include <set>
 #include <string_view>
 
+#include "policy/path_components.hpp"
+
 namespace cordon::seatbelt {
 namespace {
 
@@ -136,18 +138,6 @@ constexpr const char* kWritableDevices[] = {"/dev/stdout", "/dev/stderr",       
 // of policy::read_scope_system_paths() (written in their canonical spelling too: /etc is /private/etc).
 constexpr const char* kMacSystemPaths[] = {"/System", "/Library", "/private/var/db/dyld",
                                            "/private/var/select"};
-
-std::vector<std::string> split_components(std::string_view path) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    for (std::size_t i = 0; i <= path.size(); ++i) {
-        if (i == path.size() || path[i] == '/') {
-            if (i > start) out.emplace_back(path.substr(start, i - start));
-            start = i + 1;
-        }
-    }
-    return out;
-}
 
 bool has_glob(std::string_view text) {
     return text.find_first_of("*?[") != std::string_view::npos;
@@ -314,7 +304,7 @@ std::string glob_component_regex(std::string_view c, bool fold) {
 // A glob over a whole path as a regex body (no anchors): `**` any number of components (none too).
 std::string glob_regex(std::string_view pattern, bool fold) {
     std::string out;
-    for (const std::string& c : split_components(pattern))
+    for (const std::string& c : policy::path_components::split_non_empty(pattern))
         out += c == "**" ? std::string("(/[^/]+)*") : "/" + glob_component_regex(c, fold);
     return out;
 }
@@ -323,7 +313,7 @@ std::string glob_regex(std::string_view pattern, bool fold) {
 // case-insensitive by default, and `.GIT/hooks` is `.git/hooks` there. `*` is one component.
 std::string name_regex(std::string_view name) {
     std::string out;
-    for (const std::string& c : split_components(name)) {
+    for (const std::string& c : policy::path_components::split_non_empty(name)) {
         if (!out.empty()) out += "/";
         if (c == "*") {
             out += "[^/]+";
@@ -346,7 +336,7 @@ std::vector<std::string> ancestors(const std::string& path) {
 // The part of a glob before its first wildcard component: the directory it stays in.
 std::string glob_base(const std::string& pattern) {
     std::string base;
-    for (const std::string& c : split_components(pattern)) {
+    for (const std::string& c : policy::path_components::split_non_empty(pattern)) {
         if (has_glob(c)) break;
         base += "/" + c;
     }
@@ -416,7 +406,7 @@ class Builder {
             return false;
         };
         std::string at = "/";  // resolved so far
-        for (const std::string& c : split_components(path)) {
+        for (const std::string& c : policy::path_components::split_non_empty(path)) {
             const std::string next = (at == "/" ? "" : at) + "/" + c;
             const std::string resolved = canonical(next);
             if (resolved != next && inside(at)) return true;
@@ -718,7 +708,7 @@ class Builder {
         std::vector<std::string> name_bodies, prefix_bodies;
         for (const std::string& name : names) {
             name_bodies.push_back(name_regex(name));
-            const auto parts = split_components(name);
+            const auto parts = policy::path_components::split_non_empty(name);
             std::string prefix;
             for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
                 prefix += (i ? "/" : "") + parts[i];
@@ -739,7 +729,7 @@ class Builder {
         std::vector<std::string> home_bodies, home_prefixes;
         for (const std::string& name : fsp.home_read_only_names) {
             home_bodies.push_back(name_regex(name));
-            const auto parts = split_components(name);
+            const auto parts = policy::path_components::split_non_empty(name);
             std::string prefix;
             for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
                 prefix += (i ? "/" : "") + parts[i];

@@ -52,5 +52,9 @@ bool send_notify_fd(int sock, int fd);
 // The listener received by the supervisor (close-on-exec), or -1 for anything else; `again` when nothing has
 // arrived yet.
 int receive_notify_fd(int sock, bool& again);
+// receive_notify_fd once: when a message (or anything else) has come, `sock` is closed and set to -1 (the
+// socket is done with either way) and the listener, or -1, returned; -1 with `sock` kept while nothing has.
+// Both jails' take_notify_fd.
+int take_notify_fd(int& sock);
 
 }  // namespace cordon::jail::detail

@@ -60,11 +60,6 @@ int read_string(pid_t pid, std::uint64_t addr, std::string& out);
 // readlink(2) into a string; `err` 0 or the errno.
 std::string readlink_str(const std::string& path, int& err);
 
-// Splits on '/', dropping empty and "." components ("a//./b" = a, b); ".." stays (symlinks decide it).
-std::vector<std::string> components(const std::string& p);
-// "/" + the first `count` components joined with '/' ("/" for none).
-std::string join(const std::vector<std::string>& parts, std::size_t count);
-
 // A path that reaches one of the caller's descriptors through a magic link (/dev/stdout, /dev/fd/N,
 // /proc/self/fd/N, /proc/<own pid>/fd/N): the descriptor's number. -1: not such a path; -2: a path inside
 // another process's /proc directory (refused: we would open it with our own rights, not the caller's).

@@ -107,6 +107,13 @@ class WriteRulesCase(JailFixtures):
         bare = os.path.join(cwd, ".bare")
         self.git("init", "-q", "--bare", bare)
         self.mkdir("project/shape/objects")
+        # A nested repository that existed before the run, with targets of its own (a vendored package, a
+        # monorepo's subproject): its core.hooksPath and the file its configuration includes.
+        nested = self.mkdir("project/vendor/lib")
+        self.git("init", "-q", nested, cwd=nested)
+        self.git("config", "core.hooksPath", ".githooks", cwd=nested)
+        self.git("config", "include.path", "../../extra.cfg", cwd=nested)  # from .git/: vendor/extra.cfg
+        self.write(os.path.join(cwd, "vendor/extra.cfg"), "")
         self.write(os.path.join(outside, "x"), "outside\n")
         theirs = f"/dev/shm/cordon-test-theirs-{os.getpid()}-{self.id().rsplit('.', 1)[-1]}"[:200]
         with open(theirs, "w") as f:
@@ -144,6 +151,9 @@ class WriteRulesCase(JailFixtures):
             (os.path.join(cwd, ".bare/description"), True, True, True),
             (os.path.join(cwd, "sub/.git"), True, False, False),
             (os.path.join(cwd, "shape/HEAD"), True, False, False),
+            (os.path.join(cwd, "vendor/lib/.githooks/pre-commit"), True, False, False),
+            (os.path.join(cwd, "vendor/extra.cfg"), True, False, False),
+            (os.path.join(cwd, "vendor/lib/src.c"), True, True, True),
             (os.path.join(outside, "x"), True, False, False),
             ("/etc/hostname", True, False, False),
         ]
@@ -187,6 +197,8 @@ class WriteRulesCase(JailFixtures):
             "/dev/cordon-new-node": "devices",
             "/proc/sys/kernel/core_pattern": "proc-knobs",
             os.path.join(self.cwd, ".githooks/pre-commit"): "git-config-targets",
+            os.path.join(self.cwd, "vendor/lib/.githooks/pre-commit"): "git-config-targets",
+            os.path.join(self.cwd, "vendor/extra.cfg"): "git-config-targets",
             os.path.join(self.cwd, ".bare/hooks/pre-receive"): "git-dirs-by-content",
             os.path.join(self.cwd, "sub/.git"): "gitfile",
             os.path.join(self.cwd, "shape/HEAD"): "repository-shape",

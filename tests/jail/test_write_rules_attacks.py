@@ -302,22 +302,18 @@ class AttackCase(JailFixtures):
         with open(own, "rb") as f:
             self.assertEqual(f.read(4), b"\x7fELF")
 
-    # HOLE (not fixed): git's configured targets are read only from the repository that holds the working
-    # directory (policy/git_config.cpp find_targets). A nested repository that existed before the run
-    # (vendor/lib, a submodule's working tree, a monorepo's subproject) with core.hooksPath .githooks or an
-    # include.path keeps both writable: the jailed command writes vendor/lib/.githooks/pre-commit, and the
-    # user's next `git commit` in vendor/lib runs it on the host (an included core.fsmonitor runs at `git
-    # status`). Fixing it means finding every such repository's configuration (a walk of the writable roots at
-    # start, or a look upwards at each write, cached by the git directory's identity): a design and a
-    # start-up/bench-7 measurement, not a small change.
-    @unittest.expectedFailure
+    # Git's configured targets of a nested repository that existed before the run (vendor/lib, a submodule's
+    # working tree, a monorepo's subproject): with core.hooksPath .githooks or an include.path, the jailed
+    # command wrote vendor/lib/.githooks/pre-commit, and the user's next `git commit` in vendor/lib ran it on
+    # the host (an included core.fsmonitor runs at `git status`). Every repository in the writable areas is
+    # read when the run starts (policy/git_config.cpp find_targets_below).
     def test_nested_repository_hooks_path_and_include(self):
         cwd = self.cwd
         self.git("init", "-q", cwd)
         nested = self.mkdir("project/vendor/lib")
         self.git("init", "-q", nested, cwd=nested)
         self.git("config", "core.hooksPath", ".githooks", cwd=nested)
-        self.git("config", "include.path", "../extra.cfg", cwd=nested)
+        self.git("config", "include.path", "../../extra.cfg", cwd=nested)  # from .git/: vendor/extra.cfg
         self.mkdir("project/vendor/lib/.githooks")
         self.write(os.path.join(cwd, "vendor/extra.cfg"), "")
         time.sleep(0.05)
@@ -332,6 +328,123 @@ class AttackCase(JailFixtures):
             "print(json.dumps(out))\n")
         self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
         self.assertFalse(os.path.exists(os.path.join(nested, ".githooks/pre-commit")))
+
+    def creates(self, paths):
+        """Each path created for writing (its directories made first where missing) in one jailed run:
+        {path: "ok" | errno name}, and the run's stderr."""
+        return self.jailed(
+            "import errno, json, os, sys\n"
+            "out = {}\n"
+            f"for p in {list(paths)!r}:\n"
+            "    try:\n"
+            "        os.makedirs(os.path.dirname(p), exist_ok=True)\n"
+            "        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o755)\n"
+            "        os.write(fd, b'#!/bin/sh\\necho PWN\\n'); os.close(fd); out[p] = 'ok'\n"
+            "    except OSError as e:\n"
+            "        out[p] = errno.errorcode.get(e.errno, str(e.errno))\n"
+            "print(json.dumps(out))\n")
+
+    def test_nested_repository_include_that_sets_hooks_path(self):
+        # The nested repository's config includes a file (outside its tree) that sets core.hooksPath: the
+        # hooks directory is taken from the nested repository's top, the included file is protected too.
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        nested = self.mkdir("project/vendor/lib")
+        self.git("init", "-q", nested, cwd=nested)
+        self.git("config", "include.path", "../../../conf/lib.cfg", cwd=nested)
+        self.write(os.path.join(cwd, "conf/lib.cfg"), "[include]\n\tpath = more.cfg\n")
+        self.write(os.path.join(cwd, "conf/more.cfg"), "[core]\n\thooksPath = tools/hooks\n")
+        time.sleep(0.05)
+        got, err = self.creates(["vendor/lib/tools/hooks/pre-commit", "conf/lib.cfg", "conf/more.cfg",
+                                 "vendor/lib/tools/other.sh"])
+        self.assertEqual(got.pop("vendor/lib/tools/other.sh"), "ok", err)
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+        self.assertFalse(os.path.exists(os.path.join(nested, "tools/hooks/pre-commit")))
+
+    def test_gitfile_to_a_git_directory_with_hooks_path(self):
+        # A working tree whose `.git` is a gitfile naming a git directory elsewhere (`git init
+        # --separate-git-dir`), whose config sets core.hooksPath: git in vendor/wt runs vendor/wt/.hooks.
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        wt = self.mkdir("project/vendor/wt")
+        self.mkdir("project/gitdirs")
+        self.git("init", "-q", "--separate-git-dir", os.path.join(cwd, "gitdirs/wt"), wt, cwd=wt)
+        self.git("config", "core.hooksPath", ".hooks", cwd=wt)
+        time.sleep(0.05)
+        got, err = self.creates(["vendor/wt/.hooks/pre-commit"])
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+        self.assertFalse(os.path.exists(os.path.join(wt, ".hooks/pre-commit")))
+
+    def test_linked_worktree_takes_hooks_path_from_its_own_top(self):
+        # A linked worktree (`git worktree add`) reads the main repository's config through its commondir; a
+        # relative core.hooksPath there is taken from the worktree's own top: wt/.githooks runs in wt.
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        self.git("config", "core.hooksPath", ".githooks")
+        self.write(os.path.join(cwd, "README"), "x\n")
+        self.git("add", "README")
+        self.git("commit", "-qm", "x")
+        self.git("worktree", "add", "-q", os.path.join(cwd, "wt"))
+        time.sleep(0.05)
+        got, err = self.creates(["wt/.githooks/pre-commit", ".githooks/pre-commit"])
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+        self.assertFalse(os.path.exists(os.path.join(cwd, "wt/.githooks/pre-commit")))
+
+    def test_nested_bare_repository_hooks_path(self):
+        # A bare repository in the tree (a local remote) with core.hooksPath: taken from the bare repository.
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        bare = self.mkdir("project/remotes/origin.git")
+        self.git("init", "-q", "--bare", bare, cwd=bare)
+        self.git("config", "core.hooksPath", "custom-hooks", cwd=bare)
+        time.sleep(0.05)
+        got, err = self.creates(["remotes/origin.git/custom-hooks/post-receive"])
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+
+    def test_search_past_its_bound_says_so(self):
+        # A repository deeper than the search goes (64 levels) keeps its own targets writable: one stderr line
+        # names what was not searched, and `cordon check` says what it assumed.
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        deep = "/".join(["d"] * 66)
+        nested = self.mkdir("project/" + deep)
+        self.git("init", "-q", nested, cwd=nested)
+        time.sleep(0.05)
+        got, err = self.creates(["sub/out.txt"])
+        self.assertEqual(got, {"sub/out.txt": "ok"}, err)
+        self.assertIn("were not searched for git repositories", err)
+        self.assertIn(os.path.join(cwd, "/".join(["d"] * 65)), err)
+
+    def test_nested_repository_made_during_the_run_is_named(self):
+        # A repository the run makes is the run's own (its hooks and config are not protected): it is named
+        # at the end, and it cannot take over a pre-existing repository's git directory by a gitfile either
+        # (the old git directory's config stays protected).
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        self.mkdir("project/vendor")
+        nested = self.mkdir("project/vendor/lib")
+        self.git("init", "-q", nested, cwd=nested)
+        time.sleep(0.05)
+        got, err = self.jailed(
+            "import errno, json, os, subprocess\n"
+            "out = {}\n"
+            "env = dict(os.environ, GIT_CONFIG_NOSYSTEM='1', HOME=os.getcwd())\n"
+            "subprocess.run(['git', 'init', '-q', 'vendor/new'], check=True, env=env)\n"
+            "subprocess.run(['git', '-C', 'vendor/new', 'config', 'core.hooksPath', 'h'], check=True, env=env)\n"
+            "os.makedirs('vendor/new/h')\n"
+            "open('vendor/new/h/pre-commit', 'w').write('#!/bin/sh\\n')\n"
+            "out['new'] = 'ok'\n"
+            "os.makedirs('other')\n"
+            "open('other/.git', 'w').write('gitdir: ../vendor/lib/.git\\n')\n"
+            "try:\n"
+            "    fd = os.open('vendor/lib/.git/config', os.O_WRONLY | os.O_APPEND); os.close(fd)\n"
+            "    out['old_config'] = 'ok'\n"
+            "except OSError as e:\n"
+            "    out['old_config'] = errno.errorcode.get(e.errno, str(e.errno))\n"
+            "print(json.dumps(out))\n")
+        self.assertEqual(got, {"new": "ok", "old_config": "EACCES"}, err)
+        self.assertIn("a git repository was created during the run: " + os.path.join(cwd, "vendor/new/.git"), err)
+        self.assertIn("a git repository was created during the run: " + os.path.join(cwd, "other/.git"), err)
 
 class AsRoot(AttackCase, unittest.TestCase):
     AS_USER = False

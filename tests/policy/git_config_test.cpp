@@ -3,9 +3,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+
+#include "policy/casefold.hpp"
 
 namespace fs = std::filesystem;
 using namespace cordon::policy;
@@ -54,7 +57,8 @@ TEST_CASE("git config targets: the repository's hooksPath from its top, includes
     fs::create_directories(t / "p/tools");
     std::ofstream(t / "p/tools/a.conf") << "[include]\n\tpath = b.conf\n";
     std::ofstream(t / "home/.gitconfig") << "[include]\n\tpath = ~/g.conf\n";
-    const auto found = git_config::find_targets((t / "p/src").string(), (t / "home").string());
+    const auto found =
+        git_config::find_targets_below((t / "p/src").string(), (t / "home").string(), {}).targets;
     auto has = [](const std::vector<std::string>& v, const fs::path& p) {
         return std::find(v.begin(), v.end(), p.string()) != v.end();
     };
@@ -63,4 +67,103 @@ TEST_CASE("git config targets: the repository's hooksPath from its top, includes
     CHECK(has(found.files, t / "p/tools/b.conf"));  // included by an included file
     CHECK(has(found.files, t / "home/g.conf"));
     fs::remove_all(t);
+}
+
+namespace {
+
+struct Tree {
+    fs::path t;
+    Tree() {
+        std::string pattern = (fs::temp_directory_path() / "cordon-git-nested-XXXXXX").string();
+        t = ::mkdtemp(pattern.data());
+    }
+    ~Tree() { fs::remove_all(t); }
+    void file(const std::string& rel, const std::string& text) {
+        fs::create_directories((t / rel).parent_path());
+        std::ofstream(t / rel) << text;
+    }
+    void repo(const std::string& rel) {  // a `.git` as `git init` makes it, as far as it counts here
+        fs::create_directories(t / rel / ".git/objects");
+        fs::create_directories(t / rel / ".git/refs");
+        file(rel + "/.git/HEAD", "ref: refs/heads/main\n");
+    }
+    std::string s(const std::string& rel) const { return (t / rel).string(); }
+};
+
+bool has(const std::vector<std::string>& v, const std::string& p) {
+    return std::find(v.begin(), v.end(), p) != v.end();
+}
+
+}  // namespace
+
+TEST_CASE("git config targets below: every repository in the trees, each from its own top") {
+    Tree tree;
+    tree.repo("p");
+    tree.repo("p/vendor/lib");  // nested, with a hooksPath and an include of its own
+    tree.file("p/vendor/lib/.git/config",
+              "[core]\n\thooksPath = .githooks\n[include]\n\tpath = ../../extra.cfg\n");
+    tree.file("p/vendor/extra.cfg", "[core]\n\thooksPath = ../tools/hooks\n");  // included: from lib's top
+    // A worktree's gitfile naming a git directory elsewhere, and a linked worktree's commondir.
+    tree.file("p/wt/.git", "gitdir: ../gitdirs/wt\n");
+    tree.file("p/gitdirs/wt/HEAD", "ref: refs/heads/x\n");
+    tree.file("p/gitdirs/wt/commondir", "../../vendor/lib/.git\n");
+    tree.file("p/gitdirs/wt/config.worktree", "[include]\n\tpath = /abs/wt.cfg\n");
+    // A bare repository: hooksPath from itself; what it holds is not entered.
+    fs::create_directories(tree.t / "p/remote.git/objects");
+    tree.file("p/remote.git/HEAD", "ref: refs/heads/main\n");
+    tree.file("p/remote.git/config", "[core]\n\thooksPath = custom\n");
+    tree.repo("p/remote.git/objects/deep");  // inside a bare repository: not looked at
+    tree.file("p/remote.git/objects/deep/.git/config", "[core]\n\thooksPath = never\n");
+    // The user's relative hooksPath counts in every repository.
+    tree.file("home/.gitconfig", "[core]\n\thooksPath = .husky/_\n");
+    // A symlink to a tree is not followed.
+    tree.repo("elsewhere/r");
+    tree.file("elsewhere/r/.git/config", "[core]\n\thooksPath = linked\n");
+    fs::create_directory_symlink(tree.t / "elsewhere", tree.t / "p/link");
+
+    const auto found = git_config::find_targets_below(tree.s("p"), tree.s("home"), {tree.s("p")});
+    const auto& t = found.targets;
+    CHECK(has(t.hook_dirs, tree.s("p/vendor/lib/.githooks")));
+    CHECK(has(t.files, tree.s("p/vendor/extra.cfg")));
+    CHECK(has(t.hook_dirs, tree.s("p/vendor/tools/hooks")));
+    CHECK(has(t.hook_dirs, tree.s("p/wt/.githooks")));  // the common config's, from the worktree's top
+    CHECK(has(t.files, "/abs/wt.cfg"));
+    CHECK(has(t.hook_dirs, tree.s("p/remote.git/custom")));
+    CHECK_FALSE(has(t.hook_dirs, tree.s("p/remote.git/objects/deep/never")));
+    CHECK_FALSE(has(t.hook_dirs, tree.s("p/link/r/linked")));
+    for (const char* top : {"p", "p/vendor/lib", "p/wt", "p/remote.git"})
+        CHECK(has(t.hook_dirs, tree.s(top) + "/.husky/_"));
+    CHECK(found.repositories >= 4);
+    CHECK(found.unsearched_count == 0);
+    // The lookups the write rules make.
+    CHECK(t.protects(tree.s("p/vendor/lib/.githooks/pre-commit")));
+    CHECK(t.protects(tree.s("p/vendor/lib/.githooks")));
+    CHECK_FALSE(t.protects(tree.s("p/vendor/lib/.githooksx")));
+    CHECK_FALSE(t.protects(tree.s("p/vendor/lib/src.c")));
+    CHECK(t.protects(tree.s("p/vendor/extra.cfg")));
+    CHECK(t.below(tree.s("p/vendor")));
+    CHECK_FALSE(t.below(tree.s("p/vendor/lib/.githooks")));
+    CHECK(t.protects(casefold::fold(tree.s("p/vendor/lib/.githooks/x")), true));
+}
+
+TEST_CASE("git config targets below: bounded, what is left named, and a stop asked for") {
+    Tree tree;
+    for (int i = 0; i < 20; ++i)
+        tree.repo("p/d" + std::to_string(i) + "/r");
+    git_config::SearchLimits limits;
+    limits.max_entries = 10;
+    auto found = git_config::find_targets_below(tree.s("p"), "", {tree.s("p")}, limits);
+    CHECK(found.entries >= 10);
+    CHECK(found.unsearched_count > 0);
+    CHECK_FALSE(found.unsearched.empty());
+    CHECK(found.unsearched.size() <= 16);
+    limits = {};
+    limits.max_depth = 1;
+    found = git_config::find_targets_below(tree.s("p"), "", {tree.s("p")}, limits);
+    CHECK(found.unsearched_count == 20);  // p/dN/r is two levels down
+    limits = {};
+    limits.stop = [] { return true; };
+    found = git_config::find_targets_below(tree.s("p"), "", {tree.s("p")}, limits);
+    CHECK(found.stopped);
+    CHECK(found.repositories == 0);
 }

@@ -41,8 +41,13 @@ struct StatedFacts final : WriteFacts {
     bool is_cordon_file(const std::string& dir, const std::string& name) override {
         return cordon_files.count(dir + "/" + name) > 0;
     }
-    const std::vector<std::string>& git_hook_dirs() override { return hook_dirs; }
-    const std::vector<std::string>& git_config_files() override { return config_files; }
+    git_config::Targets targets;
+    const git_config::Targets& git_targets() override {
+        targets.hook_dirs = hook_dirs;
+        targets.files = config_files;
+        targets.index();
+        return targets;
+    }
     void note_bare_repository(const std::string& dir) override { bare_noted.push_back(dir); }
 };
 
