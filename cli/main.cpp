@@ -42,6 +42,7 @@ constexpr Command kCommands[] = {
     {"policy", cordon::cli::cmd_policy},
     {"proxy", cordon::cli::cmd_proxy},
     {"run", cordon::cli::cmd_run},
+    {"session", cordon::cli::cmd_session},
 };
 
 }  // namespace
