@@ -82,6 +82,10 @@ class SessionCase(JailFixtures):
         self.sessions = []
 
     def tearDown(self):
+        # A test that opened the modes up and failed: cordon refuses such a directory, stop could not run.
+        for d in (self.xdg, os.path.join(self.xdg, "cordon")):
+            if os.path.isdir(d):
+                os.chmod(d, 0o700)
         for name in self.sessions:
             subprocess.run([Env.cordon, "session", "stop", name], env=self.env(), capture_output=True,
                            timeout=30, **self._identity())
