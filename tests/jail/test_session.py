@@ -197,6 +197,14 @@ class SessionCase(JailFixtures):
         self.assertFalse(os.path.exists(target))
         rc, out, err = self.join(name, "echo yes > written && cat written")
         self.assertEqual((rc, out), (0, "yes\n"), err)
+        # The session's init is not the commands' to end or reach into.
+        rc, out, err = self.join(name, "kill -TERM 1; kill -HUP 1; kill -INT 1; "
+                                       "readlink /proc/1/fd/1000 || echo no-readlink; "
+                                       "cat /proc/1/environ >/dev/null 2>&1 || echo no-environ")
+        self.assertIn("no-environ", out, err)
+        self.assertIn("no-readlink", out, err)
+        self.assertNotIn("socket:", out)
+        self.assertEqual(self.join(name, "echo alive")[1], "alive\n")
         rc, out, err = self.join(name, "echo $SANDBOX_RUNTIME $HTTP_PROXY")
         self.assertEqual(out.split()[0], "1", out)
         self.assertIn("127.0.0.1:", out)
