@@ -66,7 +66,8 @@ bool owned_directory(const fs::path& dir) {
            (st.st_mode & 022) == 0;
 }
 
-std::variant<int, std::string> connect_to(const fs::path& path) {
+// A connection to the socket at `path`, or why not (`err`: the errno, when asked for).
+std::variant<int, std::string> connect_to(const fs::path& path, int* err = nullptr) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (path.native().size() >= sizeof addr.sun_path) return std::string("the socket path is too long");
@@ -74,6 +75,7 @@ std::variant<int, std::string> connect_to(const fs::path& path) {
     int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return std::string(std::strerror(errno));
     if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        if (err) *err = errno;
         std::string why = std::strerror(errno);
         ::close(fd);
         return why;
@@ -629,8 +631,16 @@ int list_sessions(bool json) {
         if (entry.path().extension() == ".sock") sockets.push_back(entry.path());
     std::sort(sockets.begin(), sockets.end());
     for (const auto& path : sockets) {
-        auto fd = connect_to(path);
-        if (!std::holds_alternative<int>(fd)) continue;  // gone (its cleaner removes the socket)
+        int err = 0;
+        auto fd = connect_to(path, &err);
+        if (!std::holds_alternative<int>(fd)) {
+            // No session listens: a socket left by a machine that went down with /tmp not on tmpfs (a
+            // supervisor's cleaner removes it otherwise).
+            struct stat st {};
+            if (err == ECONNREFUSED && ::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
+                ::unlink(path.c_str());
+            continue;
+        }
         const int s = std::get<int>(fd);
         timeval timeout{2, 0};
         ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);

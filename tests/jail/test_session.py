@@ -268,6 +268,14 @@ class SessionCase(JailFixtures):
         rc, out, err = self.cordon("session", "list")
         self.assertEqual(rc, 0, err)
         self.assertIn(name, out)
+        # A socket nobody listens on (left by a machine that went down with a /tmp on disk) goes at the next list.
+        stale = os.path.join(self.xdg, "cordon", "stale.sock")
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(stale)
+        s.close()
+        self.own(stale)
+        self.assertEqual([x["name"] for x in json.loads(self.cordon("session", "list", "--json")[1])], [name])
+        self.assertFalse(os.path.exists(stale))
 
     def test_name_taken_and_bad(self):
         name = self.start()
@@ -287,14 +295,27 @@ class SessionCase(JailFixtures):
         self.assertEqual(os.stat(sock).st_mode & 0o777, 0o600)
         self.assertEqual(os.stat(os.path.dirname(sock)).st_mode & 0o777, 0o700)
         # The jailed command (which may use Unix sockets here) finds no socket, and connecting fails.
-        probe = (f"import socket; s = socket.socket(socket.AF_UNIX); s.settimeout(3)\n"
-                 f"try:\n    s.connect({sock!r}); s.sendall(b'L' + (2).to_bytes(4, 'little') + b'{{}}');"
-                 f" print('answer', s.recv(200))\nexcept OSError as e:\n    print('refused', e)\n")
-        rc, out, err = self.join(name, f"ls {self.xdg}/cordon; {jailtest.PY} -c \"$PROBE\"".replace(
-            "$PROBE", probe.replace('"', '\\"')))
+        def probe(path):
+            return (f"import socket, sys; s = socket.socket(socket.AF_UNIX); s.settimeout(3)\n"
+                    f"try:\n    s.connect({path!r})\nexcept OSError as e:\n    print('unreachable', e); sys.exit()\n"
+                    f"try:\n    s.sendall(b'L' + (2).to_bytes(4, sys.byteorder) + b'{{}}')\n"
+                    f"except OSError:\n    pass\n"
+                    f"n = int.from_bytes(s.recv(4), sys.byteorder); print('answer', s.recv(n).decode())\n")
+        with open(os.path.join(self.dir, "probe.py"), "w") as f:
+            f.write(probe(sock))
+        rc, out, err = self.join(name, f"ls {self.xdg}/cordon; {jailtest.PY} {self.dir}/probe.py")
         self.assertNotIn(name + ".sock", out)
-        self.assertTrue("refused" in out or "error" in out, out + err)
-        self.assertNotIn("pid", out)
+        self.assertIn("unreachable", out, err)
+        # Reached all the same (a hard link of the socket where the jail sees it): the session refuses a
+        # process of its own jail, although it has the session's uid.
+        link = os.path.join(self.cwd, "link.sock")
+        os.link(sock, link)
+        with open(os.path.join(self.dir, "probe.py"), "w") as f:
+            f.write(probe(link))
+        rc, out, err = self.join(name, f"{jailtest.PY} {self.dir}/probe.py")
+        self.assertIn("a process inside session", out, out + err)
+        self.assertNotIn('"pid"', out)
+        os.unlink(link)
 
 
 class AsRoot(SessionCase, unittest.TestCase):
