@@ -37,6 +37,8 @@ constexpr const char* kRunHelp =
     "\n"
     "Jail flags:\n"
     "  -c STRING              run STRING with /bin/sh -c\n"
+    "  --session NAME         run CMD in the running session NAME (cordon session --help), under its policy\n"
+    "                         and jail: no other flag\n"
     "  --jail auto|namespaces|landlock\n"
     "                         which jail (default auto, or sandbox.jail): namespaces, or without them\n"
     "                         (landlock: Landlock, the seccomp notifier for writes and every connect;\n"
