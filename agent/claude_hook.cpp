@@ -44,6 +44,8 @@ std::variant<HookInput, std::string> parse_hook_input(std::string_view text) {
     if (!string_field(root, "cwd", in.cwd)) return std::string("cwd is not a string");
     if (!string_field(root, "session_id", in.session_id)) return std::string("session_id is not a string");
     if (!string_field(root, "tool_use_id", in.tool_use_id)) return std::string("tool_use_id is not a string");
+    if (!string_field(root, "hook_event_name", in.hook_event_name))
+        return std::string("hook_event_name is not a string");
     if (auto it = root.find("tool_input"); it != root.end() && !it->is_null()) {
         if (!it->is_object()) return std::string("tool_input is not an object");
         in.tool_input = *it;
@@ -63,8 +65,11 @@ std::string wrap_command(const Wrapper& wrapper, const std::string& cwd, const s
     std::string out;
     if (!cwd.empty()) out = "cd -- " + shell_quote(cwd) + " && ";
     out += shell_quote(wrapper.cordon) + " run";
-    for (const std::string& arg : wrapper.args)
-        out += " " + shell_quote(arg);
+    if (!wrapper.session.empty())
+        out += " --session " + shell_quote(wrapper.session);
+    else
+        for (const std::string& arg : wrapper.args)
+            out += " " + shell_quote(arg);
     // The command travels as a quoted here-document on the jailed shell's stdin, byte for byte and never as
     // an argument: quoting it for argv would grow it (each ' becomes 4 bytes) past the kernel's 128 KiB limit
     // for one argument, so a command Claude Code runs would fail with E2BIG once wrapped. The shell reads it
@@ -77,6 +82,17 @@ std::string wrap_command(const Wrapper& wrapper, const std::string& cwd, const s
     out += " -- " + shell_quote(wrapper.shell) + " -c " +
            shell_quote("IFS= read -r -d '' c; exec </dev/null; eval \"unset c;${c%?}\"") + " <<'" +
            delimiter + "'\n" + command + "\n" + delimiter + "\n";
+    return out;
+}
+
+std::string session_name(const std::string& session_id) {
+    std::string out = "claude-";
+    for (char c : session_id) {
+        if (out.size() >= 64) break;
+        const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                           c == '-' || c == '_' || c == '.';
+        out += plain ? c : '_';
+    }
     return out;
 }
 

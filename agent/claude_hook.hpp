@@ -41,6 +41,7 @@ struct HookInput {
     std::string command;                                   // tool_input.command
     bool disable_sandbox = false;                          // tool_input.dangerouslyDisableSandbox
     std::string cwd, session_id, tool_use_id;
+    std::string hook_event_name;  // "PreToolUse", or "SessionEnd" (no tool then)
 };
 
 // Reads the hook's stdin JSON; an error message when it is not a PreToolUse input cordon can read.
@@ -52,7 +53,12 @@ struct Wrapper {
     std::string cordon;             // absolute path of the cordon binary
     std::vector<std::string> args;  // flags for `cordon run` (the hook's policy flags, --audit-log)
     std::string shell = "/bin/bash";
+    // `claude-hook --session`: the command joins this cordon session (`cordon run --session NAME`, no other
+    // flag: the session was started with them) instead of a jail of its own.
+    std::string session;
 };
+// The cordon session of a Claude Code session: `claude-` and its session_id (what a session name may hold).
+std::string session_name(const std::string& session_id);
 std::string wrap_command(const Wrapper& wrapper, const std::string& cwd, const std::string& command);
 
 struct HookDecision {

@@ -147,17 +147,17 @@ void remove(std::string& t, std::size_t open, std::size_t k) {
     }
 }
 
-ordered entry(const std::string& command) {
+ordered entry(const std::string& command, std::string_view event) {
     ordered hook = ordered::object();
     hook["type"] = "command";
     hook["command"] = command;
     ordered e = ordered::object();
-    e["matcher"] = "Bash";
+    if (event == "PreToolUse") e["matcher"] = "Bash";
     e["hooks"] = ordered::array({hook});
     return e;
 }
 
-// An element of hooks.PreToolUse whose every hook runs cordon claude-hook.
+// An element of hooks.EVENT whose every hook runs cordon claude-hook.
 bool is_cordon_entry(const ordered& element) {
     if (!element.is_object()) return false;
     auto hooks = element.find("hooks");
@@ -176,12 +176,13 @@ struct Located {
     std::string error;
     std::size_t top = 0;               // the top-level object's '{'
     std::optional<Item> hooks;         // the hooks member of the top object
-    std::optional<Item> pre_tool_use;  // the PreToolUse member of hooks
+    std::optional<Item> pre_tool_use;  // the EVENT member of hooks (PreToolUse or SessionEnd)
     std::vector<Item> top_items, hook_items, entries;
     std::size_t cordon_entry = SIZE_MAX;  // index into entries
 };
 
-Located locate(std::string_view t) {
+Located locate(std::string_view t, std::string_view event) {
+    const std::string name(event);
     Located l;
     ordered root = ordered::parse(t, nullptr, false);
     if (root.is_discarded()) {
@@ -205,14 +206,14 @@ Located locate(std::string_view t) {
         return l;
     }
     l.hook_items = items(t, l.hooks->value_begin);
-    if (duplicated(l.hook_items, "PreToolUse")) {
-        l.error = "\"hooks.PreToolUse\" appears twice";
+    if (duplicated(l.hook_items, name)) {
+        l.error = "\"hooks." + name + "\" appears twice";
         return l;
     }
-    l.pre_tool_use = find(l.hook_items, "PreToolUse");
+    l.pre_tool_use = find(l.hook_items, name);
     if (!l.pre_tool_use) return l;
     if (t[l.pre_tool_use->value_begin] != '[') {
-        l.error = "\"hooks.PreToolUse\" is not an array";
+        l.error = "\"hooks." + name + "\" is not an array";
         return l;
     }
     l.entries = items(t, l.pre_tool_use->value_begin);
@@ -271,35 +272,37 @@ SettingsEdit with_bom(std::string_view original, SettingsEdit edit) {
     return edit;
 }
 
-SettingsEdit install(std::string_view original, const std::string& hook_command);
-SettingsEdit uninstall(std::string_view original);
+SettingsEdit install(std::string_view original, const std::string& hook_command, std::string_view event);
+SettingsEdit uninstall(std::string_view original, std::string_view event);
 
 }  // namespace
 
-SettingsEdit install_hook(std::string_view original, const std::string& hook_command) {
-    return with_bom(original, install(without_bom(original), hook_command));
+SettingsEdit install_hook(std::string_view original, const std::string& hook_command,
+                          std::string_view event) {
+    return with_bom(original, install(without_bom(original), hook_command, event));
 }
 
-SettingsEdit uninstall_hook(std::string_view original) {
-    return with_bom(original, uninstall(without_bom(original)));
+SettingsEdit uninstall_hook(std::string_view original, std::string_view event) {
+    return with_bom(original, uninstall(without_bom(original), event));
 }
 
 namespace {
 
-SettingsEdit install(std::string_view original, const std::string& hook_command) {
+SettingsEdit install(std::string_view original, const std::string& hook_command, std::string_view event) {
     SettingsEdit out;
     std::string t(original);
     if (t.find_first_not_of(" \t\r\n") == std::string::npos) t = "{}\n";
-    Located l = locate(t);
+    Located l = locate(t, event);
     if (!l.error.empty()) {
         out.error = l.error;
         return out;
     }
-    const ordered want = entry(hook_command);
+    const ordered want = entry(hook_command, event);
+    const std::string name(event);
     if (!l.hooks) {
-        append(t, l.top, "hooks", ordered{{"PreToolUse", ordered::array({want})}});
+        append(t, l.top, "hooks", ordered{{name, ordered::array({want})}});
     } else if (!l.pre_tool_use) {
-        append(t, l.hooks->value_begin, "PreToolUse", ordered::array({want}));
+        append(t, l.hooks->value_begin, name, ordered::array({want}));
     } else if (l.cordon_entry == SIZE_MAX) {
         append(t, l.pre_tool_use->value_begin, "", want);
     } else {
@@ -315,11 +318,11 @@ SettingsEdit install(std::string_view original, const std::string& hook_command)
     return out;
 }
 
-SettingsEdit uninstall(std::string_view original) {
+SettingsEdit uninstall(std::string_view original, std::string_view event) {
     SettingsEdit out;
     out.text = std::string(original);
     if (out.text.find_first_not_of(" \t\r\n") == std::string::npos) return out;
-    Located l = locate(out.text);
+    Located l = locate(out.text, event);
     if (!l.error.empty()) {
         out.error = l.error;
         return out;
@@ -329,11 +332,11 @@ SettingsEdit uninstall(std::string_view original) {
     remove(t, l.pre_tool_use->value_begin, l.cordon_entry);
     out.changed = true;
     // What the installer made for the entry goes with it: an empty PreToolUse, then an empty hooks.
-    l = locate(t);
+    l = locate(t, event);
     if (l.pre_tool_use && l.entries.empty()) {
         for (std::size_t k = 0; k < l.hook_items.size(); ++k)
-            if (l.hook_items[k].key == "PreToolUse") remove(t, l.hooks->value_begin, k);
-        l = locate(t);
+            if (l.hook_items[k].key == event) remove(t, l.hooks->value_begin, k);
+        l = locate(t, event);
     }
     if (l.hooks && l.hook_items.empty()) {
         for (std::size_t k = 0; k < l.top_items.size(); ++k)

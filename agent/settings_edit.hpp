@@ -19,10 +19,12 @@ struct SettingsEdit {
 };
 
 // Adds the entry running `hook_command` (or updates cordon's entry in place when its command differs). An
-// empty `text` is a new file.
-SettingsEdit install_hook(std::string_view text, const std::string& hook_command);
-// Removes cordon's entry, and hooks.PreToolUse / hooks when that leaves them empty.
-SettingsEdit uninstall_hook(std::string_view text);
+// empty `text` is a new file. `event`: hooks.PreToolUse (matcher Bash), or hooks.SessionEnd (no matcher:
+// `claude-hook --session` stops the Claude Code session's cordon session there).
+SettingsEdit install_hook(std::string_view text, const std::string& hook_command,
+                          std::string_view event = "PreToolUse");
+// Removes cordon's entry, and hooks.EVENT / hooks when that leaves them empty.
+SettingsEdit uninstall_hook(std::string_view text, std::string_view event = "PreToolUse");
 
 // True when a hook command runs `cordon claude-hook`.
 bool is_cordon_hook_command(std::string_view command);

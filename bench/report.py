@@ -170,10 +170,11 @@ if "start_bwrap" in R:
     for suffix in ["", "_unpriv"]:
         if suffix and f"start_bwrap{suffix}" not in R:
             continue
-        for t in ["cordon", "cordon_scope", "cordon_landlock", "bwrap", "srt"]:
-            label = ({"cordon_scope": "cordon --read-scope project", "cordon_landlock": "cordon --jail landlock"}
+        for t in ["cordon", "cordon_scope", "cordon_landlock", "cordon_session", "bwrap", "srt"]:
+            label = ({"cordon_scope": "cordon --read-scope project", "cordon_landlock": "cordon --jail landlock",
+                      "cordon_session": "cordon run --session (joining)"}
                      .get(t, t)) + (" (unprivileged)" if suffix else "")
-            if t in ("cordon_scope", "cordon_landlock") and f"start_{t}{suffix}" not in R:
+            if t in ("cordon_scope", "cordon_landlock", "cordon_session") and f"start_{t}{suffix}" not in R:
                 continue
             if t == "cordon" and not HAVE_RUN:
                 out.append(f"| {label} | not measured: {WHY_RUN} | | | | |")
@@ -190,6 +191,10 @@ if "start_bwrap" in R:
                None if ratio(c, b) is None else c <= b)
         target("4 start-up", "cordon run ≥ 30× faster than srt" + who, fmt(ratio(s_, c), "{:.0f}× faster"),
                None if ratio(s_, c) is None else s_ / c >= 30)
+        j = num(f"start_cordon_session{suffix}") if HAVE_RUN else None
+        if j is not None:
+            target("4 start-up", "cordon run --session ≤ 0.3× bwrap" + who, fmt(ratio(j, b), "{:.2f}× bwrap's time"),
+                   None if ratio(j, b) is None else j <= 0.3 * b)
     out.append("")
 
 # 5. jailed download

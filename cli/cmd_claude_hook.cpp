@@ -3,6 +3,7 @@
 // cannot be written) exit 2, which Claude Code treats as "block the tool call" and shows the message.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -45,6 +46,12 @@ constexpr const char* kHookHelp =
     "The settings are the policy engine's layers read from the session's working directory (managed\n"
     "settings first); the policy flags and --audit-log are passed on to the `cordon run` of each command.\n"
     "\n"
+    "  --session              run the commands of one Claude Code session in one cordon session (cordon\n"
+    "                         session start, started at the first command with the hook's flags, in its\n"
+    "                         working directory): what a command leaves running in the background stays\n"
+    "                         and the next command reaches it; Claude Code's SessionEnd event stops it\n"
+    "                         (--install writes the SessionEnd entry too)\n"
+    "  --linger SECONDS       (with --session) also end the session after SECONDS without a command\n"
     "  --auto-allow           allow every command that no deny or ask rule stops: it runs in cordon's\n"
     "                         jail (Claude Code's own sandbox must be off: sandbox.enabled false)\n"
     "  --audit-log FILE       append one `command` event per decision (and the jailed command's proxy\n"
@@ -128,7 +135,37 @@ std::string claude_json_text() {
     return buffer.str();
 }
 
-int run_hook(const policy::LoadOptions& base, const std::string& audit_log, bool auto_allow) {
+struct SessionFlags {
+    bool on = false;
+    std::string linger;  // seconds, as given
+};
+
+// Runs `cordon ARGS` in `cwd` with stdout on /dev/null (the hook's stdout is its answer) and stderr the
+// hook's; its exit status.
+int run_self(const std::vector<std::string>& args, const std::string& cwd) {
+    const std::string self = self_path();
+    std::vector<char*> argv{const_cast<char*>(self.c_str())};
+    for (const auto& a : args)
+        argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    std::cout.flush();
+    const pid_t pid = ::fork();
+    if (pid < 0) return 125;
+    if (pid == 0) {
+        if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(125);
+        const int null = ::open("/dev/null", O_WRONLY);
+        if (null >= 0) ::dup2(null, 1);
+        ::execv(self.c_str(), argv.data());
+        ::_exit(127);
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 125;
+}
+
+int run_hook(const policy::LoadOptions& base, const std::string& audit_log, bool auto_allow,
+             const SessionFlags& session) {
     std::string text;
     char buffer[65536];
     for (;;) {
@@ -151,6 +188,17 @@ int run_hook(const policy::LoadOptions& base, const std::string& audit_log, bool
         return 2;
     }
     auto& input = std::get<agent::HookInput>(parsed);
+    // Claude Code's session ends: so does its cordon session (none running: nothing to do).
+    if (input.hook_event_name == "SessionEnd") {
+        if (session.on && !input.session_id.empty()) {
+            const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+            const int saved = ::dup(2);
+            if (null >= 0) ::dup2(null, 2);
+            run_self({"session", "stop", agent::session_name(input.session_id)}, "");
+            if (saved >= 0) ::dup2(saved, 2);
+        }
+        return 0;
+    }
     if (input.tool_name != "Bash") return 0;  // no opinion on other tools
 
     policy::LoadOptions load = base;
@@ -169,6 +217,14 @@ int run_hook(const policy::LoadOptions& base, const std::string& audit_log, bool
                                (audit_log == "-" ? audit_log : fs::absolute(audit_log, ec).string()));
     }
     if (::access("/bin/bash", X_OK) != 0) wrapper.shell = "/bin/sh";
+    if (session.on) {
+        if (input.session_id.empty()) {
+            std::cerr << "cordon claude-hook: --session: the hook input has no session_id; the command is "
+                         "blocked\n";
+            return 2;
+        }
+        wrapper.session = agent::session_name(input.session_id);
+    }
     agent::HookOptions options;
     options.auto_allow = auto_allow;
     options.trusted = agent::workspace_trusted(claude_json_text(), input.cwd);
@@ -190,6 +246,19 @@ int run_hook(const policy::LoadOptions& base, const std::string& audit_log, bool
         }
     }
     agent::HookDecision decision = agent::decide(input, commands, wrapper, options);
+    // The session the wrapped command joins: started at the first command that needs it, with the hook's
+    // policy flags, in the Claude Code session's working directory (its writable project from then on).
+    if (session.on && decision.wrapped && decision.permission != agent::HookDecision::Permission::Deny) {
+        std::vector<std::string> start = {"session", "start", "--reuse", "--name", wrapper.session};
+        if (!session.linger.empty()) start.push_back("--linger=" + session.linger);
+        for (const auto& arg : wrapper.args)
+            start.push_back(arg);
+        if (const int rc = run_self(start, input.cwd); rc != 0) {
+            std::cerr << "cordon claude-hook: cannot start cordon session " << wrapper.session
+                      << "; the command is blocked\n";
+            return 2;
+        }
+    }
 
     if (!audit_log.empty() && !input.command.empty()) {
         nlohmann::ordered_json event = {
@@ -308,7 +377,7 @@ bool replace_file(const fs::path& target, const std::string& text, const struct 
 }
 
 int edit_settings(bool install, const std::string& scope, const policy::LoadOptions& options,
-                  const std::string& audit_log, bool auto_allow) {
+                  const std::string& audit_log, bool auto_allow, const SessionFlags& session) {
     std::error_code ec;
     fs::path file;
     if (scope == "--user") {
@@ -356,7 +425,19 @@ int edit_settings(bool install, const std::string& scope, const policy::LoadOpti
         command += " " + word(arg);
     if (!audit_log.empty()) command += " " + word("--audit-log=" + fs::absolute(audit_log, ec).string());
     if (auto_allow) command += " --auto-allow";
+    if (session.on) command += " --session";
+    if (!session.linger.empty()) command += " " + word("--linger=" + session.linger);
     agent::SettingsEdit edit = install ? agent::install_hook(text, command) : agent::uninstall_hook(text);
+    // With --session, SessionEnd runs the hook too (it stops the session); uninstall removes either entry.
+    if (edit.error.empty() && (session.on || !install)) {
+        agent::SettingsEdit end = install ? agent::install_hook(edit.text, command, "SessionEnd")
+                                          : agent::uninstall_hook(edit.text, "SessionEnd");
+        if (!end.error.empty()) edit.error = end.error;
+        if (end.changed) {
+            edit.text = std::move(end.text);
+            edit.changed = true;
+        }
+    }
     if (!edit.error.empty()) {
         std::cerr << "cordon claude-hook: " << file.string() << ": " << edit.error << "; not changed\n";
         return 2;
@@ -381,6 +462,7 @@ int cmd_claude_hook(int argc, char** argv) {
     policy::LoadOptions load;
     std::string audit_log, scope;
     bool install = false, uninstall = false, auto_allow = false;
+    SessionFlags session;
     while (!args.done()) {
         if (args.flag("--help") || args.flag("-h")) {
             std::cout << kHookHelp << kPolicyFlagsHelp;
@@ -391,6 +473,14 @@ int cmd_claude_hook(int argc, char** argv) {
             audit_log = args.value();
         } else if (args.flag("--auto-allow")) {
             auto_allow = true;
+        } else if (args.flag("--session")) {
+            session.on = true;
+        } else if (args.flag("--linger")) {
+            session.linger = args.value();
+            char* end = nullptr;
+            const double t = std::strtod(session.linger.c_str(), &end);
+            if (session.linger.empty() || *end != '\0' || !(t > 0))
+                throw UsageError("--linger needs a positive number of seconds, not '" + session.linger + "'");
         } else if (args.flag("--install")) {
             install = true;
         } else if (args.flag("--uninstall")) {
@@ -403,11 +493,13 @@ int cmd_claude_hook(int argc, char** argv) {
         }
     }
     if (install && uninstall) throw UsageError("--install and --uninstall contradict each other");
+    if (!session.linger.empty() && !session.on) throw UsageError("--linger goes with --session");
     if (!scope.empty() && !install && !uninstall)
         throw UsageError(scope + " goes with --install or --uninstall");
     if (install || uninstall)
-        return edit_settings(install, scope.empty() ? "--local" : scope, load, audit_log, auto_allow);
-    return run_hook(load, audit_log, auto_allow);
+        return edit_settings(install, scope.empty() ? "--local" : scope, load, audit_log, auto_allow,
+                             session);
+    return run_hook(load, audit_log, auto_allow, session);
 }
 
 }  // namespace cordon::cli

@@ -37,6 +37,8 @@ constexpr const char* kRunHelp =
     "\n"
     "Jail flags:\n"
     "  -c STRING              run STRING with /bin/sh -c\n"
+    "  --session NAME         run CMD in the running session NAME (cordon session --help), under its policy\n"
+    "                         and jail: no other flag\n"
     "  --jail auto|namespaces|landlock\n"
     "                         which jail (default auto, or sandbox.jail): namespaces, or without them\n"
     "                         (landlock: Landlock, the seccomp notifier for writes and every connect;\n"
@@ -149,6 +151,11 @@ std::pair<uid_t, gid_t> parse_user(const std::string& text) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
+    if (auto joined = run_in_session(argc, argv)) return *joined;
+    return run_with_flags(argc, argv, nullptr);
+}
+
+int run_with_flags(int argc, char** argv, const RunLauncher& launch) {
     policy::LoadOptions load;
     run::Options run;
     bool watch = false;
@@ -241,8 +248,12 @@ int cmd_run(int argc, char** argv) {
             run.command = args.rest();
         }
     }
-    if (run.command.empty())
+    if (run.command.empty() && !launch)
         throw UsageError("no command given (cordon run [flags] -- CMD ARGS... or -c STRING)");
+    if (launch && !run.command.empty())
+        throw UsageError(
+            "a session starts without a command: join it with `cordon run --session NAME -- CMD`");
+    if (launch && run.timeout) throw UsageError("--timeout is for one command; a session ends with --linger");
     if (watch && !run.network)
         throw UsageError("--watch reloads the network policy; with --no-network there is none");
     if (run.strict && run.best_effort) throw UsageError("--strict and --best-effort contradict each other");
@@ -291,7 +302,7 @@ int cmd_run(int argc, char** argv) {
             return reloader;
         };
     }
-    return run::run(run);
+    return launch ? launch(run) : run::run(run);
 }
 
 }  // namespace cordon::cli

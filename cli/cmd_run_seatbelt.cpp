@@ -220,3 +220,15 @@ int cmd_run(int argc, char** argv) {
 }
 
 }  // namespace cordon::cli
+
+namespace cordon::cli {
+
+// Sessions are started and joined by the Linux jail's init (jail/session_init.cpp).
+int cmd_session(int, char**) {
+    std::cerr
+        << "cordon session: sessions need the Linux jail; on this system each `cordon run` is a jail of "
+           "its own\n";
+    return 2;
+}
+
+}  // namespace cordon::cli

@@ -14,6 +14,8 @@ constexpr const char* kUsage =
     "Commands:\n"
     "  run -- CMD ARGS  run CMD in a jail whose only way out is cordon's egress proxy\n"
     "  run -c 'SHELL'   the same for a shell command string\n"
+    "  session start|stop|list\n"
+    "                   a long-lived jail that commands join (cordon run --session NAME -- CMD)\n"
     "  proxy --listen ADDR:PORT\n"
     "                   run the egress filter alone: HTTP proxy and SOCKS5 on one port\n"
     "  ca init|show|export\n"
@@ -42,6 +44,7 @@ constexpr Command kCommands[] = {
     {"policy", cordon::cli::cmd_policy},
     {"proxy", cordon::cli::cmd_proxy},
     {"run", cordon::cli::cmd_run},
+    {"session", cordon::cli::cmd_session},
 };
 
 }  // namespace

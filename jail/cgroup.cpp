@@ -186,6 +186,23 @@ CgroupDirs read_cgroup_dirs() {
     return find_cgroup_dirs(read_file("/proc/self/mountinfo"), read_file("/proc/self/cgroup"));
 }
 
+bool remove_cgroups_of(pid_t supervisor) {
+    const CgroupDirs dirs = read_cgroup_dirs();
+    const std::string prefix = "cordon-" + std::to_string(supervisor) + "-";
+    bool none_left = true;
+    for (const auto* parent : {&dirs.unified, &dirs.unified_parent, &dirs.v1_memory, &dirs.v1_pids}) {
+        if (parent->empty()) continue;
+        DIR* dir = ::opendir(parent->c_str());
+        if (!dir) continue;
+        while (dirent* e = ::readdir(dir)) {
+            if (std::string_view(e->d_name).substr(0, prefix.size()) != prefix) continue;
+            if (::rmdir((*parent / e->d_name).c_str()) != 0 && errno != ENOENT) none_left = false;
+        }
+        ::closedir(dir);
+    }
+    return none_left;
+}
+
 std::variant<JailLimits, std::string> JailLimits::create(const LimitRequest& request, const CgroupDirs& dirs,
                                                          const std::string& name) {
     JailLimits out;

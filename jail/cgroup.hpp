@@ -31,6 +31,10 @@ struct CgroupDirs {
 CgroupDirs find_cgroup_dirs(std::string_view mountinfo, std::string_view proc_self_cgroup);
 // This process's.
 CgroupDirs read_cgroup_dirs();
+// Removes the cgroups `cordon-SUPERVISOR-*` that a supervisor that is gone left in this process's cgroup
+// directories (a session's cleaner, run/session.cpp, for its supervisor killed with SIGKILL). True when none
+// is left (one still holding a dying process stays: call again).
+bool remove_cgroups_of(pid_t supervisor);
 
 struct LimitRequest {
     std::optional<std::uint64_t> memory_bytes;  // --memory

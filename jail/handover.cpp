@@ -291,4 +291,68 @@ int take_notify_fd(int& sock) {
     return passed;
 }
 
+bool send_session_command(int fd, const SessionCommand& command) {
+    std::string body;
+    put_u32(body, command.id);
+    put_u32(body, command.argv.size());
+    for (const auto& a : command.argv)
+        put_string(body, a);
+    put_u32(body, command.env.size());
+    for (const auto& e : command.env)
+        put_string(body, e);
+    put_string(body, command.cwd);
+    const char op = 'R';
+    if (send_fds(fd, &op, 1, command.fds, 3) != 1) return false;
+    return send_frame(fd, body);
+}
+
+bool send_session_signal(int fd, std::uint32_t id, int sig) {
+    std::string body;
+    put_u32(body, id);
+    put_u32(body, static_cast<std::uint32_t>(sig));
+    const char op = 'K';
+    if (send_fds(fd, &op, 1, nullptr, 0) != 1) return false;
+    return send_frame(fd, body);
+}
+
+char receive_session_request(int fd, SessionCommand& command, int& sig) {
+    char op = 0;
+    int fds[3] = {-1, -1, -1};
+    std::size_t nfds = 0;
+    auto close_all = [&] {
+        for (std::size_t i = 0; i < nfds; ++i)
+            ::close(fds[i]);
+    };
+    if (receive_fds(fd, &op, 1, fds, 3, nfds) != 1) return 0;
+    std::string body;
+    if (!receive_frame(fd, body)) {
+        close_all();
+        return 0;
+    }
+    FrameReader r{body};
+    command.id = r.u32();
+    if (op == 'K' && nfds == 0) {
+        sig = static_cast<int>(r.u32());
+        return r.done() ? op : 0;
+    }
+    if (op != 'R' || nfds != 3) {
+        close_all();
+        return 0;
+    }
+    command.argv.clear();
+    for (std::uint32_t n = r.u32(); r.ok && n > 0; --n)
+        command.argv.push_back(r.string());
+    command.env.clear();
+    for (std::uint32_t n = r.u32(); r.ok && n > 0; --n)
+        command.env.push_back(r.string());
+    command.cwd = r.string();
+    if (!r.done() || command.argv.empty()) {
+        close_all();
+        return 0;
+    }
+    for (int i = 0; i < 3; ++i)
+        command.fds[i] = fds[i];
+    return op;
+}
+
 }  // namespace cordon::jail::detail

@@ -108,7 +108,7 @@ Result receive_mount_plan(Context& ctx);
 Result receive_seccomp_program(Context& ctx);
 Result prepare_command_line(Context& ctx);
 Result stop_being_dumpable(Context& ctx);
-Result start_command(Context& ctx);
+Result start_first_command(Context& ctx);
 Result close_init_descriptors(Context& ctx);
 Result keep_only_cap_kill(Context& ctx);
 // The command's steps (reset_signals and hand_over_listener are shared with the jail without namespaces).
@@ -146,7 +146,8 @@ constexpr Step kInitSteps[] = {
      "a secret the command gets as a sentinel staying readable in the init's environment"},
     {"not dumpable", stop_being_dumpable, false,
      "the command reading or writing the init's memory, environment or descriptors through /proc/1"},
-    {"start the command", start_command, false, "copying the init's address space (CLONE_VM|CLONE_VFORK)"},
+    {"start the command", start_first_command, false,
+     "copying the init's address space (CLONE_VM|CLONE_VFORK); a session's init starts none here"},
     {"init's descriptors", close_init_descriptors, false,
      "the init holding anything but its socketpair while the command runs"},
     {"init's capabilities", keep_only_cap_kill, false,
@@ -161,6 +162,9 @@ constexpr Step kCommandSteps[] = {
     {"resource limits", apply_limits, true, "--memory and --pids where no cgroup holds them (limits.cpp)"},
     {"privilege drop", drop_privileges, false,
      "capabilities, setuid gains and root's groups: securebits, bounding set, uid, no_new_privs (caps.cpp)"},
+    {"session command", enter_session_command, false,
+     "a joining command with the init's descriptors or directory: the client's 0-2 and working directory, "
+     "taken as the command's own user (session_init.cpp)"},
     {"Landlock", enforce_landlock, true,
      "a wrong mount: writes only below the writable roots; with ABI 6 no signal or abstract socket out of "
      "the "
@@ -179,6 +183,7 @@ constexpr Step kCommandSteps[] = {
         if (ctx.command > 0) ::kill(ctx.command, SIGKILL);
         ::_exit(kSetupFailed);
     }
+    if (ctx.config.session) run_session_init(ctx);
     run_init(ctx.command, ctx.supervisor_fd);
 }
 
@@ -313,26 +318,8 @@ Result prepare_command_line(Context& ctx) {
     for (const auto& a : ctx.config.argv)
         ctx.argv.push_back(const_cast<char*>(a.c_str()));
     ctx.argv.push_back(nullptr);
-    // The plan's environment changes (MountPlan::env). Why overwrite: a value replaced here (a secret the
-    // command gets as a sentinel) must not stay readable in this process, which lives as long as the jail.
     auto& env = const_cast<std::vector<std::string>&>(ctx.config.env);
-    for (const auto& change : ctx.plan.env) {
-        const std::string name = change.substr(0, change.find('='));
-        auto same = [&](const char* entry) {
-            return std::strncmp(entry, name.c_str(), name.size()) == 0 && entry[name.size()] == '=';
-        };
-        for (auto it = env.begin(); it != env.end();) {
-            if (same(it->c_str())) {
-                ::explicit_bzero(it->data(), it->size());
-                it = env.erase(it);
-            } else {
-                ++it;
-            }
-        }
-        for (char** e = environ; e && *e; ++e)
-            if (same(*e)) ::explicit_bzero(*e + name.size() + 1, std::strlen(*e + name.size() + 1));
-        if (change.find('=') != std::string::npos) env.push_back(change);
-    }
+    apply_env_changes(ctx.plan, env);
     for (const auto& e : ctx.config.env)
         ctx.envp.push_back(const_cast<char*>(e.c_str()));
     ctx.envp.push_back(nullptr);
@@ -348,6 +335,13 @@ Result stop_being_dumpable(Context&) {
     if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return fail("PR_SET_DUMPABLE 0");
     return std::nullopt;
 }
+
+Result start_first_command(Context& ctx) {
+    if (ctx.config.session) return std::nullopt;
+    return start_command(ctx);
+}
+
+}  // namespace
 
 // Starts the command sharing our memory (CLONE_VM) and suspended until it execs or exits (CLONE_VFORK):
 // nothing of the init's address space is copied.
@@ -366,21 +360,63 @@ Result start_command(Context& ctx) {
     return std::nullopt;
 }
 
-// The socketpair stays, for the report at the end.
+// The plan's environment changes (MountPlan::env) applied to `env`. Why overwrite: a value replaced here (a
+// secret the command gets as a sentinel) must not stay readable in the init, which lives as long as the jail.
+void apply_env_changes(const MountPlan& plan, std::vector<std::string>& env) {
+    for (const auto& change : plan.env) {
+        const std::string name = change.substr(0, change.find('='));
+        auto same = [&](const char* entry) {
+            return std::strncmp(entry, name.c_str(), name.size()) == 0 && entry[name.size()] == '=';
+        };
+        for (auto it = env.begin(); it != env.end();) {
+            if (same(it->c_str())) {
+                ::explicit_bzero(it->data(), it->size());
+                it = env.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        for (char** e = environ; e && *e; ++e)
+            if (same(*e)) ::explicit_bzero(*e + name.size() + 1, std::strlen(*e + name.size() + 1));
+        if (change.find('=') != std::string::npos) env.push_back(change);
+    }
+}
+
+namespace {
+
+// The socketpair stays, for the report at the end; a session's init also keeps what starts further commands:
+// the socket their seccomp listeners go to the supervisor on and the Landlock ruleset.
 Result close_init_descriptors(Context& ctx) {
-    const auto fd = static_cast<unsigned>(ctx.supervisor_fd);
-    if (!close_descriptors(3U, fd - 1, false) || !close_descriptors(fd + 1, ~0U, false))
+    std::array<int, 3> keep{ctx.supervisor_fd, -1, -1};
+    if (ctx.config.session) keep = {ctx.supervisor_fd, ctx.notify_sock, ctx.landlock_ruleset};
+    std::sort(keep.begin(), keep.end());
+    unsigned from = 3;
+    for (int k : keep) {
+        if (k < 3) continue;
+        if (static_cast<unsigned>(k) > from && !close_descriptors(from, static_cast<unsigned>(k) - 1, false))
+            return fail_msg(
+                "close the inherited descriptors: close_range failed and /proc/self/fd cannot be read");
+        from = static_cast<unsigned>(k) + 1;
+    }
+    if (!close_descriptors(from, ~0U, false))
         return fail_msg(
             "close the inherited descriptors: close_range failed and /proc/self/fd cannot be read");
     return std::nullopt;
 }
 
 // The init keeps only what it needs (CAP_KILL, to kill a command running under another uid): nothing in the
-// jail can make it do anything with privileges.
-Result keep_only_cap_kill(Context&) {
+// jail can make it do anything with privileges. A session's init starts further commands, whose privilege
+// drop (caps.cpp) needs CAP_SETPCAP (securebits, bounding set) and, for --user, CAP_SETUID and CAP_SETGID:
+// it keeps those too. Why that is safe: it is not dumpable (no ptrace, no /proc/1 access from the jail),
+// its only input is the supervisor's socketpair, which no command holds, and none of the four reaches past
+// the jail's user namespace.
+Result keep_only_cap_kill(Context& ctx) {
     __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
     caps[0].permitted = caps[0].effective = 1U << CAP_KILL;
+    if (ctx.config.session)
+        caps[0].permitted = caps[0].effective =
+            (1U << CAP_KILL) | (1U << CAP_SETPCAP) | (1U << CAP_SETUID) | (1U << CAP_SETGID);
     if (::syscall(SYS_capset, &header, caps) != 0) return fail("drop the init's capabilities");
     return std::nullopt;
 }
@@ -472,7 +508,14 @@ class JailImpl final : public Jail {
 
     int notify_socket() const override { return notify_sock_; }
 
-    int take_notify_fd() override { return detail::take_notify_fd(notify_sock_); }
+    int take_notify_fd() override {
+        if (!config_.session) return detail::take_notify_fd(notify_sock_);
+        // A session's commands each send theirs on it: the socket stays.
+        if (notify_sock_ < 0) return -1;
+        bool again = false;
+        const int passed = receive_notify_fd(notify_sock_, again);
+        return again ? -1 : passed;
+    }
 
     std::optional<int> read_report(bool& closed) override {
         int code = 0;
@@ -503,6 +546,24 @@ class JailImpl final : public Jail {
 
     void kill() override {
         if (pid_ > 0 && !reaped_) ::kill(pid_, SIGKILL);
+    }
+
+    bool start_session_command(const SessionCommand& command) override {
+        return config_.session && !reaped_ && send_session_command(sock_, command);
+    }
+    bool signal_session_command(std::uint32_t id, int sig) override {
+        return config_.session && !reaped_ && send_session_signal(sock_, id, sig);
+    }
+    std::optional<SessionEvent> read_session_event(bool& closed) override {
+        SessionEvent event;
+        ssize_t n = ::recv(sock_, &event, sizeof event, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return std::nullopt;
+        // Events are written whole (12 bytes, one write): anything else is the end of the init.
+        if (n != static_cast<ssize_t>(sizeof event)) {
+            closed = true;
+            return std::nullopt;
+        }
+        return event;
     }
 
     int wait() override {

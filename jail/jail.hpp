@@ -59,6 +59,27 @@ struct JailConfig {
     // failure's reason, a --best-effort warning) instead of stderr: the write end of a pipe, so that auto's
     // fallback can say the reason in its one line (run/supervisor.cpp replays the rest). -1: stderr.
     int setup_report_fd = -1;
+    // A session (`cordon session start`): the init starts no command of its own (argv is empty) and stays
+    // until it is killed; each joining command is started on request (Jail::start_session_command).
+    bool session = false;
+};
+
+// A command joining a session: started by the session's init into the jail's namespaces with the same
+// command steps as the first command of a run (jail.cpp's kCommandSteps), with the joining client's
+// descriptors as its 0-2 and `cwd` (in the jail's view) as its working directory.
+struct SessionCommand {
+    std::uint32_t id = 0;  // the supervisor's number for it, in the events below
+    std::vector<std::string> argv, env;
+    std::string cwd;
+    int fds[3] = {-1, -1, -1};  // stdin, stdout, stderr; not owned
+};
+
+// What a session's init reports.
+struct SessionEvent {
+    enum class Kind : std::uint32_t { Ready = 1, Started = 2, Exited = 3 };
+    Kind kind = Kind::Ready;  // Ready: the init serves requests (once, id 0)
+    std::uint32_t id = 0;
+    std::int32_t value = 0;  // Started: the command's pid in the jail; Exited: its status (128+N)
 };
 
 // The proxy's listening sockets created inside the jail's network namespace.
@@ -109,6 +130,16 @@ class Jail {
     virtual std::vector<std::uint16_t> listener_ports() const { return {}; }
     // What the notifier must know when the command shares the host's namespaces; null for the namespace jail.
     virtual std::shared_ptr<const HostView> host_view() const { return nullptr; }
+    // Sessions (JailConfig::session). The command starts asynchronously: its Started and Exited events come
+    // on report_fd() (read_session_event). False when the init is gone.
+    virtual bool start_session_command(const SessionCommand&) { return false; }
+    // Sends `sig` to the session command `id` (nothing when it has ended).
+    virtual bool signal_session_command(std::uint32_t, int) { return false; }
+    // The next event once report_fd() is readable; nullopt otherwise, `closed` when no more will come.
+    virtual std::optional<SessionEvent> read_session_event(bool& closed) {
+        closed = true;
+        return std::nullopt;
+    }
     // Kills everything in the jail (SIGKILL to its init).
     virtual void kill() = 0;
     // Waits for the jail to exit (after kill()) and returns its status.

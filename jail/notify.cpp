@@ -380,6 +380,8 @@ class NotifierImpl final : public Notifier {
             ::close(p.fd);
     }
 
+    bool finished() const override { return stopped_.load(); }
+
     NewRepositories new_repositories() const override {
         std::lock_guard<std::mutex> lock(mutex_);
         NewRepositories out;

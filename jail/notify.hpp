@@ -85,6 +85,9 @@ class Notifier {
     };
     static constexpr std::size_t kMaxNamedRepositories = 256;
     virtual NewRepositories new_repositories() const = 0;
+    // True once its thread has ended: every process under its filter is gone (a session's supervisor drops
+    // the notifiers of commands that have ended, with their listeners).
+    virtual bool finished() const = 0;
     virtual ~Notifier() = default;
 };
 

@@ -23,6 +23,8 @@
 
 namespace cordon::run {
 
+class SessionHost;
+
 struct Options {
     std::vector<std::string> command;
     bool strict = false, best_effort = false, allow_ptrace = false, quiet = false, network = true;
@@ -44,6 +46,9 @@ struct Options {
     // watch) lives until the command ends. Throws std::runtime_error when it cannot watch (exit 125).
     std::function<std::shared_ptr<void>(uv_loop_s* loop, proxy::Proxy& proxy, policy::PolicyPtr policy)>
         watch;
+    // `cordon session start` (run/session.hpp): the jail starts no command and serves the commands that
+    // join it until the session is stopped; the namespace jail only.
+    std::shared_ptr<SessionHost> session;
 };
 
 // Runs the command jailed. When the command has run, exits the process with its status (the command's, 128+N

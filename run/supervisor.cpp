@@ -24,6 +24,7 @@
 #include "proxy/fd_limit.hpp"
 #include "run/environment.hpp"
 #include "run/run.hpp"
+#include "run/session.hpp"
 #include "run/write_refusals.hpp"
 
 extern char** environ;
@@ -46,6 +47,8 @@ struct Supervisor {
     policy::PolicyPtr policy;
     jail::RunStart run_start;
     std::unique_ptr<jail::Notifier> notifier;  // the protected names (jail/notify.hpp)
+    SessionHost* session = nullptr;            // a session's: one notifier per joining command
+    std::vector<std::unique_ptr<jail::Notifier>> session_notifiers;
     std::vector<std::string> mount_points;     // of the plan, for the notifier
     std::vector<std::string> cordon_files;     // the audit log, the binary: the write rule cordon-files
     std::shared_ptr<void> watch;               // --watch
@@ -256,11 +259,20 @@ int run(const Options& options) {
     config.listen_ports = proxy_ports();
     if (options.network && options.transparent) config.transparent_port = kTransparentPort;
     config.id = make_jail_id();
+    config.session = options.session != nullptr;
     // Which jail: --jail, else sandbox.jail (known only once the policy loads: the namespace jail starts
     // meanwhile, and is replaced when the settings ask for the other one), else auto: the namespace jail
     // where the host allows one, the jail without namespaces otherwise (not with --strict).
     const auto flag_choice = jail::parse_jail_choice(options.jail);
     jail::JailChoice choice = flag_choice.value_or(jail::JailChoice::Auto);
+    // A session's commands are started by the namespace jail's init: no fallback.
+    if (options.session) {
+        if (choice == jail::JailChoice::Landlock) {
+            std::cerr << "cordon: a session needs the namespace jail (not --jail landlock)\n";
+            return 125;
+        }
+        choice = jail::JailChoice::Namespaces;
+    }
     std::string fallback_why;  // why the namespace jail is not used, for the one line
     SetupReport setup_report;
     auto start = [&](jail::JailChoice want) -> std::variant<std::unique_ptr<jail::Jail>, std::string> {
@@ -293,6 +305,10 @@ int run(const Options& options) {
         if (wanted == jail::JailChoice::Namespaces && jail->host_view()) {
             std::cerr << "cordon: " << named << ": the namespace jail cannot be set up here: " << fallback_why
                       << "\n";
+            return 125;
+        }
+        if (wanted == jail::JailChoice::Landlock && options.session) {
+            std::cerr << "cordon: " << named << ": a session needs the namespace jail\n";
             return 125;
         }
         if (wanted == jail::JailChoice::Landlock && !jail->host_view()) {
@@ -339,6 +355,11 @@ int run(const Options& options) {
     jail::MountPlan plan = jail::make_mount_plan(*policy, cwd, policy->filesystem().home, supervisor_files,
                                                  self, !config.user_notify && !without_namespaces);
     if (without_namespaces) point_at_listeners(plan);
+    // The session directory (its control sockets) is hidden in the jail's view (below /tmp the jail's
+    // private /tmp hides it already).
+    if (options.session && options.session->directory().string().rfind("/tmp/", 0) != 0)
+        plan.ops.push_back(
+            {jail::MountKind::MaskDir, options.session->directory(), "cordon's session sockets"});
     if (!config.user_notify && !options.quiet)
         std::cerr << "cordon: note: this kernel has no seccomp user notification with ADDFD (Linux 5.14); "
                      "missing protected names are kept by placeholder files during the run\n";
@@ -412,6 +433,7 @@ int run(const Options& options) {
     sup.jail = jail.get();
     sup.policy = policy;
     sup.run_start = run_start;
+    sup.session = options.session.get();
     sup.mount_points = std::move(mount_points);
     for (const auto& file : supervisor_files)
         sup.cordon_files.push_back(file.string());
@@ -484,6 +506,10 @@ int run(const Options& options) {
     sup.report.data = &sup;
     uv_poll_start(&sup.report, UV_READABLE, [](uv_poll_t* handle, int, int) {
         auto* s = static_cast<Supervisor*>(handle->data);
+        if (s->session) {
+            if (!s->session->on_jail_event()) uv_poll_stop(handle);
+            return;
+        }
         bool closed = false;
         if (auto st = s->jail->read_report(closed)) s->finish(s->timed_out ? 124 : *st);
         if (closed && !s->status) uv_poll_stop(handle);
@@ -495,6 +521,16 @@ int run(const Options& options) {
         sup.notify_open = true;
         uv_poll_start(&sup.notify, UV_READABLE, [](uv_poll_t* handle, int, int) {
             auto* s = static_cast<Supervisor*>(handle->data);
+            if (s->session) {
+                // Each joining command sends the listener of its own seccomp filter; those of commands
+                // that have ended (with all they started) go.
+                std::erase_if(s->session_notifiers, [](const auto& n) { return n->finished(); });
+                if (int fd = s->jail->take_notify_fd(); fd >= 0)
+                    s->session_notifiers.push_back(jail::Notifier::start(
+                        fd, s->policy, s->run_start, s->mount_points, nullptr, s->cordon_files,
+                        [writes = s->writes.get()](jail::RefusedWrite&& w) { writes->add(std::move(w)); }));
+                return;
+            }
             s->close_notify();
             if (int fd = s->jail->take_notify_fd(); fd >= 0)
                 s->notifier = jail::Notifier::start(
@@ -517,11 +553,14 @@ int run(const Options& options) {
             },
             ms, 0);
     }
+    if (options.session) options.session->attach(&sup.loop, jail.get(), proxy.get(), options.network);
     // The jail may have exited before the poll started.
     if (auto st = jail->handle_signals()) sup.finish(*st);
     uv_run(&sup.loop, UV_RUN_DEFAULT);
     int status = sup.status.value_or(125);
     jail.reset();  // placeholders removed
+    sup.session_notifiers.clear();
+    if (options.session) options.session->end();
     // Not hidden by --quiet: a repository the run made is code the host's git may run (its hooks and config).
     if (sup.notifier) {
         const auto repos = sup.notifier->new_repositories();

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "jail/jail.hpp"
 #include "jail/mount_plan.hpp"
 
 namespace cordon::jail::detail {
@@ -46,6 +47,13 @@ ssize_t send_fds(int sock, const void* data, std::size_t size, const int* fds, s
 // count (0: end of file), or -1 with recvmsg's errno (EINTR is retried; `flags` may add MSG_DONTWAIT).
 ssize_t receive_fds(int sock, void* data, std::size_t size, int* fds, std::size_t max_fds, std::size_t& nfds,
                     int flags = 0);
+
+// A session's requests, supervisor to init: a command to start (one byte 'R' carrying its three descriptors,
+// then a frame) or a signal for one ('K', then a frame). receive_session_request returns the byte (0: the
+// supervisor is gone or the message is malformed).
+bool send_session_command(int fd, const SessionCommand& command);
+bool send_session_signal(int fd, std::uint32_t id, int sig);
+char receive_session_request(int fd, SessionCommand& command, int& sig);
 
 // The seccomp listener `fd`, sent by the command process (no allocation: it runs with vfork semantics).
 bool send_notify_fd(int sock, int fd);

@@ -57,6 +57,11 @@ struct Context {
     cpu_set_t cpus{};
     bool have_cpus = false;
     pid_t command = -1;
+    // A session's init, for the joining command it starts next (jail/session_init.cpp): the client's 0-2
+    // (-1: the first command of a run, which keeps the init's) and its working directory.
+    int session_fds[3] = {-1, -1, -1};
+    std::string session_cwd{};
+    std::vector<std::string> session_argv{}, session_env{};
 };
 
 // One step of the jail's setup: a name (in every failure), what it does, what it guards against (read by
@@ -114,6 +119,15 @@ Result hand_over_listener(Context& ctx);
 // command exits, reports the command's status on `report_fd` (the supervisor can clean up while the init
 // exits) and exits with it.
 [[noreturn]] void run_init(pid_t command, int report_fd);
+// jail/session_init.cpp: a session's PID 1 (JailConfig::session): starts each command the supervisor asks
+// for (start_command), reports its start and end, and keeps what commands leave running until it is killed.
+[[noreturn]] void run_session_init(Context& ctx);
+// jail/jail.cpp: the command, started with CLONE_VM|CLONE_VFORK (returns once it has exec'd or exited);
+// the plan's environment changes (MountPlan::env) applied to `env`.
+Result start_command(Context& ctx);
+void apply_env_changes(const MountPlan& plan, std::vector<std::string>& env);
+// jail/session_init.cpp, a command step: a joining command's descriptors and working directory.
+Result enter_session_command(Context& ctx);
 
 // jail/descriptors.cpp: descriptor hygiene. close_descriptors closes every descriptor in [first, last] but
 // `except` (or marks it close-on-exec), without allocating; false when it cannot, and then the jail must not

@@ -38,6 +38,7 @@ class MockApi:
 
     def __init__(self):
         self.command = None
+        self.sequence = []  # when set: one Bash call per command, in order, in one conversation
         self.extra_input = {}
         self.results = []  # the tool_result blocks received, in order
         self.lock = threading.Lock()
@@ -86,14 +87,23 @@ class MockApi:
             "usage": {"input_tokens": 1, "output_tokens": 1}}})
         with self.lock:
             self.results.extend(results)
-            asked = any(isinstance(m.get("content"), list) and any(
-                isinstance(c, dict) and c.get("type") == "tool_use" for c in m["content"])
-                for m in messages if m.get("role") == "assistant")
-        if "Bash" in tools and not results and not asked and self.command is not None:
-            tool_input = dict(self.extra_input, command=self.command, description="run it")
+            # tool_use blocks, not messages: Claude Code merges consecutive assistant turns into one message.
+            asked_count = sum(1 for m in messages if m.get("role") == "assistant" and isinstance(
+                m.get("content"), list) for c in m["content"] if isinstance(c, dict) and c.get("type") == "tool_use")
+            asked = asked_count > 0
+            sequence = list(self.sequence)
+        command, tool_id = self.command, "toolu_mock01"
+        if sequence and "Bash" in tools:
+            # The next command of the sequence once the previous one's result came back.
+            if asked_count < len(sequence):
+                command, tool_id, results, asked = sequence[asked_count], f"toolu_seq{asked_count:02d}", [], False
+            else:
+                command = None
+        if "Bash" in tools and not results and not asked and command is not None:
+            tool_input = dict(self.extra_input, command=command, description="run it")
             return [start,
                     ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
-                        "type": "tool_use", "id": "toolu_mock01", "name": "Bash", "input": {}}}),
+                        "type": "tool_use", "id": tool_id, "name": "Bash", "input": {}}}),
                     ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
                         "type": "input_json_delta", "partial_json": json.dumps(tool_input)}}),
                     ("content_block_stop", {"type": "content_block_stop", "index": 0}),
@@ -189,6 +199,33 @@ class Session:
         # hook's deny or ask) in permission_denials; a command that ran and failed is not there.
         denied = any(d.get("tool_use_id") == "toolu_mock01" for d in final.get("permission_denials") or [])
         return Outcome("refused" if denied else "ran", text, final, r.stderr)
+
+    def run_sequence(self, commands, args=(), timeout=180):
+        """One `claude -p` whose model asks for Bash(command) for each of `commands` in turn, each after the
+        previous one's result: the tool_result texts in order, and the final JSON."""
+        with self.api.lock:
+            self.api.command = None
+            self.api.sequence = list(commands)
+            self.api.results = []
+        try:
+            r = subprocess.run([binary(), "-p", "run the commands", "--output-format", "json", *args],
+                               cwd=self.project, env=self.env(), capture_output=True, text=True,
+                               timeout=timeout, stdin=subprocess.DEVNULL)
+        finally:
+            with self.api.lock:
+                self.api.sequence = []
+        try:
+            final = json.loads(r.stdout)
+        except ValueError:
+            raise AssertionError(f"Claude Code did not answer with JSON (exit {r.returncode}): "
+                                 f"{r.stdout[-2000:]} {r.stderr[-2000:]}")
+        with self.api.lock:
+            seen, results = set(), []
+            for x in self.api.results:  # each request carries the results so far: one per tool_use id
+                if x.get("tool_use_id") not in seen:
+                    seen.add(x.get("tool_use_id"))
+                    results.append(result_text(x))
+        return results, final
 
     def close(self):
         self.api.close()

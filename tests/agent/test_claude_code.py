@@ -122,6 +122,24 @@ class ClaudeCodeTest(unittest.TestCase):
         uninstall_hook(s)
         self.assertEqual(s.run("touch inside2").kind, "refused")
 
+    def test_session_keeps_a_background_server_between_bash_calls(self):
+        """claude-hook --session: the server one Bash call starts in the background answers the next call, in
+        one cordon session; Claude Code's SessionEnd (at the end of `claude -p`) stops it."""
+        s = self.session
+        with open(os.path.join(s.project, "marker.txt"), "w") as f:
+            f.write("served between calls\n")
+        install_hook(s, "--auto-allow", "--session")
+        results, final = s.run_sequence([
+            "python3 -m http.server 3000 --bind 127.0.0.1 >/dev/null 2>&1 &",
+            "curl -sf --retry 30 --retry-delay 1 --retry-connrefused http://127.0.0.1:3000/marker.txt"])
+        self.assertEqual(len(results), 2, (results, final))
+        self.assertIn("served between calls", results[1], results)
+        name = "claude-" + final["session_id"]
+        r = subprocess.run([CORDON, "session", "list", "--json"], env=dict(s.env()), capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn(name, [x["name"] for x in json.loads(r.stdout)], "SessionEnd stopped the session")
+
     def test_large_command_runs_byte_for_byte(self):
         """96 KB with 6,000 quotes: Claude Code runs it (its own quoting for `bash -c` stays under the kernel's
         128 KiB per argument); quoted once more by a wrapper it would not fit (E2BIG)."""

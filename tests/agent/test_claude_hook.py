@@ -261,5 +261,100 @@ class HookTest(unittest.TestCase):
         self.assertIn('"enabled": false', r.stderr)
 
 
+# What Claude Code sends when its session ends (recorded; cwd and session_id are filled in per test).
+RECORDED_SESSION_END = {
+    "session_id": None,
+    "transcript_path": "/root/.claude/projects/x/4f1c2a0e.jsonl",
+    "cwd": None,
+    "hook_event_name": "SessionEnd",
+    "reason": "prompt_input_exit",
+}
+
+
+class HookSessionTest(HookTest):
+    """`claude-hook --session`: one cordon session per Claude Code session_id, started by the first Bash call,
+    joined by the next ones, stopped by SessionEnd."""
+
+    def setUp(self):
+        super().setUp()
+        self.xdg = os.path.join(self.dir, "xdg")
+        os.mkdir(self.xdg, 0o700)
+        self.env["XDG_RUNTIME_DIR"] = self.xdg
+        self.session_id = "5e2d" + os.urandom(6).hex() + "-1d1b-4b7c-9a57-2c1f8d0e6a11"
+        self.name = "claude-" + self.session_id
+        self.addCleanup(subprocess.run, [CORDON, "session", "stop", self.name], env=self.env, capture_output=True,
+                        timeout=30)
+
+    def session_hook(self, command=None, end=False):
+        if end:
+            data = dict(RECORDED_SESSION_END, cwd=self.work, session_id=self.session_id)
+        else:
+            data = dict(RECORDED, cwd=self.work, session_id=self.session_id)
+            data["tool_input"] = dict(RECORDED["tool_input"], command=command)
+        return subprocess.run([CORDON, "claude-hook", "--session", "--auto-allow", "--managed-dir", self.managed,
+                               "--audit-log", self.audit], input=json.dumps(data), cwd=self.work, env=self.env,
+                              capture_output=True, text=True, timeout=60)
+
+    def bash_call(self, command):
+        """What Claude Code does for one Bash call: the hook, then bash -c with the updated command."""
+        h = self.answer(self.session_hook(command))
+        self.assertEqual(h["permissionDecision"], "allow")
+        updated = h["updatedInput"]["command"]
+        self.assertIn(f"run --session '{self.name}' --", updated)
+        return subprocess.run(["bash", "-c", updated], cwd=self.work, env=self.env, capture_output=True,
+                              text=True, timeout=60)
+
+    def sessions(self):
+        r = subprocess.run([CORDON, "session", "list", "--json"], env=self.env, capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return {s["name"]: s for s in json.loads(r.stdout)}
+
+    @unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+    def test_background_job_survives_between_bash_calls(self):
+        with open(os.path.join(self.work, "marker.txt"), "w") as f:
+            f.write("from the background job\n")
+        self.assertNotIn(self.name, self.sessions())
+        r = self.bash_call("python3 -m http.server 3000 --bind 127.0.0.1 >/dev/null 2>&1 &")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(self.name, self.sessions(), "the first call started the session")
+        r = self.bash_call("curl -sf --retry 30 --retry-delay 1 --retry-connrefused "
+                           "http://127.0.0.1:3000/marker.txt")
+        self.assertEqual((r.returncode, r.stdout), (0, "from the background job\n"), r.stderr)
+        # Still jailed: the policy is the hook's.
+        outside = os.path.join(self.dir, "outside")
+        r = self.bash_call(f"touch {outside}")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertFalse(os.path.exists(outside))
+        self.assertEqual(self.sessions()[self.name]["commands"], 3)
+        # Claude Code's session ends: so does cordon's.
+        r = self.session_hook(end=True)
+        self.assertEqual((r.returncode, r.stdout), (0, ""), r.stderr)
+        self.assertNotIn(self.name, self.sessions())
+        self.assertFalse(os.path.exists(os.path.join(self.xdg, "cordon", self.name + ".sock")))
+        # An end without a session is nothing to do.
+        r = self.session_hook(end=True)
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "", ""))
+
+    def test_install_writes_both_entries(self):
+        run = lambda *a: subprocess.run([CORDON, "claude-hook", *a], cwd=self.work, env=self.env,
+                                        capture_output=True, text=True, timeout=30)
+        path = os.path.join(self.work, ".claude", "settings.local.json")
+        r = run("--install", "--session", "--linger", "600")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(path) as f:
+            hooks = json.load(f)["hooks"]
+        pre, end = hooks["PreToolUse"][0], hooks["SessionEnd"][0]
+        self.assertEqual(pre["matcher"], "Bash")
+        self.assertNotIn("matcher", end)
+        for entry in (pre, end):
+            self.assertRegex(entry["hooks"][0]["command"], r"cordon claude-hook .*--session --linger=600$")
+        r = run("--uninstall")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(path) as f:
+            self.assertNotIn("hooks", json.load(f))
+        self.assertEqual(run("--linger", "5").returncode, 2)
+
+
 if __name__ == "__main__":
     unittest.main()

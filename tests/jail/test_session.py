@@ -1,0 +1,364 @@
+#!/usr/bin/env python3
+"""Sessions (`cordon session start|stop|list`, `cordon run --session`): real jails, real servers, real clients.
+A background server started by one command answers the next; exit status, stdin/stdout/stderr and a relayed
+signal; `stop`, a SIGKILLed supervisor and --linger leave no process, mount, cgroup or socket; another user and
+the jailed command itself are refused; a widening flag is refused; `list --json`. Needs root (a test user)."""
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import jailtest
+from jailtest import Env, JailFixtures
+
+
+def ns_of(pid, ns):
+    try:
+        return os.readlink(f"/proc/{pid}/ns/{ns}")
+    except OSError:
+        return None
+
+
+def processes_in(ns_link, ns="pid"):
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and ns_of(entry, ns) == ns_link:
+            out.append(int(entry))
+    return out
+
+
+def descendants(root):
+    """Every live process below `root` (by PPid)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            pass
+    found, todo = set(), [root]
+    while todo:
+        p = todo.pop()
+        for child, parent in parents.items():
+            if parent == p and child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def cgroups_of(supervisor):
+    prefix = f"cordon-{supervisor}-"
+    found = []
+    for top in ("/sys/fs/cgroup",):
+        for dirpath, dirnames, _ in os.walk(top):
+            found += [os.path.join(dirpath, d) for d in dirnames if d.startswith(prefix)]
+            if dirpath.count("/") > 6:
+                dirnames[:] = []
+    return found
+
+
+class SessionCase(JailFixtures):
+    def setUp(self):
+        super().setUp()
+        self.xdg = self.mkdir("xdg")
+        os.chmod(self.xdg, 0o700)
+        self.sessions = []
+
+    def tearDown(self):
+        # A test that opened the modes up and failed: cordon refuses such a directory, stop could not run.
+        for d in (self.xdg, os.path.join(self.xdg, "cordon")):
+            if os.path.isdir(d):
+                os.chmod(d, 0o700)
+        for name in self.sessions:
+            subprocess.run([Env.cordon, "session", "stop", name], env=self.env(), capture_output=True,
+                           timeout=30, **self._identity())
+        super().tearDown()
+
+    def env(self):
+        return {**super().env(), "XDG_RUNTIME_DIR": self.xdg}
+
+    def cordon(self, *args, input=None, timeout=60, env=None, **kw):
+        p = subprocess.run([Env.cordon, *args], cwd=self.cwd, env=env or self.env(), input=input,
+                           capture_output=True, text=True, timeout=timeout, **self._identity(), **kw)
+        return p.returncode, p.stdout, p.stderr
+
+    def start(self, *flags, name=None):
+        name = name or "t" + os.urandom(3).hex()
+        t0 = time.monotonic()
+        rc, out, err = self.cordon("session", "start", "--name", name, "--no-discover", *flags)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.strip(), name)
+        self.assertLess(time.monotonic() - t0, 20, "start returns once the session serves")
+        self.sessions.append(name)
+        return name
+
+    def join(self, name, script, input=None, timeout=60):
+        return self.cordon("run", "--session", name, "-c", script, input=input, timeout=timeout)
+
+    def status(self, name):
+        rc, out, err = self.cordon("session", "list", "--json")
+        self.assertEqual(rc, 0, err)
+        for s in json.loads(out):
+            if s["name"] == name:
+                return s
+        return None
+
+    def jail_namespaces(self, name):
+        rc, out, err = self.join(name, "readlink /proc/self/ns/pid /proc/self/ns/mnt /proc/self/ns/net")
+        self.assertEqual(rc, 0, err)
+        return out.split()
+
+    def assert_all_gone(self, name, supervisor, spawned, pid_ns, mnt_ns, deadline=10):
+        end = time.monotonic() + deadline
+        while True:
+            left = [p for p in spawned if alive(p)] + processes_in(pid_ns) + processes_in(mnt_ns, "mnt")
+            cg = cgroups_of(supervisor)
+            sock = os.path.exists(os.path.join(self.xdg, "cordon", name + ".sock"))
+            if not left and not cg and not sock and not alive(supervisor):
+                break
+            if time.monotonic() > end:
+                self.fail(f"left behind: processes {left}, cgroups {cg}, socket {sock}, "
+                          f"supervisor alive {alive(supervisor)}")
+            time.sleep(0.1)
+        if name in self.sessions:
+            self.sessions.remove(name)
+
+    # --- what a session is for ---
+
+    def test_background_server_answers_next_command(self):
+        name = self.start()
+        self.write(os.path.join(self.cwd, "marker.txt"), "served from the session\n")
+        rc, out, err = self.join(name, "python3 -m http.server 3000 --bind 127.0.0.1 >/dev/null 2>&1 &")
+        self.assertEqual(rc, 0, err)
+        script = ("for i in $(seq 100); do curl -sf http://127.0.0.1:3000/marker.txt && exit 0; sleep 0.1; done;"
+                  " exit 1")
+        rc, out, err = self.join(name, script)
+        self.assertEqual((rc, out), (0, "served from the session\n"), err)
+        # And again: the server outlived the command that reached it.
+        rc, out, err = self.join(name, "curl -sf http://localhost:3000/marker.txt")
+        self.assertEqual((rc, out), (0, "served from the session\n"), err)
+        # A jail of its own (plain `cordon run`) does not see it: the session's loopback is its own.
+        rc, out, err = self.run_jail(["-c", "curl -sf --max-time 3 http://127.0.0.1:3000/marker.txt"])
+        self.assertNotEqual(rc, 0, out)
+        status = self.status(name)
+        self.assertGreaterEqual(status["processes"], 1, status)
+        self.assertEqual(status["commands"], 3, status)
+
+    def test_exit_status_stdin_stdout_stderr(self):
+        name = self.start()
+        self.assertEqual(self.join(name, "exit 7")[0], 7)
+        rc, out, err = self.join(name, "cat; echo to-stderr >&2", input="hello through the session\n")
+        self.assertEqual((rc, out, err), (0, "hello through the session\n", "to-stderr\n"))
+        rc, out, err = self.join(name, "kill -9 $$")
+        self.assertEqual(rc, 137, err)
+        rc, out, err = self.cordon("run", "--session", name, "--", "/nonexistent/program")
+        self.assertEqual(rc, 127, err)
+        self.assertIn("/nonexistent/program", err)
+        # The working directory is the caller's (in the session's view).
+        sub = self.mkdir("project/sub")
+        p = subprocess.run([Env.cordon, "run", "--session", name, "--", "pwd"], cwd=sub, env=self.env(),
+                           capture_output=True, text=True, timeout=30, **self._identity())
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, sub), p.stderr)
+
+    def test_signal_relayed(self):
+        name = self.start()
+        p = subprocess.Popen([Env.cordon, "run", "--session", name, "-c",
+                              'trap "echo got TERM; exit 3" TERM; echo ready; while :; do sleep 0.05; done'],
+                             cwd=self.cwd, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, **self._identity())
+        self.assertEqual(p.stdout.readline(), "ready\n")
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=30)
+        self.assertEqual((p.returncode, out), (3, "got TERM\n"), err)
+
+    def test_jail_and_policy_are_the_sessions(self):
+        name = self.start()
+        # The policy is the session's: no write outside the project, no network but the proxy.
+        target = os.path.join(self.outside, "x")
+        rc, out, err = self.join(name, f"echo no > {target}")
+        self.assertNotEqual(rc, 0)
+        self.assertFalse(os.path.exists(target))
+        rc, out, err = self.join(name, "echo yes > written && cat written")
+        self.assertEqual((rc, out), (0, "yes\n"), err)
+        # The session's init is not the commands' to end or reach into.
+        rc, out, err = self.join(name, "kill -TERM 1; kill -HUP 1; kill -INT 1; "
+                                       "readlink /proc/1/fd/1000 || echo no-readlink; "
+                                       "cat /proc/1/environ >/dev/null 2>&1 || echo no-environ")
+        self.assertIn("no-environ", out, err)
+        self.assertIn("no-readlink", out, err)
+        self.assertNotIn("socket:", out)
+        self.assertEqual(self.join(name, "echo alive")[1], "alive\n")
+        rc, out, err = self.join(name, "echo $SANDBOX_RUNTIME $HTTP_PROXY")
+        self.assertEqual(out.split()[0], "1", out)
+        self.assertIn("127.0.0.1:", out)
+
+    def test_widening_flags_refused(self):
+        name = self.start()
+        for flags in (["--allow-write", "/etc"], ["--allow-domain", "example.com"], ["--settings", "/x.json"],
+                      ["--user", "root"], ["--no-discover"]):
+            rc, out, err = self.cordon("run", "--session", name, *flags, "--", "true")
+            self.assertEqual(rc, 2, err)
+            self.assertIn(flags[0], err)
+            self.assertIn("session", err)
+
+    def test_stop_leaves_nothing(self):
+        name = self.start("--pids", "200")
+        pid_ns, mnt_ns, _ = self.jail_namespaces(name)
+        self.assertEqual(self.join(name, "sleep 1000 >/dev/null 2>&1 & setsid sleep 1000 >/dev/null 2>&1 &")[0], 0)
+        supervisor = self.status(name)["pid"]
+        spawned = descendants(supervisor)
+        self.assertGreaterEqual(len(processes_in(pid_ns)), 3)
+        if os.geteuid() == 0 and not self.AS_USER:
+            self.assertTrue(cgroups_of(supervisor), "--pids makes a cgroup as root")
+        rc, out, err = self.cordon("session", "stop", name)
+        self.assertEqual(rc, 0, err)
+        # `stop` returns once everything is gone.
+        self.assert_all_gone(name, supervisor, spawned, pid_ns, mnt_ns, deadline=0.5)
+        rc, out, err = self.join(name, "true")
+        self.assertEqual(rc, 125)
+        self.assertIn("no session named", err)
+
+    def test_sigkill_of_supervisor_leaves_nothing(self):
+        name = self.start("--pids", "200")
+        pid_ns, mnt_ns, _ = self.jail_namespaces(name)
+        self.assertEqual(self.join(name, "sleep 1000 >/dev/null 2>&1 &")[0], 0)
+        supervisor = self.status(name)["pid"]
+        spawned = descendants(supervisor)
+        os.kill(supervisor, signal.SIGKILL)
+        self.assert_all_gone(name, supervisor, spawned, pid_ns, mnt_ns)
+
+    def test_linger_ends_an_idle_session(self):
+        name = self.start("--linger", "1")
+        pid_ns, mnt_ns, _ = self.jail_namespaces(name)
+        supervisor = self.status(name)["pid"]
+        spawned = descendants(supervisor)
+        # A command that runs longer than the linger keeps the session.
+        rc, out, err = self.join(name, "sleep 2; echo still here")
+        self.assertEqual((rc, out), (0, "still here\n"), err)
+        self.assert_all_gone(name, supervisor, spawned, pid_ns, mnt_ns, deadline=8)
+
+    def test_list_json(self):
+        name = self.start()
+        self.join(name, "true")
+        self.join(name, "sleep 1000 >/dev/null 2>&1 &")
+        s = self.status(name)
+        self.assertIsNotNone(s)
+        for key in ("name", "pid", "age_seconds", "commands", "processes", "connections"):
+            self.assertIn(key, s)
+        self.assertEqual(s["commands"], 2, s)
+        self.assertGreaterEqual(s["processes"], 1, s)
+        self.assertEqual(s["connections"], 0, s)
+        rc, out, err = self.cordon("session", "list")
+        self.assertEqual(rc, 0, err)
+        self.assertIn(name, out)
+        # A socket nobody listens on (left by a machine that went down with a /tmp on disk) goes at the next list.
+        stale = os.path.join(self.xdg, "cordon", "stale.sock")
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(stale)
+        s.close()
+        self.own(stale)
+        self.assertEqual([x["name"] for x in json.loads(self.cordon("session", "list", "--json")[1])], [name])
+        self.assertFalse(os.path.exists(stale))
+
+    def test_name_taken_and_bad(self):
+        name = self.start()
+        rc, out, err = self.cordon("session", "start", "--name", name, "--no-discover")
+        self.assertEqual(rc, 125, err)
+        self.assertIn("is running", err)
+        rc, out, err = self.cordon("session", "start", "--name", "../x")
+        self.assertEqual(rc, 2, err)
+
+    def test_socket_private_and_out_of_the_jails_view(self):
+        settings = os.path.join(self.dir, "unix.json")
+        with open(settings, "w") as f:
+            json.dump({"sandbox": {"network": {"allowAllUnixSockets": True}}}, f)
+        os.chmod(settings, 0o644)
+        name = self.start("--settings", settings)
+        sock = os.path.join(self.xdg, "cordon", name + ".sock")
+        self.assertEqual(os.stat(sock).st_mode & 0o777, 0o600)
+        self.assertEqual(os.stat(os.path.dirname(sock)).st_mode & 0o777, 0o700)
+        # The jailed command (which may use Unix sockets here) finds no socket, and connecting fails.
+        def probe(path):
+            return (f"import socket, sys; s = socket.socket(socket.AF_UNIX); s.settimeout(3)\n"
+                    f"try:\n    s.connect({path!r})\nexcept OSError as e:\n    print('unreachable', e); sys.exit()\n"
+                    f"try:\n    s.sendall(b'L' + (2).to_bytes(4, sys.byteorder) + b'{{}}')\n"
+                    f"except OSError:\n    pass\n"
+                    f"n = int.from_bytes(s.recv(4), sys.byteorder); print('answer', s.recv(n).decode())\n")
+        with open(os.path.join(self.dir, "probe.py"), "w") as f:
+            f.write(probe(sock))
+        rc, out, err = self.join(name, f"ls {self.xdg}/cordon; {jailtest.PY} {self.dir}/probe.py")
+        self.assertNotIn(name + ".sock", out)
+        self.assertIn("unreachable", out, err)
+        # Reached all the same (a hard link of the socket where the jail sees it): the session refuses a
+        # process of its own jail, although it has the session's uid.
+        link = os.path.join(self.cwd, "link.sock")
+        os.link(sock, link)
+        with open(os.path.join(self.dir, "probe.py"), "w") as f:
+            f.write(probe(link))
+        rc, out, err = self.join(name, f"{jailtest.PY} {self.dir}/probe.py")
+        self.assertIn("a process inside session", out, out + err)
+        self.assertNotIn('"pid"', out)
+        os.unlink(link)
+
+
+class AsRoot(SessionCase, unittest.TestCase):
+    def test_another_user_is_refused(self):
+        name = self.start()
+        other = {"user": Env.uid, "group": Env.gid, "extra_groups": []}
+        env = {**self.env(), "HOME": "/nonexistent"}
+        # Through cordon: the directory is not the user's.
+        for args in (["session", "stop", name], ["run", "--session", name, "--", "true"]):
+            p = subprocess.run([Env.cordon, *args], cwd="/", env=env, capture_output=True, text=True, timeout=30,
+                               **other)
+            self.assertNotEqual(p.returncode, 0, p.stderr)
+        # Past the file modes (as if they were opened up): SO_PEERCRED still refuses join and stop.
+        sock = os.path.join(self.xdg, "cordon", name + ".sock")
+        os.chmod(self.xdg, 0o755)
+        os.chmod(os.path.dirname(sock), 0o755)
+        os.chmod(sock, 0o777)
+        script = ("import socket, sys, json\n"
+                  "for op in (b'S', b'J', b'L'):\n"
+                  "    s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1])\n"
+                  "    body = json.dumps({'argv': ['true'], 'env': [], 'cwd': '/'}).encode()\n"
+                  "    try:\n"
+                  "        s.sendall(op + len(body).to_bytes(4, sys.byteorder) + body)\n"
+                  "    except BrokenPipeError:\n"
+                  "        pass  # refused before the request was read: the answer is waiting\n"
+                  "    n = int.from_bytes(s.recv(4), sys.byteorder); print(s.recv(n).decode())\n")
+        p = subprocess.run([jailtest.PY, "-c", script, sock], capture_output=True, text=True, timeout=30, **other)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertEqual(len(lines), 3, p.stdout)
+        for line in lines:
+            self.assertIn("belongs to uid 0", json.loads(line)["error"])
+        # cordon itself refuses a session directory others can enter; closed again, the session runs on.
+        self.assertEqual(self.cordon("session", "list")[0], 1)
+        os.chmod(os.path.dirname(sock), 0o700)
+        os.chmod(self.xdg, 0o700)
+        self.assertIsNotNone(self.status(name), "the session runs on")
+        self.assertEqual(self.join(name, "true")[0], 0)
+
+
+class AsUser(SessionCase, unittest.TestCase):
+    AS_USER = True
+
+
+if __name__ == "__main__":
+    sys.exit(jailtest.run_main([Env], "a test user"))
