@@ -262,6 +262,7 @@ void SessionHost::attach(uv_loop_s* loop, jail::Jail* jail, proxy::Proxy* proxy,
     network_ = network;
     started_ = last_activity_ = std::time(nullptr);
     jail_pid_ns_ = ns_link(jail->pid(), "pid");
+    own_pid_ns_ = ns_link(::getpid(), "pid");
     handles_ = std::make_unique<Handles>();
     handles_->open = true;
     uv_poll_init(loop, &handles_->listen, listen_fd_);
@@ -339,6 +340,15 @@ void SessionHost::accept_client() {
                       std::to_string(peer.uid);
         else if (peer.pid <= 0 || (!jail_pid_ns_.empty() && ns_link(peer.pid, "pid") == jail_pid_ns_))
             refused = "a process inside session " + name_ + " cannot control it";
+        // Not only this session's jail: any jail with a pid namespace (a plain `cordon run` whose policy
+        // reaches Unix sockets, a namespace nested in this session's jail) must not join a session whose
+        // policy may be wider than its own, nor stop it. A legitimate client is a process of the host, in
+        // the supervisor's own pid namespace; a peer whose namespace cannot be read (gone, its pid reused)
+        // is refused too.
+        else if (const std::string ns = ns_link(peer.pid, "pid"); ns.empty() || ns != own_pid_ns_)
+            refused = "session " + name_ +
+                      " serves only processes outside any jail (a pid namespace of "
+                      "their own)";
         if (!refused.empty()) {
             send_frame(fd, nlohmann::json{{"error", refused}}.dump());
             ::close(fd);

@@ -86,6 +86,7 @@ class SessionHost {
     bool network_ = true;
     bool ready_ = false;
     bool stopping_ = false;
+    std::string own_pid_ns_;   // the supervisor's /proc/PID/ns/pid: a client must be in it
     std::string jail_pid_ns_;  // the init's /proc/PID/ns/pid link: peers in it are the jail's own processes
     std::time_t started_ = 0;
     std::time_t last_activity_ = 0;
