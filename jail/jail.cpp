@@ -142,6 +142,9 @@ constexpr Step kInitSteps[] = {
     {"Landlock", prepare_landlock, true,
      "what the mounts cannot say: the ruleset is built here (landlock.cpp)"},
     {"seccomp program", receive_seccomp_program, false, "a command started without its filter"},
+    {"ports", open_ports, false,
+     "a host port or published port reaching anything but the port named: listeners on exactly the host "
+     "ports, a socket source that only makes TCP sockets here (ports.cpp)"},
     {"command line", prepare_command_line, false,
      "a secret the command gets as a sentinel staying readable in the init's environment"},
     {"not dumpable", stop_being_dumpable, false,
@@ -179,7 +182,7 @@ constexpr Step kCommandSteps[] = {
         if (ctx.command > 0) ::kill(ctx.command, SIGKILL);
         ::_exit(kSetupFailed);
     }
-    run_init(ctx.command, ctx.supervisor_fd);
+    run_init(ctx.command, ctx.supervisor_fd, ctx.jail_sockets);
 }
 
 // The command process: kCommandSteps, then exec. Never returns.
@@ -366,10 +369,19 @@ Result start_command(Context& ctx) {
     return std::nullopt;
 }
 
-// The socketpair stays, for the report at the end.
+// The socketpair stays, for the report at the end, and the socket source of published ports (ports.cpp).
 Result close_init_descriptors(Context& ctx) {
-    const auto fd = static_cast<unsigned>(ctx.supervisor_fd);
-    if (!close_descriptors(3U, fd - 1, false) || !close_descriptors(fd + 1, ~0U, false))
+    std::array<int, 2> keep{ctx.supervisor_fd, ctx.jail_sockets};
+    std::sort(keep.begin(), keep.end());
+    unsigned from = 3;
+    for (int k : keep) {
+        if (k < 0) continue;
+        if (static_cast<unsigned>(k) > from && !close_descriptors(from, static_cast<unsigned>(k) - 1, false))
+            return fail_msg(
+                "close the inherited descriptors: close_range failed and /proc/self/fd cannot be read");
+        from = static_cast<unsigned>(k) + 1;
+    }
+    if (!close_descriptors(from, ~0U, false))
         return fail_msg(
             "close the inherited descriptors: close_range failed and /proc/self/fd cannot be read");
     return std::nullopt;
@@ -717,6 +729,7 @@ bool JailImpl::start(const JailConfig& config, std::string& error) {
 std::optional<std::string> JailImpl::configure(MountPlan plan, UnixSockets unix_sockets) {
     // The plan first: the child applies it while the placeholders are created and the seccomp filter is
     // compiled here (on another CPU when there is one). It binds the placeholders last, once they exist.
+    const bool ports = !plan.host_ports.empty() || plan.jail_sockets;
     bool sent = send_plan(sock_, plan);
     if (!plan.placeholders.empty()) {
         std::vector<std::filesystem::path> not_made;
@@ -737,6 +750,16 @@ std::optional<std::string> JailImpl::configure(MountPlan plan, UnixSockets unix_
         return "the jail could not be set up";
     }
     listeners_ = std::move(*listeners);
+    // The host ports' listeners and the socket source come after the plan (ports.cpp).
+    if (ports) {
+        auto more = receive_ports(sock_);
+        if (!more) {
+            wait();
+            return "the jail could not be set up";
+        }
+        for (auto& l : *more)
+            listeners_.push_back(std::move(l));
+    }
     return std::nullopt;
 }
 

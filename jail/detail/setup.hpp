@@ -57,6 +57,7 @@ struct Context {
     cpu_set_t cpus{};
     bool have_cpus = false;
     pid_t command = -1;
+    int jail_sockets = -1;  // the init's end of the socket source (jail/ports.cpp), -1: none
 };
 
 // One step of the jail's setup: a name (in every failure), what it does, what it guards against (read by
@@ -90,7 +91,14 @@ Result send_listeners(Context& ctx);
 Result redirect_to_proxy(Context& ctx);
 // jail/net_filter.cpp: /etc/resolv.conf naming the DNS stub, bound read-only (before the pivot).
 Result bind_resolv_conf(Context& ctx);
-std::optional<std::vector<Listener>> receive_listeners(int fd);  // supervisor side; nullopt on EOF
+// Supervisor side; nullopt on EOF. `max`: the most descriptors the message may carry.
+std::optional<std::vector<Listener>> receive_listeners(int fd, std::size_t max = 14);
+// jail/ports.cpp: the host ports' listeners and the socket source (MountPlan::host_ports, jail_sockets),
+// made after the plan and handed over in one message; the supervisor receives it in configure().
+Result open_ports(Context& ctx);
+std::optional<std::vector<Listener>> receive_ports(int fd);
+// jail/ports.cpp: one request on the socket source, answered (a socket, or the errno).
+void serve_socket_request(int source);
 // jail/caps.cpp: no_new_privs, capabilities (bounding, ambient, inheritable, permitted, effective), uid
 // change.
 Result drop_privileges(Context& ctx);
@@ -113,7 +121,8 @@ Result hand_over_listener(Context& ctx);
 // jail/init.cpp: the jail's PID 1 after forking the command: reaps, forwards signals, kills the rest when the
 // command exits, reports the command's status on `report_fd` (the supervisor can clean up while the init
 // exits) and exits with it.
-[[noreturn]] void run_init(pid_t command, int report_fd);
+// `jail_sockets` (-1: none): the socket source it serves meanwhile (jail/ports.cpp).
+[[noreturn]] void run_init(pid_t command, int report_fd, int jail_sockets);
 
 // jail/descriptors.cpp: descriptor hygiene. close_descriptors closes every descriptor in [first, last] but
 // `except` (or marks it close-on-exec), without allocating; false when it cannot, and then the jail must not
