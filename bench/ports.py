@@ -9,6 +9,8 @@ Each round moves 1 GiB three ways, interleaved (a burst of load from elsewhere h
              127.0.0.1:PORT of the jail (the jail's listener, the supervisor's relay, the host's loopback)
   publish    the same server inside `cordon run --publish P:PORT`, the same client on the host reading from
              127.0.0.1:P (the host listener, the relay, a socket made in the jail's namespace)
+and, as a control, the same client through `cordon proxy` with CONNECT to the host's server (the same relay:
+benchmark 1's path), so that what load does to a relayed transfer on this machine shows beside the forwards.
 The server answers any request with a 1 GiB sparse file (an HTTP response, sendfile(2)); the client is curl
 (`%{time_total}`: from connect to the last byte), as in benchmark 1. Best round is the headline (other load only slows a transfer down), with the median;
 the ratios are to direct's best. The helpers are this file's own modes:
@@ -47,8 +49,9 @@ def serve(port, path, ready):
             c.close()
 
 
-def fetch(host, port):
-    out = subprocess.run(["curl", "-sS", "--noproxy", "*", "-o", "/dev/null", "-w", "%{size_download} %{time_total}",
+def fetch(host, port, proxy=None):
+    via = ["-p", "-x", f"http://{proxy}"] if proxy else ["--noproxy", "*"]
+    out = subprocess.run(["curl", "-sS", *via, "-o", "/dev/null", "-w", "%{size_download} %{time_total}",
                           f"http://{host}:{port}/big.bin"], capture_output=True, text=True, check=True).stdout
     print(out)
 
@@ -100,7 +103,22 @@ def main():
                                    str(jail_port), data, jready], cwd=work, stderr=subprocess.PIPE, text=True)
         procs.append(jailed)
         wait_for(jready, jailed, "the jailed server")
-        results = {"direct": [], "host-port": [], "publish": []}
+        # The control: the same client through `cordon proxy` with CONNECT (the same relay, benchmark 1's path).
+        proxy_port = free_port()
+        proxy = subprocess.Popen([cordon, "proxy", "--listen", f"127.0.0.1:{proxy_port}", "--allow-domain",
+                                  "127.0.0.1", "--allow-address", "127.0.0.0/8", "--no-discover"],
+                                 stderr=subprocess.DEVNULL)
+        procs.append(proxy)
+        deadline = time.time() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", proxy_port), timeout=1).close()
+                break
+            except OSError:
+                if time.time() > deadline:
+                    sys.exit("cordon proxy did not start")
+                time.sleep(0.05)
+        results = {"direct": [], "host-port": [], "publish": [], "CONNECT (control)": []}
         for _ in range(rounds):
             out = subprocess.run([sys.executable, me, "fetch", "127.0.0.1", str(host_port)], capture_output=True,
                                  text=True, check=True).stdout
@@ -112,12 +130,15 @@ def main():
             out = subprocess.run([sys.executable, me, "fetch", "127.0.0.1", str(pub_port)], capture_output=True,
                                  text=True, check=True).stdout
             results["publish"].append(parse(out, "publish"))
+            out = subprocess.run([sys.executable, me, "fetch", "127.0.0.1", str(host_port), f"127.0.0.1:{proxy_port}"],
+                                 capture_output=True, text=True, check=True).stdout
+            results["CONNECT (control)"].append(parse(out, "CONNECT"))
         best_direct = max(results["direct"])
         print("| path | best MB/s | median MB/s | best / direct's best | per-round ratio to direct (median) | "
               "all runs (MB/s) | target |")
         print("|---|---|---|---|---|---|---|")
         for name, values in results.items():
-            target = "" if name == "direct" else "≥ 0.8"
+            target = "≥ 0.8" if name in ("host-port", "publish") else ""
             ratio = statistics.median(v / d for v, d in zip(values, results["direct"]))
             runs = " ".join(f"{v / 1e6:.0f}" for v in values)
             print(f"| {name} | {max(values) / 1e6:,.0f} | {statistics.median(values) / 1e6:,.0f} | "
@@ -133,6 +154,6 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "serve":
         serve(int(sys.argv[2]), sys.argv[3], sys.argv[4])
     elif len(sys.argv) > 1 and sys.argv[1] == "fetch":
-        fetch(sys.argv[2], int(sys.argv[3]))
+        fetch(sys.argv[2], int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else None)
     else:
         main()

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "proxy/address_guard.hpp"
+#include "proxy/decision_log.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/socket.hpp"
 
@@ -138,8 +139,8 @@ class ForwardConnection final : public SocketOwner {
         try_target();
     }
 
+    // Through the proxy's one writer of decision lines (metrics, the audit log).
     void decision_line(int error) {
-        if (!context_.audit) return;
         DecisionEvent e;
         e.id = id_;
         e.proto = owner_.forward().proto;
@@ -152,7 +153,7 @@ class ForwardConnection final : public SocketOwner {
         e.client = peer_;
         if (error == 0) e.upstream_ip = target_.ip();
         if (error != 0) e.error = error == ECONNREFUSED ? "connect-refused" : std::strerror(error);
-        context_.audit->decision(e);
+        record_decision(context_, e);
         logged_ = true;
     }
 
