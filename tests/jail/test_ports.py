@@ -51,6 +51,12 @@ class LineServer:
                     elif len(words) == 2 and words[0] == "GET":
                         self.wfile.write(b"42\n" if words[1] == "answer" else b"(nil)\n")
                     self.wfile.flush()
+                # The client's end of file (a half-close) gets a last line: the other direction stays open.
+                try:
+                    self.wfile.write(b"BYE\n")
+                    self.wfile.flush()
+                except OSError:
+                    pass
 
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
 
@@ -120,7 +126,9 @@ class PortsCase(JailFixtures):
         closes = [line for line in lines if line["event"] == "close" and line["proto"] == "host-port"]
         self.assertEqual(len(closes), 2, lines)
         for c in closes:
-            self.assertEqual((c["bytes_up"], c["bytes_down"]), (len(b"PING\nGET answer\n"), len(b"+PONG\n42\n")))
+            self.assertEqual(c["bytes_up"], len(b"PING\nGET answer\n"), c)
+            # The answers, and the server's last line when it reached the client's socket before it closed.
+            self.assertIn(c["bytes_down"], (len(b"+PONG\n42\n"), len(b"+PONG\n42\nBYE\n")), c)
         self.assertFalse([line for line in lines if line.get("port") == q], lines)
 
     def test_host_port_leads_only_to_its_port(self):
@@ -140,6 +148,21 @@ class PortsCase(JailFixtures):
         got, _ = self.client(["--host-port", str(p)], f"127.0.0.2:{p}", f"127.0.0.1:{p + 1 if p < 65535 else 1}")
         for target, answer in got.items():
             self.assertEqual(answer[0], "ERR", target)
+
+    def test_host_port_half_close(self):
+        # The client shuts its sending side down; the server's answer to that end of file still arrives.
+        p = self.db.port
+        script = ("import socket\n"
+                  f"s = socket.create_connection(('127.0.0.1', {p}), timeout=5)\n"
+                  "s.sendall(b'PING\\n'); s.shutdown(socket.SHUT_WR)\n"
+                  "data = b''\n"
+                  "while True:\n"
+                  "    chunk = s.recv(100)\n"
+                  "    if not chunk: break\n"
+                  "    data += chunk\n"
+                  "print(data.decode().split())\n")
+        rc, out, err = self.run_jail([*self.JAIL, "--host-port", str(p), "--", PY, "-c", script])
+        self.assertEqual((rc, out.strip()), (0, "['+PONG', 'BYE']"), err)
 
     def test_publish_reaches_a_server_in_the_jail(self):
         if self.JAIL:
@@ -260,6 +283,10 @@ class AsRoot(PortsCase, unittest.TestCase):
 
 class AsUser(PortsCase, unittest.TestCase):
     AS_USER = True
+
+
+class WithUserFlag(PortsCase, unittest.TestCase):
+    USER_FLAG = True
 
 
 class LandlockAsRoot(PortsCase, unittest.TestCase):
