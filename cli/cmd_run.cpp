@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/policy_reload.hpp"
 #include "cli/proxy_flags.hpp"
+#include "policy/ports.hpp"
 #include "policy/syntax.hpp"
 #include "run/environment.hpp"
 #include "run/run.hpp"
@@ -66,6 +67,15 @@ constexpr const char* kRunHelp =
     "  --no-transparent       no transparent proxying: only programs that honour the proxy variables reach\n"
     "                         the network (by default every TCP connection goes through the proxy and names\n"
     "                         through cordon's DNS stub, see below)\n"
+    "  --host-port PORT       the host's loopback PORT reachable inside the jail at 127.0.0.1:PORT and\n"
+    "                         [::1]:PORT (repeatable; sandbox.network.hostPorts); each connection audited\n"
+    "                         (proto \"host-port\"); nothing else of the host's loopback is reachable\n"
+    "  --publish [ADDR:]PORT[:JAIL_PORT]\n"
+    "                         listen on the host at ADDR:PORT (ADDR 127.0.0.1 unless given; IPv6 in\n"
+    "                         brackets) and connect each connection to the jail's loopback JAIL_PORT\n"
+    "                         (default PORT) (repeatable; sandbox.network.publishPorts); audited (proto\n"
+    "                         \"publish\"); a host port already taken stops the run (125). The jail without\n"
+    "                         namespaces has no loopback of its own: a note, nothing published\n"
     "  --strict-sni           refuse a transparent TLS connection whose server name (SNI) is not the name\n"
     "                         it connected to, or cannot be read (by default both are only logged)\n"
     "  --secret NAME=HOST[,HOST...]\n"
@@ -223,6 +233,16 @@ int run_with_flags(int argc, char** argv, const RunLauncher& launch) {
             run.network = false;
         } else if (args.flag("--no-transparent")) {
             run.transparent = false;
+        } else if (args.flag("--host-port")) {
+            const std::string v = args.value();
+            if (auto port = policy::parse_host_port(v); auto* why = std::get_if<std::string>(&port))
+                throw UsageError("--host-port '" + v + "': " + *why);
+            load.host_ports.push_back(v);
+        } else if (args.flag("--publish")) {
+            const std::string v = args.value();
+            if (auto port = policy::parse_published_port(v); auto* why = std::get_if<std::string>(&port))
+                throw UsageError("--publish '" + v + "': " + *why + " ([ADDR:]PORT[:JAIL_PORT])");
+            load.publish_ports.push_back(v);
         } else if (args.flag("--strict-sni")) {
             run.proxy.strict_sni = true;
         } else if (args.flag("--memory")) {
@@ -264,6 +284,8 @@ int run_with_flags(int argc, char** argv, const RunLauncher& launch) {
                                                          : std::filesystem::path(run.proxy.ca_dir));
     // The control channel's layer, kept by --watch reloads too.
     auto control_layer = std::make_shared<std::string>();
+    if (!run.network && (!load.host_ports.empty() || !load.publish_ports.empty()))
+        throw UsageError("--host-port and --publish need the jail's network (not --no-network)");
     if (run.control_fd && !run.network) throw UsageError("--control-fd needs the network (not --no-network)");
     if (run.proxy.ask && !run.control_fd) throw UsageError("--ask needs --control-fd (someone to ask)");
     {

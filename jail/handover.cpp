@@ -133,6 +133,10 @@ bool send_plan(int fd, const MountPlan& plan) {
     put_u32(body, plan.env.size());
     for (const auto& e : plan.env)
         put_string(body, e);
+    put_u32(body, plan.host_ports.size());
+    for (const auto port : plan.host_ports)
+        put_u32(body, port);
+    put_u32(body, plan.jail_sockets ? 1 : 0);
     return send_frame(fd, body);
 }
 
@@ -179,6 +183,12 @@ bool receive_plan(int fd, MountPlan& plan) {
         plan.readable_roots.emplace_back(in.string());
     for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i)
         plan.env.push_back(in.string());
+    for (std::uint32_t i = 0, n = in.u32(); in.ok && i < n; ++i) {
+        const std::uint32_t port = in.u32();
+        if (port == 0 || port > 65535) in.ok = false;
+        plan.host_ports.push_back(static_cast<std::uint16_t>(port));
+    }
+    plan.jail_sockets = in.u32() == 1;
     return in.done();
 }
 

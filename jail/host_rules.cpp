@@ -83,7 +83,26 @@ bool hidden(const HostView& view, const std::string& path) {
     }
 }
 
-int connect(const HostView& view, const sockaddr_storage& addr, socklen_t len) {
+int connect(const HostView& view, sockaddr_storage& addr, socklen_t len) {
+    // A listed host port: the forward's address instead (the same family, so `len` still fits).
+    for (const auto& redirect : view.host_ports) {
+        if (redirect.from.ss_family != addr.ss_family) continue;
+        if (addr.ss_family == AF_INET && len >= static_cast<socklen_t>(sizeof(sockaddr_in))) {
+            const auto& to = reinterpret_cast<const sockaddr_in&>(addr);
+            const auto& f = reinterpret_cast<const sockaddr_in&>(redirect.from);
+            if (f.sin_port != to.sin_port || f.sin_addr.s_addr != to.sin_addr.s_addr) continue;
+        } else if (addr.ss_family == AF_INET6 && len >= static_cast<socklen_t>(sizeof(sockaddr_in6))) {
+            const auto& to = reinterpret_cast<const sockaddr_in6&>(addr);
+            const auto& f = reinterpret_cast<const sockaddr_in6&>(redirect.from);
+            if (f.sin6_port != to.sin6_port ||
+                std::memcmp(&f.sin6_addr, &to.sin6_addr, sizeof f.sin6_addr) != 0)
+                continue;
+        } else {
+            continue;
+        }
+        addr = redirect.to;
+        return 0;
+    }
     switch (addr.ss_family) {
         case AF_UNSPEC:
         case AF_NETLINK:  // the kernel's own sockets (needs_privilege() refuses groups and port ids)

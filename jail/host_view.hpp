@@ -21,6 +21,13 @@ struct HostView {
     // The proxy's listeners: the only AF_INET/AF_INET6 addresses the supervisor connects a caller's socket
     // to (an address of the host's network, which no namespace confines any more).
     std::vector<std::pair<sockaddr_storage, socklen_t>> proxy;
+    // Host ports (`--host-port`): a connect to `from` (127.0.0.1:PORT or [::1]:PORT of a listed port) is made
+    // to `to` instead, the supervisor's forward on the host's loopback, which relays it to `from` and writes
+    // its audit lines (run/ports.cpp). Nothing else of the host's loopback is reachable.
+    struct Redirect {
+        sockaddr_storage from{}, to{};
+    };
+    std::vector<Redirect> host_ports;
     // allowAllUnixSockets: a Unix connect is performed as asked (abstract addresses included).
     bool all_unix_sockets = false;
     // Where read rules apply (denyRead, the project read scope): the paths the namespace jail would mount,
@@ -46,8 +53,9 @@ int terminal(pid_t caller, dev_t pty);
 bool hidden(const HostView& view, const std::string& path);
 
 // connect(2) of an AF_INET/AF_INET6/AF_UNIX address that names no file: only to the proxy's listeners
-// (AF_UNSPEC dissolves an association and is allowed); EPERM otherwise, as the namespace jail's firewall.
-int connect(const HostView& view, const sockaddr_storage& addr, socklen_t len);
+// (AF_UNSPEC dissolves an association and is allowed), or to a listed host port, whose address is then
+// rewritten to its forward (HostView::host_ports); EPERM otherwise, as the namespace jail's firewall.
+int connect(const HostView& view, sockaddr_storage& addr, socklen_t len);
 
 // bind(2) of an AF_INET/AF_INET6 address: only loopback (127.0.0.0/8, ::1), as in the namespace jail whose
 // network has nothing else; EADDRNOTAVAIL otherwise. Other families: 0.

@@ -1,7 +1,9 @@
 // The jail's PID 1 once the command runs. In a PID namespace, PID 1 adopts every orphan and its death kills
 // the whole namespace: it reaps, forwards the signals the supervisor relays, and when the command exits it
 // kills whatever the command left behind and exits with the command's status.
+#include <poll.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,12 +20,26 @@ sigset_t forwarded_signals(bool with_sigchld) {
     return set;
 }
 
-void run_init(pid_t command, int report_fd) {
+void run_init(pid_t command, int report_fd, int jail_sockets) {
     sigset_t set = forwarded_signals(true);
+    // With published ports the init also answers the supervisor's socket requests (ports.cpp): it waits
+    // for either, the signals through a signalfd (they stay blocked), then takes them as before.
+    const int sigfd = jail_sockets >= 0 ? ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK) : -1;
+    const timespec no_wait{0, 0};
     for (;;) {
+        if (sigfd >= 0) {
+            pollfd fds[2] = {{sigfd, POLLIN, 0}, {jail_sockets, POLLIN, 0}};
+            if (::poll(fds, jail_sockets >= 0 ? 2 : 1, -1) < 0) continue;
+            if (jail_sockets >= 0 && (fds[1].revents & POLLIN)) serve_socket_request(jail_sockets);
+            if (jail_sockets >= 0 && (fds[1].revents & (POLLHUP | POLLERR)) && !(fds[1].revents & POLLIN)) {
+                ::close(jail_sockets);  // the supervisor is done with it
+                jail_sockets = -1;
+            }
+            if (!(fds[0].revents & POLLIN)) continue;
+        }
         siginfo_t info{};
-        int sig = ::sigwaitinfo(&set, &info);
-        if (sig < 0) continue;  // EINTR
+        int sig = sigfd >= 0 ? ::sigtimedwait(&set, &info, &no_wait) : ::sigwaitinfo(&set, &info);
+        if (sig < 0) continue;  // EINTR, or nothing pending after all
         if (sig != SIGCHLD) {
             // Only what the supervisor relays (sent from outside the namespace: si_pid reads 0 here). Signals
             // the terminal sent to the foreground process group (SI_KERNEL) reached the command already;

@@ -142,6 +142,9 @@ constexpr Step kInitSteps[] = {
     {"Landlock", prepare_landlock, true,
      "what the mounts cannot say: the ruleset is built here (landlock.cpp)"},
     {"seccomp program", receive_seccomp_program, false, "a command started without its filter"},
+    {"ports", open_ports, false,
+     "a host port or published port reaching anything but the port named: listeners on exactly the host "
+     "ports, a socket source that only makes TCP sockets here (ports.cpp)"},
     {"command line", prepare_command_line, false,
      "a secret the command gets as a sentinel staying readable in the init's environment"},
     {"not dumpable", stop_being_dumpable, false,
@@ -184,7 +187,7 @@ constexpr Step kCommandSteps[] = {
         ::_exit(kSetupFailed);
     }
     if (ctx.config.session) run_session_init(ctx);
-    run_init(ctx.command, ctx.supervisor_fd);
+    run_init(ctx.command, ctx.supervisor_fd, ctx.jail_sockets);
 }
 
 // The command process: kCommandSteps, then exec. Never returns.
@@ -384,11 +387,13 @@ void apply_env_changes(const MountPlan& plan, std::vector<std::string>& env) {
 
 namespace {
 
-// The socketpair stays, for the report at the end; a session's init also keeps what starts further commands:
-// the socket their seccomp listeners go to the supervisor on and the Landlock ruleset.
+// The socketpair stays, for the report at the end, and the socket source of published ports (ports.cpp); a
+// session's init also keeps what starts further commands: the socket their seccomp listeners go to the
+// supervisor on and the Landlock ruleset.
 Result close_init_descriptors(Context& ctx) {
-    std::array<int, 3> keep{ctx.supervisor_fd, -1, -1};
-    if (ctx.config.session) keep = {ctx.supervisor_fd, ctx.notify_sock, ctx.landlock_ruleset};
+    std::array<int, 4> keep{ctx.supervisor_fd, ctx.jail_sockets, -1, -1};
+    if (ctx.config.session)
+        keep = {ctx.supervisor_fd, ctx.jail_sockets, ctx.notify_sock, ctx.landlock_ruleset};
     std::sort(keep.begin(), keep.end());
     unsigned from = 3;
     for (int k : keep) {
@@ -769,6 +774,7 @@ bool JailImpl::start(const JailConfig& config, std::string& error) {
 std::optional<std::string> JailImpl::configure(MountPlan plan, UnixSockets unix_sockets) {
     // The plan first: the child applies it while the placeholders are created and the seccomp filter is
     // compiled here (on another CPU when there is one). It binds the placeholders last, once they exist.
+    const bool ports = !plan.host_ports.empty() || plan.jail_sockets;
     bool sent = send_plan(sock_, plan);
     if (!plan.placeholders.empty()) {
         std::vector<std::filesystem::path> not_made;
@@ -789,6 +795,16 @@ std::optional<std::string> JailImpl::configure(MountPlan plan, UnixSockets unix_
         return "the jail could not be set up";
     }
     listeners_ = std::move(*listeners);
+    // The host ports' listeners and the socket source come after the plan (ports.cpp).
+    if (ports) {
+        auto more = receive_ports(sock_);
+        if (!more) {
+            wait();
+            return "the jail could not be set up";
+        }
+        for (auto& l : *more)
+            listeners_.push_back(std::move(l));
+    }
     return std::nullopt;
 }
 

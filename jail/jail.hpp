@@ -83,8 +83,10 @@ struct SessionEvent {
 };
 
 // The proxy's listening sockets created inside the jail's network namespace.
+// HostPort: a listener for a host port (MountPlan::host_ports; jail/ports.hpp); JailSockets: not a listener,
+// the init's socket source for published ports (jail/ports.hpp), once per jail.
 struct Listener {
-    enum class Kind { Proxy, Transparent, DnsUdp, DnsTcp };
+    enum class Kind { Proxy, Transparent, DnsUdp, DnsTcp, HostPort, JailSockets };
     std::string address;  // "127.0.0.1:PORT", "[::1]:PORT"
     int fd = -1;
     Kind kind = Kind::Proxy;

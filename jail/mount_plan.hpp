@@ -3,6 +3,7 @@
 // (jail/mounts.cpp) applies a plan; unit tests check plans without privileges.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <variant>
@@ -83,6 +84,12 @@ struct MountPlan {
     // JailConfig::env before): "NAME=value" sets NAME, "NAME" removes it. The init also overwrites the old
     // values in its own memory (a secret the command sees only as a sentinel must not stay in the init).
     std::vector<std::string> env;
+    // The port forwards known only once the policy has loaded (jail/ports.cpp): the init listens on these
+    // ports of its loopback (127.0.0.1 and ::1) for the host's loopback ports (`--host-port`), and with
+    // `jail_sockets` keeps a socket source that makes TCP sockets in its network namespace for the
+    // supervisor (`--publish`). Both handed over before the command starts.
+    std::vector<std::uint16_t> host_ports;
+    bool jail_sockets = false;
 };
 
 struct PlanInput {

@@ -27,7 +27,7 @@ constexpr std::size_t kMaxListeners = 2 * kMaxPorts + 6;
 static_assert(kMaxListeners <= kMaxPassedFds, "the listeners go in one SCM_RIGHTS message");
 
 // On the wire to the supervisor, each address is prefixed by its kind's letter.
-constexpr char kKindLetters[] = {'p', 't', 'u', 'd'};
+constexpr char kKindLetters[] = {'p', 't', 'u', 'd', 'h', 's'};
 
 Result listen_on(int family, const char* ip, std::uint16_t port, std::vector<Listener>& out,
                  Listener::Kind kind = Listener::Kind::Proxy) {
@@ -111,6 +111,7 @@ Result create_listeners(Context& ctx) {
 
 // One message: the listeners' addresses, NUL-separated, with their fds attached in the same order.
 Result send_listeners(Context& ctx) {
+    if (ctx.listeners.size() > kMaxListeners) return fail_msg("too many listeners for one message");
     std::string names;
     std::vector<int> fds;
     for (const auto& l : ctx.listeners) {
@@ -130,11 +131,12 @@ Result send_listeners(Context& ctx) {
     return std::nullopt;
 }
 
-std::optional<std::vector<Listener>> receive_listeners(int fd) {
+std::optional<std::vector<Listener>> receive_listeners(int fd, std::size_t max) {
     char names[512] = {};
-    int passed[kMaxListeners];
+    int passed[kMaxPassedFds];
     std::size_t count = 0;
-    if (receive_fds(fd, names, sizeof names - 1, passed, kMaxListeners, count) <= 0) return std::nullopt;
+    if (max > kMaxPassedFds) max = kMaxPassedFds;
+    if (receive_fds(fd, names, sizeof names - 1, passed, max, count) <= 0) return std::nullopt;
     std::vector<Listener> out;
     std::size_t pos = 0;
     for (const int f : std::span(passed, count)) {

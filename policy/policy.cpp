@@ -146,6 +146,8 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         network_.allowed_addresses = std::move(c.addresses);
         network_.allowed_ranges = std::move(c.ranges);
         network_.allow_unix_sockets = std::move(c.unix_sockets);
+        network_.host_ports = std::move(c.host_ports);
+        network_.publish_ports = std::move(c.publish_ports);
         network_.allowed_domains = std::move(c.allow.rules);
         network_.denied_domains = std::move(c.deny.rules);
         network_.denied_domain_reasons = std::move(c.reasons);
@@ -418,7 +420,9 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
               {"allowAllUnixSockets", network_.allow_all_unix_sockets},
               {"allowManagedDomainsOnly", network_.allow_managed_domains_only},
               {"strictAllowlist", network_.strict_allowlist},
-              {"reportOnly", network_.report_only}}},
+              {"reportOnly", network_.report_only},
+              {"hostPorts", rules(network_.host_ports)},
+              {"publishPorts", rules(network_.publish_ports)}}},
             {"filesystem",
              {{"allowWrite", paths(fs_.allow_write)},
               {"denyWrite", paths(fs_.deny_write)},

@@ -211,6 +211,11 @@ struct NetworkPolicy {
     // enforces and warns). `report_only_rule` names the entry that set it.
     bool report_only = false;
     std::optional<Rule> report_only_rule;
+    // `cordon run`'s port forwards (policy/ports.hpp): hostPorts (the host's loopback ports reachable inside
+    // the jail) and publishPorts (host listeners into the jail's loopback), from --host-port / --publish and
+    // every layer's `sandbox.network.hostPorts` / `publishPorts`; each rule's text is the entry as written
+    // (a number or `[ADDR:]PORT[:JAIL_PORT]`), already checked by the loader.
+    std::vector<Rule> host_ports, publish_ports;
 };
 
 // Claude Code's Bash permission rules and sandbox switches, for `cordon claude-hook` (agent/); the proxy and
@@ -239,6 +244,7 @@ struct LoadOptions {
     std::vector<std::string> allow_write, deny_write;        // --allow-write, --deny-write
     std::vector<std::string> allow_read, deny_read;          // --allow-read, --deny-read
     std::vector<std::string> allow_addresses;                // --allow-address (CIDR)
+    std::vector<std::string> host_ports, publish_ports;      // cordon run's --host-port, --publish
     std::vector<std::string> inspect;                        // --inspect PATTERN
     // Partial settings objects (JSON text, Claude Code or srt shape) from a control channel, loaded as the
     // Control layer, right below managed settings.

@@ -17,6 +17,7 @@
 #include "policy/inspection_loader.hpp"
 #include "policy/json_positions.hpp"
 #include "policy/path_rules.hpp"
+#include "policy/ports.hpp"
 #include "policy/syntax.hpp"
 
 namespace cordon::policy::detail {
@@ -107,6 +108,8 @@ constexpr KnownKey kNetworkKeys[] = {
     {"allowedAddresses", KeyUse::Honoured, ""},
     {"allowUnixSockets", KeyUse::Honoured, ""},
     {"allowAllUnixSockets", KeyUse::Honoured, ""},
+    {"hostPorts", KeyUse::Honoured, ""},
+    {"publishPorts", KeyUse::Honoured, ""},
     {"allowManagedDomainsOnly", KeyUse::Honoured, ""},
     {"strictAllowlist", KeyUse::Honoured, ""},
     {"allowLocalBinding", KeyUse::NotHonoured, "the jail's loopback is its own; binding there always works"},
@@ -569,6 +572,7 @@ class FileLoader {
             }
             out_.unix_sockets.push_back(Rule{std::move(text), source(where)});
         });
+        load_ports(network, base);
         if (auto value = boolean(network, "allowAllUnixSockets", base)) {
             // Scalars take the highest layer; within a layer the later file wins (drop-in order).
             if (!out_.allow_all_unix_sockets || out_.allow_all_unix_sockets_layer == layer_) {
@@ -595,6 +599,55 @@ class FileLoader {
             } else if (*value) {
                 warn(append_key(base, "allowManagedDomainsOnly"),
                      "honoured only in managed settings; ignored");
+            }
+        }
+    }
+
+    // hostPorts ([5432, 6379]) and publishPorts (["8080", "0.0.0.0:8080:3000", 3000]): `cordon run`'s port
+    // forwards (policy/ports.hpp). Both open a way around the proxy, so they are allow entries: a bad one is
+    // skipped with a warning, never a stop; with allowManagedDomainsOnly only the managed layer's count.
+    void load_ports(const json& network, const std::string& base) {
+        for (const char* key : {"hostPorts", "publishPorts"}) {
+            auto it = network.find(key);
+            if (it == network.end()) continue;
+            const std::string path = append_key(base, key);
+            const bool host = std::string_view(key) == "hostPorts";
+            if (!it->is_array()) {
+                warn(path, std::string("skipped: expected an array of ") +
+                               (host ? "port numbers" : "\"[ADDR:]PORT[:JAIL_PORT]\" strings or numbers") +
+                               ", found " + type_name(*it));
+                continue;
+            }
+            if (out_.managed_only && layer_ != Layer::Managed) {
+                warn(path, "ignored: allowManagedDomainsOnly in managed settings");
+                continue;
+            }
+            std::size_t index = 0;
+            for (const json& element : *it) {
+                const std::string where = append_index(path, index++);
+                std::string text;
+                if (element.is_number_unsigned())
+                    text = std::to_string(element.get<std::uint64_t>());
+                else if (element.is_string())
+                    text = element.get<std::string>();
+                else {
+                    warn(where, "skipped: expected a port number or a string, found " + type_name(element));
+                    continue;
+                }
+                std::string why;
+                if (host) {
+                    auto port = parse_host_port(text);
+                    if (auto* w = std::get_if<std::string>(&port)) why = *w;
+                } else {
+                    auto port = parse_published_port(text);
+                    if (auto* w = std::get_if<std::string>(&port)) why = *w;
+                }
+                if (!why.empty()) {
+                    warn(where, "skipped: invalid " + std::string(host ? "host port " : "published port ") +
+                                    json_quoted(text) + ": " + why);
+                    continue;
+                }
+                (host ? out_.host_ports : out_.publish_ports).push_back(Rule{text, source(where)});
             }
         }
     }
@@ -912,6 +965,20 @@ void load_flags(const LoadOptions& options, Collected& out) {
         out.allow_read = std::move(kept);
     }
 
+    // Checked by `cordon run`'s flag parser already (a usage error there); a library caller's bad entry
+    // stops.
+    for (const std::string& text : options.host_ports) {
+        auto port = parse_host_port(text);
+        if (auto* why = std::get_if<std::string>(&port))
+            throw Failure{"--host-port " + json_quoted(text) + ": " + *why};
+        out.host_ports.push_back(Rule{text, flag_source("--host-port")});
+    }
+    for (const std::string& text : options.publish_ports) {
+        auto port = parse_published_port(text);
+        if (auto* why = std::get_if<std::string>(&port))
+            throw Failure{"--publish " + json_quoted(text) + ": " + *why};
+        out.publish_ports.push_back(Rule{text, flag_source("--publish")});
+    }
     for (const std::string& text : options.allow_addresses) {
         auto range = parse_cidr(text);
         if (auto* why = std::get_if<std::string>(&range))

@@ -37,7 +37,8 @@ struct Collected {
     DomainMatcher reason_matcher;
     std::vector<DomainReason> reasons;
     std::vector<Rule> addresses, unix_sockets;
-    std::vector<AddressRange> ranges;  // addresses, parsed
+    std::vector<Rule> host_ports, publish_ports;  // policy/ports.hpp
+    std::vector<AddressRange> ranges;             // addresses, parsed
     std::vector<PathRule> allow_write, deny_write, deny_read, allow_read;
     bool managed_only = false;
     // allowManagedReadPathsOnly from managed settings: allowRead entries of other layers are dropped (each

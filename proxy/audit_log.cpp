@@ -79,6 +79,7 @@ std::string format_decision(const DecisionEvent& e, const std::string& sandbox,
     if (!e.sni.empty()) j["sni"] = e.sni;
     if (e.sni_mismatch) j["sni_mismatch"] = true;
     if (!e.sni_error.empty()) j["sni_error"] = e.sni_error;
+    if (!e.client.empty()) j["client"] = e.client;
     return dump(j);
 }
 

@@ -45,6 +45,8 @@ struct DecisionEvent {
     std::string sni;
     bool sni_mismatch = false;
     std::string sni_error;  // a TLS client's connection without `sni`: why
+    // proto "host-port" / "publish" (forward.hpp): the address the connection came from ("127.0.0.1:40312").
+    std::string client;
 };
 
 // One query to the jail's DNS stub. `host` is the name asked for, `port` 53.

@@ -14,6 +14,7 @@
 #include "proxy/control_channel.hpp"
 #include "proxy/decision_log.hpp"
 #include "proxy/dns_stub.hpp"
+#include "proxy/forward.hpp"
 #include "proxy/listener.hpp"
 #include "proxy/tls_inspector.hpp"
 
@@ -85,6 +86,7 @@ class ProxyImpl final : public Proxy {
     }
 
     ~ProxyImpl() override {
+        forwards_.clear();
         for (auto& [ptr, conn] : connections_)
             conn->close("proxy destroyed");
         graveyard_.clear();
@@ -130,6 +132,10 @@ class ProxyImpl final : public Proxy {
         dns_->serve(fd);
     }
 
+    void serve_forward(int fd, Forward forward) override {
+        forwards_.push_back(std::make_unique<Forwarder>(context_, fd, std::move(forward)));
+    }
+
     void set_policy(policy::PolicyPtr policy) override {
         if (!policy) return;
         context_.guard.set_allowed(allowed_ranges(*policy));
@@ -145,6 +151,8 @@ class ProxyImpl final : public Proxy {
         context_.metrics.draining = true;  // /readyz answers 503 from now on
         shutdown_done_ = std::move(done);
         listeners_.clear();
+        // The jail is gone (cordon run drains at its end): its forwards' other ends with it.
+        forwards_.clear();
         if (dns_) dns_->close();
         std::vector<Connection*> all;
         for (auto& [ptr, conn] : connections_)
@@ -254,6 +262,7 @@ class ProxyImpl final : public Proxy {
     std::vector<std::unique_ptr<Connection>> graveyard_;
     std::unique_ptr<MetricsServer> metrics_server_, health_server_;
     std::unique_ptr<DnsStub> dns_;
+    std::vector<std::unique_ptr<Forwarder>> forwards_;
     uv_check_t* reaper_;
     uv_timer_t* grace_timer_;
     std::function<void()> shutdown_done_;

@@ -107,6 +107,20 @@ std::variant<std::shared_ptr<const certs::Authority>, std::string> select_ca(con
                                                                              const policy::Policy& policy,
                                                                              bool ephemeral);
 
+// A port forward of `cordon run` (--host-port, --publish; proxy/forward.hpp): connections accepted on a
+// listening socket are relayed, with no policy decision (the user named the port), to the first of `targets`
+// that accepts, with the tunnels' relay (back-pressure, half-close, the idle timeout). Each is a decision
+// line and a close line of `proto`.
+struct Forward {
+    std::string proto;                 // "host-port" | "publish"
+    std::vector<std::string> targets;  // "127.0.0.1:5432", "[::1]:5432": tried in order while refused
+    std::string rule, source;          // the audit lines' `rule` and `source`
+    // Makes the unconnected TCP socket of a target's family elsewhere (the jail's network namespace) and
+    // calls `done` with it (non-blocking), or with -errno; maybe later, on the loop. Unset: a socket of this
+    // process's network namespace.
+    std::function<void(int family, std::function<void(int fd)> done)> make_socket;
+};
+
 class Proxy {
   public:
     // Creates a proxy on `loop`. Throws std::runtime_error with a message when the audit log cannot be
@@ -128,6 +142,9 @@ class Proxy {
     virtual void listen_transparent_fd(int fd) = 0;
     // Serves a jail's DNS stub socket (UDP, or listening TCP) on 127.0.0.1:53. Takes ownership of `fd`.
     virtual void serve_dns_fd(int fd) = 0;
+
+    // Serves `fd` (listening; the proxy takes it) as the port forward `forward`.
+    virtual void serve_forward(int fd, Forward forward) = 0;
 
     // Swaps the policy: new requests use it, open tunnels continue.
     virtual void set_policy(policy::PolicyPtr policy) = 0;

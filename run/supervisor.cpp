@@ -23,6 +23,7 @@
 #include "policy/syntax.hpp"
 #include "proxy/fd_limit.hpp"
 #include "run/environment.hpp"
+#include "run/ports.hpp"
 #include "run/run.hpp"
 #include "run/session.hpp"
 #include "run/write_refusals.hpp"
@@ -49,10 +50,11 @@ struct Supervisor {
     std::unique_ptr<jail::Notifier> notifier;  // the protected names (jail/notify.hpp)
     SessionHost* session = nullptr;            // a session's: one notifier per joining command
     std::vector<std::unique_ptr<jail::Notifier>> session_notifiers;
-    std::vector<std::string> mount_points;     // of the plan, for the notifier
-    std::vector<std::string> cordon_files;     // the audit log, the binary: the write rule cordon-files
-    std::shared_ptr<void> watch;               // --watch
-    std::unique_ptr<WriteRefusals> writes;     // what the notifier refused (run/write_refusals.hpp)
+    std::vector<std::string> mount_points;  // of the plan, for the notifier
+    std::vector<std::string> cordon_files;  // the audit log, the binary: the write rule cordon-files
+    std::shared_ptr<void> watch;            // --watch
+    std::unique_ptr<WriteRefusals> writes;  // what the notifier refused (run/write_refusals.hpp)
+    std::shared_ptr<const jail::HostView> host_view;  // the jail without namespaces' (with its host ports)
     uv_loop_t loop{};
     uv_poll_t signals{};
     uv_poll_t report{};
@@ -389,6 +391,29 @@ int run(const Options& options) {
     else if (!net.allow_unix_sockets.empty())
         std::cerr << "cordon: note: allowUnixSockets needs seccomp user notification (Linux 5.14); Unix "
                      "sockets stay refused (allowAllUnixSockets allows them all)\n";
+    // Host ports and published ports (run/ports.hpp): a published port the host cannot listen on stops the
+    // run here, before the command starts.
+    std::unique_ptr<Ports> ports;
+    auto prepare_ports = [&]() -> bool {
+        if (!options.network) {
+            if (!net.host_ports.empty() || !net.publish_ports.empty())
+                std::cerr
+                    << "cordon: note: --no-network: sandbox.network.hostPorts and publishPorts ignored\n";
+            return true;
+        }
+        std::vector<std::string> notes;
+        auto made = Ports::prepare(*policy, without_namespaces, notes);
+        for (const auto& note : notes)
+            std::cerr << "cordon: note: " << note << "\n";
+        if (auto* error = std::get_if<std::string>(&made)) {
+            std::cerr << "cordon: " << *error << "\n";
+            return false;
+        }
+        ports = std::move(std::get<std::unique_ptr<Ports>>(made));
+        return true;
+    };
+    if (!prepare_ports()) return 125;
+    if (ports) ports->add_to_plan(plan);
     std::vector<std::string> mount_points;
     if (config.user_notify && !without_namespaces)
         for (const auto& op : plan.ops)
@@ -419,6 +444,10 @@ int run(const Options& options) {
         without_namespaces = true;
         say_without_namespaces();
         point_at_listeners(*fallback_plan);
+        fallback_plan->host_ports.clear();
+        fallback_plan->jail_sockets = false;
+        ports.reset();
+        if (!prepare_ports()) return 125;
         mount_points.clear();
         if (auto second = jail->configure(std::move(*fallback_plan), unix_sockets)) {
             std::cerr << "cordon: " << *second << "\n";
@@ -435,6 +464,7 @@ int run(const Options& options) {
     sup.run_start = run_start;
     sup.session = options.session.get();
     sup.mount_points = std::move(mount_points);
+    sup.host_view = ports ? ports->host_view(jail->host_view()) : jail->host_view();
     for (const auto& file : supervisor_files)
         sup.cordon_files.push_back(file.string());
     // cordon's own binary: the namespace jail binds it read-only where it lies in a writable area; replaced,
@@ -479,7 +509,9 @@ int run(const Options& options) {
     // After the jail started: it must not inherit an ignored SIGPIPE (`yes | head` relies on it).
     ::signal(SIGPIPE, SIG_IGN);
     proxy::raise_fd_limit();
-    for (auto& listener : jail->take_listeners()) {
+    auto listeners = jail->take_listeners();
+    if (ports && proxy) listeners = ports->serve(&sup.loop, *proxy, std::move(listeners));
+    for (auto& listener : listeners) {
         using Kind = jail::Listener::Kind;
         if (!proxy)
             ::close(listener.fd);
@@ -534,7 +566,7 @@ int run(const Options& options) {
             s->close_notify();
             if (int fd = s->jail->take_notify_fd(); fd >= 0)
                 s->notifier = jail::Notifier::start(
-                    fd, s->policy, s->run_start, std::move(s->mount_points), s->jail->host_view(),
+                    fd, s->policy, s->run_start, std::move(s->mount_points), s->host_view,
                     std::move(s->cordon_files),
                     [writes = s->writes.get()](jail::RefusedWrite&& w) { writes->add(std::move(w)); });
         });
@@ -574,6 +606,7 @@ int run(const Options& options) {
             std::cerr << "cordon: note: and " << rest << " more git repositories created during the run\n";
     }
     inspection.remove();  // the trust bundle's directory
+    if (ports) ports->close();
     // The writes first: a refused write explains a failed command more often than a refused connection.
     if (!options.quiet) std::cerr << format_write_refusals(sup.writes->summary(), proxy != nullptr);
     if (proxy) {

@@ -62,6 +62,7 @@ struct Context {
     int session_fds[3] = {-1, -1, -1};
     std::string session_cwd{};
     std::vector<std::string> session_argv{}, session_env{};
+    int jail_sockets = -1;  // the init's end of the socket source (jail/ports.cpp), -1: none
 };
 
 // One step of the jail's setup: a name (in every failure), what it does, what it guards against (read by
@@ -95,7 +96,14 @@ Result send_listeners(Context& ctx);
 Result redirect_to_proxy(Context& ctx);
 // jail/net_filter.cpp: /etc/resolv.conf naming the DNS stub, bound read-only (before the pivot).
 Result bind_resolv_conf(Context& ctx);
-std::optional<std::vector<Listener>> receive_listeners(int fd);  // supervisor side; nullopt on EOF
+// Supervisor side; nullopt on EOF. `max`: the most descriptors the message may carry.
+std::optional<std::vector<Listener>> receive_listeners(int fd, std::size_t max = 14);
+// jail/ports.cpp: the host ports' listeners and the socket source (MountPlan::host_ports, jail_sockets),
+// made after the plan and handed over in one message; the supervisor receives it in configure().
+Result open_ports(Context& ctx);
+std::optional<std::vector<Listener>> receive_ports(int fd);
+// jail/ports.cpp: one request on the socket source, answered (a socket, or the errno).
+void serve_socket_request(int source);
 // jail/caps.cpp: no_new_privs, capabilities (bounding, ambient, inheritable, permitted, effective), uid
 // change.
 Result drop_privileges(Context& ctx);
@@ -118,7 +126,8 @@ Result hand_over_listener(Context& ctx);
 // jail/init.cpp: the jail's PID 1 after forking the command: reaps, forwards signals, kills the rest when the
 // command exits, reports the command's status on `report_fd` (the supervisor can clean up while the init
 // exits) and exits with it.
-[[noreturn]] void run_init(pid_t command, int report_fd);
+// `jail_sockets` (-1: none): the socket source it serves meanwhile (jail/ports.cpp).
+[[noreturn]] void run_init(pid_t command, int report_fd, int jail_sockets);
 // jail/session_init.cpp: a session's PID 1 (JailConfig::session): starts each command the supervisor asks
 // for (start_command), reports its start and end, and keeps what commands leave running until it is killed.
 [[noreturn]] void run_session_init(Context& ctx);

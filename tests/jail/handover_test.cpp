@@ -196,3 +196,21 @@ TEST_CASE("the seccomp listener's message takes one descriptor with its tag and 
     CHECK(detail::receive_notify_fd(pair.b, again) == -1);
     CHECK(again);
 }
+
+// The plan carries the port forwards (MountPlan::host_ports, jail_sockets) to the init.
+TEST_CASE("the plan carries the host ports and the socket source", "[handover][ports]") {
+    int pair[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
+    cordon::jail::MountPlan plan;
+    plan.env = {"A=1"};
+    plan.host_ports = {5432, 6379};
+    plan.jail_sockets = true;
+    REQUIRE(detail::send_plan(pair[0], plan));
+    cordon::jail::MountPlan got;
+    REQUIRE(detail::receive_plan(pair[1], got));
+    CHECK(got.host_ports == std::vector<std::uint16_t>{5432, 6379});
+    CHECK(got.jail_sockets);
+    CHECK(got.env == std::vector<std::string>{"A=1"});
+    ::close(pair[0]);
+    ::close(pair[1]);
+}

@@ -1,0 +1,149 @@
+// The jail's side of the port forwards. Host ports: the init listens on each named port of its loopback
+// (127.0.0.1 and ::1) once the plan says which, and hands the listeners over; the supervisor connects what
+// they accept to the same port of the host's loopback. Published ports: the init keeps one end of a
+// SOCK_SEQPACKET socketpair (the socket source) and answers each request with a new TCP socket of its
+// network namespace; the supervisor connects that socket to the jail's loopback port itself.
+//
+// Why the init makes the sockets rather than the supervisor entering the namespace: setns(CLONE_NEWNET)
+// needs CAP_SYS_ADMIN in the caller's own user namespace as well as in the namespace's, which an unprivileged
+// supervisor lacks (and a helper process that joined the jail's user namespace would be one more process
+// to keep and kill). A socket belongs to the namespace it was made in, whoever connects it afterwards: the
+// init, already there, makes it (a socket(2), never blocking; no capability needed) and the supervisor
+// connects it without waiting on its loop. The init does nothing else for the supervisor: it answers only
+// requests of the two families, with a stream socket and nothing it holds.
+#include "jail/ports.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+#include "jail/detail/handover.hpp"
+#include "jail/detail/setup.hpp"
+
+namespace cordon::jail {
+
+namespace detail {
+
+namespace {
+
+// Listens on `port` of the loopback address of `family`; the descriptor or -1.
+int listen_loopback(int family, std::uint16_t port) {
+    int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return -1;
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int rc;
+    if (family == AF_INET) {
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    } else {
+        ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        sockaddr_in6 a{};
+        a.sin6_family = AF_INET6;
+        a.sin6_port = htons(port);
+        a.sin6_addr = in6addr_loopback;
+        rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    }
+    if (rc != 0 || ::listen(fd, 4096) != 0) {
+        const int err = errno;
+        ::close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
+}  // namespace
+
+Result open_ports(Context& ctx) {
+    const auto& ports = ctx.plan.host_ports;
+    if (ports.empty() && !ctx.plan.jail_sockets) return std::nullopt;
+    if (ports.size() > kMaxHostPorts)
+        return fail_msg("more than " + std::to_string(kMaxHostPorts) + " host ports");
+    std::string names;
+    int fds[kMaxPassedFds];
+    std::size_t count = 0;
+    auto done = [&] {
+        for (std::size_t i = 0; i < count; ++i)
+            ::close(fds[i]);
+    };
+    for (const auto port : ports) {
+        const int v4 = listen_loopback(AF_INET, port);
+        if (v4 < 0) {
+            Failure f = fail("listen on 127.0.0.1:" + std::to_string(port) + " for the host port");
+            done();
+            return f;
+        }
+        fds[count++] = v4;
+        names += "h127.0.0.1:" + std::to_string(port) + '\0';
+        // IPv6 may be disabled in the kernel: then the IPv4 listener serves alone (as the proxy's).
+        if (const int v6 = listen_loopback(AF_INET6, port); v6 >= 0) {
+            fds[count++] = v6;
+            names += "h[::1]:" + std::to_string(port) + '\0';
+        }
+    }
+    if (ctx.plan.jail_sockets) {
+        int pair[2];
+        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+            Failure f = fail("socketpair for the published ports");
+            done();
+            return f;
+        }
+        ctx.jail_sockets = pair[0];
+        fds[count++] = pair[1];
+        names += std::string("s") + '\0';
+    }
+    const bool sent = send_fds(ctx.supervisor_fd, names.data(), names.size(), fds, count) ==
+                      static_cast<ssize_t>(names.size());
+    done();  // the jail keeps no listener: only the supervisor accepts on them
+    if (!sent) return fail("hand the host ports' listeners to the supervisor");
+    return std::nullopt;
+}
+
+std::optional<std::vector<Listener>> receive_ports(int fd) {
+    return receive_listeners(fd, kMaxPassedFds);
+}
+
+void serve_socket_request(int source) {
+    char family = 0;
+    const ssize_t n = ::recv(source, &family, 1, MSG_DONTWAIT);
+    if (n != 1) return;
+    int fd = -1;
+    unsigned char answer = 0;
+    if (family != '4' && family != '6') {
+        answer = EAFNOSUPPORT;
+    } else {
+        fd = ::socket(family == '4' ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) answer = static_cast<unsigned char>(errno);
+    }
+    // Blocking: the supervisor reads every answer it asked for (a SOCK_SEQPACKET message each).
+    send_fds(source, &answer, 1, fd >= 0 ? &fd : nullptr, fd >= 0 ? 1 : 0);
+    if (fd >= 0) ::close(fd);
+}
+
+}  // namespace detail
+
+bool ask_jail_socket(int source, int family) {
+    const char request = family == AF_INET6 ? '6' : '4';
+    return ::send(source, &request, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1;
+}
+
+int receive_jail_socket(int source) {
+    unsigned char answer = 0;
+    int fd = -1;
+    std::size_t count = 0;
+    const ssize_t n = detail::receive_fds(source, &answer, 1, &fd, 1, count, MSG_DONTWAIT);
+    if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : -errno;
+    if (n == 0) return -EPIPE;
+    if (count == 1) return fd;
+    return -(answer ? answer : EIO);
+}
+
+}  // namespace cordon::jail

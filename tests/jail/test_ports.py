@@ -1,0 +1,303 @@
+#!/usr/bin/python3
+"""Integration tests for cordon run's port forwards (issue 27, parts 1 and 2): `--host-port` (a database-like
+line server on the host's loopback reached from a jailed client through 127.0.0.1 and ::1, a second host port
+that is not listed refused, the audit lines) and `--publish` (a `python3 -m http.server` in the jail reached by
+curl on the host), a taken host port (125), bad flags (2), bad settings entries (a warning each, skipped); in
+the namespace jail and the jail without namespaces, as root and as an unprivileged user created for the run.
+Needs root.
+
+    python3 tests/jail/test_ports.py --cordon build/cordon [-k pattern]
+"""
+import json
+import os
+import socket
+import socketserver
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import jailtest  # noqa: E402  (the fixtures shared by the jail tests)
+from jailtest import PY, Env, JailFixtures  # noqa: E402
+
+# Runs in the jail: for each HOST:PORT argument, connects, sends "PING" and "GET answer", prints
+# "HOST PORT +PONG 42" or "HOST PORT ERR <errno name>".
+CLIENT = r'''
+import errno, socket, sys
+for target in sys.argv[1:]:
+    host, port = target.rsplit(":", 1)
+    try:
+        s = socket.create_connection((host.strip("[]"), int(port)), timeout=5)
+        s.sendall(b"PING\nGET answer\n")
+        f = s.makefile("rb")
+        print(host, port, f.readline().decode().strip(), f.readline().decode().strip())
+    except OSError as e:
+        print(host, port, "ERR", errno.errorcode.get(e.errno, e.errno))
+'''
+
+
+class LineServer:
+    """A database-like server on the host's loopback: a line protocol (PING -> +PONG, GET KEY -> the value)."""
+
+    def __init__(self, host="127.0.0.1"):
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self):
+                for line in self.rfile:
+                    words = line.decode().split()
+                    if words == ["PING"]:
+                        self.wfile.write(b"+PONG\n")
+                    elif len(words) == 2 and words[0] == "GET":
+                        self.wfile.write(b"42\n" if words[1] == "answer" else b"(nil)\n")
+                    self.wfile.flush()
+                # The client's end of file (a half-close) gets a last line: the other direction stays open.
+                try:
+                    self.wfile.write(b"BYE\n")
+                    self.wfile.flush()
+                except OSError:
+                    pass
+
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+        class Server(socketserver.ThreadingTCPServer):
+            address_family = family
+            daemon_threads = True
+            allow_reuse_address = True
+
+        self.server = Server((host, 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def free_port(host="127.0.0.1"):
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+class PortsCase(JailFixtures):
+    JAIL = []  # extra flags: the jail without namespaces adds --jail landlock
+
+    def setUp(self):
+        super().setUp()
+        self.db = LineServer()
+        self.other = LineServer()  # a second host port, never listed
+        self.addCleanup(self.db.close)
+        self.addCleanup(self.other.close)
+        self.audit = os.path.join(self.outside, "audit.jsonl")
+        self.own(self.outside)
+
+    def audit_lines(self):
+        if not os.path.exists(self.audit):
+            return []
+        with open(self.audit) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def client(self, flags, *targets):
+        rc, out, err = self.run_jail([*self.JAIL, "--audit-log", self.audit, *flags, "--", PY, "-c", CLIENT,
+                                      *targets])
+        self.assertEqual(rc, 0, f"stdout: {out}\nstderr: {err}")
+        return {tuple(line.split()[:2]): line.split()[2:] for line in out.splitlines()}, err
+
+    def test_host_port_reached_through_both_loopbacks(self):
+        p, q = self.db.port, self.other.port
+        got, _ = self.client(["--host-port", str(p)], f"127.0.0.1:{p}", f"[::1]:{p}", f"127.0.0.1:{q}",
+                             f"[::1]:{q}")
+        self.assertEqual(got[("127.0.0.1", str(p))], ["+PONG", "42"])
+        self.assertEqual(got[("[::1]", str(p))], ["+PONG", "42"])
+        # Not listed: the namespace jail has no listener there (refused); the jail without namespaces refuses
+        # the connect itself (EPERM), as every other address of the host.
+        refused = ["ERR", "EPERM"] if self.JAIL else ["ERR", "ECONNREFUSED"]
+        self.assertEqual(got[("127.0.0.1", str(q))], refused)
+        self.assertEqual(got[("[::1]", str(q))], refused)
+        lines = self.audit_lines()
+        decisions = [line for line in lines if line["event"] == "decision" and line["proto"] == "host-port"]
+        self.assertEqual(len(decisions), 2, lines)
+        for d in decisions:
+            self.assertEqual((d["decision"], d["port"], d["host"], d["rule"], d["source"]),
+                             ("allow", p, "127.0.0.1", str(p), "flags --host-port"), d)
+            self.assertIn("client", d)
+        closes = [line for line in lines if line["event"] == "close" and line["proto"] == "host-port"]
+        self.assertEqual(len(closes), 2, lines)
+        for c in closes:
+            self.assertEqual(c["bytes_up"], len(b"PING\nGET answer\n"), c)
+            # The answers, and the server's last line when it reached the client's socket before it closed.
+            self.assertIn(c["bytes_down"], (len(b"+PONG\n42\n"), len(b"+PONG\n42\nBYE\n")), c)
+        self.assertFalse([line for line in lines if line.get("port") == q], lines)
+
+    def test_host_port_leads_only_to_its_port(self):
+        # Other loopback addresses, other ports, the host's Unix sockets: nothing of them through a host port.
+        p = self.db.port
+        sock_path = os.path.join(self.outside, "db.sock")
+        unix = socket.socket(socket.AF_UNIX)
+        self.addCleanup(unix.close)
+        unix.bind(sock_path)
+        os.chmod(sock_path, 0o777)
+        unix.listen()
+        script = ("import socket, errno\n"
+                  f"try:\n s = socket.socket(socket.AF_UNIX); s.connect({sock_path!r}); print('unix OK')\n"
+                  "except OSError as e: print('unix ERR', errno.errorcode[e.errno])\n")
+        rc, out, err = self.run_jail([*self.JAIL, "--host-port", str(p), "--", PY, "-c", script])
+        self.assertEqual((rc, out.strip()), (0, "unix ERR EPERM"), err)
+        got, _ = self.client(["--host-port", str(p)], f"127.0.0.2:{p}", f"127.0.0.1:{p + 1 if p < 65535 else 1}")
+        for target, answer in got.items():
+            self.assertEqual(answer[0], "ERR", target)
+
+    def test_host_port_half_close(self):
+        # The client shuts its sending side down; the server's answer to that end of file still arrives.
+        p = self.db.port
+        script = ("import socket\n"
+                  f"s = socket.create_connection(('127.0.0.1', {p}), timeout=5)\n"
+                  "s.sendall(b'PING\\n'); s.shutdown(socket.SHUT_WR)\n"
+                  "data = b''\n"
+                  "while True:\n"
+                  "    chunk = s.recv(100)\n"
+                  "    if not chunk: break\n"
+                  "    data += chunk\n"
+                  "print(data.decode().split())\n")
+        rc, out, err = self.run_jail([*self.JAIL, "--host-port", str(p), "--", PY, "-c", script])
+        self.assertEqual((rc, out.strip()), (0, "['+PONG', 'BYE']"), err)
+
+    def test_publish_reaches_a_server_in_the_jail(self):
+        if self.JAIL:
+            self.skipTest("the jail without namespaces publishes nothing (test_publish_is_a_note)")
+        host_port = free_port()
+        jail_port = 8000
+        self.write(os.path.join(self.cwd, "index.html"), "hello from the jail\n")
+        ready = os.path.join(self.cwd, "ready")
+        script = (f"{PY} -m http.server {jail_port} --bind 127.0.0.1 >/dev/null 2>&1 & "
+                  f"while ! {PY} -c 'import socket; socket.create_connection((\"127.0.0.1\", {jail_port}))' "
+                  f"2>/dev/null; do sleep 0.05; done; touch {ready}; sleep 30")
+        p = self.popen([*self.JAIL, "--audit-log", self.audit, "--publish", f"{host_port}:{jail_port}",
+                        "--publish", f"[::1]:{host_port}:{jail_port}", "-c", script])
+        try:
+            deadline = time.time() + 20
+            while not os.path.exists(ready) and time.time() < deadline and p.poll() is None:
+                time.sleep(0.05)
+            self.assertTrue(os.path.exists(ready), p.stderr.read() if p.poll() is not None else "not ready")
+            for url in (f"http://127.0.0.1:{host_port}/", f"http://[::1]:{host_port}/"):
+                curl = subprocess.run(["curl", "-sS", "-g", "--max-time", "10", url], capture_output=True,
+                                      text=True)
+                self.assertEqual((curl.returncode, curl.stdout), (0, "hello from the jail\n"), curl.stderr)
+            # Nothing listens on the host's other addresses for it.
+            with self.assertRaises(OSError):
+                socket.create_connection(("127.0.0.2", host_port), timeout=2).close()
+        finally:
+            p.kill()
+            _, err = p.communicate()
+        lines = self.audit_lines()
+        decisions = [line for line in lines if line["event"] == "decision" and line["proto"] == "publish"]
+        self.assertEqual(len(decisions), 2, lines)
+        self.assertEqual({d["rule"] for d in decisions}, {f"{host_port}:{jail_port}",
+                                                           f"[::1]:{host_port}:{jail_port}"})
+        for d in decisions:
+            self.assertEqual((d["decision"], d["port"], d["host"]), ("allow", jail_port, "127.0.0.1"), d)
+        self.assertTrue(any(line["event"] == "close" and line["proto"] == "publish" and line["bytes_down"] > 0
+                            for line in lines), lines)
+
+    def test_publish_taken_port_stops_the_run(self):
+        if self.JAIL:
+            self.skipTest("the jail without namespaces publishes nothing")
+        taken = socket.socket()
+        self.addCleanup(taken.close)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        marker = os.path.join(self.cwd, "ran")
+        rc, out, err = self.run_jail([*self.JAIL, "--publish", str(port), "-c", f"touch {marker}"])
+        self.assertEqual(rc, 125, err)
+        self.assertIn(f"127.0.0.1:{port}", err)
+        self.assertIn("Address already in use", err)
+        self.assertFalse(os.path.exists(marker), "the command ran")
+
+    def test_publish_is_a_note_without_namespaces(self):
+        if not self.JAIL:
+            self.skipTest("the namespace jail publishes")
+        port = free_port()
+        rc, out, err = self.run_jail([*self.JAIL, "--publish", str(port), "-c", "echo ran"])
+        self.assertEqual((rc, out), (0, "ran\n"), err)
+        self.assertIn("means nothing in the jail without namespaces", err)
+        with self.assertRaises(OSError):  # nothing was made to listen
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+    def test_bad_flags_are_usage_errors(self):
+        for flags, words in (
+                (["--host-port", "0"], "--host-port '0'"),
+                (["--host-port", "65536"], "--host-port '65536'"),
+                (["--host-port", "db"], "--host-port 'db'"),
+                (["--host-port", "3128"], "one of the jail's own"),
+                (["--publish", "x"], "--publish 'x'"),
+                (["--publish", "1.2.3:80"], "invalid address"),
+                (["--publish", "::1:80"], "--publish '::1:80'"),
+                (["--publish", "[::1]8080"], "--publish '[::1]8080'"),
+                (["--publish", "80:99999"], "JAIL_PORT"),
+                (["--publish", "localhost:8080"], "invalid address"),
+                (["--publish", "1:2:3:4"], "too many"),
+                (["--publish", "8080:53"], "one of the jail's own"),
+                (["--no-network", "--host-port", "5432"], "--no-network"),
+        ):
+            rc, out, err = self.run_jail([*self.JAIL, *flags, "-c", "echo ran"])
+            self.assertEqual((rc, out), (2, ""), f"{flags}: {err}")
+            self.assertIn(words, err, flags)
+
+    def test_bad_settings_entries_are_skipped_with_a_warning(self):
+        p = self.db.port
+        settings = self.write(os.path.join(self.outside, "settings.json"), json.dumps({
+            "sandbox": {"network": {"hostPorts": [p, "db", 0, 3128, {"port": 1}, -5],
+                                    "publishPorts": ["not a port", 70000, "[::1]:x"]}}}))
+        got, err = self.client(["--settings", settings], f"127.0.0.1:{p}")
+        self.assertEqual(got[("127.0.0.1", str(p))], ["+PONG", "42"])
+        for index in range(1, 6):
+            self.assertIn(f"sandbox.network.hostPorts[{index}]: skipped", err)
+        for index in range(3):
+            self.assertIn(f"sandbox.network.publishPorts[{index}]: skipped", err)
+        d = [line for line in self.audit_lines() if line["event"] == "decision"]
+        self.assertEqual(len(d), 1, d)
+        self.assertEqual((d[0]["rule"], d[0]["proto"]), (str(p), "host-port"))
+        self.assertIn("settings.json", d[0]["source"])
+        # Not an array: one warning, the run goes on.
+        self.write(settings, json.dumps({"sandbox": {"network": {"hostPorts": "5432"}}}))
+        rc, out, err = self.run_jail([*self.JAIL, "--settings", settings, "-c", "echo ran"])
+        self.assertEqual((rc, out), (0, "ran\n"), err)
+        self.assertIn("sandbox.network.hostPorts: skipped", err)
+
+    def test_policy_shows_the_ports(self):
+        settings = self.write(os.path.join(self.outside, "settings.json"), json.dumps({
+            "sandbox": {"network": {"hostPorts": [5432], "publishPorts": ["0.0.0.0:8080:3000", 3000]}}}))
+        out = subprocess.run([Env.cordon, "policy", "--no-discover", "--settings", settings], capture_output=True,
+                             text=True, check=True).stdout
+        net = json.loads(out)["network"]
+        self.assertEqual([r["rule"] if "rule" in r else r.get("text") for r in net["hostPorts"]], ["5432"])
+        self.assertEqual(len(net["publishPorts"]), 2)
+
+
+class AsRoot(PortsCase, unittest.TestCase):
+    AS_USER = False
+
+
+class AsUser(PortsCase, unittest.TestCase):
+    AS_USER = True
+
+
+class WithUserFlag(PortsCase, unittest.TestCase):
+    USER_FLAG = True
+
+
+class LandlockAsRoot(PortsCase, unittest.TestCase):
+    AS_USER = False
+    JAIL = ["--jail", "landlock"]
+
+
+class LandlockAsUser(PortsCase, unittest.TestCase):
+    AS_USER = True
+    JAIL = ["--jail", "landlock"]
+
+
+if __name__ == "__main__":
+    sys.exit(jailtest.run_main([Env], "they create a user"))
