@@ -33,8 +33,11 @@ constexpr const char* kSessionHelp =
     "--memory, --audit-log, --control-fd, ...), prints the session's name and returns; the session runs in\n"
     "the background until `stop`, until it has had no command and no connection for --linger SECONDS, or\n"
     "until its supervisor ends (SIGTERM). A joining command gets the caller's working directory,\n"
-    "environment (with the session's proxy variables), stdin, stdout, stderr (a terminal stays one) and\n"
-    "relayed signals; `cordon run --session` exits with its status. A client that goes away takes its\n"
+    "environment (with the session's proxy variables), stdin, stdout, stderr and relayed signals; `cordon\n"
+    "run --session` exits with its status. A terminal among them is not handed over: the command gets a pty\n"
+    "of the client's (its controlling terminal: ^C, resizes), relayed while it runs and closed when it "
+    "ends,\n"
+    "so that nothing it leaves running reads what is typed afterwards. A client that goes away takes its\n"
     "command with it (SIGKILL), not what the command started in the background.\n"
     "\n"
     "The filesystem rules are fixed when the session starts; the network policy can change live through\n"
@@ -42,9 +45,9 @@ constexpr const char* kSessionHelp =
     "--session` refuses every policy or jail flag, naming it.\n"
     "\n"
     "A session belongs to its user: its control socket NAME.sock (mode 0600) is in $XDG_RUNTIME_DIR/cordon,\n"
-    "else /run/user/UID/cordon, else /tmp/cordon-UID (mode 0700), and the session serves only peers of its\n"
-    "uid that are not inside its own jail. `list` shows name, pid, age, commands run, live processes and\n"
-    "open proxy connections.\n"
+    "else /run/user/UID/cordon (each when that directory is the user's, not writable by others), else\n"
+    "/tmp/cordon-UID (mode 0700), and the session serves only peers of its uid that are not inside its own\n"
+    "jail. `list` shows name, pid, age, commands run, live processes and open proxy connections.\n"
     "\n"
     "  --name NAME        1-64 of A-Z a-z 0-9 . _ - (default: s-RANDOM)\n"
     "  --reuse            a session of that name already running is fine: print its name, start none\n"
@@ -70,7 +73,7 @@ double parse_linger(const std::string& v) {
 // Starts the supervisor in the background: the session runs in a child that leaves the caller's process
 // group; this process waits for its word and prints the name.
 int start(int argc, char** argv) {
-    std::string name;
+    std::optional<std::string> name;  // --name "" is refused, not a random name
     std::optional<double> linger;
     bool reuse = false;
     std::vector<char*> rest;
@@ -93,10 +96,10 @@ int start(int argc, char** argv) {
         } else
             rest.push_back(argv[i]);
     }
-    if (name.empty()) name = random_name();
-    if (auto why = run::check_session_name(name)) throw UsageError(*why);
-    if (reuse && run::session_running(name)) {
-        std::cout << name << "\n";
+    if (!name) name = random_name();
+    if (auto why = run::check_session_name(*name)) throw UsageError(*why);
+    if (reuse && run::session_running(*name)) {
+        std::cout << *name << "\n";
         return 0;
     }
     rest.push_back(nullptr);
@@ -118,7 +121,7 @@ int start(int argc, char** argv) {
             // Not in the caller's process group or session: the terminal's ^C or hang-up is not the
             // session's end.
             ::setsid();
-            auto host = run::SessionHost::create(name, linger, ready[1]);
+            auto host = run::SessionHost::create(*name, linger, ready[1]);
             if (auto* why = std::get_if<std::string>(&host)) {
                 std::cerr << "cordon: " << *why << "\n";
                 ::_exit(125);
@@ -134,14 +137,14 @@ int start(int argc, char** argv) {
         }
         ::close(ready[0]);
         if (n > 0 && std::string(buf, static_cast<std::size_t>(n)).rfind("ready", 0) == 0) {
-            std::cout << name << "\n";
+            std::cout << *name << "\n";
             return 0;
         }
         int status = 0;
         while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
         }
         const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 125;
-        std::cerr << "cordon: session " << name << " could not be started\n";
+        std::cerr << "cordon: session " << *name << " could not be started\n";
         return code == 0 ? 125 : code;
     });
 }

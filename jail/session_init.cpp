@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -44,6 +45,14 @@ Result enter_session_command(Context& ctx) {
     for (int i = 0; i < 3; ++i)
         if (::dup2(ctx.session_fds[i], i) < 0)
             return fail("take the client's descriptor " + std::to_string(i));
+    // The client's pty (run/terminal_relay.hpp) becomes the command's controlling terminal, in a session of
+    // its own: ^C typed there reaches the command as SIGINT, a resize as SIGWINCH, and /dev/tty opens it.
+    // Without force: a terminal that is another session's stays theirs (the command runs without one).
+    for (int i = 0; i < 3; ++i)
+        if (::isatty(i)) {
+            if (::setsid() >= 0) ::ioctl(i, TIOCSCTTY, 0);
+            break;
+        }
     if (::chdir(ctx.session_cwd.c_str()) != 0) return fail("enter the working directory " + ctx.session_cwd);
     return std::nullopt;
 }

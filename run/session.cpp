@@ -28,6 +28,7 @@
 #include "jail/jail.hpp"
 #include "proxy/proxy.hpp"
 #include "run/environment.hpp"
+#include "run/terminal_relay.hpp"
 
 extern char** environ;
 
@@ -135,7 +136,9 @@ std::string ns_link(pid_t pid, const char* ns) {
 
 std::variant<fs::path, std::string> session_directory() {
     const uid_t uid = ::getuid();
-    if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg && *xdg == '/') {
+    // $XDG_RUNTIME_DIR as /run/user/UID: only when it is the user's, not writable by others (another user
+    // who can write there could replace the cordon directory in it); else as if it were unset.
+    if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg && *xdg == '/' && owned_directory(xdg)) {
         fs::path dir = fs::path(xdg) / "cordon";
         if (auto why = private_directory(dir)) return *why;
         return dir;
@@ -570,29 +573,50 @@ int join_session(const std::string& name, const std::vector<std::string>& comman
     std::vector<std::string> env;
     for (char** e = environ; e && *e; ++e)
         env.emplace_back(*e);
-    const int fds[3] = {0, 1, 2};
+    // A terminal on 0-2 is not passed itself: the command gets a pty of the client's, relayed while it runs.
+    int fds[3] = {0, 1, 2};
+    auto opened = TerminalRelay::open(fds);
+    if (auto* why = std::get_if<std::string>(&opened)) {
+        std::cerr << "cordon: " << *why << "\n";
+        return 125;
+    }
+    std::unique_ptr<TerminalRelay> terminal = std::move(std::get<std::unique_ptr<TerminalRelay>>(opened));
     std::string why;
     if (!send_request(fd, 'J', {{"argv", command}, {"env", env}, {"cwd", cwd.string()}}, why, fds, 3)) {
         std::cerr << "cordon: session " << name << ": cannot start the command: " << why << "\n";
         return 125;
     }
+    if (terminal) terminal->start();
     // No receive timeout here: the command runs as long as it likes.
     for (;;) {
-        pollfd p[2] = {{fd, POLLIN, 0}, {sigfd, POLLIN, 0}};
-        if (::poll(p, sigfd >= 0 ? 2 : 1, -1) < 0) continue;
+        pollfd p[4] = {{fd, POLLIN, 0}, {sigfd, POLLIN, 0}};
+        const std::size_t own = sigfd >= 0 ? 2 : 1;
+        const std::size_t relayed = terminal ? terminal->poll_fds(p + own) : 0;
+        if (::poll(p, own + relayed, -1) < 0) continue;
         if (sigfd >= 0 && (p[1].revents & POLLIN)) {
             signalfd_siginfo info{};
-            while (::read(sigfd, &info, sizeof info) == static_cast<ssize_t>(sizeof info))
-                send_request(fd, 'G', {{"signal", static_cast<int>(info.ssi_signo)}}, why);
+            while (::read(sigfd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+                // The pty's size changes, and the kernel tells the command (its controlling terminal).
+                if (terminal && info.ssi_signo == SIGWINCH)
+                    terminal->copy_window_size();
+                else
+                    send_request(fd, 'G', {{"signal", static_cast<int>(info.ssi_signo)}}, why);
+            }
         }
+        if (terminal) terminal->on_poll(p + own, relayed);
         if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         auto answer = receive_answer(fd);
         if (!answer) {
+            terminal.reset();  // the user's terminal as it was before anything is said on it
             std::cerr << "cordon: session " << name << " ended before the command did\n";
             return 125;
         }
-        if (answer->contains("exit")) return answer->value("exit", 125);
+        if (answer->contains("exit")) {
+            if (terminal) terminal->finish();
+            return answer->value("exit", 125);
+        }
         if (answer->contains("error")) {
+            terminal.reset();
             std::cerr << "cordon: session " << name << ": " << answer->value("error", "") << "\n";
             return 125;
         }

@@ -1,7 +1,8 @@
 // Sessions: one long-lived jail (its namespaces, proxy, notifier and init) that commands join. `cordon
 // session start` runs the supervisor (run::run) in the background with a SessionHost; `cordon run --session
-// NAME` (join_session) hands its command, environment, working directory and descriptors 0-2 to it over the
-// session's control socket, and the jail's init starts the command (jail/session_init.cpp).
+// NAME` (join_session) hands its command, environment, working directory and descriptors 0-2 (a terminal
+// among them replaced by a pty of its own: terminal_relay.hpp) to it over the session's control socket, and
+// the jail's init starts the command (jail/session_init.cpp).
 //
 // The control socket is `NAME.sock`, mode 0600, in the user's session directory (session_directory): a
 // connection is served only when its peer (SO_PEERCRED) has the session's uid and is not a process of the
@@ -31,9 +32,10 @@ class Proxy;
 
 namespace cordon::run {
 
-// The user's session directory: `$XDG_RUNTIME_DIR/cordon`, else `/run/user/UID/cordon` when that runtime
-// directory is the user's, else `/tmp/cordon-UID`; made mode 0700 and refused when it is not a directory
-// owned by the user with no access for others (a symlink included). A message when none can be used.
+// The user's session directory: `$XDG_RUNTIME_DIR/cordon`, else `/run/user/UID/cordon`, each when that
+// runtime directory is the user's and not writable by others, else `/tmp/cordon-UID`; made mode 0700 and
+// refused when it is not a directory owned by the user with no access for others (a symlink included). A
+// message when none can be used.
 std::variant<std::filesystem::path, std::string> session_directory();
 // A session name: 1-64 of [A-Za-z0-9._-], not starting with '.' or '-'. A message saying what is wrong.
 std::optional<std::string> check_session_name(const std::string& name);
