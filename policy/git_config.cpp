@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -367,7 +368,10 @@ class TreeSearch {
     // Every repository at or below `root`, in `found`.
     void walk(const std::string& root, std::vector<Repository>& found) {
         const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0) return;
+        if (fd < 0) {
+            if (errno != ENOENT && errno != ENOTDIR) unlisted(root);
+            return;
+        }
         walk_dir(fd, root, 0, found);
     }
 
@@ -384,6 +388,7 @@ class TreeSearch {
         alignas(8) char buf[32768];
         for (;;) {
             const long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+            if (n < 0) unlisted(dir);
             if (n <= 0) break;
             for (long off = 0; off < n;) {
                 const auto* e = reinterpret_cast<const struct dirent64*>(buf + off);
@@ -429,12 +434,23 @@ class TreeSearch {
             // process's files again.
             if (dir == "/" && (subdirs[i] == "proc" || subdirs[i] == "sys" || subdirs[i] == "dev")) continue;
             const int sub = ::openat(fd, subdirs[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub < 0) continue;  // gone, or not ours to read (nor the command's to search)
+            if (sub < 0) {
+                // Not ours to list (mode -wx, or 0: its owner, the command too, can chmod it back, and
+                // execute permission alone reaches a repository below it by name, for the command and the
+                // host's git): a repository there is unknown, so the directory is protected as a whole.
+                if (errno != ENOENT) unlisted(at + "/" + subdirs[i]);
+                continue;
+            }
             walk_dir(sub, at + "/" + subdirs[i], depth + 1, found);
         }
         ::close(fd);
     }
 
+    void unlisted(const std::string& dir) {
+        out_.targets.hook_dirs.push_back(dir);
+        if (out_.unlisted.size() < 16) out_.unlisted.push_back(dir);
+        ++out_.unlisted_count;
+    }
     void unsearched(const std::string& dir) {
         if (out_.unsearched.size() < 16) out_.unsearched.push_back(dir);
         ++out_.unsearched_count;

@@ -83,7 +83,9 @@ const std::vector<WriteRule>& write_rules() {
          "on the host at the user's next commit or status",
          "read when the run starts (`cordon check`: now), as written and resolved; the writable areas are "
          "searched for repositories up to 1,000,000 entries and 64 levels (past that the directories left "
-         "are named, and a repository there keeps its own targets writable)"},
+         "are named, and a repository there keeps its own targets writable); a directory there the search "
+         "cannot "
+         "open or list (mode -wx: a repository below it is still reached by name) is protected as a whole"},
         {"casefold", false,
          "in a directory that compares names without case (ext4 chattr +F, tmpfs -o casefold) a name that "
          "folds to a protected one is that one (.BASHRC, .Git/Hooks) (EACCES)",

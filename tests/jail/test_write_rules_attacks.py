@@ -446,6 +446,31 @@ class AttackCase(JailFixtures):
         self.assertIn("a git repository was created during the run: " + os.path.join(cwd, "vendor/new/.git"), err)
         self.assertIn("a git repository was created during the run: " + os.path.join(cwd, "other/.git"), err)
 
+    def test_unlisted_directory_does_not_hide_a_nested_repository(self):
+        # A directory the search cannot list hides the repositories below it: the jailed command (its owner)
+        # runs `chmod 311 vendor` (not a call the filter sends on), and the next run's search cannot open
+        # vendor, so vendor/lib's core.hooksPath stays writable, while execute permission still lets the
+        # command, and the host's git, reach vendor/lib by name: the user's next `git commit` there runs the
+        # hook. A directory of the writable areas that cannot be listed is protected as a whole.
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        self.mkdir("project/vendor")
+        nested = self.mkdir("project/vendor/lib")
+        self.git("init", "-q", nested, cwd=nested)
+        self.git("config", "core.hooksPath", ".githooks", cwd=nested)
+        time.sleep(0.05)
+        got, err = self.jailed("import json, os\nos.chmod('vendor', 0o311)\nprint(json.dumps({}))\n")
+        try:
+            got, err = self.creates(["vendor/lib/.githooks/pre-commit", "vendor/lib/.githooks/x/y"])
+            self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+            self.assertFalse(os.path.exists(os.path.join(nested, ".githooks/pre-commit")))
+        finally:
+            os.chmod(os.path.join(cwd, "vendor"), 0o755)
+        # The host's git in vendor/lib runs no hook of the command's.
+        self.write(os.path.join(nested, "f"), "x\n")
+        self.git("add", "f", cwd=nested)
+        self.assertNotIn("PWN", self.git("commit", "-qm", "x", cwd=nested).stdout)
+
 class AsRoot(AttackCase, unittest.TestCase):
     AS_USER = False
 
