@@ -470,6 +470,51 @@ void both_ways(std::vector<std::string>& paths) {
     }
 }
 
+// The common directory of the git directory `git_dir` (a worktree's `commondir` followed).
+std::string common_dir(const std::string& git_dir) {
+    const std::string commondir = read_file(git_dir + "/commondir");
+    const std::string c = commondir.substr(0, commondir.find('\n'));
+    return c.empty() ? git_dir : resolve(c, git_dir, "");
+}
+
+// The submodules' git directories kept in `git_dir`/modules (a submodule's name may hold slashes; its own
+// submodules are in its `modules`), each with its working tree: core.worktree, from the git directory; or,
+// where `git submodule deinit` removed that and the working tree's gitfile (how the walk finds the others),
+// the path .gitmodules gives the name in the superproject's working tree `top` (and the name itself, git's
+// default path). `git submodule update --init` brings it back under the configuration kept here. Bounded.
+void submodules_of(const std::string& git_dir, const std::string& top, const std::string& home,
+                   std::vector<Repository>& found, std::size_t& budget, int depth = 0) {
+    if (depth > 10) return;
+    const std::string modules = git_dir + "/modules";
+    std::vector<Entry> gitmodules;
+    if (!top.empty()) gitmodules = parse(read_file(top + "/.gitmodules"));
+    std::vector<std::string> stack{modules};
+    while (!stack.empty() && budget > 0) {
+        const std::string dir = std::move(stack.back());
+        stack.pop_back();
+        --budget;
+        if (dir != modules && is_file(dir + "/HEAD") && is_file(dir + "/config")) {
+            std::vector<std::string> tops;
+            for (const Entry& e : parse(read_file(dir + "/config")))
+                if (e.key == "core.worktree") tops = {resolve(e.value, dir, home)};
+            if (tops.empty() && !top.empty()) {
+                const std::string name = dir.substr(modules.size() + 1);
+                tops.push_back(resolve(name, top, ""));
+                for (const Entry& e : gitmodules)
+                    if (e.key == "submodule." + name + ".path") tops.push_back(resolve(e.value, top, ""));
+            }
+            for (const std::string& t : tops)
+                if (!t.empty()) found.push_back(Repository{dir, t});
+            submodules_of(dir, tops.empty() ? std::string() : tops.back(), home, found, budget, depth + 1);
+            continue;
+        }
+        std::error_code ec;
+        for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+            if (it->symlink_status(ec).type() == fs::file_type::directory)
+                stack.push_back(it->path().string());
+    }
+}
+
 }  // namespace
 
 Search find_targets_below(const std::string& cwd, const std::string& home,
@@ -483,6 +528,13 @@ Search find_targets_below(const std::string& cwd, const std::string& home,
     for (const std::string& root : roots) {
         if (auto repo = repository_above(root)) found.push_back(std::move(*repo));
         search.walk(normal(root), found);
+    }
+    std::set<std::string> commons;
+    std::size_t budget = 100000;
+    for (std::size_t i = 0, n = found.size(); i < n; ++i) {
+        const std::string common = common_dir(found[i].git_dir);
+        const std::string top = found[i].top;  // (a copy: `found` grows)
+        if (commons.insert(common).second) submodules_of(common, top, home, found, budget);
     }
     std::set<std::pair<std::string, std::string>> read;
     for (const Repository& repo : found) {

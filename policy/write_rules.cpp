@@ -78,7 +78,8 @@ const std::vector<WriteRule>& write_rules() {
         {"git-config-targets", false,
          "core.hooksPath directories and the files include.path / includeIf.*.path name, in the repository "
          "of the working directory, in every repository in the writable areas (a nested one, a worktree's, "
-         "a bare one) and in the user's configuration, are refused (EACCES)",
+         "a bare one, a submodule's kept in .git/modules) and in the user's configuration, are refused "
+         "(EACCES)",
          "they usually point into the writable working tree: a hook or an included core.fsmonitor there runs "
          "on the host at the user's next commit or status",
          "read when the run starts (`cordon check`: now), as written and resolved; the writable areas are "

@@ -471,6 +471,31 @@ class AttackCase(JailFixtures):
         self.git("add", "f", cwd=nested)
         self.assertNotIn("PWN", self.git("commit", "-qm", "x", cwd=nested).stdout)
 
+    def test_deinitialized_submodule_keeps_its_hooks_path(self):
+        # `git submodule deinit` leaves the submodule's git directory (.git/modules/sub, with its
+        # core.hooksPath) and removes the working tree's gitfile, which is how the search found it: the jailed
+        # command wrote sub/.husky/pre-commit, and the user's next `git submodule update --init` and `git
+        # commit` in sub ran it on the host. The git directories in .git/modules are read too.
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        src = self.mkdir("outside/src")
+        self.git("init", "-q", src, cwd=src)
+        self.write(os.path.join(src, "a"), "a\n")
+        self.git("add", "a", cwd=src)
+        self.git("commit", "-qm", "a", cwd=src)
+        self.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "sub")
+        self.git("commit", "-qm", "sub")
+        self.git("-C", "sub", "config", "core.hooksPath", ".husky")
+        self.git("submodule", "deinit", "-q", "-f", "sub")
+        time.sleep(0.05)
+        got, err = self.creates(["sub/.husky/pre-commit"])
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+        self.git("-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init")
+        sub = os.path.join(cwd, "sub")
+        self.write(os.path.join(sub, "b"), "b\n")
+        self.git("add", "b", cwd=sub)
+        self.assertNotIn("PWN", self.git("commit", "-qm", "b", cwd=sub).stdout)
+
 class AsRoot(AttackCase, unittest.TestCase):
     AS_USER = False
 
