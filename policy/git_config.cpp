@@ -241,13 +241,16 @@ std::optional<Repository> repository_above(const std::string& dir) {
     }
 }
 
-// Reads config files (and what they include, bounded: git itself stops at a depth of 10) into `targets`. A
-// relative core.hooksPath is taken from `hooks_base`; with none (the user's own configuration) it is kept in
-// `relative_hooks`, to be taken from each repository's top.
+// Reads config files (and what they include) into `targets`. A relative core.hooksPath is taken from
+// `hooks_base`; with none (the user's own configuration) it is kept in `relative_hooks`, to be taken from
+// each repository's top. Bounded by the files read, not by the queue's length: git itself stops at a depth of
+// 10 but reads any number of includes side by side (a config with 64 includes, the last including another,
+// was read only up to the 64th, and the file the last one includes, which git reads, stayed writable).
 void read_configs(std::vector<std::string> queue, const std::string& hooks_base, const std::string& home,
                   Targets& targets, std::vector<std::string>* relative_hooks) {
+    constexpr std::size_t kMaxFiles = 1024;
     std::set<std::string> seen;
-    for (std::size_t n = 0; n < queue.size() && n < 64; ++n) {
+    for (std::size_t n = 0; n < queue.size() && seen.size() < kMaxFiles; ++n) {
         const std::string file = queue[n];
         if (!seen.insert(file).second) continue;
         const std::string text = read_file(file);

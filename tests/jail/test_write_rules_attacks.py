@@ -519,6 +519,24 @@ class AttackCase(JailFixtures):
         got, err = self.creates(["vendor/lib/.githooks/pre-commit"])
         self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
 
+    def test_include_past_the_64th_of_a_nested_repository(self):
+        # git reads any number of includes side by side: the nested repository's config includes 70 files
+        # and the 70th includes deep.cfg. The search read 64 files per repository, so deep.cfg stayed
+        # writable: the jailed command wrote core.fsmonitor there, run by the host's next `git status`.
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        nested = self.mkdir("project/vendor/lib")
+        self.git("init", "-q", nested, cwd=nested)
+        for i in range(70):
+            self.git("config", "--add", "include.path", f"../../../inc/{i}.cfg", cwd=nested)
+            self.write(os.path.join(cwd, f"inc/{i}.cfg"), "")
+        self.write(os.path.join(cwd, "inc/69.cfg"), "[include]\n\tpath = deep.cfg\n")
+        self.write(os.path.join(cwd, "inc/deep.cfg"), "")
+        time.sleep(0.05)
+        got, err = self.creates(["inc/deep.cfg"])
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+        self.assertNotIn("PWN", self.read(os.path.join(cwd, "inc/deep.cfg")))
+
 class AsRoot(AttackCase, unittest.TestCase):
     AS_USER = False
 
