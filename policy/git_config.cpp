@@ -247,7 +247,8 @@ std::optional<Repository> repository_above(const std::string& dir) {
 // 10 but reads any number of includes side by side (a config with 64 includes, the last including another,
 // was read only up to the 64th, and the file the last one includes, which git reads, stayed writable).
 void read_configs(std::vector<std::string> queue, const std::string& hooks_base, const std::string& home,
-                  Targets& targets, std::vector<std::string>* relative_hooks) {
+                  Targets& targets, std::vector<std::string>* relative_hooks,
+                  std::vector<std::string>* worktrees = nullptr) {
     constexpr std::size_t kMaxFiles = 1024;
     std::set<std::string> seen;
     for (std::size_t n = 0; n < queue.size() && seen.size() < kMaxFiles; ++n) {
@@ -265,6 +266,8 @@ void read_configs(std::vector<std::string> queue, const std::string& hooks_base,
                 }
                 const std::string p = resolve(e.value, hooks_base, home);
                 if (!p.empty()) targets.hook_dirs.push_back(p);
+            } else if (e.key == "core.worktree" && worktrees) {
+                worktrees->push_back(e.value);
             } else if (e.key == "include.path" || (e.key.rfind("includeif.", 0) == 0 && e.key.size() > 15 &&
                                                    e.key.compare(e.key.size() - 5, 5, ".path") == 0)) {
                 const std::string p = resolve(e.value, dir, home);
@@ -277,7 +280,10 @@ void read_configs(std::vector<std::string> queue, const std::string& hooks_base,
 }
 
 // The configuration of one repository: its common directory's config (a worktree's `commondir` followed)
-// and its own config.worktree, with what they include; the user's relative core.hooksPath from its top.
+// and its own config.worktree, with what they include; a relative core.hooksPath (its own, the user's) from
+// its top, and from the working tree core.worktree names too (relative: from the git directory): git runs
+// the hooks there (`git init meta; git -C meta config core.worktree ../../site`: git in meta commits site,
+// running site/.githooks).
 void read_repository(const Repository& repo, const std::string& home,
                      const std::vector<std::string>& relative_hooks, Targets& targets) {
     std::string common = repo.git_dir;
@@ -286,9 +292,18 @@ void read_repository(const Repository& repo, const std::string& home,
         const std::string c = commondir.substr(0, commondir.find('\n'));
         if (!c.empty()) common = resolve(c, repo.git_dir, "");
     }
-    read_configs({common + "/config", repo.git_dir + "/config.worktree"}, repo.top, home, targets, nullptr);
-    for (const std::string& rel : relative_hooks)
-        targets.hook_dirs.push_back(resolve(rel, repo.top, home));
+    std::vector<std::string> relative = relative_hooks, worktrees;
+    read_configs({common + "/config", repo.git_dir + "/config.worktree"}, "", home, targets, &relative,
+                 &worktrees);
+    std::vector<std::string> tops{repo.top};
+    for (const std::string& w : worktrees)
+        for (const std::string& base : {repo.git_dir, common}) {
+            const std::string top = resolve(w, base, home);
+            if (!top.empty()) tops.push_back(top);
+        }
+    for (const std::string& top : tops)
+        for (const std::string& rel : relative)
+            targets.hook_dirs.push_back(resolve(rel, top, home));
 }
 
 // The user's own configuration: ~/.gitconfig, $XDG_CONFIG_HOME/git/config (or ~/.config/git/config),

@@ -537,6 +537,25 @@ class AttackCase(JailFixtures):
         self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
         self.assertNotIn("PWN", self.read(os.path.join(cwd, "inc/deep.cfg")))
 
+    def test_core_worktree_is_where_relative_hooks_path_runs(self):
+        # A repository whose core.worktree names another directory (meta/.git working on site/): git in meta
+        # runs its hooks in site, so a relative core.hooksPath is site/.githooks. The search took it from
+        # meta (the directory holding .git): the jailed command wrote site/.githooks/pre-commit, and the
+        # user's next `git commit` in meta ran it on the host.
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        meta = self.mkdir("project/meta")
+        site = self.mkdir("project/site")
+        self.git("init", "-q", meta, cwd=meta)
+        self.git("config", "core.worktree", "../../site", cwd=meta)
+        self.git("config", "core.hooksPath", ".githooks", cwd=meta)
+        time.sleep(0.05)
+        got, err = self.creates(["site/.githooks/pre-commit"])
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+        self.write(os.path.join(site, "f"), "f\n")
+        self.git("add", "f", cwd=meta)
+        self.assertNotIn("PWN", self.git("commit", "-qm", "f", cwd=meta).stdout)
+
 class AsRoot(AttackCase, unittest.TestCase):
     AS_USER = False
 

@@ -188,3 +188,12 @@ TEST_CASE("git config targets below: a submodule's git directory in .git/modules
     CHECK(t.protects(tree.s("p/elsewhere/w/in/ih/pre-commit")));
     CHECK_FALSE(t.protects(tree.s("p/third_party/a/src.c")));
 }
+
+TEST_CASE("git config targets below: a relative hooksPath from the working tree core.worktree names") {
+    Tree tree;
+    tree.repo("p/meta");
+    tree.file("p/meta/.git/config", "[core]\n\tworktree = ../../site\n\thooksPath = .githooks\n");
+    const auto found = git_config::find_targets_below(tree.s("p"), "", {tree.s("p")});
+    CHECK(found.targets.protects(tree.s("p/site/.githooks/pre-commit")));
+    CHECK(found.targets.protects(tree.s("p/meta/.githooks/pre-commit")));
+}
