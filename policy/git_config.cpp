@@ -155,9 +155,15 @@ namespace {
 
 // A config file's text (bounded: a config is small). Few system calls: thousands of repositories are read
 // at start (a regular file's short read is its end).
-std::string read_file(const std::string& path) {
+// `denied` (if given) is set when the file is there but cannot be read: a mode the jailed command chose (a
+// chmod of a protected file is a metadata change, not a write) hides what it says until the command restores
+// it.
+std::string read_file(const std::string& path, bool* denied = nullptr) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0) return {};
+    if (fd < 0) {
+        if (denied && errno != ENOENT && errno != ENOTDIR) *denied = true;
+        return {};
+    }
     constexpr std::size_t kChunk = 16384, kMax = 1u << 20;
     std::string text;
     while (text.size() < kMax) {
@@ -248,13 +254,16 @@ std::optional<Repository> repository_above(const std::string& dir) {
 // was read only up to the 64th, and the file the last one includes, which git reads, stayed writable).
 void read_configs(std::vector<std::string> queue, const std::string& hooks_base, const std::string& home,
                   Targets& targets, std::vector<std::string>* relative_hooks,
-                  std::vector<std::string>* worktrees = nullptr) {
+                  std::vector<std::string>* worktrees = nullptr,
+                  std::vector<std::string>* unreadable = nullptr) {
     constexpr std::size_t kMaxFiles = 1024;
     std::set<std::string> seen;
     for (std::size_t n = 0; n < queue.size() && seen.size() < kMaxFiles; ++n) {
         const std::string file = queue[n];
         if (!seen.insert(file).second) continue;
-        const std::string text = read_file(file);
+        bool denied = false;
+        const std::string text = read_file(file, &denied);
+        if (denied && unreadable) unreadable->push_back(file);
         if (text.empty()) continue;
         const std::string dir = fs::path(file).parent_path().string();
         for (const Entry& e : parse(text)) {
@@ -287,14 +296,24 @@ void read_configs(std::vector<std::string> queue, const std::string& hooks_base,
 void read_repository(const Repository& repo, const std::string& home,
                      const std::vector<std::string>& relative_hooks, Targets& targets) {
     std::string common = repo.git_dir;
-    const std::string commondir = read_file(repo.git_dir + "/commondir");
+    bool denied = false;
+    const std::string commondir = read_file(repo.git_dir + "/commondir", &denied);
     if (!commondir.empty()) {
         const std::string c = commondir.substr(0, commondir.find('\n'));
         if (!c.empty()) common = resolve(c, repo.git_dir, "");
     }
-    std::vector<std::string> relative = relative_hooks, worktrees;
+    std::vector<std::string> relative = relative_hooks, worktrees, unreadable;
     read_configs({common + "/config", repo.git_dir + "/config.worktree"}, "", home, targets, &relative,
-                 &worktrees);
+                 &worktrees, &unreadable);
+    if (denied || !unreadable.empty()) {
+        // What it configures is unknown (`chmod 000 .git/config` by an earlier run, restored by this one
+        // after the search): the repository's working tree, git directories and the unreadable files'
+        // directories are protected as a whole.
+        for (const std::string& d : {repo.top, repo.git_dir, common})
+            targets.hook_dirs.push_back(d);
+        for (const std::string& f : unreadable)
+            targets.hook_dirs.push_back(fs::path(f).parent_path().string());
+    }
     std::vector<std::string> tops{repo.top};
     for (const std::string& w : worktrees)
         for (const std::string& base : {repo.git_dir, common}) {
@@ -439,6 +458,10 @@ class TreeSearch {
                 const bool bare = repo->git_dir == dir;
                 found.push_back(std::move(*repo));
                 if (bare) subdirs.clear();  // its objects and refs are not entered
+            } else if (git) {
+                bool denied = false;
+                read_file(at + "/.git", &denied);
+                if (denied) unlisted(dir);  // a gitfile that cannot be read: its repository is unknown
             }
         }
         for (std::size_t i = 0; i < subdirs.size(); ++i) {
@@ -501,12 +524,29 @@ std::string common_dir(const std::string& git_dir) {
 // the path .gitmodules gives the name in the superproject's working tree `top` (and the name itself, git's
 // default path). `git submodule update --init` brings it back under the configuration kept here. Bounded.
 void submodules_of(const std::string& git_dir, const std::string& top, const std::string& home,
-                   std::vector<Repository>& found, std::size_t& budget, int depth = 0) {
+                   std::vector<Repository>& found, Targets& targets, std::size_t& budget, int depth = 0) {
     if (depth > 10) return;
     const std::string modules = git_dir + "/modules";
     std::vector<Entry> gitmodules;
     if (!top.empty()) gitmodules = parse(read_file(top + "/.gitmodules"));
     std::vector<std::string> stack{modules};
+    // Each submodule .gitmodules names, by name too (`chmod 311 .git/modules` hides a listing, not a name;
+    // git looks it up by name); one that cannot be looked up is unknown: its working tree is protected.
+    const std::string prefix = "submodule.", suffix = ".path";
+    for (const Entry& e : gitmodules) {
+        if (e.key.size() <= prefix.size() + suffix.size() || e.key.rfind(prefix, 0) != 0 ||
+            e.key.compare(e.key.size() - suffix.size(), suffix.size(), suffix) != 0)
+            continue;
+        const std::string name = e.key.substr(prefix.size(), e.key.size() - prefix.size() - suffix.size());
+        const std::string dir = modules + "/" + name;
+        struct stat st {};
+        if (::stat((dir + "/config").c_str(), &st) == 0) {
+            stack.push_back(dir);
+        } else if (errno != ENOENT && errno != ENOTDIR) {
+            const std::string t = resolve(e.value, top, "");
+            if (!t.empty()) targets.hook_dirs.push_back(t);
+        }
+    }
     while (!stack.empty() && budget > 0) {
         const std::string dir = std::move(stack.back());
         stack.pop_back();
@@ -523,7 +563,8 @@ void submodules_of(const std::string& git_dir, const std::string& top, const std
             }
             for (const std::string& t : tops)
                 if (!t.empty()) found.push_back(Repository{dir, t});
-            submodules_of(dir, tops.empty() ? std::string() : tops.back(), home, found, budget, depth + 1);
+            submodules_of(dir, tops.empty() ? std::string() : tops.back(), home, found, targets, budget,
+                          depth + 1);
             continue;
         }
         std::error_code ec;
@@ -552,7 +593,7 @@ Search find_targets_below(const std::string& cwd, const std::string& home,
     for (std::size_t i = 0, n = found.size(); i < n; ++i) {
         const std::string common = common_dir(found[i].git_dir);
         const std::string top = found[i].top;  // (a copy: `found` grows)
-        if (commons.insert(common).second) submodules_of(common, top, home, found, budget);
+        if (commons.insert(common).second) submodules_of(common, top, home, found, out.targets, budget);
     }
     std::set<std::pair<std::string, std::string>> read;
     for (const Repository& repo : found) {

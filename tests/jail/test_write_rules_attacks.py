@@ -556,6 +556,61 @@ class AttackCase(JailFixtures):
         self.git("add", "f", cwd=meta)
         self.assertNotIn("PWN", self.git("commit", "-qm", "f", cwd=meta).stdout)
 
+    def test_protected_file_made_unreadable_by_an_earlier_run(self):
+        # A chmod of a protected file is a metadata change, not a write: an earlier run makes what the search
+        # reads unreadable to an unprivileged supervisor (chmod 000 of a .git/config where the jail allows
+        # it, of an included file, of a gitfile; chmod 311 of .git/modules), this run's search learns nothing
+        # from it, and the command restores the mode and writes the hooks the configuration names (each ran
+        # at the host's next commit or status). Now what cannot be read is protected as a whole.
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        self.git("config", "core.hooksPath", ".githooks")
+        a = self.mkdir("project/a")
+        self.git("init", "-q", a, cwd=a)
+        self.git("config", "include.path", "../../conf/a.cfg", cwd=a)
+        self.write(os.path.join(cwd, "conf/a.cfg"), "[include]\n\tpath = deep.cfg\n")
+        self.write(os.path.join(cwd, "conf/deep.cfg"), "")
+        b = self.mkdir("project/b")
+        self.mkdir("project/gitdirs")
+        self.git("init", "-q", "--separate-git-dir", os.path.join(cwd, "gitdirs/b"), b, cwd=b)
+        self.git("config", "core.hooksPath", ".hooks", cwd=b)
+        src = self.mkdir("outside/src")
+        self.git("init", "-q", src, cwd=src)
+        self.write(os.path.join(src, "a"), "a\n")
+        self.git("add", "a", cwd=src)
+        self.git("commit", "-qm", "a", cwd=src)
+        self.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "sub")
+        self.git("-C", "sub", "config", "core.hooksPath", ".husky")
+        self.git("submodule", "deinit", "-q", "-f", "sub")
+        time.sleep(0.05)
+        modes = {".git/config": 0o000, "conf/a.cfg": 0o000, "b/.git": 0o000, ".git/modules": 0o311}
+        self.jailed("import json, os\n"
+                    f"for p, m in {modes!r}.items():\n"
+                    "    try: os.chmod(p, m)\n"
+                    "    except OSError: pass\n"
+                    "print(json.dumps({}))\n")
+        restore = "".join(f"    try: os.chmod({p!r}, 0o755)\n    except OSError: pass\n" for p in modes)
+        try:
+            got, err = self.jailed(
+                "import errno, json, os\n"
+                f"if True:\n{restore}"
+                "out = {}\n"
+                "for p in ['.githooks/pre-commit', 'conf/deep.cfg', 'b/.hooks/pre-commit', 'sub/.husky/pre-commit']:\n"
+                "    try:\n"
+                "        os.makedirs(os.path.dirname(p), exist_ok=True)\n"
+                "        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o755)\n"
+                "        os.write(fd, b'#!/bin/sh\\necho PWN\\n'); os.close(fd); out[p] = 'ok'\n"
+                "    except OSError as e:\n"
+                "        out[p] = errno.errorcode.get(e.errno, str(e.errno))\n"
+                "print(json.dumps(out))\n")
+            self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+        finally:
+            for p in modes:
+                try:
+                    os.chmod(os.path.join(cwd, p), 0o755 if p.endswith("modules") else 0o644)
+                except OSError:
+                    pass
+
 class AsRoot(AttackCase, unittest.TestCase):
     AS_USER = False
 
