@@ -1033,6 +1033,14 @@ class NotifierImpl final : public Notifier {
                 "repository there stay writable\n";
             std::fputs(line.c_str(), stderr);
         }
+        if (search.unlisted_count > 0) {
+            const std::string line =
+                "cordon: note: " + std::to_string(search.unlisted_count) +
+                " directories of the writable areas could not be listed (" + search.unlisted.front() +
+                (search.unlisted_count > 1 ? ", ..." : "") +
+                "): a git repository there is unknown, so each is read-only in the jail\n";
+            std::fputs(line.c_str(), stderr);
+        }
     }
 
     static bool covers(const std::string& dir, const std::string& path) {

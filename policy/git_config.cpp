@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -154,9 +155,15 @@ namespace {
 
 // A config file's text (bounded: a config is small). Few system calls: thousands of repositories are read
 // at start (a regular file's short read is its end).
-std::string read_file(const std::string& path) {
+// `denied` (if given) is set when the file is there but cannot be read: a mode the jailed command chose (a
+// chmod of a protected file is a metadata change, not a write) hides what it says until the command restores
+// it.
+std::string read_file(const std::string& path, bool* denied = nullptr) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0) return {};
+    if (fd < 0) {
+        if (denied && errno != ENOENT && errno != ENOTDIR) *denied = true;
+        return {};
+    }
     constexpr std::size_t kChunk = 16384, kMax = 1u << 20;
     std::string text;
     while (text.size() < kMax) {
@@ -240,16 +247,23 @@ std::optional<Repository> repository_above(const std::string& dir) {
     }
 }
 
-// Reads config files (and what they include, bounded: git itself stops at a depth of 10) into `targets`. A
-// relative core.hooksPath is taken from `hooks_base`; with none (the user's own configuration) it is kept in
-// `relative_hooks`, to be taken from each repository's top.
+// Reads config files (and what they include) into `targets`. A relative core.hooksPath is taken from
+// `hooks_base`; with none (the user's own configuration) it is kept in `relative_hooks`, to be taken from
+// each repository's top. Bounded by the files read, not by the queue's length: git itself stops at a depth of
+// 10 but reads any number of includes side by side (a config with 64 includes, the last including another,
+// was read only up to the 64th, and the file the last one includes, which git reads, stayed writable).
 void read_configs(std::vector<std::string> queue, const std::string& hooks_base, const std::string& home,
-                  Targets& targets, std::vector<std::string>* relative_hooks) {
+                  Targets& targets, std::vector<std::string>* relative_hooks,
+                  std::vector<std::string>* worktrees = nullptr,
+                  std::vector<std::string>* unreadable = nullptr) {
+    constexpr std::size_t kMaxFiles = 1024;
     std::set<std::string> seen;
-    for (std::size_t n = 0; n < queue.size() && n < 64; ++n) {
+    for (std::size_t n = 0; n < queue.size() && seen.size() < kMaxFiles; ++n) {
         const std::string file = queue[n];
         if (!seen.insert(file).second) continue;
-        const std::string text = read_file(file);
+        bool denied = false;
+        const std::string text = read_file(file, &denied);
+        if (denied && unreadable) unreadable->push_back(file);
         if (text.empty()) continue;
         const std::string dir = fs::path(file).parent_path().string();
         for (const Entry& e : parse(text)) {
@@ -261,6 +275,8 @@ void read_configs(std::vector<std::string> queue, const std::string& hooks_base,
                 }
                 const std::string p = resolve(e.value, hooks_base, home);
                 if (!p.empty()) targets.hook_dirs.push_back(p);
+            } else if (e.key == "core.worktree" && worktrees) {
+                worktrees->push_back(e.value);
             } else if (e.key == "include.path" || (e.key.rfind("includeif.", 0) == 0 && e.key.size() > 15 &&
                                                    e.key.compare(e.key.size() - 5, 5, ".path") == 0)) {
                 const std::string p = resolve(e.value, dir, home);
@@ -273,18 +289,40 @@ void read_configs(std::vector<std::string> queue, const std::string& hooks_base,
 }
 
 // The configuration of one repository: its common directory's config (a worktree's `commondir` followed)
-// and its own config.worktree, with what they include; the user's relative core.hooksPath from its top.
+// and its own config.worktree, with what they include; a relative core.hooksPath (its own, the user's) from
+// its top, and from the working tree core.worktree names too (relative: from the git directory): git runs
+// the hooks there (`git init meta; git -C meta config core.worktree ../../site`: git in meta commits site,
+// running site/.githooks).
 void read_repository(const Repository& repo, const std::string& home,
                      const std::vector<std::string>& relative_hooks, Targets& targets) {
     std::string common = repo.git_dir;
-    const std::string commondir = read_file(repo.git_dir + "/commondir");
+    bool denied = false;
+    const std::string commondir = read_file(repo.git_dir + "/commondir", &denied);
     if (!commondir.empty()) {
         const std::string c = commondir.substr(0, commondir.find('\n'));
         if (!c.empty()) common = resolve(c, repo.git_dir, "");
     }
-    read_configs({common + "/config", repo.git_dir + "/config.worktree"}, repo.top, home, targets, nullptr);
-    for (const std::string& rel : relative_hooks)
-        targets.hook_dirs.push_back(resolve(rel, repo.top, home));
+    std::vector<std::string> relative = relative_hooks, worktrees, unreadable;
+    read_configs({common + "/config", repo.git_dir + "/config.worktree"}, "", home, targets, &relative,
+                 &worktrees, &unreadable);
+    if (denied || !unreadable.empty()) {
+        // What it configures is unknown (`chmod 000 .git/config` by an earlier run, restored by this one
+        // after the search): the repository's working tree, git directories and the unreadable files'
+        // directories are protected as a whole.
+        for (const std::string& d : {repo.top, repo.git_dir, common})
+            targets.hook_dirs.push_back(d);
+        for (const std::string& f : unreadable)
+            targets.hook_dirs.push_back(fs::path(f).parent_path().string());
+    }
+    std::vector<std::string> tops{repo.top};
+    for (const std::string& w : worktrees)
+        for (const std::string& base : {repo.git_dir, common}) {
+            const std::string top = resolve(w, base, home);
+            if (!top.empty()) tops.push_back(top);
+        }
+    for (const std::string& top : tops)
+        for (const std::string& rel : relative)
+            targets.hook_dirs.push_back(resolve(rel, top, home));
 }
 
 // The user's own configuration: ~/.gitconfig, $XDG_CONFIG_HOME/git/config (or ~/.config/git/config),
@@ -367,7 +405,10 @@ class TreeSearch {
     // Every repository at or below `root`, in `found`.
     void walk(const std::string& root, std::vector<Repository>& found) {
         const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0) return;
+        if (fd < 0) {
+            if (errno != ENOENT && errno != ENOTDIR) unlisted(root);
+            return;
+        }
         walk_dir(fd, root, 0, found);
     }
 
@@ -384,6 +425,7 @@ class TreeSearch {
         alignas(8) char buf[32768];
         for (;;) {
             const long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+            if (n < 0) unlisted(dir);
             if (n <= 0) break;
             for (long off = 0; off < n;) {
                 const auto* e = reinterpret_cast<const struct dirent64*>(buf + off);
@@ -416,6 +458,10 @@ class TreeSearch {
                 const bool bare = repo->git_dir == dir;
                 found.push_back(std::move(*repo));
                 if (bare) subdirs.clear();  // its objects and refs are not entered
+            } else if (git) {
+                bool denied = false;
+                read_file(at + "/.git", &denied);
+                if (denied) unlisted(dir);  // a gitfile that cannot be read: its repository is unknown
             }
         }
         for (std::size_t i = 0; i < subdirs.size(); ++i) {
@@ -429,12 +475,23 @@ class TreeSearch {
             // process's files again.
             if (dir == "/" && (subdirs[i] == "proc" || subdirs[i] == "sys" || subdirs[i] == "dev")) continue;
             const int sub = ::openat(fd, subdirs[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub < 0) continue;  // gone, or not ours to read (nor the command's to search)
+            if (sub < 0) {
+                // Not ours to list (mode -wx, or 0: its owner, the command too, can chmod it back, and
+                // execute permission alone reaches a repository below it by name, for the command and the
+                // host's git): a repository there is unknown, so the directory is protected as a whole.
+                if (errno != ENOENT) unlisted(at + "/" + subdirs[i]);
+                continue;
+            }
             walk_dir(sub, at + "/" + subdirs[i], depth + 1, found);
         }
         ::close(fd);
     }
 
+    void unlisted(const std::string& dir) {
+        out_.targets.hook_dirs.push_back(dir);
+        if (out_.unlisted.size() < 16) out_.unlisted.push_back(dir);
+        ++out_.unlisted_count;
+    }
     void unsearched(const std::string& dir) {
         if (out_.unsearched.size() < 16) out_.unsearched.push_back(dir);
         ++out_.unsearched_count;
@@ -454,6 +511,69 @@ void both_ways(std::vector<std::string>& paths) {
     }
 }
 
+// The common directory of the git directory `git_dir` (a worktree's `commondir` followed).
+std::string common_dir(const std::string& git_dir) {
+    const std::string commondir = read_file(git_dir + "/commondir");
+    const std::string c = commondir.substr(0, commondir.find('\n'));
+    return c.empty() ? git_dir : resolve(c, git_dir, "");
+}
+
+// The submodules' git directories kept in `git_dir`/modules (a submodule's name may hold slashes; its own
+// submodules are in its `modules`), each with its working tree: core.worktree, from the git directory; or,
+// where `git submodule deinit` removed that and the working tree's gitfile (how the walk finds the others),
+// the path .gitmodules gives the name in the superproject's working tree `top` (and the name itself, git's
+// default path). `git submodule update --init` brings it back under the configuration kept here. Bounded.
+void submodules_of(const std::string& git_dir, const std::string& top, const std::string& home,
+                   std::vector<Repository>& found, Targets& targets, std::size_t& budget, int depth = 0) {
+    if (depth > 10) return;
+    const std::string modules = git_dir + "/modules";
+    std::vector<Entry> gitmodules;
+    if (!top.empty()) gitmodules = parse(read_file(top + "/.gitmodules"));
+    std::vector<std::string> stack{modules};
+    // Each submodule .gitmodules names, by name too (`chmod 311 .git/modules` hides a listing, not a name;
+    // git looks it up by name); one that cannot be looked up is unknown: its working tree is protected.
+    const std::string prefix = "submodule.", suffix = ".path";
+    for (const Entry& e : gitmodules) {
+        if (e.key.size() <= prefix.size() + suffix.size() || e.key.rfind(prefix, 0) != 0 ||
+            e.key.compare(e.key.size() - suffix.size(), suffix.size(), suffix) != 0)
+            continue;
+        const std::string name = e.key.substr(prefix.size(), e.key.size() - prefix.size() - suffix.size());
+        const std::string dir = modules + "/" + name;
+        struct stat st {};
+        if (::stat((dir + "/config").c_str(), &st) == 0) {
+            stack.push_back(dir);
+        } else if (errno != ENOENT && errno != ENOTDIR) {
+            const std::string t = resolve(e.value, top, "");
+            if (!t.empty()) targets.hook_dirs.push_back(t);
+        }
+    }
+    while (!stack.empty() && budget > 0) {
+        const std::string dir = std::move(stack.back());
+        stack.pop_back();
+        --budget;
+        if (dir != modules && is_file(dir + "/HEAD") && is_file(dir + "/config")) {
+            std::vector<std::string> tops;
+            for (const Entry& e : parse(read_file(dir + "/config")))
+                if (e.key == "core.worktree") tops = {resolve(e.value, dir, home)};
+            if (tops.empty() && !top.empty()) {
+                const std::string name = dir.substr(modules.size() + 1);
+                tops.push_back(resolve(name, top, ""));
+                for (const Entry& e : gitmodules)
+                    if (e.key == "submodule." + name + ".path") tops.push_back(resolve(e.value, top, ""));
+            }
+            for (const std::string& t : tops)
+                if (!t.empty()) found.push_back(Repository{dir, t});
+            submodules_of(dir, tops.empty() ? std::string() : tops.back(), home, found, targets, budget,
+                          depth + 1);
+            continue;
+        }
+        std::error_code ec;
+        for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+            if (it->symlink_status(ec).type() == fs::file_type::directory)
+                stack.push_back(it->path().string());
+    }
+}
+
 }  // namespace
 
 Search find_targets_below(const std::string& cwd, const std::string& home,
@@ -467,6 +587,13 @@ Search find_targets_below(const std::string& cwd, const std::string& home,
     for (const std::string& root : roots) {
         if (auto repo = repository_above(root)) found.push_back(std::move(*repo));
         search.walk(normal(root), found);
+    }
+    std::set<std::string> commons;
+    std::size_t budget = 100000;
+    for (std::size_t i = 0, n = found.size(); i < n; ++i) {
+        const std::string common = common_dir(found[i].git_dir);
+        const std::string top = found[i].top;  // (a copy: `found` grows)
+        if (commons.insert(common).second) submodules_of(common, top, home, found, out.targets, budget);
     }
     std::set<std::pair<std::string, std::string>> read;
     for (const Repository& repo : found) {

@@ -61,6 +61,10 @@ struct Search {
     std::size_t entries = 0;       // directory entries looked at
     std::vector<std::string> unsearched;  // directories left unsearched past the limits (the first 16)
     std::size_t unsearched_count = 0;
+    // Directories the search could not open or list (the first 16): a repository below one is unknown, so
+    // each is in targets.hook_dirs (protected as a whole).
+    std::vector<std::string> unlisted;
+    std::size_t unlisted_count = 0;
     bool stopped = false;  // `stop` said so
 };
 

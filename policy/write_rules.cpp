@@ -78,12 +78,15 @@ const std::vector<WriteRule>& write_rules() {
         {"git-config-targets", false,
          "core.hooksPath directories and the files include.path / includeIf.*.path name, in the repository "
          "of the working directory, in every repository in the writable areas (a nested one, a worktree's, "
-         "a bare one) and in the user's configuration, are refused (EACCES)",
+         "a bare one, a submodule's kept in .git/modules) and in the user's configuration, are refused "
+         "(EACCES)",
          "they usually point into the writable working tree: a hook or an included core.fsmonitor there runs "
          "on the host at the user's next commit or status",
          "read when the run starts (`cordon check`: now), as written and resolved; the writable areas are "
          "searched for repositories up to 1,000,000 entries and 64 levels (past that the directories left "
-         "are named, and a repository there keeps its own targets writable)"},
+         "are named, and a repository there keeps its own targets writable); a directory there the search "
+         "cannot "
+         "open or list (mode -wx: a repository below it is still reached by name) is protected as a whole"},
         {"casefold", false,
          "in a directory that compares names without case (ext4 chattr +F, tmpfs -o casefold) a name that "
          "folds to a protected one is that one (.BASHRC, .Git/Hooks) (EACCES)",

@@ -446,6 +446,171 @@ class AttackCase(JailFixtures):
         self.assertIn("a git repository was created during the run: " + os.path.join(cwd, "vendor/new/.git"), err)
         self.assertIn("a git repository was created during the run: " + os.path.join(cwd, "other/.git"), err)
 
+    def test_unlisted_directory_does_not_hide_a_nested_repository(self):
+        # A directory the search cannot list hides the repositories below it: the jailed command (its owner)
+        # runs `chmod 311 vendor` (not a call the filter sends on), and the next run's search cannot open
+        # vendor, so vendor/lib's core.hooksPath stays writable, while execute permission still lets the
+        # command, and the host's git, reach vendor/lib by name: the user's next `git commit` there runs the
+        # hook. A directory of the writable areas that cannot be listed is protected as a whole.
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        self.mkdir("project/vendor")
+        nested = self.mkdir("project/vendor/lib")
+        self.git("init", "-q", nested, cwd=nested)
+        self.git("config", "core.hooksPath", ".githooks", cwd=nested)
+        time.sleep(0.05)
+        got, err = self.jailed("import json, os\nos.chmod('vendor', 0o311)\nprint(json.dumps({}))\n")
+        try:
+            got, err = self.creates(["vendor/lib/.githooks/pre-commit", "vendor/lib/.githooks/x/y"])
+            self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+            self.assertFalse(os.path.exists(os.path.join(nested, ".githooks/pre-commit")))
+        finally:
+            os.chmod(os.path.join(cwd, "vendor"), 0o755)
+        # The host's git in vendor/lib runs no hook of the command's.
+        self.write(os.path.join(nested, "f"), "x\n")
+        self.git("add", "f", cwd=nested)
+        self.assertNotIn("PWN", self.git("commit", "-qm", "x", cwd=nested).stdout)
+
+    def test_deinitialized_submodule_keeps_its_hooks_path(self):
+        # `git submodule deinit` leaves the submodule's git directory (.git/modules/sub, with its
+        # core.hooksPath) and removes the working tree's gitfile, which is how the search found it: the jailed
+        # command wrote sub/.husky/pre-commit, and the user's next `git submodule update --init` and `git
+        # commit` in sub ran it on the host. The git directories in .git/modules are read too.
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        src = self.mkdir("outside/src")
+        self.git("init", "-q", src, cwd=src)
+        self.write(os.path.join(src, "a"), "a\n")
+        self.git("add", "a", cwd=src)
+        self.git("commit", "-qm", "a", cwd=src)
+        self.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "sub")
+        self.git("commit", "-qm", "sub")
+        self.git("-C", "sub", "config", "core.hooksPath", ".husky")
+        self.git("submodule", "deinit", "-q", "-f", "sub")
+        time.sleep(0.05)
+        got, err = self.creates(["sub/.husky/pre-commit"])
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+        self.git("-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init")
+        sub = os.path.join(cwd, "sub")
+        self.write(os.path.join(sub, "b"), "b\n")
+        self.git("add", "b", cwd=sub)
+        self.assertNotIn("PWN", self.git("commit", "-qm", "b", cwd=sub).stdout)
+
+    # HOLE (not fixed): the search's bound is the jailed command's to reach. An earlier run (25 s as a user on
+    # /dev/shm) makes 1,000,001 empty files in the project's top, all listed before the walk descends into
+    # any directory: this run's search stops at its bound, names vendor on stderr (which the command reads;
+    # the user may not), and leaves vendor/lib's core.hooksPath writable; the user's next `git commit` in
+    # vendor/lib runs the hook. A fix fails closed: the directories past the bound protected as a whole (a
+    # project that big loses writes there), or searched when a call first lands below one or moves one (a
+    # design, not a local change). Slow (a million files): one identity only.
+    @unittest.expectedFailure
+    def test_search_bound_reached_by_an_earlier_run(self):
+        if type(self).__name__ != "AsUser":
+            self.skipTest("a million files: run once (AsUser)")
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        self.mkdir("project/vendor")
+        nested = self.mkdir("project/vendor/lib")
+        self.git("init", "-q", nested, cwd=nested)
+        self.git("config", "core.hooksPath", ".githooks", cwd=nested)
+        for i in range(1000001):
+            os.close(os.open(os.path.join(cwd, f"j{i}"), os.O_CREAT | os.O_WRONLY, 0o644))
+        time.sleep(0.05)
+        got, err = self.creates(["vendor/lib/.githooks/pre-commit"])
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+
+    def test_include_past_the_64th_of_a_nested_repository(self):
+        # git reads any number of includes side by side: the nested repository's config includes 70 files
+        # and the 70th includes deep.cfg. The search read 64 files per repository, so deep.cfg stayed
+        # writable: the jailed command wrote core.fsmonitor there, run by the host's next `git status`.
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        nested = self.mkdir("project/vendor/lib")
+        self.git("init", "-q", nested, cwd=nested)
+        for i in range(70):
+            self.git("config", "--add", "include.path", f"../../../inc/{i}.cfg", cwd=nested)
+            self.write(os.path.join(cwd, f"inc/{i}.cfg"), "")
+        self.write(os.path.join(cwd, "inc/69.cfg"), "[include]\n\tpath = deep.cfg\n")
+        self.write(os.path.join(cwd, "inc/deep.cfg"), "")
+        time.sleep(0.05)
+        got, err = self.creates(["inc/deep.cfg"])
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+        self.assertNotIn("PWN", self.read(os.path.join(cwd, "inc/deep.cfg")))
+
+    def test_core_worktree_is_where_relative_hooks_path_runs(self):
+        # A repository whose core.worktree names another directory (meta/.git working on site/): git in meta
+        # runs its hooks in site, so a relative core.hooksPath is site/.githooks. The search took it from
+        # meta (the directory holding .git): the jailed command wrote site/.githooks/pre-commit, and the
+        # user's next `git commit` in meta ran it on the host.
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        meta = self.mkdir("project/meta")
+        site = self.mkdir("project/site")
+        self.git("init", "-q", meta, cwd=meta)
+        self.git("config", "core.worktree", "../../site", cwd=meta)
+        self.git("config", "core.hooksPath", ".githooks", cwd=meta)
+        time.sleep(0.05)
+        got, err = self.creates(["site/.githooks/pre-commit"])
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+        self.write(os.path.join(site, "f"), "f\n")
+        self.git("add", "f", cwd=meta)
+        self.assertNotIn("PWN", self.git("commit", "-qm", "f", cwd=meta).stdout)
+
+    def test_protected_file_made_unreadable_by_an_earlier_run(self):
+        # A chmod of a protected file is a metadata change, not a write: an earlier run makes what the search
+        # reads unreadable to an unprivileged supervisor (chmod 000 of a .git/config where the jail allows
+        # it, of an included file, of a gitfile; chmod 311 of .git/modules), this run's search learns nothing
+        # from it, and the command restores the mode and writes the hooks the configuration names (each ran
+        # at the host's next commit or status). Now what cannot be read is protected as a whole.
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        self.git("config", "core.hooksPath", ".githooks")
+        a = self.mkdir("project/a")
+        self.git("init", "-q", a, cwd=a)
+        self.git("config", "include.path", "../../conf/a.cfg", cwd=a)
+        self.write(os.path.join(cwd, "conf/a.cfg"), "[include]\n\tpath = deep.cfg\n")
+        self.write(os.path.join(cwd, "conf/deep.cfg"), "")
+        b = self.mkdir("project/b")
+        self.mkdir("project/gitdirs")
+        self.git("init", "-q", "--separate-git-dir", os.path.join(cwd, "gitdirs/b"), b, cwd=b)
+        self.git("config", "core.hooksPath", ".hooks", cwd=b)
+        src = self.mkdir("outside/src")
+        self.git("init", "-q", src, cwd=src)
+        self.write(os.path.join(src, "a"), "a\n")
+        self.git("add", "a", cwd=src)
+        self.git("commit", "-qm", "a", cwd=src)
+        self.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "sub")
+        self.git("-C", "sub", "config", "core.hooksPath", ".husky")
+        self.git("submodule", "deinit", "-q", "-f", "sub")
+        time.sleep(0.05)
+        modes = {".git/config": 0o000, "conf/a.cfg": 0o000, "b/.git": 0o000, ".git/modules": 0o311}
+        self.jailed("import json, os\n"
+                    f"for p, m in {modes!r}.items():\n"
+                    "    try: os.chmod(p, m)\n"
+                    "    except OSError: pass\n"
+                    "print(json.dumps({}))\n")
+        restore = "".join(f"    try: os.chmod({p!r}, 0o755)\n    except OSError: pass\n" for p in modes)
+        try:
+            got, err = self.jailed(
+                "import errno, json, os\n"
+                f"if True:\n{restore}"
+                "out = {}\n"
+                "for p in ['.githooks/pre-commit', 'conf/deep.cfg', 'b/.hooks/pre-commit', 'sub/.husky/pre-commit']:\n"
+                "    try:\n"
+                "        os.makedirs(os.path.dirname(p), exist_ok=True)\n"
+                "        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o755)\n"
+                "        os.write(fd, b'#!/bin/sh\\necho PWN\\n'); os.close(fd); out[p] = 'ok'\n"
+                "    except OSError as e:\n"
+                "        out[p] = errno.errorcode.get(e.errno, str(e.errno))\n"
+                "print(json.dumps(out))\n")
+            self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+        finally:
+            for p in modes:
+                try:
+                    os.chmod(os.path.join(cwd, p), 0o755 if p.endswith("modules") else 0o644)
+                except OSError:
+                    pass
+
 class AsRoot(AttackCase, unittest.TestCase):
     AS_USER = False
 

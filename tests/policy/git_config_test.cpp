@@ -167,3 +167,33 @@ TEST_CASE("git config targets below: bounded, what is left named, and a stop ask
     CHECK(found.stopped);
     CHECK(found.repositories == 0);
 }
+
+TEST_CASE("git config targets below: a submodule's git directory in .git/modules without its working tree") {
+    // `git submodule deinit` removes core.worktree and the gitfile: the working tree is .gitmodules' path
+    // (and the name itself); a nested submodule's is found in its superproject's modules the same way.
+    Tree tree;
+    tree.repo("p");
+    tree.file("p/.gitmodules", "[submodule \"libs/a\"]\n\tpath = third_party/a\n\turl = x\n");
+    tree.file("p/.git/modules/libs/a/HEAD", "ref: refs/heads/main\n");
+    tree.file("p/.git/modules/libs/a/config", "[core]\n\thooksPath = .husky\n");
+    tree.file("p/.git/modules/w/HEAD", "ref: refs/heads/main\n");
+    tree.file("p/.git/modules/w/config", "[core]\n\tworktree = ../../../elsewhere/w\n\thooksPath = h\n");
+    tree.file("p/.git/modules/w/modules/in/HEAD", "ref: refs/heads/main\n");
+    tree.file("p/.git/modules/w/modules/in/config", "[core]\n\thooksPath = ih\n");
+    const auto found = git_config::find_targets_below(tree.s("p"), "", {tree.s("p")});
+    const auto& t = found.targets;
+    CHECK(t.protects(tree.s("p/third_party/a/.husky/pre-commit")));
+    CHECK(t.protects(tree.s("p/libs/a/.husky/pre-commit")));
+    CHECK(t.protects(tree.s("p/elsewhere/w/h/pre-commit")));
+    CHECK(t.protects(tree.s("p/elsewhere/w/in/ih/pre-commit")));
+    CHECK_FALSE(t.protects(tree.s("p/third_party/a/src.c")));
+}
+
+TEST_CASE("git config targets below: a relative hooksPath from the working tree core.worktree names") {
+    Tree tree;
+    tree.repo("p/meta");
+    tree.file("p/meta/.git/config", "[core]\n\tworktree = ../../site\n\thooksPath = .githooks\n");
+    const auto found = git_config::find_targets_below(tree.s("p"), "", {tree.s("p")});
+    CHECK(found.targets.protects(tree.s("p/site/.githooks/pre-commit")));
+    CHECK(found.targets.protects(tree.s("p/meta/.githooks/pre-commit")));
+}
