@@ -201,6 +201,44 @@ class PortsCase(JailFixtures):
         self.assertTrue(any(line["event"] == "close" and line["proto"] == "publish" and line["bytes_down"] > 0
                             for line in lines), lines)
 
+    def test_publish_honours_max_connections(self):
+        # A published port is reachable by every local user (and the network, with ADDR): its connections count
+        # against --max-connections like the proxy's, or anyone could hold unbounded descriptors of the
+        # supervisor and sockets of the jail.
+        if self.JAIL:
+            self.skipTest("the jail without namespaces publishes nothing")
+        host_port = free_port()
+        ready = os.path.join(self.cwd, "ready")
+        server = ("import socket\n"
+                  "s = socket.socket(); s.bind(('127.0.0.1', 8000)); s.listen(100)\n"
+                  f"open({ready!r}, 'w').close()\n"
+                  "held = []\n"
+                  "while True:\n"
+                  "    c, _ = s.accept(); held.append(c); c.sendall(b'x')\n")
+        p = self.popen([*self.JAIL, "--max-connections", "3", "--publish", f"{host_port}:8000", "--", PY, "-c",
+                        server])
+        clients = []
+        try:
+            deadline = time.time() + 20
+            while not os.path.exists(ready) and time.time() < deadline and p.poll() is None:
+                time.sleep(0.05)
+            self.assertTrue(os.path.exists(ready), p.stderr.read() if p.poll() is not None else "not ready")
+            answered = 0
+            for _ in range(10):
+                c = socket.create_connection(("127.0.0.1", host_port), timeout=5)
+                clients.append(c)
+                try:
+                    if c.recv(1) == b"x":
+                        answered += 1
+                except OSError:
+                    pass
+            self.assertEqual(answered, 3)
+        finally:
+            for c in clients:
+                c.close()
+            p.kill()
+            p.communicate()
+
     def test_publish_taken_port_stops_the_run(self):
         if self.JAIL:
             self.skipTest("the jail without namespaces publishes nothing")
