@@ -239,6 +239,20 @@ class PortsCase(JailFixtures):
             p.kill()
             p.communicate()
 
+    def test_publish_of_a_host_port_stops_the_run(self):
+        # --host-port P --publish P:P: a connection to the jail's P goes to the host's P, the published
+        # listener, which connects to the jail's P again: one connect made connections until no descriptor was
+        # left. Publishing a host port (--publish 0.0.0.0:X:P) would also open the host's loopback service to
+        # the network. Either is refused before the command starts.
+        if self.JAIL:
+            self.skipTest("the jail without namespaces publishes nothing")
+        p = free_port()
+        for flags in (["--host-port", str(p), "--publish", f"{p}:{p}"],
+                      ["--host-port", str(self.db.port), "--publish", f"{p}:{self.db.port}"]):
+            rc, out, err = self.run_jail([*self.JAIL, *flags, "--", PY, "-c", CLIENT, f"127.0.0.1:{p}"], timeout=20)
+            self.assertEqual((rc, out), (125, ""), f"{flags}: {err}")  # the client never ran
+            self.assertIn("leads to host port", err)
+
     def test_publish_taken_port_stops_the_run(self):
         if self.JAIL:
             self.skipTest("the jail without namespaces publishes nothing")
