@@ -42,6 +42,9 @@ struct Context {
     // Bytes held by half-read request heads across every connection, bounded by kMaxHeadBytes.
     static constexpr std::size_t kMaxHeadBytes = 16 * 1024 * 1024;
     std::size_t head_bytes = 0;
+    // Open connections of the port forwards (forward.hpp), which count against options.max_connections with
+    // the proxy's own (metrics.connections_active).
+    std::size_t forward_connections = 0;
     bool draining = false;
     // The control channel (asks, refused lines), when one is served.
     ControlChannel* control = nullptr;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -239,10 +240,16 @@ Forwarder::Forwarder(Context& context, int listening_fd, Forward forward)
     uv_check_init(context_.loop, reaper_);
     reaper_->data = this;
     listener_ = std::make_unique<Listener>(context_.loop, listening_fd, [this](int fd) {
-        if (context_.draining) {
+        // A published port is open to every local user (and the network, with ADDR): its connections count
+        // against --max-connections with the proxy's, as no one may hold the supervisor's descriptors
+        // unbounded.
+        if (context_.draining || context_.metrics.connections_active + context_.forward_connections >=
+                                     context_.options.max_connections) {
+            if (!context_.draining) ++context_.metrics.connections_rejected;
             ::close(fd);
             return;
         }
+        ++context_.forward_connections;
         auto connection = std::make_unique<ForwardConnection>(*this, fd);
         ForwardConnection* ptr = connection.get();
         connections_.emplace(ptr, std::move(connection));
@@ -254,6 +261,7 @@ Forwarder::~Forwarder() {
     listener_.reset();
     // Each connection's destructor writes its close line; one retiring during that goes to the graveyard.
     auto all = std::move(connections_);
+    context_.forward_connections -= std::min(context_.forward_connections, all.size());
     all.clear();
     graveyard_.clear();
     reaper_->data = nullptr;
@@ -266,6 +274,7 @@ void Forwarder::retire(ForwardConnection* connection) {
     if (it == connections_.end()) return;
     graveyard_.push_back(std::move(it->second));
     connections_.erase(it);
+    if (context_.forward_connections > 0) --context_.forward_connections;
     if (!uv_is_active(reinterpret_cast<uv_handle_t*>(reaper_)))
         uv_check_start(reaper_, [](uv_check_t* h) {
             auto* self = static_cast<Forwarder*>(h->data);

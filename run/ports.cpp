@@ -204,6 +204,14 @@ std::variant<std::unique_ptr<Ports>, std::string> Ports::prepare(const policy::P
                 "server the command starts on 127.0.0.1 listens on the host's already");
             continue;
         }
+        // The jail's JAIL_PORT is then the supervisor's own listener, which leads back to the host's loopback
+        // PORT: publishing would open the host's loopback service to whoever reaches ADDR, and PORT:PORT
+        // would be a loop (each connection making the next until no descriptor is left).
+        for (const auto& h : impl->host_ports)
+            if (h.port == port.jail_port)
+                return "published port " + named + " leads to host port " + std::to_string(h.port) + " (" +
+                       policy::format_source(h.rule.source) +
+                       "): its JAIL_PORT would be the host's loopback port itself, not a server of the jail";
         bool same = false;
         for (const auto& p : impl->published)
             if (p.port.address == port.address && p.port.port == port.port) {

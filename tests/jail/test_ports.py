@@ -201,6 +201,58 @@ class PortsCase(JailFixtures):
         self.assertTrue(any(line["event"] == "close" and line["proto"] == "publish" and line["bytes_down"] > 0
                             for line in lines), lines)
 
+    def test_publish_honours_max_connections(self):
+        # A published port is reachable by every local user (and the network, with ADDR): its connections count
+        # against --max-connections like the proxy's, or anyone could hold unbounded descriptors of the
+        # supervisor and sockets of the jail.
+        if self.JAIL:
+            self.skipTest("the jail without namespaces publishes nothing")
+        host_port = free_port()
+        ready = os.path.join(self.cwd, "ready")
+        server = ("import socket\n"
+                  "s = socket.socket(); s.bind(('127.0.0.1', 8000)); s.listen(100)\n"
+                  f"open({ready!r}, 'w').close()\n"
+                  "held = []\n"
+                  "while True:\n"
+                  "    c, _ = s.accept(); held.append(c); c.sendall(b'x')\n")
+        p = self.popen([*self.JAIL, "--max-connections", "3", "--publish", f"{host_port}:8000", "--", PY, "-c",
+                        server])
+        clients = []
+        try:
+            deadline = time.time() + 20
+            while not os.path.exists(ready) and time.time() < deadline and p.poll() is None:
+                time.sleep(0.05)
+            self.assertTrue(os.path.exists(ready), p.stderr.read() if p.poll() is not None else "not ready")
+            answered = 0
+            for _ in range(10):
+                c = socket.create_connection(("127.0.0.1", host_port), timeout=5)
+                clients.append(c)
+                try:
+                    if c.recv(1) == b"x":
+                        answered += 1
+                except OSError:
+                    pass
+            self.assertEqual(answered, 3)
+        finally:
+            for c in clients:
+                c.close()
+            p.kill()
+            p.communicate()
+
+    def test_publish_of_a_host_port_stops_the_run(self):
+        # --host-port P --publish P:P: a connection to the jail's P goes to the host's P, the published
+        # listener, which connects to the jail's P again: one connect made connections until no descriptor was
+        # left. Publishing a host port (--publish 0.0.0.0:X:P) would also open the host's loopback service to
+        # the network. Either is refused before the command starts.
+        if self.JAIL:
+            self.skipTest("the jail without namespaces publishes nothing")
+        p = free_port()
+        for flags in (["--host-port", str(p), "--publish", f"{p}:{p}"],
+                      ["--host-port", str(self.db.port), "--publish", f"{p}:{self.db.port}"]):
+            rc, out, err = self.run_jail([*self.JAIL, *flags, "--", PY, "-c", CLIENT, f"127.0.0.1:{p}"], timeout=20)
+            self.assertEqual((rc, out), (125, ""), f"{flags}: {err}")  # the client never ran
+            self.assertIn("leads to host port", err)
+
     def test_publish_taken_port_stops_the_run(self):
         if self.JAIL:
             self.skipTest("the jail without namespaces publishes nothing")
