@@ -235,11 +235,12 @@ class FileSystemFacts final : public policy::WriteFacts {
                 policy::git_config::find_targets_below(f.working_directory.path.string(), f.home.string(),
                                                        policy::git_config::search_roots(policy_), limits);
             if (search.unsearched_count > 0)
-                assume("no git repository below " + search.unsearched.front() +
+                assume(search.unsearched.front() +
                        (search.unsearched_count > 1
                             ? " (and " + std::to_string(search.unsearched_count - 1) + " more directories)"
                             : std::string()) +
-                       " sets core.hooksPath or include.path (the writable areas hold more than " +
+                       " not searched for git repositories, so read-only as a whole (the writable areas hold "
+                       "more than " +
                        std::to_string(limits.max_entries) + " entries or " +
                        std::to_string(limits.max_depth) + " levels: the jail does not search past that)");
             targets_ = std::move(search.targets);

@@ -1013,8 +1013,8 @@ class NotifierImpl final : public Notifier {
     // they are protected as `.git/hooks` and `.git/config` are. Of the working directory's repository and of
     // every repository in the writable areas (a vendored package, a submodule's working tree, a monorepo's
     // subproject: the user runs git there too), found by a walk of those trees when the run starts, bounded
-    // (past the bound the directories left are named on stderr: their repositories' own targets stay
-    // writable). Each as configured and resolved (the jail shows the host's paths where they are).
+    // (past the bound the directories left are read-only in the jail, and named on stderr). Each as
+    // configured and resolved (the jail shows the host's paths where they are).
     void note_git_config_targets() {
         const auto& f = policy_->filesystem();
         policy::git_config::SearchLimits limits;
@@ -1029,8 +1029,9 @@ class NotifierImpl final : public Notifier {
                 " entries or " + std::to_string(limits.max_depth) +
                 " levels: " + std::to_string(search.unsearched_count) + " directories (" +
                 search.unsearched.front() + (search.unsearched_count > 1 ? ", ..." : "") +
-                ") were not searched for git repositories: the core.hooksPath and include.path targets of a "
-                "repository there stay writable\n";
+                ") were not searched for git repositories: a repository there is unknown, so each is "
+                "read-only "
+                "in the jail\n";
             std::fputs(line.c_str(), stderr);
         }
         if (search.unlisted_count > 0) {

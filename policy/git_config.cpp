@@ -492,7 +492,10 @@ class TreeSearch {
         if (out_.unlisted.size() < 16) out_.unlisted.push_back(dir);
         ++out_.unlisted_count;
     }
+    // Past the limits a repository is unknown, as in a directory that cannot be listed: protected as a whole
+    // (never open: a command can fill the tree in one run so that the next run's search stops early).
     void unsearched(const std::string& dir) {
+        out_.targets.hook_dirs.push_back(dir);
         if (out_.unsearched.size() < 16) out_.unsearched.push_back(dir);
         ++out_.unsearched_count;
     }

@@ -59,7 +59,9 @@ struct Search {
     Targets targets;               // as configured and, where it differs, resolved through symlinks; indexed
     std::size_t repositories = 0;  // git directories whose configuration was read
     std::size_t entries = 0;       // directory entries looked at
-    std::vector<std::string> unsearched;  // directories left unsearched past the limits (the first 16)
+    // Directories left unsearched past the limits (the first 16): each is in targets.hook_dirs (protected as
+    // a whole), as the unlisted ones below.
+    std::vector<std::string> unsearched;
     std::size_t unsearched_count = 0;
     // Directories the search could not open or list (the first 16): a repository below one is unknown, so
     // each is in targets.hook_dirs (protected as a whole).

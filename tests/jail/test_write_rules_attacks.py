@@ -402,8 +402,8 @@ class AttackCase(JailFixtures):
         self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
 
     def test_search_past_its_bound_says_so(self):
-        # A repository deeper than the search goes (64 levels) keeps its own targets writable: one stderr line
-        # names what was not searched, and `cordon check` says what it assumed.
+        # A repository deeper than the search goes (64 levels) is unknown: the directories past the bound are
+        # read-only as a whole (never open), one stderr line names them, `cordon check` says what it assumed.
         cwd = self.cwd
         self.git("init", "-q", cwd)
         deep = "/".join(["d"] * 66)
@@ -413,7 +413,10 @@ class AttackCase(JailFixtures):
         got, err = self.creates(["sub/out.txt"])
         self.assertEqual(got, {"sub/out.txt": "ok"}, err)
         self.assertIn("were not searched for git repositories", err)
+        self.assertIn("read-only in the jail", err)
         self.assertIn(os.path.join(cwd, "/".join(["d"] * 65)), err)
+        got, err = self.creates([deep + "/.githooks/pre-commit"])
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
 
     def test_nested_repository_made_during_the_run_is_named(self):
         # A repository the run makes is the run's own (its hooks and config are not protected): it is named
@@ -502,8 +505,7 @@ class AttackCase(JailFixtures):
     # the user may not), and leaves vendor/lib's core.hooksPath writable; the user's next `git commit` in
     # vendor/lib runs the hook. A fix fails closed: the directories past the bound protected as a whole (a
     # project that big loses writes there), or searched when a call first lands below one or moves one (a
-    # design, not a local change). Slow (a million files): one identity only.
-    @unittest.expectedFailure
+    # design, not a local change). Fixed the first way. Slow (a million files): one identity only.
     def test_search_bound_reached_by_an_earlier_run(self):
         if type(self).__name__ != "AsUser":
             self.skipTest("a million files: run once (AsUser)")

@@ -161,6 +161,10 @@ TEST_CASE("git config targets below: bounded, what is left named, and a stop ask
     limits.max_depth = 1;
     found = git_config::find_targets_below(tree.s("p"), "", {tree.s("p")}, limits);
     CHECK(found.unsearched_count == 20);  // p/dN/r is two levels down
+    // Unknown past the bound: each directory left is protected as a whole (never open).
+    CHECK(found.targets.protects(tree.s("p/d3/r")));
+    CHECK(found.targets.protects(tree.s("p/d7/r/.githooks/pre-commit")));
+    CHECK_FALSE(found.targets.protects(tree.s("p/elsewhere.txt")));
     limits = {};
     limits.stop = [] { return true; };
     found = git_config::find_targets_below(tree.s("p"), "", {tree.s("p")}, limits);
