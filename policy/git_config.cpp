@@ -421,6 +421,7 @@ class TreeSearch {
             return;
         }
         bool git = false, git_dir = false, head = false, objects = false, commondir = false;
+        std::string git_name = ".git";  // as the directory spells it
         std::vector<std::string> subdirs;
         alignas(8) char buf[32768];
         for (;;) {
@@ -430,15 +431,22 @@ class TreeSearch {
             for (long off = 0; off < n;) {
                 const auto* e = reinterpret_cast<const struct dirent64*>(buf + off);
                 off += e->d_reclen;
-                const std::string_view name = e->d_name;
-                if (name == "." || name == "..") continue;
+                const std::string_view raw = e->d_name;
+                if (raw == "." || raw == "..") continue;
                 ++out_.entries;
+                // A case-insensitive directory finds `.GIT` (or `.git` with an ignorable code point) where
+                // git looks up `.git`, and `head` for `HEAD`: such names count as theirs (on another
+                // directory that protects at most what git does not read there).
+                std::string folded;
+                if (casefold::folds(raw)) folded = casefold::fold(raw);
+                const std::string_view name = folded.empty() ? raw : std::string_view(folded);
                 if (name == ".git") {
                     git = true;
                     git_dir = e->d_type == DT_DIR;
+                    git_name = raw;
                     continue;  // a git directory is not entered
                 }
-                head = head || name == "HEAD";
+                head = head || name == "HEAD" || name == "head";
                 objects = objects || name == "objects";
                 commondir = commondir || name == "commondir";
                 unsigned char type = e->d_type;
@@ -447,12 +455,12 @@ class TreeSearch {
                     if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
                     type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
                 }
-                if (type == DT_DIR) subdirs.emplace_back(name);
+                if (type == DT_DIR) subdirs.emplace_back(raw);
             }
         }
         const std::string at = dir == "/" ? "" : dir;
         if (git_dir) {
-            found.push_back(Repository{at + "/.git", dir});
+            found.push_back(Repository{at + "/" + git_name, dir});
         } else if (git || (head && (objects || commondir))) {
             if (auto repo = repository_at(dir)) {
                 const bool bare = repo->git_dir == dir;

@@ -201,3 +201,20 @@ TEST_CASE("git config targets below: a relative hooksPath from the working tree 
     CHECK(found.targets.protects(tree.s("p/site/.githooks/pre-commit")));
     CHECK(found.targets.protects(tree.s("p/meta/.githooks/pre-commit")));
 }
+
+TEST_CASE("git config targets below: a git directory spelt as a case-insensitive directory finds it") {
+    // `.GIT` and `.git` with a zero-width space are `.git` to git on a case-insensitive directory (ext4 +F,
+    // tmpfs casefold): their configurations are read too (here, on a case-sensitive one, that protects what
+    // git would not read, never less).
+    Tree tree;
+    tree.repo("p");
+    for (const std::string spelt : {".GIT", ".git\u200B"}) {
+        const std::string top = "p/v" + std::to_string(spelt.size());
+        fs::create_directories(tree.t / top / spelt / "objects");
+        tree.file(top + "/" + spelt + "/HEAD", "ref: refs/heads/main\n");
+        tree.file(top + "/" + spelt + "/config", "[core]\n\thooksPath = .githooks\n");
+    }
+    auto found = git_config::find_targets_below(tree.s("p"), "", {tree.s("p")});
+    CHECK(found.targets.protects(tree.s("p/v4/.githooks/pre-commit")));
+    CHECK(found.targets.protects(tree.s("p/v7/.githooks/pre-commit")));
+}
