@@ -312,6 +312,9 @@ class ManagedOnlyAskTest(TempDirTest):
                             for w in replies[0]["updated"]["warnings"]), replies)
         self.assertEqual(curl("asked.test"), b"403")
         self.assertEqual(answered, [])
+        # The audit log is written behind the answers (it never holds one up): wait for both lines.
+        self.assertTrue(wait_for(lambda: len([e for e in p.decisions() if e["host"] == "asked.test"]) >= 2),
+                        p.decisions())
         denied = [e for e in p.decisions() if e["host"] == "asked.test"]
         self.assertEqual([e["reason"] for e in denied], ["blocked-by-allowlist"] * 2)
 
