@@ -18,6 +18,35 @@
 
 namespace cordon::jail::detail {
 
+int listen_loopback(int family, std::uint16_t port, int type) {
+    int fd = ::socket(family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return -1;
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int rc;
+    if (family == AF_INET) {
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    } else {
+        ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        sockaddr_in6 a{};
+        a.sin6_family = AF_INET6;
+        a.sin6_port = htons(port);
+        a.sin6_addr = in6addr_loopback;
+        rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    }
+    if (rc != 0 || (type == SOCK_STREAM && ::listen(fd, 4096) != 0)) {
+        const int err = errno;
+        ::close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
 namespace {
 
 constexpr std::size_t kMaxPorts = 4;
@@ -31,32 +60,10 @@ constexpr char kKindLetters[] = {'p', 't', 'u', 'd', 'h', 's'};
 
 Result listen_on(int family, const char* ip, std::uint16_t port, std::vector<Listener>& out,
                  Listener::Kind kind = Listener::Kind::Proxy) {
-    bool udp = kind == Listener::Kind::DnsUdp;
-    int fd = ::socket(family, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) return fail(std::string("socket for ") + ip);
-    int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    int rc;
-    if (family == AF_INET) {
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(port);
-        ::inet_pton(AF_INET, ip, &a.sin_addr);
-        rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    } else {
-        ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-        sockaddr_in6 a{};
-        a.sin6_family = AF_INET6;
-        a.sin6_port = htons(port);
-        ::inet_pton(AF_INET6, ip, &a.sin6_addr);
-        rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    }
-    if (rc != 0 || (!udp && ::listen(fd, 4096) != 0)) {
-        Failure f = fail("listen on " + std::string(family == AF_INET6 ? "[" : "") + ip +
-                         (family == AF_INET6 ? "]" : "") + ":" + std::to_string(port));
-        ::close(fd);
-        return f;
-    }
+    const int fd = listen_loopback(family, port, kind == Listener::Kind::DnsUdp ? SOCK_DGRAM : SOCK_STREAM);
+    if (fd < 0)
+        return fail("listen on " + std::string(family == AF_INET6 ? "[" : "") + ip +
+                    (family == AF_INET6 ? "]" : "") + ":" + std::to_string(port));
     std::string name = family == AF_INET6 ? "[" + std::string(ip) + "]" : std::string(ip);
     out.push_back({name + ":" + std::to_string(port), fd, kind});
     return std::nullopt;

@@ -28,40 +28,6 @@ namespace cordon::jail {
 
 namespace detail {
 
-namespace {
-
-// Listens on `port` of the loopback address of `family`; the descriptor or -1.
-int listen_loopback(int family, std::uint16_t port) {
-    int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) return -1;
-    int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    int rc;
-    if (family == AF_INET) {
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(port);
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    } else {
-        ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-        sockaddr_in6 a{};
-        a.sin6_family = AF_INET6;
-        a.sin6_port = htons(port);
-        a.sin6_addr = in6addr_loopback;
-        rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    }
-    if (rc != 0 || ::listen(fd, 4096) != 0) {
-        const int err = errno;
-        ::close(fd);
-        errno = err;
-        return -1;
-    }
-    return fd;
-}
-
-}  // namespace
-
 Result open_ports(Context& ctx) {
     const auto& ports = ctx.plan.host_ports;
     if (ports.empty() && !ctx.plan.jail_sockets) return std::nullopt;
@@ -75,7 +41,7 @@ Result open_ports(Context& ctx) {
             ::close(fds[i]);
     };
     for (const auto port : ports) {
-        const int v4 = listen_loopback(AF_INET, port);
+        const int v4 = listen_loopback(AF_INET, port, SOCK_STREAM);
         if (v4 < 0) {
             Failure f = fail("listen on 127.0.0.1:" + std::to_string(port) + " for the host port");
             done();
@@ -84,7 +50,7 @@ Result open_ports(Context& ctx) {
         fds[count++] = v4;
         names += "h127.0.0.1:" + std::to_string(port) + '\0';
         // IPv6 may be disabled in the kernel: then the IPv4 listener serves alone (as the proxy's).
-        if (const int v6 = listen_loopback(AF_INET6, port); v6 >= 0) {
+        if (const int v6 = listen_loopback(AF_INET6, port, SOCK_STREAM); v6 >= 0) {
             fds[count++] = v6;
             names += "h[::1]:" + std::to_string(port) + '\0';
         }

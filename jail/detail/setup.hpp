@@ -90,6 +90,10 @@ bool receive_placeholders_made(int fd, std::vector<std::filesystem::path>& not_m
 std::vector<std::string> read_mount_points();
 // jail/net.cpp
 Result bring_up_loopback(Context& ctx);
+// A socket of `type` (SOCK_STREAM: listening) bound to `port` of the loopback address of `family` (IPv6 only
+// for AF_INET6), non-blocking and close-on-exec; the descriptor, or -1 with errno. The proxy's listeners and
+// the host ports (jail/ports.cpp).
+int listen_loopback(int family, std::uint16_t port, int type);
 Result create_listeners(Context& ctx);
 Result send_listeners(Context& ctx);
 // jail/net_filter.cpp: the default routes via lo and the nftables rules (transparent_port != 0).
