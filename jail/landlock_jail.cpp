@@ -10,6 +10,7 @@
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
@@ -416,6 +417,40 @@ int supervisor_gone_signal() {
     }
 }
 
+// The janitor: a child that makes the run's TMPDIR (mkdtemp of `tmpl`), sends its path (or "!" and the errno)
+// on `sock`, and removes it again if the supervisor goes before the keeper (keep()) has taken that over
+// (`sock` says "k"). Why: the supervisor makes the TMPDIR at start and forks the keeper only in configure,
+// after the policy loads; a supervisor killed with SIGKILL in between ran no destructor and left the empty
+// TMPDIR behind. Made by a child that watches, it has a remover from its first instant.
+[[noreturn]] void tend_private_tmp(int sock, pid_t supervisor, std::string tmpl) {
+    sigset_t all;  // the terminal's signals reach the supervisor's process group: they are not the janitor's
+    sigfillset(&all);
+    ::sigprocmask(SIG_BLOCK, &all, nullptr);
+    ::syscall(SYS_close_range, 0U, static_cast<unsigned>(sock) - 1U, 0U);
+    ::syscall(SYS_close_range, static_cast<unsigned>(sock) + 1U, ~0U, 0U);
+    if (::getppid() != supervisor) ::_exit(kSetupFailed);
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+        const std::string failed = "!" + std::to_string(errno);
+        (void)!::write(sock, failed.data(), failed.size());
+        ::_exit(kSetupFailed);
+    }
+    if (::send(sock, tmpl.data(), tmpl.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(tmpl.size())) {
+        for (;;) {
+            pollfd p{sock, POLLIN, 0};
+            const int ready = ::poll(&p, 1, 200);
+            if (::getppid() != supervisor) break;  // its end may live on in a child it forked
+            if (ready <= 0) continue;
+            char word = 0;
+            const ssize_t n = ::read(sock, &word, 1);
+            if (n == 1 && word == 'k') ::_exit(0);
+            if (n == 0 || (n < 0 && errno != EINTR)) break;
+        }
+    }
+    std::error_code ec;
+    fs::remove_all(tmpl, ec);  // never follows a symlink planted inside
+    ::_exit(0);
+}
+
 class HostJail final : public Jail {
   public:
     ~HostJail() override {
@@ -428,7 +463,7 @@ class HostJail final : public Jail {
         remove_private_tmp();
         for (auto& l : listeners_)
             if (l.fd >= 0) ::close(l.fd);
-        for (int fd : {sigfd_, report_, notify_sock_, ruleset_})
+        for (int fd : {sigfd_, report_, notify_sock_, ruleset_, janitor_sock_})
             if (fd >= 0) ::close(fd);
         ::prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
         ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
@@ -516,6 +551,8 @@ class HostJail final : public Jail {
     std::vector<std::uint16_t> ports_;
     std::shared_ptr<HostView> view_ = std::make_shared<HostView>();
     fs::path private_tmp_;
+    pid_t janitor_ = -1;  // tend_private_tmp() until the keeper takes the TMPDIR over
+    int janitor_sock_ = -1;
     JailLimits limits_;
 };
 
@@ -595,10 +632,32 @@ bool HostJail::start(const JailConfig& config, std::string& error) {
             base = candidate;
     }
     std::string tmpl = (base / "cordon-tmp-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-        error = "cannot make the run's temporary directory in " + base.string() + ": " + std::strerror(errno);
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+        error = std::string("socketpair: ") + std::strerror(errno);
         return false;
     }
+    const pid_t supervisor = ::getpid();
+    janitor_ = ::fork();
+    if (janitor_ == 0) tend_private_tmp(pair[1], supervisor, tmpl);
+    ::close(pair[1]);
+    janitor_sock_ = pair[0];
+    if (janitor_ < 0) {
+        error = std::string("fork: ") + std::strerror(errno);
+        return false;
+    }
+    std::string tended(tmpl.size() + 16, '\0');
+    ssize_t n;
+    do
+        n = ::read(janitor_sock_, tended.data(), tended.size());
+    while (n < 0 && errno == EINTR);
+    if (n != static_cast<ssize_t>(tmpl.size()) || tended[0] != '/') {
+        const int err = n > 1 && tended[0] == '!' ? std::atoi(tended.c_str() + 1) : EIO;
+        error = "cannot make the run's temporary directory in " + base.string() + ": " + std::strerror(err);
+        return false;
+    }
+    tended.resize(tmpl.size());
+    tmpl = tended;
     private_tmp_ = tmpl;
     if (config_.run_as && ::chown(tmpl.c_str(), config_.run_as->first, config_.run_as->second) != 0) {
         error = std::string("cannot give the run's temporary directory to the command's user: ") +
@@ -754,15 +813,24 @@ std::optional<std::string> HostJail::configure(MountPlan plan, UnixSockets unix_
         sigaddset(&gone, supervisor_gone_signal());
         ::sigprocmask(SIG_BLOCK, &gone, nullptr);
         ::prctl(PR_SET_PDEATHSIG, supervisor_gone_signal(), 0, 0, 0);
-        if (::getppid() != parent) ::_exit(kSetupFailed);
-        if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) ::_exit(kSetupFailed);
+        // The supervisor's end: the read below ends (EOF) when the supervisor is gone before its word.
+        ::close(notify_sock_);
+        // The janitor may have been told that the keeper holds the TMPDIR as soon as the word was written
+        // (before this process ran): a supervisor gone by then leaves its removal to the keeper.
+        auto abandon = [&private_tmp]() {
+            std::error_code ec;
+            fs::remove_all(private_tmp, ec);
+            ::_exit(kSetupFailed);
+        };
+        if (::getppid() != parent) abandon();
+        if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) abandon();
         // Wait for the supervisor's word: the keeper's cgroup (--memory, --pids) is entered first, and the
         // command, forked after, is in it too.
         char go = 0;
-        if (::read(ctx.notify_sock, &go, 1) != 1) ::_exit(kSetupFailed);
+        if (::read(ctx.notify_sock, &go, 1) != 1) abandon();
         const pid_t self = ::getpid();
         const pid_t command = ::fork();
-        if (command < 0) ::_exit(kSetupFailed);
+        if (command < 0) abandon();
         if (command > 0) {
             // Nothing of the supervisor's stays open here (its listeners, the audit log, the terminal).
             ::syscall(SYS_close_range, 0U, ~0U, 0U);
@@ -788,6 +856,15 @@ std::optional<std::string> HostJail::configure(MountPlan plan, UnixSockets unix_
         ::kill(pid_, SIGKILL);
         return std::string("cannot start the command: ") + std::strerror(errno);
     }
+    // The keeper removes the TMPDIR from here on: the janitor ends without removing it.
+    const char kept = 'k';
+    if (::send(janitor_sock_, &kept, 1, MSG_NOSIGNAL) == 1) {
+        int st = 0;
+        while (::waitpid(janitor_, &st, 0) < 0 && errno == EINTR) {
+        }
+    }
+    ::close(janitor_sock_);
+    janitor_sock_ = -1;
     return std::nullopt;
 }
 

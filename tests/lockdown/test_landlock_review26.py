@@ -5,6 +5,7 @@ decided by the write rules and performed by the supervisor (ChmodCases), the kee
 and removes its TMPDIR (KeeperCases).
 
 python3 test_landlock_review26.py --cordon BUILD/cordon (root: the simulations and the test user)."""
+import json
 import os
 import signal
 import stat
@@ -224,16 +225,30 @@ class EarlyKillCases(Base):
             env["TMPDIR"] = self.caller_tmp  # the run's TMPDIR is made below it: leftovers are found here
         return env
 
-    @unittest.expectedFailure
     def test_supervisor_killed_early_leaves_no_tmpdir(self):
-        # Hole, not fixed: the run's TMPDIR is made by the supervisor (start) before the keeper is forked
-        # (configure, after the policy loads); a SIGKILL in between, or while the keeper waits for the
-        # supervisor's word, leaves the empty TMPDIR behind (below the caller's TMPDIR, else /tmp). The fix
-        # (the keeper making it, or a keeper forked at start) is not small.
+        # The run's TMPDIR is made at start, the keeper forked only after the policy loads: a SIGKILL in
+        # between, or while the keeper waits for the supervisor's word, left the empty TMPDIR behind (below the
+        # caller's TMPDIR, else /tmp). The janitor that makes it removes it; the keeper leaves with the
+        # supervisor.
         if self.host:
             self.skipTest("the supervisor is the process started here only without a simulated host")
         self.caller_tmp = self.mkdir("outside/tmp")
-        for delay in [i * 0.004 for i in range(75)]:  # one of them lands in the window
+        # The window made wide by a long policy to load: killed as soon as the TMPDIR is there.
+        settings = self.write(os.path.join(self.outside, "big.json"), json.dumps(
+            {"network": {"allowedDomains": [], "deniedDomains": [f"d{i}.example" for i in range(100000)]}}))
+        for _ in range(5):
+            p = self.popen(["--settings", settings, "--", "sleep", "5"])
+            while not os.listdir(self.caller_tmp) and p.poll() is None:
+                time.sleep(0.001)
+            p.kill()
+            p.communicate(timeout=30)
+            self.assertTrue(p.returncode == -signal.SIGKILL, "the run ended before its TMPDIR was made")
+            for _ in range(500):  # removed by then, or the next round would see this one's
+                if not os.listdir(self.caller_tmp):
+                    break
+                time.sleep(0.01)
+            self.assertEqual(os.listdir(self.caller_tmp), [])
+        for delay in [i * 0.004 for i in range(75)]:  # and at every moment of a short one
             p = self.popen(["--", "sleep", "5"])
             time.sleep(delay)
             p.kill()
