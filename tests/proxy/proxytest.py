@@ -470,7 +470,9 @@ class Proxy:
         if not os.path.exists(self.audit_path):
             return []
         with open(self.audit_path) as f:
-            return [json.loads(line) for line in f if line.strip()]
+            text = f.read()
+        # The log is written behind the answers: a line being written is read up to its newline or not at all.
+        return [json.loads(line) for line in text.split("\n")[:-1] if line.strip()]
 
     def decisions(self):
         return [e for e in self.audit() if e["event"] == "decision"]

@@ -300,9 +300,8 @@ class ManagedOnlyAskTest(TempDirTest):
 
         replies = []
         threading.Thread(target=answer_all, daemon=True).start()
-        started = time.time()
+        # Refused without a question: a question would have been answered "allow" by the peer (and seen here).
         self.assertEqual(curl("asked.test"), b"403", (answered, p.decisions(), p.stderr()))
-        self.assertLess(time.time() - started, 4)
         self.assertEqual(answered, [])
         # An update that allows it: ignored, and the reply says so.
         peer.sendall(json.dumps({"sandbox": {"network": {"allowedDomains": ["asked.test"]}}}).encode() + b"\n")
