@@ -1264,7 +1264,12 @@ class NotifierImpl final : public Notifier {
         }
         // An open for reading comes here too (every openat2 is notified): performed by the supervisor, it
         // would not meet the command's Landlock read rules.
-        if (host_ && host_rules::hidden(*host_, t.path())) return EACCES;
+        if (host_ && host_rules::hidden(*host_, t.path())) {
+            // A write there is one the write rules refuse too (read-rules-hide, or the CA's own rule): noted
+            // so, for the summary.
+            if (writes || (flags & O_CREAT)) (void)decide(t.path(), (flags & O_CREAT) != 0);
+            return EACCES;
+        }
         struct stat st {};
         bool exists = false;
         if (host_ && t.dir_path == "/dev/pts" && ::fstatat(t.dir.fd, t.name.c_str(), &st, 0) == 0 &&

@@ -344,8 +344,14 @@ WriteDecision decide_write_exact(const Policy& policy, const std::string& path, 
 
 WriteDecision decide_write(const Policy& policy, const std::string& path, bool creates, WriteFacts& facts) {
     // Without namespaces no mask hides what the read rules hide from the supervisor's own call.
-    if (facts.jail() == JailKind::Landlock && facts.hidden_by_read_rules(path))
+    if (facts.jail() == JailKind::Landlock && facts.hidden_by_read_rules(path)) {
+        // cordon's own private directory (the CA's) is hidden too, and says why itself, as in the namespace
+        // jail.
+        WriteDecision exact = decide_exact(policy, path, creates, path, facts);
+        if (exact.error && exact.path_rule.rule && exact.path_rule.rule->source.where == kPrivateDirWhere)
+            return exact;
         return by("read-rules-hide", EACCES);
+    }
     WriteDecision out = decide_exact(policy, path, creates, path, facts);
     if (out.error) return out;
     if (in_old_git_dir(policy, path, facts, path)) return by("git-dirs-by-content", EACCES);

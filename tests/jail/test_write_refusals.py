@@ -494,7 +494,7 @@ class WriteRefusalsCase(unittest.TestCase):
         allow = json.loads(s.stdout)["sandbox"]["filesystem"]["allowWrite"]
         self.assertEqual(allow, ["/" + cache], s.stderr)
         apart = s.stderr.split("not lifted by the suggestion:\n", 1)[1]
-        # (Without namespaces Landlock itself refuses the CA's key, unseen: no line for it then.)
+        # (Without namespaces the supervisor refuses the hidden CA itself: listed too.)
         logged = {os.path.normpath(w["path"]) for w in self.audit_writes(log)}
         for path in (f"{ca}/ca.key", log, root_file, f"{self.home}/newfile", f"{bare}/objects/planted",
                      f"{bare}/HEAD", f"{self.home}/.bashrc", f"{self.project}/.git/hooks/pre-commit",

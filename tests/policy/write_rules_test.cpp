@@ -178,6 +178,14 @@ TEST_CASE("write rules: cordon's CA directory is always read-only, outside or in
         CHECK(d.path_rule.rule->text == ca);
         CHECK(d.path_rule.rule->source.where == kPrivateDirWhere);
         CHECK(decide_write(*p, ca, false, facts).path_rule.reason == Reason::AlwaysReadOnly);
+        // Without namespaces the read rules hide it too: the CA's own rule still says why.
+        StatedFacts landlock;
+        landlock.kind = JailKind::Landlock;
+        landlock.hidden.insert(ca + "/ca.key");
+        auto hidden = decide_write(*p, ca + "/ca.key", false, landlock);
+        CHECK(rule_of(hidden) == "path-rules");
+        CHECK(hidden.error == EACCES);
+        CHECK(hidden.path_rule.reason == Reason::AlwaysReadOnly);
         CHECK(p->decide_write(ca + "/new").reason == Reason::AlwaysReadOnly);
         CHECK_FALSE(p->decide_read(ca + "/ca.key").allowed());
         // --allow-write on it changes nothing.

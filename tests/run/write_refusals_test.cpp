@@ -140,7 +140,7 @@ TEST_CASE("refused writes: cordon's CA directory is never allowed, with the reas
     writes.add(std::move(ca));
     const std::string text = format_write_refusals(writes.summary(), false);
     CHECK(text.find("outside the writable areas") == std::string::npos);
-    CHECK(text.find("--allow-write") == std::string::npos);
+    CHECK(text.find("allow with --allow-write") == std::string::npos);
     const auto never = text.substr(text.find("never allowed"));
     CHECK_THAT(never, Catch::Contains("/root/.config/cordon/ca/new  x1  by `/root/.config/cordon/ca`"));
     CHECK_THAT(never, Catch::Contains("cordon's CA directory holds the private key"));
