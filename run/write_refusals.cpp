@@ -143,10 +143,10 @@ std::string format_write_refusals(const WriteRefusalSummary& summary, bool logge
         for (const auto& item : items)
             if (fits(item.second)) in.push_back(&item);
         if (in.empty()) return std::string();
-        // Why chosen so: sorted by count, a flood of refusals (a loop over many paths, or one path refused
-        // thousands of times) pushed an earlier, different refusal out of the page. Each distinct rule keeps
-        // the line of its first path, the most refused group keeps one (where the flood is), the first seen
-        // take the rest.
+        // Why chosen so: a flood of refusals (a loop over many paths, or one path refused thousands of times)
+        // must not push an earlier, different refusal off the page, as an order by count would. Each distinct
+        // rule keeps the line of its first path, the most refused group keeps one (where the flood is), the
+        // first seen take the rest.
         std::vector<bool> shown(in.size(), false);
         std::size_t n = 0;
         std::set<std::pair<std::string, std::string>> rules;
