@@ -211,6 +211,24 @@ class WriteRefusalsCase(unittest.TestCase):
                              ("rename", "protected-moves", "EACCES"))
             self.assertIn("protected-moves: moving or replacing an ancestor would launder", never)
 
+    def test_a_move_out_of_the_project_is_listed_as_the_jail_answers_it(self):
+        # The namespace jail: the project and the rest are two mounts, so the rename is EXDEV whatever the rules
+        # say (the kernel's answer, not listed) and `mv` copies: the copy's first refused step is listed (GNU mv
+        # removes the destination first). Without namespaces they are one mount: the rename itself is refused
+        # and listed.
+        log = os.path.join(self.base, "audit.jsonl")
+        target = os.path.join(self.outside, "moved.txt")
+        rc, out, err = self.run_jail(f"echo a > f.txt; mv f.txt {target} 2>/dev/null; true", "--audit-log", log)
+        self.assertEqual(rc, 0, err)
+        self.assertFalse(os.path.exists(target))
+        ops = [w["operation"] for w in self.audit_writes(log) if w["path"] == target]
+        self.assertEqual(len(ops), 1, err)
+        if self.JAIL == "namespaces":
+            self.assertIn(ops[0], ("remove", "open"), err)
+        else:
+            self.assertEqual(ops[0], "rename", err)
+        self.assertIn(f"    {target}  x1  ({ops[0]} by mv)", err)
+
     def test_a_flood_of_refused_writes_stays_bounded(self):
         # 100,000 refused creations of distinct names: the summary names at most a page of them and says how many
         # more; the supervisor's memory does not grow with the number of paths (against a run of 5,000).
