@@ -55,9 +55,8 @@ const std::vector<WriteRule>& write_rules() {
          "rest of /dev and /proc"},
         {"path-rules", false,
          "allowWrite, denyWrite, the private temporary directory, the protected names (.bashrc, .git/hooks, "
-         ".claude/settings.json, ...) and the settings files read: Policy::decide_write_resolved; outside "
-         "the "
-         "writable areas EROFS, a protected path EACCES",
+         ".claude/settings.json, ...), the settings files read and cordon's CA directory: "
+         "Policy::decide_write_resolved; outside the writable areas EROFS, a protected path EACCES",
          "the user's rules and the protected names, decided where the write lands (symlinks resolved in the "
          "jail's view); the names inside a .git count only where it existed when the run started",
          "`cordon check` takes a .git that exists now for one that existed when the run started"},
