@@ -14,6 +14,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "certs/certs.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "policy/git_config.hpp"
@@ -57,6 +58,8 @@ constexpr const char* kCheckHelp =
     "                         does, with --dns-server) and apply the address guard (--allow-address): the\n"
     "                         answer is what the proxy would do. Adds \"addresses\" to --json.\n"
     "  --dns-server IP[:PORT] the DNS server for --resolve (repeatable; default /etc/resolv.conf)\n"
+    "  --ca-dir DIR           the CA directory of the run to decide for (default: `cordon ca`'s): no jailed\n"
+    "                         command reads or writes it\n"
     "  -h, --help             print this help\n"
     "\n"
     "\n";
@@ -303,6 +306,7 @@ int cmd_check(int argc, char** argv) {
     std::vector<std::string> dns_servers;
     std::optional<std::string> target;
     std::optional<policy::JailKind> jail;
+    std::string ca_dir;
     bool only_positional = false;
     while (!args.done()) {
         if (!only_positional) {
@@ -330,6 +334,10 @@ int cmd_check(int argc, char** argv) {
                 resolve = true;
                 continue;
             }
+            if (args.flag("--ca-dir")) {
+                ca_dir = args.value();
+                continue;
+            }
             if (args.flag("--dns-server")) {
                 std::string value = args.value();
                 if (proxy::dns_server_to_csv(value).empty())
@@ -345,6 +353,8 @@ int cmd_check(int argc, char** argv) {
         target = args.next();
     }
     if (!target) throw UsageError("missing TARGET");
+    // As `cordon run` decides: the CA's directory is never read nor written by the jailed command.
+    options.private_dirs.push_back(ca_dir.empty() ? certs::default_ca_dir() : std::filesystem::path(ca_dir));
 
     auto policy = load_policy_or_report(options);
     if (!policy) return 2;

@@ -192,7 +192,10 @@ int JailView::resolve(const Caller& c, std::string abs, bool follow, Target& t) 
         const bool has_dotdot = std::find(parts.begin(), parts.end(), "..") != parts.end();
         if (!has_dotdot) {
             long m = magic_descriptor(parts, c);
-            if (m == -2) return EACCES;
+            if (m == -2) {
+                t.other_process = true;
+                return EACCES;
+            }
             if (m >= 0) {
                 t.magic = m;
                 return 0;
@@ -249,7 +252,10 @@ int JailView::resolve(const Caller& c, std::string abs, bool follow, Target& t) 
         // is a magic link to reopen as its descriptor.
         if (t.dir_path == "/proc" || t.dir_path.compare(0, 6, "/proc/") == 0) {
             const long m = magic_descriptor(path_components::split(t.path()), c);
-            if (m == -2) return EACCES;
+            if (m == -2) {
+                t.other_process = true;
+                return EACCES;
+            }
             if (m >= 0) {
                 t.magic = m;
                 t.dir.reset();

@@ -1084,7 +1084,9 @@ class NotifierImpl final : public Notifier {
     // writing, never a directory or O_PATH one: the reopen writes only where the original could).
     // kWouldWait: the open would wait (a FIFO, a lease to break), and `pending` holds the original for an
     // open on a wait thread (reopen_path names it there).
-    int reopen(pid_t pid, long n, int flags, mode_t mode, Fd& out, std::shared_ptr<Fd>& pending) {
+    // `path`: the magic link as the call names it (for a refusal reported).
+    int reopen(pid_t pid, long n, int flags, mode_t mode, Fd& out, std::shared_ptr<Fd>& pending,
+               const std::string& path) {
         Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
         if (pidfd.fd < 0) return errno;
         Fd orig(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.fd, static_cast<int>(n), 0)));
@@ -1098,7 +1100,8 @@ class NotifierImpl final : public Notifier {
         const bool wants_write = wanted == O_WRONLY || wanted == O_RDWR || (flags & O_TRUNC);
         const bool wants_read = wanted == O_RDONLY || wanted == O_RDWR;
         const int had = (oflags & O_PATH) ? -1 : (oflags & O_ACCMODE);
-        if (wants_write && ((had != O_WRONLY && had != O_RDWR) || S_ISDIR(st.st_mode))) return EACCES;
+        if (wants_write && ((had != O_WRONLY && had != O_RDWR) || S_ISDIR(st.st_mode)))
+            return noted_by(path, "magic-links", EACCES);
         if (wants_read && had != O_RDONLY && had != O_RDWR) return EACCES;
         const int open_flags = (flags & ~O_NOFOLLOW) | O_CLOEXEC | O_NOCTTY;
         const int err = open_without_waiting(AT_FDCWD, reopen_path(orig.fd), open_flags, mode, out);
@@ -1231,7 +1234,12 @@ class NotifierImpl final : public Notifier {
         }
         const bool follow = tmpfile || (!(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL)));
         Target t;
-        if (int err = view_.resolve(c, abs, follow, t)) return err;
+        if (int err = view_.resolve(c, abs, follow, t)) {
+            // Another process's /proc/PID: a refusal of the supervisor's own, reported when the call writes.
+            const bool writes = !(flags & O_PATH) &&
+                                ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT)) || tmpfile);
+            return t.other_process && writes ? noted_by(abs, "magic-links", err) : err;
+        }
         if (tmpfile && t.magic < 0 && t.name != ".") {
             // O_TMPFILE names the directory the unnamed file goes to.
             Fd d(::openat(t.dir.fd, t.name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -1246,7 +1254,7 @@ class NotifierImpl final : public Notifier {
         if (t.magic >= 0) {
             if (!become(c)) return EPERM;
             std::shared_ptr<Fd> pending;
-            const int err = reopen(c.pid, t.magic, flags, mode, result, pending);
+            const int err = reopen(c.pid, t.magic, flags, mode, result, pending, abs);
             if (err != kWouldWait) return err;
             const std::string name = reopen_path(pending->fd);
             return wait_on_thread(
@@ -1256,7 +1264,12 @@ class NotifierImpl final : public Notifier {
         }
         // An open for reading comes here too (every openat2 is notified): performed by the supervisor, it
         // would not meet the command's Landlock read rules.
-        if (host_ && host_rules::hidden(*host_, t.path())) return EACCES;
+        if (host_ && host_rules::hidden(*host_, t.path())) {
+            // A write there is one the write rules refuse too (read-rules-hide, or the CA's own rule): noted
+            // so, for the summary.
+            if (writes || (flags & O_CREAT)) (void)decide(t.path(), (flags & O_CREAT) != 0);
+            return EACCES;
+        }
         struct stat st {};
         bool exists = false;
         if (host_ && t.dir_path == "/dev/pts" && ::fstatat(t.dir.fd, t.name.c_str(), &st, 0) == 0 &&
@@ -1479,8 +1492,10 @@ class NotifierImpl final : public Notifier {
             if (int e = read_string(c.pid, path, text)) return e;
             std::string abs;
             if (int e = view_.absolute(c, dirfd, text, abs)) return e;
-            if (int e = view_.resolve(c, abs, follow, t)) return e;
-            return t.magic >= 0 ? EACCES : 0;
+            // A magic link or another process's /proc/PID is never made, removed, renamed nor linked over.
+            if (int e = view_.resolve(c, abs, follow, t))
+                return t.other_process ? noted_by(abs, "magic-links", e) : e;
+            return t.magic >= 0 ? noted_by(abs, "magic-links", EACCES) : 0;
         };
         Target t1, t2;
         switch (args.role->does) {
@@ -1560,7 +1575,8 @@ class NotifierImpl final : public Notifier {
                 if (p1.empty() && (flags & AT_EMPTY_PATH)) return ENOENT;  // needs CAP_DAC_READ_SEARCH
                 std::string abs;
                 if ((err = view_.absolute(c, args.dirfd, p1, abs))) return err;
-                if ((err = view_.resolve(c, abs, flags & AT_SYMLINK_FOLLOW, t1))) return err;
+                if ((err = view_.resolve(c, abs, flags & AT_SYMLINK_FOLLOW, t1)))
+                    return t1.other_process ? noted_by(abs, "magic-links", err) : err;
                 if ((err = target(args.dirfd2, args.path2, false, t2, p2))) return err;
                 if (!valid(req.id)) return -1;
                 if (t2.name == ".") return EEXIST;
@@ -1615,14 +1631,15 @@ class NotifierImpl final : public Notifier {
                 if ((err = read_string(c.pid, args.path, p1))) return err;
                 std::string abs;
                 if ((err = view_.absolute(c, args.dirfd, p1, abs))) return err;
-                if ((err = view_.resolve(c, abs, true, t1))) return err;
+                if ((err = view_.resolve(c, abs, true, t1)))
+                    return t1.other_process ? noted_by(abs, "magic-links", err) : err;
                 if (!valid(req.id)) return -1;
                 const auto length = static_cast<off_t>(args.extra);
                 if (t1.magic >= 0) {
                     Fd fd;
                     if (!become(c)) return EPERM;
                     std::shared_ptr<Fd> pending;
-                    err = reopen(c.pid, t1.magic, O_WRONLY, 0, fd, pending);
+                    err = reopen(c.pid, t1.magic, O_WRONLY, 0, fd, pending, abs);
                     if (err == kWouldWait) {
                         auto open = blocking_open(pending, reopen_path(pending->fd), O_WRONLY | O_CLOEXEC, 0);
                         return wait_on_thread(

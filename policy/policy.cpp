@@ -237,6 +237,11 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         home_components_of_home_ = path_components::split_non_empty(c.home.string());
         for (auto& rule : c.deny_write)
             fs_.deny_write.push_back(std::move(rule));
+        // cordon's own secrets (the CA's directory): denyWrite for the mount plan, and always read-only where
+        // the write is decided (decide), like the protected names: no allowWrite lifts them.
+        for (const PathRule& rule : c.private_dirs)
+            fs_.deny_write.push_back(rule);
+        private_rules_ = std::move(c.private_dirs);
         fs_.deny_read = std::move(c.deny_read);
         fs_.allow_read = std::move(c.allow_read);
         if (c.read_scope_project) make_read_scope(std::move(*c.read_scope_project));
@@ -351,6 +356,9 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             for (std::size_t i = 0; i < home_components_.size(); ++i)
                 if (in_a_home(components, home_components_[i]))
                     return make(Verdict::Deny, Reason::AlwaysReadOnly, &home_rules_[i]);
+            for (const PathRule& rule : private_rules_)
+                if (detail::path_covers(rule.path.native(), false, *p))
+                    return make(Verdict::Deny, Reason::AlwaysReadOnly, &rule.rule);
             for (std::size_t i = 0; i < fs_.deny_write.size(); ++i) {
                 const PathRule& rule = fs_.deny_write[i];
                 if (rule.rule.source.layer == Layer::Default) continue;  // checked above
@@ -746,6 +754,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
     CommandPolicy commands_;
     detail::DomainMatcher allow_, deny_, reasons_;
     std::vector<PathRule> settings_rules_;
+    std::vector<PathRule> private_rules_;  // LoadOptions::private_dirs, as given and resolved
     std::vector<Rule> name_rules_;
     std::vector<std::vector<std::string>> name_components_;
     std::vector<Rule> home_rules_;

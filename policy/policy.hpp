@@ -251,9 +251,13 @@ struct LoadOptions {
     std::vector<std::string> control_settings;
     std::string read_scope;  // --read-scope: "", "all" or "project"
     // cordon's own secrets (the CA directory, whose private key signs what inspected clients trust): denied
-    // to reads and writes in every jail, whatever the settings allow (`cordon run` adds them).
+    // to reads and writes in every jail, whatever the settings allow (`cordon run` and `cordon check` add
+    // them). A write there is always read-only (Reason::AlwaysReadOnly), its rule's source kPrivateDirWhere.
     std::vector<std::filesystem::path> private_dirs;
 };
+
+// The `where` of the rule that keeps a private directory (LoadOptions::private_dirs) read-only.
+inline constexpr std::string_view kPrivateDirWhere = "cordon's CA (its private key)";
 
 // A settings or flag error a user can fix: names the file, the JSON path (or line:column for bad JSON) and
 // the entry.

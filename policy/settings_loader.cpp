@@ -912,7 +912,7 @@ void load_flags(const LoadOptions& options, Collected& out) {
     for (const fs::path& dir : options.private_dirs) {
         // A rule of cordon's own (Default layer): no settings key can lift it. The path as given and where
         // its symlinks lead (the jail decides on what it resolves).
-        const Source own{Layer::Default, "", "cordon's CA (its private key)", 0};
+        const Source own{Layer::Default, "", std::string(kPrivateDirWhere), 0};
         std::vector<fs::path> spellings{absolute_normal(dir, out.cwd)};
         std::error_code ec;
         fs::path target = fs::weakly_canonical(spellings.front(), ec);
@@ -920,7 +920,7 @@ void load_flags(const LoadOptions& options, Collected& out) {
             spellings.emplace_back(normal_path(target));
         for (const fs::path& p : spellings) {
             out.deny_read.push_back(PathRule{p, false, Rule{p.string(), own}});
-            out.deny_write.push_back(PathRule{p, false, Rule{p.string(), own}});
+            out.private_dirs.push_back(PathRule{p, false, Rule{p.string(), own}});
         }
     }
 

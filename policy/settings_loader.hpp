@@ -40,6 +40,9 @@ struct Collected {
     std::vector<Rule> host_ports, publish_ports;  // policy/ports.hpp
     std::vector<AddressRange> ranges;             // addresses, parsed
     std::vector<PathRule> allow_write, deny_write, deny_read, allow_read;
+    // LoadOptions::private_dirs (each as given and where its symlinks lead): denied to reads (in deny_read)
+    // and to writes, always read-only whatever allowWrite says.
+    std::vector<PathRule> private_dirs;
     bool managed_only = false;
     // allowManagedReadPathsOnly from managed settings: allowRead entries of other layers are dropped (each
     // with a warning) once every source is read, since a read allowance is a widening the managed layer

@@ -40,13 +40,23 @@ const std::vector<WriteRule>& write_rules() {
          "/proc/irq and /proc/bus are read-only mounts (EROFS); without namespaces only a process's own "
          "directory (/proc/PID/..., self, thread-self) is written (EACCES otherwise)",
          "a command running as (mapped) root could write the host's kernel knobs (core_pattern, sysrq)",
-         "another process's /proc/PID is refused on the path resolved in the jail (not a write rule); what "
+         "another process's /proc/PID is refused on the path resolved in the jail (magic-links); what "
          "a file's own mode refuses is the kernel's"},
+        {"magic-links", false,
+         "a magic link to a descriptor of the caller's (/dev/stdout, /dev/fd/N, /proc/self/fd/N, "
+         "/proc/<own pid>/fd/N) is reopened for writing only when that descriptor is open for writing and no "
+         "directory, and is never made, removed, renamed or linked over; a path inside another process's "
+         "/proc/PID is never written (EACCES)",
+         "the supervisor opens what the caller names with its own rights: `< file` reopened through "
+         "/proc/self/fd/0 would become a writable descriptor of a file the command may only read, and "
+         "another "
+         "process's /proc/PID/mem would be opened read-write whatever ptrace allows",
+         "`cordon check` knows neither the caller's descriptors nor its PID: it decides such a path as the "
+         "rest of /dev and /proc"},
         {"path-rules", false,
          "allowWrite, denyWrite, the private temporary directory, the protected names (.bashrc, .git/hooks, "
-         ".claude/settings.json, ...) and the settings files read: Policy::decide_write_resolved; outside "
-         "the "
-         "writable areas EROFS, a protected path EACCES",
+         ".claude/settings.json, ...), the settings files read and cordon's CA directory: "
+         "Policy::decide_write_resolved; outside the writable areas EROFS, a protected path EACCES",
          "the user's rules and the protected names, decided where the write lands (symlinks resolved in the "
          "jail's view); the names inside a .git count only where it existed when the run started",
          "`cordon check` takes a .git that exists now for one that existed when the run started"},
@@ -333,8 +343,14 @@ WriteDecision decide_write_exact(const Policy& policy, const std::string& path, 
 
 WriteDecision decide_write(const Policy& policy, const std::string& path, bool creates, WriteFacts& facts) {
     // Without namespaces no mask hides what the read rules hide from the supervisor's own call.
-    if (facts.jail() == JailKind::Landlock && facts.hidden_by_read_rules(path))
+    if (facts.jail() == JailKind::Landlock && facts.hidden_by_read_rules(path)) {
+        // cordon's own private directory (the CA's) is hidden too, and says why itself, as in the namespace
+        // jail.
+        WriteDecision exact = decide_exact(policy, path, creates, path, facts);
+        if (exact.error && exact.path_rule.rule && exact.path_rule.rule->source.where == kPrivateDirWhere)
+            return exact;
         return by("read-rules-hide", EACCES);
+    }
     WriteDecision out = decide_exact(policy, path, creates, path, facts);
     if (out.error) return out;
     if (in_old_git_dir(policy, path, facts, path)) return by("git-dirs-by-content", EACCES);

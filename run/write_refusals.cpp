@@ -81,6 +81,10 @@ void WriteRefusals::add(jail::RefusedWrite&& refusal) {
             entry.source = e.source;
             entry.write_rule = e.write_rule;
             entry.error = e.error;
+            entry.first = e.id;
+            entry.private_dir = refusal.path_rule.rule &&
+                                refusal.path_rule.reason == policy::Reason::AlwaysReadOnly &&
+                                refusal.path_rule.rule->source.where == policy::kPrivateDirWhere;
             it = summary_.groups.find(key);
         }
     }
@@ -123,10 +127,10 @@ std::string format_write_refusals(const WriteRefusalSummary& summary, bool logge
     using Key = std::tuple<std::string, std::string, std::string>;
     using Item = std::pair<Key, WriteRefusalSummary::Entry>;
     std::vector<Item> items(summary.groups.begin(), summary.groups.end());
-    std::stable_sort(items.begin(), items.end(),
-                     [](const Item& a, const Item& b) { return a.second.count > b.second.count; });
+    std::sort(items.begin(), items.end(),
+              [](const Item& a, const Item& b) { return a.second.first < b.second.first; });
 
-    constexpr std::size_t kMax = 15;  // per section
+    constexpr std::size_t kMax = WriteRefusals::kShownPerSection;
     auto who = [](const WriteRefusalSummary::Entry& e) {
         std::string ops;
         for (const auto& op : e.operations)
@@ -134,17 +138,42 @@ std::string format_write_refusals(const WriteRefusalSummary& summary, bool logge
         return "  (" + ops + (e.program.empty() ? "" : " by " + policy::printable(e.program)) + ")";
     };
     auto section = [&](const std::string& title, auto&& fits, auto&& detail, const std::string& advice) {
-        std::string out;
-        std::size_t n = 0, paths = 0;
-        for (const auto& [key, e] : items) {
-            if (!fits(e)) continue;
-            ++paths;
-            if (n++ < kMax)
-                out += "    " + policy::printable(std::get<0>(key)) + "  x" + std::to_string(e.count) +
-                       detail(e) + who(e) + "\n";
+        // The section's groups in the order first seen (items is sorted so).
+        std::vector<const Item*> in;
+        for (const auto& item : items)
+            if (fits(item.second)) in.push_back(&item);
+        if (in.empty()) return std::string();
+        // Why chosen so: a flood of refusals (a loop over many paths, or one path refused thousands of times)
+        // must not push an earlier, different refusal off the page, as an order by count would. Each distinct
+        // rule keeps the line of its first path, the most refused group keeps one (where the flood is), the
+        // first seen take the rest.
+        std::vector<bool> shown(in.size(), false);
+        std::size_t n = 0;
+        std::set<std::pair<std::string, std::string>> rules;
+        for (std::size_t i = 0; i < in.size() && n < kMax; ++i)
+            if (rules.emplace(std::get<1>(in[i]->first), std::get<2>(in[i]->first)).second) {
+                shown[i] = true;
+                ++n;
+            }
+        std::size_t most = 0;
+        for (std::size_t i = 1; i < in.size(); ++i)
+            if (in[i]->second.count > in[most]->second.count) most = i;
+        if (n < kMax && !shown[most]) {
+            shown[most] = true;
+            ++n;
         }
-        if (paths == 0) return std::string();
-        if (paths > kMax) out += "    ... and " + std::to_string(paths - kMax) + " more path(s)\n";
+        for (std::size_t i = 0; i < in.size() && n < kMax; ++i)
+            if (!shown[i]) {
+                shown[i] = true;
+                ++n;
+            }
+        std::string out;
+        for (std::size_t i = 0; i < in.size(); ++i)
+            if (shown[i])
+                out += "    " + policy::printable(std::get<0>(in[i]->first)) + "  x" +
+                       std::to_string(in[i]->second.count) + detail(in[i]->second) + who(in[i]->second) +
+                       "\n";
+        if (in.size() > n) out += "    ... and " + std::to_string(in.size() - n) + " more path(s)\n";
         return "  " + title + ":\n" + out + (advice.empty() ? "" : "    (" + advice + ")\n");
     };
     auto by_rule = [](const WriteRefusalSummary::Entry& e) {
@@ -166,11 +195,13 @@ std::string format_write_refusals(const WriteRefusalSummary& summary, bool logge
                 "these");
     // Why each rule met here refuses, once per rule.
     std::set<std::string> rules;
-    bool protected_names = false;
+    bool protected_names = false, private_dir = false;
     auto never = [&](const WriteRefusalSummary::Entry& e) { return !lifted_by_allow_write(e) && !denied(e); };
     for (const auto& [key, e] : items) {
         if (!never(e)) continue;
-        if (e.write_rule == "path-rules")
+        if (e.private_dir)
+            private_dir = true;
+        else if (e.write_rule == "path-rules")
             protected_names = true;
         else
             rules.insert(e.write_rule);
@@ -181,6 +212,10 @@ std::string format_write_refusals(const WriteRefusalSummary& summary, bool logge
             "the protected names (settings files, shell start-up files, .gitconfig, .mcp.json, .vscode, "
             ".git/hooks and .git/config of a .git that existed when the run started, ...) are read-only "
             "whatever the settings say";
+    if (private_dir)
+        why += std::string(why.empty() ? "" : "; ") +
+               "cordon's CA directory holds the private key that signs what the jail's clients trust: no "
+               "jailed command reads or writes it, whatever the settings say (--ca-dir names another)";
     for (const std::string& name : rules) {
         std::string text;
         try {

@@ -37,7 +37,9 @@ struct WriteRefusalSummary {
         std::size_t count = 0;
         std::string reason, rule, source, write_rule, error;
         std::set<std::string> operations;
-        std::string program;  // the latest caller's
+        std::string program;       // the latest caller's
+        std::uint64_t first = 0;   // the refusal that made the group (its id): the order they were seen in
+        bool private_dir = false;  // a write into cordon's CA directory (policy::kPrivateDirWhere)
     };
     // (path, write rule, rule text) -> what happened there
     std::map<std::tuple<std::string, std::string, std::string>, Entry> groups;
@@ -47,13 +49,17 @@ struct WriteRefusalSummary {
 };
 
 // The summary's section for writes: one group per path and rule, with the advice that fits it (never
-// `--allow-write` for a path that no setting makes writable). Empty when nothing was refused.
+// `--allow-write` for a path that no setting makes writable). Empty when nothing was refused. At most
+// kShownPerSection groups per section, chosen so that a flood cannot hide what came before it: the first
+// group of each distinct rule, then the most refused group, then the others in the order they were first
+// seen; shown in that order, the rest counted.
 std::string format_write_refusals(const WriteRefusalSummary& summary, bool logged);
 
 class WriteRefusals {
   public:
     static constexpr std::size_t kMaxPaths = 1000;
     static constexpr std::size_t kMaxQueued = 4096;
+    static constexpr std::size_t kShownPerSection = 15;
 
     // `report` runs on `loop`'s thread for each refusal (null: the summary only).
     WriteRefusals(uv_loop_t* loop, std::function<void(const proxy::WriteEvent&)> report);

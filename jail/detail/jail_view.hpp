@@ -72,6 +72,8 @@ struct Target {
     std::string dir_path;
     std::string name;
     long magic = -1;  // a caller's descriptor reached through a magic link (see magic_descriptor)
+    // Set with resolve's EACCES for a path inside another process's /proc directory (magic_descriptor -2).
+    bool other_process = false;
     std::string path() const {
         if (name == ".") return dir_path;
         return dir_path == "/" ? "/" + name : dir_path + "/" + name;

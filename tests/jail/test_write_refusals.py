@@ -211,6 +211,24 @@ class WriteRefusalsCase(unittest.TestCase):
                              ("rename", "protected-moves", "EACCES"))
             self.assertIn("protected-moves: moving or replacing an ancestor would launder", never)
 
+    def test_a_move_out_of_the_project_is_listed_as_the_jail_answers_it(self):
+        # The namespace jail: the project and the rest are two mounts, so the rename is EXDEV whatever the rules
+        # say (the kernel's answer, not listed) and `mv` copies: the copy's first refused step is listed (GNU mv
+        # removes the destination first). Without namespaces they are one mount: the rename itself is refused
+        # and listed.
+        log = os.path.join(self.base, "audit.jsonl")
+        target = os.path.join(self.outside, "moved.txt")
+        rc, out, err = self.run_jail(f"echo a > f.txt; mv f.txt {target} 2>/dev/null; true", "--audit-log", log)
+        self.assertEqual(rc, 0, err)
+        self.assertFalse(os.path.exists(target))
+        ops = [w["operation"] for w in self.audit_writes(log) if w["path"] == target]
+        self.assertEqual(len(ops), 1, err)
+        if self.JAIL == "namespaces":
+            self.assertIn(ops[0], ("remove", "open"), err)
+        else:
+            self.assertEqual(ops[0], "rename", err)
+        self.assertIn(f"    {target}  x1  ({ops[0]} by mv)", err)
+
     def test_a_flood_of_refused_writes_stays_bounded(self):
         # 100,000 refused creations of distinct names: the summary names at most a page of them and says how many
         # more; the supervisor's memory does not grow with the number of paths (against a run of 5,000).
@@ -258,6 +276,95 @@ class WriteRefusalsCase(unittest.TestCase):
         self.assertEqual(lines + (int(unlogged.group(1)) if unlogged else 0) + (int(dropped.group(1)) if dropped else 0),
                          100000, err[-1500:])
 
+    def test_a_refusal_before_a_flood_stays_in_the_summary(self):
+        # Review hole: the summary was sorted by count, so 10,000 refusals of other paths (as often refused, and
+        # sorting before it) pushed an earlier, different refusal into "... and N more". First seen first now.
+        flood = ("import os, sys\n"
+                 "for i in range(10000):\n"
+                 "    try: os.close(os.open(sys.argv[1] + '/f%d' % i, os.O_WRONLY | os.O_CREAT, 0o644))\n"
+                 "    except OSError: pass\n")
+        script = os.path.join(self.base, "flood.py")
+        with open(script, "w") as f:
+            f.write(flood)
+        os.chmod(self.base, 0o755)
+        os.chmod(script, 0o644)
+        first = os.path.join(self.outside, "zz-first.txt")
+        rc, out, err = self.run_jail(f"(echo x > {first}) 2>/dev/null; /usr/bin/python3 {script} {self.outside}; true",
+                                     timeout=600)
+        self.assertEqual(rc, 0, err[-2000:])
+        self.assertIn("cordon: refused 10001 write(s):", err)
+        section = err.split("  outside the writable areas:\n", 1)[1]
+        self.assertTrue(section.startswith(f"    {first}  x1  (open by sh)\n"), section[:500])
+        self.assertIn("    ... and 985 more path(s)\n", section)
+
+    def test_writes_into_cordons_ca_are_never_allowed_as_check_says(self):
+        # Review hole: a write into cordon's CA directory (outside every writable area) was listed "outside the
+        # writable areas" with --allow-write as the advice, and `cordon check` did not know the directory at all.
+        # It is never allowed (no allowWrite lifts it), and run and check say so alike; a CA directory inside
+        # the project (--ca-dir) is refused too, not written.
+        subprocess.run([CORDON, "ca", "init"], env=self.env, check=True, capture_output=True, timeout=60)
+        home_ca = os.path.join(self.home, ".config/cordon/ca")
+        project_ca = os.path.join(self.project, "ca")
+        subprocess.run([CORDON, "ca", "init", "--dir", project_ca], env=self.env, check=True, capture_output=True,
+                       timeout=60)
+        for ca, flags in ((home_ca, []), (project_ca, ["--ca-dir", project_ca])):
+            with self.subTest(ca=ca):
+                log = os.path.join(self.base, "audit-%d.jsonl" % len(flags))
+                rc, out, err = self.run_jail(f"(echo x > {ca}/new) 2>/dev/null && echo wrote; true", "--audit-log",
+                                             log, *flags)
+                self.assertEqual((rc, out), (0, ""), err)
+                self.assertFalse(os.path.exists(os.path.join(ca, "new")))
+                writes = [w for w in self.audit_writes(log) if w["path"] == os.path.join(ca, "new")]
+                self.assertEqual(len(writes), 1, err)
+                w = writes[0]
+                self.assertEqual((w["reason"], w["rule"], w["write_rule"], w["error"]),
+                                 ("always-read-only", ca, "path-rules", "EACCES"), w)
+                self.assertIn("cordon's CA (its private key)", w["source"])
+                self.assertNotIn("outside the writable areas", err)
+                never = err.split("never allowed: --allow-write does not lift these:\n", 1)[1]
+                self.assertIn(f"    {ca}/new  x1  by `{ca}` from ", never)
+                self.assertIn("cordon's CA directory holds the private key", never)
+                c = subprocess.run([CORDON, "check", "--no-discover", "--jail", self.JAIL, *flags, "--json",
+                                    "write:" + os.path.join(ca, "new")], cwd=self.project, env=self.env,
+                                   capture_output=True, text=True, timeout=30)
+                self.assertEqual(c.returncode, 1, c.stderr)
+                answer = json.loads(c.stdout)
+                self.assertEqual((answer["decision"], answer["reason"], answer["rule"], answer["writeRule"]),
+                                 ("deny", "always-read-only", ca, "path-rules"))
+
+    def test_magic_link_refusals_are_listed(self):
+        # The supervisor's own refusals: a read-only descriptor reopened for writing through /proc/self/fd/0, and
+        # another process's /proc/PID opened for writing. They were answered EACCES and listed nowhere.
+        ro = os.path.join(self.project, "readonly.txt")
+        with open(ro, "w") as f:
+            f.write("keep\n")
+        log = os.path.join(self.base, "audit.jsonl")
+        opener = ("import os, sys\n"
+                  "for p in ('/proc/self/fd/0', '/proc/%d/environ' % os.getppid()):\n"
+                  "    try: os.close(os.open(p, os.O_WRONLY))\n"
+                  "    except OSError as e: print(p, e.errno)\n")
+        script = os.path.join(self.base, "opener.py")
+        with open(script, "w") as f:
+            f.write(opener)
+        os.chmod(self.base, 0o755)
+        os.chmod(script, 0o644)
+        rc, out, err = self.run_jail(f"/usr/bin/python3 {script} < {ro}; true", "--audit-log", log)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("/proc/self/fd/0 13\n", out)
+        with open(ro) as f:
+            self.assertEqual(f.read(), "keep\n")
+        writes = {w["path"]: w for w in self.audit_writes(log)}
+        fd0 = writes["/proc/self/fd/0"]
+        self.assertEqual((fd0["write_rule"], fd0["reason"], fd0["error"], fd0["program"]),
+                         ("magic-links", "always-read-only", "EACCES", "python3"))
+        never = err.split("never allowed: --allow-write does not lift these:\n", 1)[1]
+        self.assertIn("/proc/self/fd/0  x1  write rule magic-links  (open by python3)", never)
+        self.assertIn("magic-links: the supervisor opens what the caller names with its own rights", never)
+        # The parent (sh) is another process: refused in either jail, by the same rule where cordon decides it.
+        other = [p for p in writes if p.startswith("/proc/") and p.endswith("/environ")]
+        self.assertEqual(len(other), 1, writes)
+        self.assertEqual(writes[other[0]]["write_rule"], "magic-links")
+
     def test_suggest_from_a_real_run_makes_it_pass(self):
         cache = os.path.join(self.outside, "cache")
         os.makedirs(cache)
@@ -293,6 +400,28 @@ class WriteRefusalsCase(unittest.TestCase):
         rc, out, err = self.run_jail(script, "--settings", settings)
         self.assertEqual((rc, out), (0, "done\n"), err)
         self.assertNotIn("cordon: refused", err)
+
+    def test_suggest_from_a_real_git_run_makes_it_pass(self):
+        # A jailed git that makes a repository outside the writable areas and commits in it: refused (git stops at
+        # its first refused mkdir); the suggestion given back makes the same run pass with no refusal.
+        repo = os.path.join(self.outside, "repo")
+        script = f"git init -q {repo} && git -C {repo} commit -q --allow-empty -m first && echo done"
+        log = os.path.join(self.base, "first.jsonl")
+        rc, out, err = self.run_jail(script, "--audit-log", log)
+        self.assertNotEqual(rc, 0, err)
+        self.assertIn(f"    {repo}  x1  (mkdir by git)", err)
+        s = subprocess.run([CORDON, "policy", "suggest", "--from", log], capture_output=True, text=True, timeout=30)
+        self.assertEqual(s.returncode, 0, s.stderr)
+        self.assertEqual(json.loads(s.stdout)["sandbox"]["filesystem"]["allowWrite"], ["/" + self.outside])
+        settings = os.path.join(self.base, "suggested.json")
+        with open(settings, "w") as f:
+            f.write(s.stdout)
+        log = os.path.join(self.base, "second.jsonl")
+        rc, out, err = self.run_jail(script, "--audit-log", log, "--settings", settings)
+        self.assertEqual((rc, out), (0, "done\n"), err)
+        self.assertNotIn("cordon: refused", err)
+        self.assertEqual(self.audit_writes(log), [])
+        self.assertTrue(os.path.isfile(os.path.join(repo, ".git/HEAD")))
 
     def test_suggest_lists_protected_paths_apart(self):
         self.git("init", "-q")
@@ -383,7 +512,7 @@ class WriteRefusalsCase(unittest.TestCase):
         allow = json.loads(s.stdout)["sandbox"]["filesystem"]["allowWrite"]
         self.assertEqual(allow, ["/" + cache], s.stderr)
         apart = s.stderr.split("not lifted by the suggestion:\n", 1)[1]
-        # (Without namespaces Landlock itself refuses the CA's key, unseen: no line for it then.)
+        # (Without namespaces the supervisor refuses the hidden CA itself: listed too.)
         logged = {os.path.normpath(w["path"]) for w in self.audit_writes(log)}
         for path in (f"{ca}/ca.key", log, root_file, f"{self.home}/newfile", f"{bare}/objects/planted",
                      f"{bare}/HEAD", f"{self.home}/.bashrc", f"{self.project}/.git/hooks/pre-commit",

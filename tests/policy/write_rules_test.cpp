@@ -160,6 +160,41 @@ TEST_CASE("write rules: the path rules, named with the policy's rule", "[write-r
     CHECK(decide_write(*p, cwd + "/.git/hooks/pre-commit", true, facts).error == EACCES);
 }
 
+TEST_CASE("write rules: cordon's CA directory is always read-only, outside or inside the writable areas",
+          "[write-rules]") {
+    TempTree tree;
+    const std::string cwd = tree.cwd().string();
+    for (const std::string& ca : {std::string("/srv/cordon-ca"), cwd + "/ca"}) {
+        auto options = tree.options();
+        options.private_dirs.push_back(ca);
+        auto p = load_ok(options);
+        StatedFacts facts;
+        // Not "outside the writable areas" (EROFS, lifted by allowWrite), nor written inside the project.
+        auto d = decide_write(*p, ca + "/ca.key", false, facts);
+        CHECK(d.error == EACCES);
+        CHECK(rule_of(d) == "path-rules");
+        CHECK(d.path_rule.reason == Reason::AlwaysReadOnly);
+        REQUIRE(d.path_rule.rule);
+        CHECK(d.path_rule.rule->text == ca);
+        CHECK(d.path_rule.rule->source.where == kPrivateDirWhere);
+        CHECK(decide_write(*p, ca, false, facts).path_rule.reason == Reason::AlwaysReadOnly);
+        // Without namespaces the read rules hide it too: the CA's own rule still says why.
+        StatedFacts landlock;
+        landlock.kind = JailKind::Landlock;
+        landlock.hidden.insert(ca + "/ca.key");
+        auto hidden = decide_write(*p, ca + "/ca.key", false, landlock);
+        CHECK(rule_of(hidden) == "path-rules");
+        CHECK(hidden.error == EACCES);
+        CHECK(hidden.path_rule.reason == Reason::AlwaysReadOnly);
+        CHECK(p->decide_write(ca + "/new").reason == Reason::AlwaysReadOnly);
+        CHECK_FALSE(p->decide_read(ca + "/ca.key").allowed());
+        // --allow-write on it changes nothing.
+        options.allow_write.push_back(ca);
+        CHECK(decide_write(*load_ok(options), ca + "/x", true, facts).path_rule.reason ==
+              Reason::AlwaysReadOnly);
+    }
+}
+
 TEST_CASE("write rules: git directories by content, git's configured targets, gitfiles", "[write-rules]") {
     TempTree tree;
     auto p = load_ok(tree.options());

@@ -93,3 +93,56 @@ TEST_CASE("refused writes: a flood keeps the groups, the queue and the summary b
     CHECK_THAT(text, Catch::Contains("(15904 of them not in the audit log nor on the control channel"));
     CHECK(std::count(text.begin(), text.end(), '\n') < 25);
 }
+
+TEST_CASE("refused writes: a flood after a refusal does not push it out of the summary",
+          "[run][write-refusals]") {
+    Loop l;
+    {
+        // One refusal, then 10,000 of other paths that sort before it and are refused as often: it stays.
+        WriteRefusals writes(&l.loop, nullptr);
+        writes.add(refusal("/srv/first.txt", "path-rules", EROFS));
+        for (int i = 0; i < 10000; ++i)
+            writes.add(refusal("/out/f" + std::to_string(i), "path-rules", EROFS));
+        const std::string text = format_write_refusals(writes.summary(), false);
+        // First seen first; the page ends where it did.
+        CHECK_THAT(text, Catch::Contains("outside the writable areas:\n    /srv/first.txt  x1  (open by sh)\n"
+                                         "    /out/f0  x1"));
+        CHECK_THAT(text, Catch::Contains("    ... and 985 more path(s)\n"));
+    }
+    {
+        // 30 refusals by one rule, then one by another, then one path refused 500 times: each keeps a line.
+        WriteRefusals writes(&l.loop, nullptr);
+        for (int i = 0; i < 30; ++i)
+            writes.add(refusal("/p/old.git/hooks/h" + std::to_string(i), "git-dirs-by-content", EACCES));
+        writes.add(refusal("/proc/sys/kernel/x", "proc-knobs", EROFS));
+        for (int i = 0; i < 500; ++i)
+            writes.add(refusal("/p/HEAD", "repository-shape", EACCES));
+        const std::string text = format_write_refusals(writes.summary(), false);
+        CHECK_THAT(text, Catch::Contains("/proc/sys/kernel/x  x1  write rule proc-knobs"));
+        CHECK_THAT(text, Catch::Contains("/p/HEAD  x500  write rule repository-shape"));
+        CHECK_THAT(text, Catch::Contains("/p/old.git/hooks/h0  x1"));
+        CHECK_THAT(text, Catch::Contains("/p/old.git/hooks/h12  x1"));
+        CHECK(text.find("/p/old.git/hooks/h13 ") == std::string::npos);
+        CHECK_THAT(text, Catch::Contains("    ... and 17 more path(s)\n"));
+    }
+}
+
+TEST_CASE("refused writes: cordon's CA directory is never allowed, with the reason",
+          "[run][write-refusals]") {
+    Loop l;
+    WriteRefusals writes(&l.loop, nullptr);
+    auto ca =
+        refusal("/root/.config/cordon/ca/new", "path-rules", EACCES, cordon::policy::Reason::AlwaysReadOnly);
+    ca.path_rule.verdict = cordon::policy::Verdict::Deny;
+    ca.path_rule.rule = std::make_shared<const cordon::policy::Rule>(cordon::policy::Rule{
+        "/root/.config/cordon/ca", cordon::policy::Source{cordon::policy::Layer::Default, "",
+                                                          std::string(cordon::policy::kPrivateDirWhere), 0}});
+    writes.add(std::move(ca));
+    const std::string text = format_write_refusals(writes.summary(), false);
+    CHECK(text.find("outside the writable areas") == std::string::npos);
+    CHECK(text.find("allow with --allow-write") == std::string::npos);
+    const auto never = text.substr(text.find("never allowed"));
+    CHECK_THAT(never, Catch::Contains("/root/.config/cordon/ca/new  x1  by `/root/.config/cordon/ca`"));
+    CHECK_THAT(never, Catch::Contains("cordon's CA directory holds the private key"));
+    CHECK(never.find("the protected names") == std::string::npos);
+}
