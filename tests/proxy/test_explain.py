@@ -1,14 +1,24 @@
 #!/usr/bin/env python3
 """Explaining refusals (issue 28): srt's `deniedDomainReasons` (and Claude Code's `sandbox.network` twin) shown in
-the 403 body, the audit line of a SOCKS5 refusal, `cordon check` and the end-of-run summary of `cordon run`; and the
-proxy's report-only mode. Real sockets: curl and raw SOCKS5 through a real `cordon proxy` / `cordon run`."""
+the 403 body, the audit line of a SOCKS5 refusal, `cordon check` and the end-of-run summary of `cordon run`; the
+proxy's report-only mode; `cordon policy suggest` on the audit logs of real jailed curl and npm runs (npm against a
+registry served here: never the internet). Real sockets: curl, npm and raw SOCKS5 through a real `cordon proxy` /
+`cordon run`."""
 
+import base64
+import hashlib
+import http.server
+import io
 import json
 import os
+import shutil
 import socket
 import struct
 import subprocess
 import sys
+import tarfile
+import tempfile
+import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -246,6 +256,69 @@ class ReportOnlyTest(TempDirTest):
 
 
 
+class NpmRegistry:
+    """A one-package npm registry on 127.0.0.1:0, named `host` (the test DNS server answers it): the packument at
+    `/NAME` and its tarball (package/package.json, package/index.js) at `/NAME/-/NAME-1.0.0.tgz`; anything else
+    404. Every request's Host header and path are kept in `requests`."""
+
+    NAME = "cordon-tiny"
+
+    def __init__(self, host):
+        self.host = host
+        self.requests = []
+        self.tarball = self._pack()
+        registry = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                registry.requests.append((self.headers.get("Host"), self.path))
+                status, body = registry.answer(self.path)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json" if body[:1] == b"{" else
+                                 "application/octet-stream")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.url = "http://%s:%d/" % (host, self.port)
+        self.tarball_path = "/%s/-/%s-1.0.0.tgz" % (self.NAME, self.NAME)
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def _pack(self):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            for name, data in (("package/package.json", json.dumps({"name": self.NAME, "version": "1.0.0",
+                                                                    "main": "index.js"}).encode()),
+                               ("package/index.js", b"module.exports = 42;\n")):
+                info = tarfile.TarInfo(name)
+                info.size, info.mode = len(data), 0o644
+                tar.addfile(info, io.BytesIO(data))
+        return buf.getvalue()
+
+    def answer(self, path):
+        if path == "/" + self.NAME:
+            dist = {"tarball": self.url.rstrip("/") + self.tarball_path,
+                    "shasum": hashlib.sha1(self.tarball).hexdigest(),
+                    "integrity": "sha512-" + base64.b64encode(hashlib.sha512(self.tarball).digest()).decode()}
+            return 200, json.dumps({"name": self.NAME, "dist-tags": {"latest": "1.0.0"}, "versions": {
+                "1.0.0": {"name": self.NAME, "version": "1.0.0", "dist": dist}}}).encode()
+        if path == self.tarball_path:
+            return 200, self.tarball
+        return 404, b"{}"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
 class SuggestTest(TempDirTest):
     def suggest(self, log, *extra):
         return subprocess.run([CORDON, "policy", "suggest", "--from", log, *extra], capture_output=True, text=True,
@@ -343,6 +416,120 @@ class SuggestTest(TempDirTest):
             decisions = [json.loads(line) for line in f if '"decision"' in line]
         self.assertTrue(decisions)
         self.assertEqual({d["decision"] for d in decisions if d["event"] == "decision"}, {"allow"})
+
+    @unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+    @unittest.skipUnless(shutil.which("npm"), "npm is not installed (scripts/setup --test installs it)")
+    def test_suggestion_makes_the_same_jailed_npm_install_pass(self):
+        # A real `npm install` from a registry the run does not allow, with npm's cache in the home directory
+        # (not writable in the jail): refused connection and refused writes; the suggestion (both formats) given
+        # back makes the same install pass with no refusal of either kind. npm talks to our registry only: it
+        # is named on the command line, and every host in every audit log is checked to be it.
+        registry = NpmRegistry("registry.npm.r.test")
+        self.cleanups.append(registry.close)
+        dns = self.dns({registry.host: ["127.0.0.1"]})
+        # Under /var/tmp: the namespace jail has a private /tmp.
+        base = tempfile.mkdtemp(prefix="cordon-suggest-npm-", dir="/var/tmp")
+        self.addCleanup(shutil.rmtree, base, True)
+        work, home = os.path.join(base, "work"), os.path.join(base, "home")
+        npm_cache = os.path.join(home, ".npm")
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
+        installed = os.path.join(work, "node_modules", NpmRegistry.NAME, "package.json")
+
+        def fresh():
+            for d in (work, npm_cache):
+                shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(work)
+            os.makedirs(home, exist_ok=True)
+
+        def run(jail, log, *flags):
+            return subprocess.run([CORDON, "run", "--no-discover", "--jail", jail, "--dns-server", dns.address,
+                                   *LOOPBACK, "--audit-log", log, *flags, "--",
+                                   "npm", "install", NpmRegistry.NAME, "--registry", registry.url, "--no-audit",
+                                   "--no-fund", "--no-update-notifier"],
+                                  cwd=work, env=env, capture_output=True, text=True, timeout=180)
+
+        def audit(log):
+            with open(log) as f:
+                lines = [json.loads(line) for line in f]
+            self.assertEqual({line["host"] for line in lines if "host" in line}, {registry.host}, lines)
+            return lines
+
+        def suggest(log, *extra):  # as the user whose home it is
+            return subprocess.run([CORDON, "policy", "suggest", "--from", log, *extra], capture_output=True,
+                                  text=True, timeout=30, env=env)
+
+        jails = ["namespaces"]
+        if subprocess.run([CORDON, "run", "--no-discover", "--jail", "landlock", "--", "/bin/true"], cwd=base,
+                          capture_output=True, timeout=60).returncode == 0:
+            jails.append("landlock")
+        for jail in jails:
+            with self.subTest(jail=jail):
+                # A home where npm never ran: ~/.npm does not exist, and suggest will not make the home
+                # directory writable to let npm create it; it says so, and still suggests the registry.
+                fresh()
+                log = os.path.join(base, jail + "-fresh.jsonl")
+                r = run(jail, log)
+                self.assertNotEqual(r.returncode, 0, r.stderr)
+                self.assertIn("registry.npm.r.test:%d  x1" % registry.port, r.stderr)
+                self.assertIn("    %s  x" % npm_cache, r.stderr)
+                self.assertFalse(os.path.exists(npm_cache))
+                lines = audit(log)
+                self.assertIn(npm_cache, {line["path"] for line in lines if line["event"] == "write"})
+                s = suggest(log)
+                self.assertEqual(s.returncode, 0, s.stderr)
+                out = json.loads(s.stdout)["sandbox"]
+                self.assertEqual(out["network"]["allowedDomains"], ["registry.npm.r.test:%d" % registry.port])
+                self.assertEqual(out["filesystem"]["allowWrite"], [])
+                self.assertIn(f"its nearest existing directory {home} is not to be made writable", s.stderr)
+                self.assertIn("create the directory it needs first", s.stderr)
+
+                # Once ~/.npm exists (as after any earlier npm use), the same run's suggestion lifts it all.
+                fresh()
+                os.makedirs(npm_cache)
+                log = os.path.join(base, jail + "-first.jsonl")
+                r = run(jail, log)
+                self.assertNotEqual(r.returncode, 0, r.stderr)
+                self.assertIn("E403", r.stderr)
+                self.assertIn("outside the writable areas", r.stderr)
+                self.assertFalse(os.path.exists(installed))
+                lines = audit(log)
+                self.assertEqual({(d["decision"], d["reason"]) for d in lines if d["event"] == "decision"},
+                                 {("deny", "blocked-by-allowlist")})
+                self.assertTrue(all(w["path"].startswith(npm_cache) for w in lines if w["event"] == "write"),
+                                lines)
+                claude, srt = suggest(log), suggest(log, "--format", "srt")
+                self.assertEqual((claude.returncode, srt.returncode), (0, 0), claude.stderr + srt.stderr)
+                self.assertEqual(json.loads(claude.stdout), {"sandbox": {
+                    "filesystem": {"allowWrite": ["/" + npm_cache]},  # `//abs` in Claude Code's files
+                    "network": {"allowedDomains": ["registry.npm.r.test:%d" % registry.port]}}})
+                self.assertEqual(json.loads(srt.stdout), {
+                    "filesystem": {"allowWrite": [npm_cache]},
+                    "network": {"allowedDomains": ["registry.npm.r.test:%d" % registry.port]}})
+                self.assertNotIn("not lifted by the suggestion", claude.stderr)
+
+                for fmt, suggestion in (("claude", claude.stdout), ("srt", srt.stdout)):
+                    fresh()
+                    os.makedirs(npm_cache)
+                    settings = os.path.join(base, "%s-%s.json" % (jail, fmt))
+                    with open(settings, "w") as f:
+                        f.write(suggestion)
+                    del registry.requests[:]
+                    log = os.path.join(base, "%s-%s.jsonl" % (jail, fmt))
+                    r = run(jail, log, "--settings", settings)
+                    self.assertEqual(r.returncode, 0, fmt + ": " + r.stderr)
+                    self.assertIn("added 1 package", r.stdout)
+                    self.assertNotIn("cordon: refused", r.stderr)
+                    lines = audit(log)
+                    self.assertEqual([line for line in lines if line["event"] == "write"], [])
+                    decisions = [d for d in lines if d["event"] == "decision"]
+                    self.assertTrue(decisions)
+                    self.assertEqual({d["decision"] for d in decisions}, {"allow"})
+                    with open(installed) as f:
+                        self.assertEqual(json.load(f)["version"], "1.0.0")
+                    self.assertTrue(os.listdir(npm_cache))  # the cache was written where npm keeps it
+                    host = "%s:%d" % (registry.host, registry.port)
+                    self.assertEqual(sorted(registry.requests),
+                                     [(host, "/" + NpmRegistry.NAME), (host, registry.tarball_path)])
 
 
 if __name__ == "__main__":
