@@ -135,6 +135,20 @@ std::string never_suggested(const fs::path& path, const fs::path& home, const fs
     return "";
 }
 
+// Why the directory `dir` (absolute, normal, existing) is not to be suggested as a whole: `/`, a system
+// directory, or a home directory or an ancestor of one (what cordon does not make writable by default even as
+// the working directory). Empty: it may be. Why /home/NAME as well as $HOME: whoever reads the log is not
+// always whose run it was (sudo sets HOME=/root), and a fresh home's first refusal (npm's ~/.npm) would
+// otherwise be suggested as the whole home.
+std::string never_suggested_root(const fs::path& dir, const fs::path& home) {
+    if (std::string why = policy::working_directory_refusal(dir, home.empty() ? fs::path("/") : home);
+        !why.empty())
+        return why;
+    const std::vector<std::string> parts = components(dir);
+    if (parts.size() == 2 && parts[0] == "home") return dir.string() + " is a home directory";
+    return "";
+}
+
 }  // namespace
 
 int cmd_policy_suggest(int argc, char** argv) {
@@ -320,10 +334,9 @@ int cmd_policy_suggest(int argc, char** argv) {
         std::error_code ec;
         while (at.has_relative_path() && !std::filesystem::exists(std::filesystem::symlink_status(at, ec)))
             at = at.parent_path();
-        // Never `/`, a system directory, the home directory or an ancestor of it (what cordon does not make
-        // writable by default even as the working directory): a creation there is listed apart.
-        if (std::string why = policy::working_directory_refusal(at, home.empty() ? fs::path("/") : home);
-            !why.empty()) {
+        // Never `/`, a system directory or a home directory (never_suggested_root): a creation there is
+        // listed apart.
+        if (std::string why = never_suggested_root(at, home); !why.empty()) {
             auto& a = apart[path];
             a.count += count;
             a.why = "never suggested: " +

@@ -427,10 +427,12 @@ class SuggestTest(TempDirTest):
         registry = NpmRegistry("registry.npm.r.test")
         self.cleanups.append(registry.close)
         dns = self.dns({registry.host: ["127.0.0.1"]})
-        # Under /var/tmp: the namespace jail has a private /tmp.
+        # Under /var/tmp: the namespace jail has a private /tmp. The home where a home is, /home/NAME.
         base = tempfile.mkdtemp(prefix="cordon-suggest-npm-", dir="/var/tmp")
         self.addCleanup(shutil.rmtree, base, True)
-        work, home = os.path.join(base, "work"), os.path.join(base, "home")
+        home = tempfile.mkdtemp(prefix="cordon-suggest-npm-", dir="/home")
+        self.addCleanup(shutil.rmtree, home, True)
+        work = os.path.join(base, "work")
         npm_cache = os.path.join(home, ".npm")
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
         installed = os.path.join(work, "node_modules", NpmRegistry.NAME, "package.json")
@@ -454,9 +456,9 @@ class SuggestTest(TempDirTest):
             self.assertEqual({line["host"] for line in lines if "host" in line}, {registry.host}, lines)
             return lines
 
-        def suggest(log, *extra):  # as the user whose home it is
+        def suggest(log, *extra, home=home):  # as the user whose home it is, unless told
             return subprocess.run([CORDON, "policy", "suggest", "--from", log, *extra], capture_output=True,
-                                  text=True, timeout=30, env=env)
+                                  text=True, timeout=30, env=dict(env, HOME=home))
 
         jails = ["namespaces"]
         if subprocess.run([CORDON, "run", "--no-discover", "--jail", "landlock", "--", "/bin/true"], cwd=base,
@@ -465,7 +467,8 @@ class SuggestTest(TempDirTest):
         for jail in jails:
             with self.subTest(jail=jail):
                 # A home where npm never ran: ~/.npm does not exist, and suggest will not make the home
-                # directory writable to let npm create it; it says so, and still suggests the registry.
+                # directory writable to let npm create it; it says so, and still suggests the registry. The
+                # same when someone else reads the log (sudo sets HOME=/root): a home is a home.
                 fresh()
                 log = os.path.join(base, jail + "-fresh.jsonl")
                 r = run(jail, log)
@@ -482,6 +485,10 @@ class SuggestTest(TempDirTest):
                 self.assertEqual(out["filesystem"]["allowWrite"], [])
                 self.assertIn(f"its nearest existing directory {home} is not to be made writable", s.stderr)
                 self.assertIn("create the directory it needs first", s.stderr)
+                s = suggest(log, home="/root")
+                self.assertEqual(s.returncode, 0, s.stderr)
+                self.assertEqual(json.loads(s.stdout)["sandbox"]["filesystem"]["allowWrite"], [], s.stderr)
+                self.assertIn(f"({home} is a home directory)", s.stderr)
 
                 # Once ~/.npm exists (as after any earlier npm use), the same run's suggestion lifts it all.
                 fresh()
