@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <linux/capability.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
@@ -81,6 +82,42 @@ bool hidden(const HostView& view, const std::string& path) {
         const std::size_t slash = at.rfind('/');
         at = slash == 0 ? "/" : at.substr(0, slash);
     }
+}
+
+int session_socket(const HostView& view, int fd) {
+    struct stat target {};
+    if (::fstat(fd, &target) != 0) return errno;
+    if (!S_ISSOCK(target.st_mode)) return 0;
+    for (const std::string& pattern : view.session_directories) {
+        glob_t found{};
+        if (::glob(pattern.c_str(), GLOB_NOSORT | GLOB_ONLYDIR, nullptr, &found) == 0) {
+            for (std::size_t i = 0; i < found.gl_pathc; ++i) {
+                const int dir = ::open(found.gl_pathv[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                DIR* d = dir >= 0 ? ::fdopendir(dir) : nullptr;
+                if (!d) {
+                    if (dir >= 0) ::close(dir);
+                    continue;  // not ours to read: not ours to connect to either (the session checks the uid)
+                }
+                bool same = false;
+                while (const dirent* e = ::readdir(d)) {
+                    struct stat st {};
+                    if (e->d_type != DT_SOCK && e->d_type != DT_UNKNOWN) continue;
+                    if (::fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode) &&
+                        st.st_dev == target.st_dev && st.st_ino == target.st_ino) {
+                        same = true;
+                        break;
+                    }
+                }
+                ::closedir(d);
+                if (same) {
+                    ::globfree(&found);
+                    return EACCES;
+                }
+            }
+        }
+        ::globfree(&found);
+    }
+    return 0;
 }
 
 int connect(const HostView& view, sockaddr_storage& addr, socklen_t len) {

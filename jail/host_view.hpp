@@ -28,8 +28,15 @@ struct HostView {
         sockaddr_storage from{}, to{};
     };
     std::vector<Redirect> host_ports;
-    // allowAllUnixSockets: a Unix connect is performed as asked (abstract addresses included).
+    // allowAllUnixSockets: a Unix connect is performed as asked (abstract addresses included), but to a
+    // session's control socket.
     bool all_unix_sockets = false;
+    // Where sessions keep their control sockets (glob patterns, every user's: a command run with --user
+    // connects as that user). A session serves any process of the host with its uid, and the supervisor
+    // performing the command's connect is one: a connect to a socket file that is one of those (the same
+    // device and inode, so a rename, hard link or symlink elsewhere is no way around it) is refused, under
+    // allowAllUnixSockets and to a listed socket alike.
+    std::vector<std::string> session_directories;
     // Where read rules apply (denyRead, the project read scope): the paths the namespace jail would mount,
     // shown (true) or hidden (false), the deepest at or above a path deciding (LandlockGrants::shown).
     // Empty: nothing is hidden. The command's Landlock domain hides the rest from its own calls, not from
@@ -56,6 +63,10 @@ bool hidden(const HostView& view, const std::string& path);
 // (AF_UNSPEC dissolves an association and is allowed), or to a listed host port, whose address is then
 // rewritten to its forward (HostView::host_ports); EPERM otherwise, as the namespace jail's firewall.
 int connect(const HostView& view, sockaddr_storage& addr, socklen_t len);
+
+// A connect to the socket file open as `fd` (O_PATH): EACCES when it is a session's control socket
+// (HostView::session_directories), else 0.
+int session_socket(const HostView& view, int fd);
 
 // bind(2) of an AF_INET/AF_INET6 address: only loopback (127.0.0.0/8, ::1), as in the namespace jail whose
 // network has nothing else; EADDRNOTAVAIL otherwise. Other families: 0.

@@ -150,6 +150,22 @@ std::variant<fs::path, std::string> session_directory() {
     return dir;
 }
 
+std::vector<std::string> session_directory_patterns() {
+    std::vector<std::string> out;
+    if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg && *xdg == '/') {
+        // A glob pattern: its special characters matched as themselves.
+        std::string escaped;
+        for (const char* p = xdg; *p; ++p) {
+            if (std::strchr("*?[]\\", *p)) escaped += '\\';
+            escaped += *p;
+        }
+        out.push_back(escaped + "/cordon");
+    }
+    out.push_back("/run/user/*/cordon");
+    out.push_back("/tmp/cordon-*");
+    return out;
+}
+
 std::optional<std::string> check_session_name(const std::string& name) {
     if (name.empty() || name.size() > 64 || name[0] == '.' || name[0] == '-' ||
         name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=

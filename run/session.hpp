@@ -37,6 +37,10 @@ namespace cordon::run {
 // refused when it is not a directory owned by the user with no access for others (a symlink included). A
 // message when none can be used.
 std::variant<std::filesystem::path, std::string> session_directory();
+// Where any user's sessions may keep their sockets, as glob patterns: this process's
+// `$XDG_RUNTIME_DIR/cordon` and every `/run/user/*/cordon` and `/tmp/cordon-*` (jail/host_view.hpp: the jail
+// without namespaces refuses a connect to a socket found there).
+std::vector<std::string> session_directory_patterns();
 // A session name: 1-64 of [A-Za-z0-9._-], not starting with '.' or '-'. A message saying what is wrong.
 std::optional<std::string> check_session_name(const std::string& name);
 

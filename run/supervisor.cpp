@@ -465,6 +465,11 @@ int run(const Options& options) {
     sup.session = options.session.get();
     sup.mount_points = std::move(mount_points);
     sup.host_view = ports ? ports->host_view(jail->host_view()) : jail->host_view();
+    if (sup.host_view) {
+        auto view = std::make_shared<jail::HostView>(*sup.host_view);
+        view->session_directories = session_directory_patterns();
+        sup.host_view = std::move(view);
+    }
     for (const auto& file : supervisor_files)
         sup.cordon_files.push_back(file.string());
     // cordon's own binary: the namespace jail binds it read-only where it lies in a writable area; replaced,
