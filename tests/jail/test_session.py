@@ -165,6 +165,29 @@ class SessionCase(JailFixtures):
         self.assertGreaterEqual(status["processes"], 1, status)
         self.assertEqual(status["commands"], 3, status)
 
+    def test_published_port_reaches_a_server_started_by_a_command(self):
+        # A session started with --publish: a server one command leaves running answers the host through the
+        # published port, commands later; `stop` removes the listener.
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            host_port = s.getsockname()[1]
+        name = self.start("--publish", f"{host_port}:3000")
+        self.write(os.path.join(self.cwd, "marker.txt"), "published from the session\n")
+        rc, out, err = self.join(name, f"{jailtest.PY} -m http.server 3000 --bind 127.0.0.1 >/dev/null 2>&1 &")
+        self.assertEqual(rc, 0, err)
+        rc, out, err = self.join(name, "for i in $(seq 100); do curl -sf http://127.0.0.1:3000/ >/dev/null && exit 0;"
+                                       " sleep 0.1; done; exit 1")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.join(name, "true")[0], 0)  # another command between: the server stays
+        curl = subprocess.run(["curl", "-sS", "--max-time", "10", f"http://127.0.0.1:{host_port}/marker.txt"],
+                              capture_output=True, text=True)
+        self.assertEqual((curl.returncode, curl.stdout), (0, "published from the session\n"), curl.stderr)
+        rc, out, err = self.cordon("session", "stop", name)
+        self.assertEqual(rc, 0, err)
+        self.sessions.remove(name)
+        with self.assertRaises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", host_port), timeout=5).close()
+
     def test_exit_status_stdin_stdout_stderr(self):
         name = self.start()
         self.assertEqual(self.join(name, "exit 7")[0], 7)
@@ -354,7 +377,9 @@ class SessionCase(JailFixtures):
     # A jailed command of another jail, whose policy lets it reach Unix sockets, finds the session's socket (the
     # session directory is masked only in the session's own view): it must neither run a command under the
     # session's (here wider) policy nor stop it.
-    JOIN_PROBE = ("import array, json, socket, sys\n"
+    JOIN_PROBE = ("import array, json, os, socket, sys\n"
+                  "if len(sys.argv) > 3:\n"
+                  "    os.chdir(sys.argv[3])\n"
                   "for op in (b'J', b'S'):\n"
                   "    s = socket.socket(socket.AF_UNIX); s.settimeout(10)\n"
                   "    try:\n"
@@ -382,13 +407,24 @@ class SessionCase(JailFixtures):
         # The session may write to outside/; the other jail may not.
         name = self.start("--allow-write", self.outside)
         probe = self.write(os.path.join(self.dir, "join_probe.py"), self.JOIN_PROBE)
-        sock = os.path.join(self.xdg, "cordon", name + ".sock")
+        sessions = os.path.join(self.xdg, "cordon")
+        sock = os.path.join(sessions, name + ".sock")
         target = os.path.join(self.outside, "escaped")
-        rc, out, err = self.run_jail([*jail_flags, "--settings", settings, "--", jailtest.PY, probe, sock, target])
-        self.assertFalse(os.path.exists(target), "a command of another jail ran in the session: " + out + err)
-        self.assertNotIn('"started"', out)
-        self.assertNotIn('"stopped"', out)
-        self.assertIsNotNone(self.status(name), "a command of another jail stopped the session")
+        # The socket under other names: a symlink and a hard link elsewhere, a path through the caller's
+        # /proc/self/cwd, a path relative to its working directory.
+        links = self.mkdir("links")
+        os.symlink(sock, os.path.join(links, "symlink.sock"))
+        os.link(sock, os.path.join(links, "hardlink.sock"))
+        ways = [(sock,), (os.path.join(links, "symlink.sock"),), (os.path.join(links, "hardlink.sock"),),
+                (f"/proc/self/cwd/{name}.sock", sessions), (f"{name}.sock", sessions)]
+        for way in ways:
+            rc, out, err = self.run_jail([*jail_flags, "--settings", settings, "--", jailtest.PY, probe, way[0],
+                                          target, *way[1:]])
+            self.assertFalse(os.path.exists(target),
+                             f"a command of another jail ran in the session through {way}: " + out + err)
+            self.assertNotIn('"started"', out, way)
+            self.assertNotIn('"stopped"', out, way)
+            self.assertIsNotNone(self.status(name), f"a command of another jail stopped the session through {way}")
 
     def test_another_jail_cannot_join_or_stop(self):
         self.another_jail_joins()
@@ -508,14 +544,6 @@ class SessionCase(JailFixtures):
         self.assertEqual(p.stdout.split(), [b"in-tty", b"out-not-tty"])
 
 class AsRoot(SessionCase, unittest.TestCase):
-    @unittest.expectedFailure
-    def test_jail_without_namespaces_cannot_join_or_stop(self):
-        # Not fixed: as root, without namespaces, allowAllUnixSockets has the notifier perform the connect from
-        # the supervisor of that run (a process of the host, in the session supervisor's pid namespace), so the
-        # session's peer checks cannot tell it from a client; the notifier would have to refuse the session
-        # sockets (by inode: a hard link defeats a path check). (As the test user the peer is refused.)
-        super().test_jail_without_namespaces_cannot_join_or_stop()
-
     def test_another_user_is_refused(self):
         name = self.start()
         other = {"user": Env.uid, "group": Env.gid, "extra_groups": []}
