@@ -341,7 +341,8 @@ class PortsCase(JailFixtures):
         self.assertEqual(got, ["ERR", "EPERM"] if self.JAIL else ["ERR", "ECONNREFUSED"], err)
         for name in ("settings.json", "settings.local.json"):
             for key in ("hostPorts", "publishPorts"):
-                line = [w for w in err.splitlines() if f".claude/{name}" in w and f"sandbox.network.{key}:" in w]
+                line = [w for w in err.splitlines()
+                        if f"/.claude/{name}:" in w and f"sandbox.network.{key}:" in w]
                 self.assertEqual(len(line), 1, err)
                 self.assertIn("skipped: not taken from a project's settings", line[0])
                 self.assertIn("--host-port" if key == "hostPorts" else "--publish", line[0])
