@@ -432,6 +432,53 @@ class SessionCase(JailFixtures):
     def test_jail_without_namespaces_cannot_join_or_stop(self):
         self.another_jail_joins("--jail", "landlock")
 
+    def probe_session(self, name, settings_doc, jail_flags, env=None):
+        """Runs JOIN_PROBE in another jail against session `name`'s socket; True when it got in (ran a command in
+        the session or stopped it)."""
+        settings = os.path.join(self.dir, "probe_settings.json")
+        with open(settings, "w") as f:
+            json.dump(settings_doc, f)
+        os.chmod(settings, 0o644)
+        probe = self.write(os.path.join(self.dir, "join_probe.py"), self.JOIN_PROBE)
+        sock = os.path.join(self.xdg, "cordon", name + ".sock")
+        target = os.path.join(self.outside, "escaped")
+        user = ["--user", Env.user] if self.USER_FLAG else []
+        p = subprocess.run([Env.cordon, "run", "--no-discover", *user, *jail_flags, "--settings", settings, "--",
+                            jailtest.PY, probe, sock, target], cwd=self.cwd, env=env or self.env(),
+                           capture_output=True, text=True, timeout=60, **self._identity())
+        got_in = os.path.exists(target) or '"started"' in p.stdout or '"stopped"' in p.stdout or \
+            self.status(name) is None
+        return got_in, p.stdout + p.stderr
+
+    def test_jail_without_namespaces_cannot_join_a_session_of_another_runtime_dir(self):
+        # Review r27: the jail without namespaces finds session sockets only in the directories its own
+        # supervisor knows ($XDG_RUNTIME_DIR/cordon of the run, /run/user/*/cordon, /tmp/cordon-*). A session
+        # started with another XDG_RUNTIME_DIR (WSL's /mnt/wslg/runtime-dir, a custom one, or a run started
+        # from cron, an IDE or sudo without the variable) keeps its socket elsewhere: the notifier performs the
+        # connect from the run's supervisor, a host process with the session's uid, and the session takes it for
+        # a client.
+        name = self.start("--allow-write", self.outside)
+        other = self.mkdir("other-xdg")
+        os.chmod(other, 0o700)
+        for env in ({**self.env(), "XDG_RUNTIME_DIR": other},
+                    {k: v for k, v in self.env().items() if k != "XDG_RUNTIME_DIR"}):
+            got_in, out = self.probe_session(name, {"sandbox": {"network": {"allowAllUnixSockets": True}}},
+                                             ["--jail", "landlock"], env=env)
+            self.assertFalse(got_in, f"the jail without namespaces joined or stopped the session "
+                                     f"(XDG_RUNTIME_DIR={env.get('XDG_RUNTIME_DIR')}): {out}")
+
+    def test_listed_session_socket_cannot_join_or_stop(self):
+        # Review r27: allowUnixSockets naming a session's socket. The jail without namespaces refuses it
+        # (host_rules::session_socket); the namespace jail's listed connect is performed by its supervisor (or
+        # a connector of the caller's ids), a process of the host pid namespace: the session's peer check
+        # takes it for a client, so the jailed command joins the session with its wider policy or stops it.
+        for jail_flags in (["--jail", "landlock"], []):
+            name = self.start("--allow-write", self.outside)
+            sock = os.path.join(self.xdg, "cordon", name + ".sock")
+            got_in, out = self.probe_session(name, {"sandbox": {"network": {"allowUnixSockets": [sock]}}},
+                                             jail_flags)
+            self.assertFalse(got_in, f"a listed session socket let {jail_flags or 'the namespace jail'} in: {out}")
+
     def test_terminal_not_readable_after_the_command(self):
         # The joining command gets a pty of the client's, not the client's terminal (a process it leaves
         # running, which a session keeps, would read what the user types into their shell after `cordon run
