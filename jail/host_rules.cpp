@@ -85,10 +85,14 @@ bool hidden(const HostView& view, const std::string& path) {
 }
 
 int session_socket(const HostView& view, int fd) {
+    return session_socket(view.session_directories, fd);
+}
+
+int session_socket(const std::vector<std::string>& session_directories, int fd) {
     struct stat target {};
     if (::fstat(fd, &target) != 0) return errno;
     if (!S_ISSOCK(target.st_mode)) return 0;
-    for (const std::string& pattern : view.session_directories) {
+    for (const std::string& pattern : session_directories) {
         glob_t found{};
         if (::glob(pattern.c_str(), GLOB_NOSORT | GLOB_ONLYDIR, nullptr, &found) == 0) {
             for (std::size_t i = 0; i < found.gl_pathc; ++i) {

@@ -67,6 +67,9 @@ int connect(const HostView& view, sockaddr_storage& addr, socklen_t len);
 // A connect to the socket file open as `fd` (O_PATH): EACCES when it is a session's control socket
 // (HostView::session_directories), else 0.
 int session_socket(const HostView& view, int fd);
+// The same against the glob patterns `session_directories` (the namespace jail's listed sockets: its
+// supervisor performs their connects from the host's pid namespace too).
+int session_socket(const std::vector<std::string>& session_directories, int fd);
 
 // bind(2) of an AF_INET/AF_INET6 address: only loopback (127.0.0.0/8, ::1), as in the namespace jail whose
 // network has nothing else; EADDRNOTAVAIL otherwise. Other families: 0.

@@ -336,10 +336,11 @@ class NotifierImpl final : public Notifier {
   public:
     NotifierImpl(int fd, policy::PolicyPtr policy, RunStart run_start, std::vector<std::string> mount_points,
                  std::shared_ptr<const HostView> host, std::vector<std::string> cordon_files,
-                 RefusedWriteSink refused)
+                 RefusedWriteSink refused, std::vector<std::string> session_directories)
         : refused_(std::move(refused)),
           listener_(fd),
           host_(std::move(host)),
+          session_directories_(std::move(session_directories)),
           policy_(std::move(policy)),
           run_start_(run_start),
           mount_points_(mount_points.begin(), mount_points.end()),
@@ -1759,8 +1760,7 @@ class NotifierImpl final : public Notifier {
             if (int err = unix_sockets::open_listed(view_.root(c.pid), abs, pinned_sockets_, listed_sockets_,
                                                     to->fd))
                 return err;
-            if (host_)
-                if (int err = host_rules::session_socket(*host_, to->fd)) return err;
+            if (int err = host_rules::session_socket(session_directories_, to->fd)) return err;
             if (privileged_ && (c.fsuid != ::geteuid() || c.fsgid != ::getegid())) {
                 // Another identity than ours: the connect is made by a process of the caller's ids (see
                 // unix_sockets::Connector), so the listener's peer process is not a root one.
@@ -1849,6 +1849,8 @@ class NotifierImpl final : public Notifier {
     std::optional<RefusedWrite> refusal_;  // the call being handled: its latest refused decision (noted)
     Fd listener_;
     std::shared_ptr<const HostView> host_;  // the namespace-free jail's (host_view.hpp); null: namespaces
+    // Where sessions keep their control sockets (Notifier::start): a listed socket found there is refused.
+    std::vector<std::string> session_directories_;
     std::atomic<bool> stopping_{false}, stopped_{false};
     std::condition_variable stopped_cv_;
     JailView view_;
@@ -1892,9 +1894,11 @@ thread_local NotifierImpl::ThreadState NotifierImpl::state_;
 std::unique_ptr<Notifier> Notifier::start(int fd, policy::PolicyPtr policy, RunStart run_start,
                                           std::vector<std::string> mount_points,
                                           std::shared_ptr<const HostView> host,
-                                          std::vector<std::string> cordon_files, RefusedWriteSink refused) {
+                                          std::vector<std::string> cordon_files, RefusedWriteSink refused,
+                                          std::vector<std::string> session_directories) {
     return std::make_unique<NotifierImpl>(fd, std::move(policy), run_start, std::move(mount_points),
-                                          std::move(host), std::move(cordon_files), std::move(refused));
+                                          std::move(host), std::move(cordon_files), std::move(refused),
+                                          std::move(session_directories));
 }
 
 }  // namespace cordon::jail

@@ -565,7 +565,8 @@ int run(const Options& options) {
                 if (int fd = s->jail->take_notify_fd(); fd >= 0)
                     s->session_notifiers.push_back(jail::Notifier::start(
                         fd, s->policy, s->run_start, s->mount_points, nullptr, s->cordon_files,
-                        [writes = s->writes.get()](jail::RefusedWrite&& w) { writes->add(std::move(w)); }));
+                        [writes = s->writes.get()](jail::RefusedWrite&& w) { writes->add(std::move(w)); },
+                        session_directory_patterns()));
                 return;
             }
             s->close_notify();
@@ -573,7 +574,8 @@ int run(const Options& options) {
                 s->notifier = jail::Notifier::start(
                     fd, s->policy, s->run_start, std::move(s->mount_points), s->host_view,
                     std::move(s->cordon_files),
-                    [writes = s->writes.get()](jail::RefusedWrite&& w) { writes->add(std::move(w)); });
+                    [writes = s->writes.get()](jail::RefusedWrite&& w) { writes->add(std::move(w)); },
+                    session_directory_patterns());
         });
     }
     uv_timer_init(&sup.loop, &sup.timer);
