@@ -6,7 +6,6 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <glob.h>
 #include <linux/capability.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
@@ -84,44 +83,33 @@ bool hidden(const HostView& view, const std::string& path) {
     }
 }
 
-int session_socket(const HostView& view, int fd) {
-    return session_socket(view.session_directories, fd);
+std::string session_registry(uid_t uid) {
+    // Root's under /run, which only root writes: /tmp/cordon-0 could be made first by another user, who
+    // would own it (a session then refuses to start, as for any uid whose directory is not its own).
+    return uid == 0 ? std::string("/run/cordon/sessions")
+                    : "/tmp/cordon-" + std::to_string(uid) + "/sessions";
 }
 
-int session_socket(const std::vector<std::string>& session_directories, int fd) {
+std::string session_registry_entry(dev_t dev, ino_t ino) {
+    return std::to_string(static_cast<unsigned long long>(dev)) + "-" +
+           std::to_string(static_cast<unsigned long long>(ino));
+}
+
+int session_socket(int fd, uid_t as) {
     struct stat target {};
     if (::fstat(fd, &target) != 0) return errno;
     if (!S_ISSOCK(target.st_mode)) return 0;
-    for (const std::string& pattern : session_directories) {
-        glob_t found{};
-        if (::glob(pattern.c_str(), GLOB_NOSORT | GLOB_ONLYDIR, nullptr, &found) == 0) {
-            for (std::size_t i = 0; i < found.gl_pathc; ++i) {
-                const int dir = ::open(found.gl_pathv[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                DIR* d = dir >= 0 ? ::fdopendir(dir) : nullptr;
-                if (!d) {
-                    if (dir >= 0) ::close(dir);
-                    continue;  // not ours to read: not ours to connect to either (the session checks the uid)
-                }
-                bool same = false;
-                while (const dirent* e = ::readdir(d)) {
-                    struct stat st {};
-                    if (e->d_type != DT_SOCK && e->d_type != DT_UNKNOWN) continue;
-                    if (::fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode) &&
-                        st.st_dev == target.st_dev && st.st_ino == target.st_ino) {
-                        same = true;
-                        break;
-                    }
-                }
-                ::closedir(d);
-                if (same) {
-                    ::globfree(&found);
-                    return EACCES;
-                }
-            }
-        }
-        ::globfree(&found);
-    }
-    return 0;
+    // A session's socket is owned by the session's uid (it bound it), and a session serves only peers of
+    // its uid: a connect made as another uid cannot join or stop it, whatever the registry says.
+    if (target.st_uid != as) return 0;
+    const std::string entry =
+        session_registry(target.st_uid) + "/" + session_registry_entry(target.st_dev, target.st_ino);
+    struct stat st {};
+    if (::lstat(entry.c_str(), &st) == 0) return EACCES;
+    // No such entry, or no registry at all (no session of that uid registered: a session does not start
+    // without its entry, and makes it only in a directory of its uid alone). Any other answer (a registry
+    // this process cannot read, an I/O error) may hide a session: refused.
+    return errno == ENOENT || errno == ENOTDIR ? 0 : EACCES;
 }
 
 int connect(const HostView& view, sockaddr_storage& addr, socklen_t len) {

@@ -31,12 +31,6 @@ struct HostView {
     // allowAllUnixSockets: a Unix connect is performed as asked (abstract addresses included), but to a
     // session's control socket.
     bool all_unix_sockets = false;
-    // Where sessions keep their control sockets (glob patterns, every user's: a command run with --user
-    // connects as that user). A session serves any process of the host with its uid, and the supervisor
-    // performing the command's connect is one: a connect to a socket file that is one of those (the same
-    // device and inode, so a rename, hard link or symlink elsewhere is no way around it) is refused, under
-    // allowAllUnixSockets and to a listed socket alike.
-    std::vector<std::string> session_directories;
     // Where read rules apply (denyRead, the project read scope): the paths the namespace jail would mount,
     // shown (true) or hidden (false), the deepest at or above a path deciding (LandlockGrants::shown).
     // Empty: nothing is hidden. The command's Landlock domain hides the rest from its own calls, not from
@@ -64,12 +58,20 @@ bool hidden(const HostView& view, const std::string& path);
 // rewritten to its forward (HostView::host_ports); EPERM otherwise, as the namespace jail's firewall.
 int connect(const HostView& view, sockaddr_storage& addr, socklen_t len);
 
-// A connect to the socket file open as `fd` (O_PATH): EACCES when it is a session's control socket
-// (HostView::session_directories), else 0.
-int session_socket(const HostView& view, int fd);
-// The same against the glob patterns `session_directories` (the namespace jail's listed sockets: its
-// supervisor performs their connects from the host's pid namespace too).
-int session_socket(const std::vector<std::string>& session_directories, int fd);
+// Sessions' registry: whatever its XDG_RUNTIME_DIR, every session of `uid` makes an entry named
+// session_registry_entry(its socket's device and inode) in session_registry(uid) before its socket accepts a
+// connection (run/session.cpp), and removes it after the socket is gone. `/run/cordon/sessions` for root,
+// `/tmp/cordon-UID/sessions` for any other uid: fixed paths, so that a run finds every session of a uid
+// whatever its own environment says, and reads one name there instead of listing directories.
+std::string session_registry(uid_t uid);
+std::string session_registry_entry(dev_t dev, ino_t ino);
+
+// A connect performed with the effective uid `as` (the caller's) to the socket file open as `fd` (O_PATH):
+// EACCES when it is a registered session's control socket, or when the registry cannot tell (fail closed);
+// else 0. Why: a session serves any process of the host with its uid (SO_PEERCRED and the pid namespace are
+// all it can see), and the supervisor or connector performing a jailed command's connect is one; by device
+// and inode, so a rename, hard link, symlink or /proc path elsewhere is no way around it.
+int session_socket(int fd, uid_t as);
 
 // bind(2) of an AF_INET/AF_INET6 address: only loopback (127.0.0.0/8, ::1), as in the namespace jail whose
 // network has nothing else; EADDRNOTAVAIL otherwise. Other families: 0.

@@ -336,11 +336,10 @@ class NotifierImpl final : public Notifier {
   public:
     NotifierImpl(int fd, policy::PolicyPtr policy, RunStart run_start, std::vector<std::string> mount_points,
                  std::shared_ptr<const HostView> host, std::vector<std::string> cordon_files,
-                 RefusedWriteSink refused, std::vector<std::string> session_directories)
+                 RefusedWriteSink refused)
         : refused_(std::move(refused)),
           listener_(fd),
           host_(std::move(host)),
-          session_directories_(std::move(session_directories)),
           policy_(std::move(policy)),
           run_start_(run_start),
           mount_points_(mount_points.begin(), mount_points.end()),
@@ -535,6 +534,10 @@ class NotifierImpl final : public Notifier {
         if (!restrict_capabilities()) return EPERM;
         return result;
     }
+
+    // The effective uid a connect performed for `c` is made with: the caller's when we may take its ids
+    // (as_caller, a Connector), else ours.
+    uid_t connecting_uid(const Caller& c) const { return privileged_ ? c.fsuid : ::geteuid(); }
 
     // Runs a connect of a socket that was non-blocking when we looked, on the receive thread, under a
     // deadline: a timer of the thread's own signals it every kConnectDeadline until the connect returns.
@@ -1749,7 +1752,7 @@ class NotifierImpl final : public Notifier {
                     return to->fd < 0 ? errno : 0;
                 }))
                 return err;
-            if (int err = host_rules::session_socket(*host_, to->fd)) return err;
+            if (int err = host_rules::session_socket(to->fd, connecting_uid(c))) return err;
             attempt = [s, to, who = c, privileged = privileged_] {
                 return as_caller(who, privileged, [&] { return unix_sockets::connect_to(s->fd, to->fd); });
             };
@@ -1760,7 +1763,9 @@ class NotifierImpl final : public Notifier {
             if (int err = unix_sockets::open_listed(view_.root(c.pid), abs, pinned_sockets_, listed_sockets_,
                                                     to->fd))
                 return err;
-            if (int err = host_rules::session_socket(session_directories_, to->fd)) return err;
+            // Refused in either jail: the process performing the connect (this supervisor or a connector)
+            // is one of the host's pid namespace, which a session takes for a client.
+            if (int err = host_rules::session_socket(to->fd, connecting_uid(c))) return err;
             if (privileged_ && (c.fsuid != ::geteuid() || c.fsgid != ::getegid())) {
                 // Another identity than ours: the connect is made by a process of the caller's ids (see
                 // unix_sockets::Connector), so the listener's peer process is not a root one.
@@ -1849,8 +1854,6 @@ class NotifierImpl final : public Notifier {
     std::optional<RefusedWrite> refusal_;  // the call being handled: its latest refused decision (noted)
     Fd listener_;
     std::shared_ptr<const HostView> host_;  // the namespace-free jail's (host_view.hpp); null: namespaces
-    // Where sessions keep their control sockets (Notifier::start): a listed socket found there is refused.
-    std::vector<std::string> session_directories_;
     std::atomic<bool> stopping_{false}, stopped_{false};
     std::condition_variable stopped_cv_;
     JailView view_;
@@ -1894,11 +1897,9 @@ thread_local NotifierImpl::ThreadState NotifierImpl::state_;
 std::unique_ptr<Notifier> Notifier::start(int fd, policy::PolicyPtr policy, RunStart run_start,
                                           std::vector<std::string> mount_points,
                                           std::shared_ptr<const HostView> host,
-                                          std::vector<std::string> cordon_files, RefusedWriteSink refused,
-                                          std::vector<std::string> session_directories) {
+                                          std::vector<std::string> cordon_files, RefusedWriteSink refused) {
     return std::make_unique<NotifierImpl>(fd, std::move(policy), run_start, std::move(mount_points),
-                                          std::move(host), std::move(cordon_files), std::move(refused),
-                                          std::move(session_directories));
+                                          std::move(host), std::move(cordon_files), std::move(refused));
 }
 
 }  // namespace cordon::jail

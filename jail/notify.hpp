@@ -70,15 +70,13 @@ class Notifier {
     // `cordon_files`: cordon's own files (the audit log, its binary; resolved): never written,
     // replaced, linked, moved or removed (the write rule cordon-files), known by identity and by path.
     // `refused`: told of every call the write rules refused (see RefusedWriteSink).
-    // `session_directories`: where sessions keep their control sockets (HostView::session_directories): a
-    // listed socket that is one of them is refused in either jail (the supervisor, which performs the
-    // connect, is a process of the host the session would take for a client).
+    // A connect to a session's control socket (host_rules::session_socket) is refused in either jail: the
+    // supervisor, which performs the connect, is a process of the host the session would take for a client.
     static std::unique_ptr<Notifier> start(int fd, policy::PolicyPtr policy, RunStart run_start,
                                            std::vector<std::string> mount_points,
                                            std::shared_ptr<const HostView> host = nullptr,
                                            std::vector<std::string> cordon_files = {},
-                                           RefusedWriteSink refused = nullptr,
-                                           std::vector<std::string> session_directories = {});
+                                           RefusedWriteSink refused = nullptr);
     // The repositories the run created, for the end-of-run summary: git directories (`.../.git`, jail view)
     // it made or wrote into, gitfiles, and bare repositories where allowBareRepositories lets it make them.
     // Each is known by its identity (device and inode), under the path it was last seen at; the list is

@@ -37,20 +37,17 @@ namespace cordon::run {
 // refused when it is not a directory owned by the user with no access for others (a symlink included). A
 // message when none can be used.
 std::variant<std::filesystem::path, std::string> session_directory();
-// Where any user's sessions may keep their sockets, as glob patterns: this process's
-// `$XDG_RUNTIME_DIR/cordon` and every `/run/user/*/cordon` and `/tmp/cordon-*` (jail/host_view.hpp: the jail
-// without namespaces refuses a connect to a socket found there).
-std::vector<std::string> session_directory_patterns();
 // A session name: 1-64 of [A-Za-z0-9._-], not starting with '.' or '-'. A message saying what is wrong.
 std::optional<std::string> check_session_name(const std::string& name);
 
 // The supervisor's side of a session.
 class SessionHost {
   public:
-    // Binds NAME.sock (a live session of that name is an error; a stale socket is replaced) and forks the
-    // cleaner: a process that removes the socket and the jail's cgroups when the supervisor is gone, however
-    // it went (SIGKILL included). `ready_fd`: where "ready" is written once the session serves (then stdio
-    // is /dev/null), -1 for none. Call while single-threaded.
+    // Binds NAME.sock (a live session of that name is an error; a stale socket is replaced), registers it
+    // (jail::host_rules::session_registry: no jail's notifier connects to it) before it listens, and forks
+    // the cleaner: a process that removes the socket and the jail's cgroups when the supervisor is gone,
+    // however it went (SIGKILL included). `ready_fd`: where "ready" is written once the session serves (then
+    // stdio is /dev/null), -1 for none. Call while single-threaded.
     static std::variant<std::unique_ptr<SessionHost>, std::string> create(const std::string& name,
                                                                           std::optional<double> linger,
                                                                           int ready_fd);
@@ -79,6 +76,7 @@ class SessionHost {
 
     std::string name_;
     std::filesystem::path dir_, socket_path_;
+    std::filesystem::path registry_entry_;  // removed after the socket, by end() or the cleaner
     dev_t socket_dev_ = 0;
     ino_t socket_ino_ = 0;
     std::optional<double> linger_;

@@ -465,11 +465,6 @@ int run(const Options& options) {
     sup.session = options.session.get();
     sup.mount_points = std::move(mount_points);
     sup.host_view = ports ? ports->host_view(jail->host_view()) : jail->host_view();
-    if (sup.host_view) {
-        auto view = std::make_shared<jail::HostView>(*sup.host_view);
-        view->session_directories = session_directory_patterns();
-        sup.host_view = std::move(view);
-    }
     for (const auto& file : supervisor_files)
         sup.cordon_files.push_back(file.string());
     // cordon's own binary: the namespace jail binds it read-only where it lies in a writable area; replaced,
@@ -565,8 +560,7 @@ int run(const Options& options) {
                 if (int fd = s->jail->take_notify_fd(); fd >= 0)
                     s->session_notifiers.push_back(jail::Notifier::start(
                         fd, s->policy, s->run_start, s->mount_points, nullptr, s->cordon_files,
-                        [writes = s->writes.get()](jail::RefusedWrite&& w) { writes->add(std::move(w)); },
-                        session_directory_patterns()));
+                        [writes = s->writes.get()](jail::RefusedWrite&& w) { writes->add(std::move(w)); }));
                 return;
             }
             s->close_notify();
@@ -574,8 +568,7 @@ int run(const Options& options) {
                 s->notifier = jail::Notifier::start(
                     fd, s->policy, s->run_start, std::move(s->mount_points), s->host_view,
                     std::move(s->cordon_files),
-                    [writes = s->writes.get()](jail::RefusedWrite&& w) { writes->add(std::move(w)); },
-                    session_directory_patterns());
+                    [writes = s->writes.get()](jail::RefusedWrite&& w) { writes->add(std::move(w)); });
         });
     }
     uv_timer_init(&sup.loop, &sup.timer);

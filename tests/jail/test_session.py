@@ -432,9 +432,9 @@ class SessionCase(JailFixtures):
     def test_jail_without_namespaces_cannot_join_or_stop(self):
         self.another_jail_joins("--jail", "landlock")
 
-    def probe_session(self, name, settings_doc, jail_flags, env=None):
+    def probe_session(self, name, settings_doc, jail_flags, env=None, as_root_for_user=False):
         """Runs JOIN_PROBE in another jail against session `name`'s socket; True when it got in (ran a command in
-        the session or stopped it)."""
+        the session or stopped it). `as_root_for_user`: root runs that jail with --user (the test user)."""
         settings = os.path.join(self.dir, "probe_settings.json")
         with open(settings, "w") as f:
             json.dump(settings_doc, f)
@@ -442,10 +442,11 @@ class SessionCase(JailFixtures):
         probe = self.write(os.path.join(self.dir, "join_probe.py"), self.JOIN_PROBE)
         sock = os.path.join(self.xdg, "cordon", name + ".sock")
         target = os.path.join(self.outside, "escaped")
-        user = ["--user", Env.user] if self.USER_FLAG else []
+        user = ["--user", Env.user] if self.USER_FLAG or as_root_for_user else []
+        identity = {} if as_root_for_user else self._identity()
         p = subprocess.run([Env.cordon, "run", "--no-discover", *user, *jail_flags, "--settings", settings, "--",
                             jailtest.PY, probe, sock, target], cwd=self.cwd, env=env or self.env(),
-                           capture_output=True, text=True, timeout=60, **self._identity())
+                           capture_output=True, text=True, timeout=60, **identity)
         got_in = os.path.exists(target) or '"started"' in p.stdout or '"stopped"' in p.stdout or \
             self.status(name) is None
         return got_in, p.stdout + p.stderr
@@ -630,6 +631,25 @@ class AsRoot(SessionCase, unittest.TestCase):
 
 class AsUser(SessionCase, unittest.TestCase):
     AS_USER = True
+
+    def test_root_run_with_user_without_namespaces_cannot_join_a_session_of_another_runtime_dir(self):
+        # Review r27, the --user variant: the user's session keeps its socket in the user's XDG_RUNTIME_DIR;
+        # root runs the jail without namespaces with --user (that user) and another XDG_RUNTIME_DIR or none.
+        # The root supervisor performs the command's connect as the user: the session would take it for one
+        # of its clients. Nothing of the user's directories is listed by the run (a registry by uid).
+        name = self.start("--allow-write", self.outside)
+        other = tempfile.mkdtemp(prefix="root-xdg-", dir=Env.base)
+        self.addCleanup(shutil.rmtree, other, ignore_errors=True)
+        os.chmod(other, 0o700)
+        root_env = {**self.env(), "XDG_RUNTIME_DIR": other}
+        for env in (root_env, {k: v for k, v in root_env.items() if k != "XDG_RUNTIME_DIR"}):
+            got_in, out = self.probe_session(name, {"sandbox": {"network": {"allowAllUnixSockets": True}}},
+                                             ["--jail", "landlock"], env=env, as_root_for_user=True)
+            self.assertFalse(got_in, f"root's jail without namespaces (--user) joined or stopped the user's "
+                                     f"session (XDG_RUNTIME_DIR={env.get('XDG_RUNTIME_DIR')}): {out}")
+            # Refused by the notifier (EACCES), not only by the session's peer check (which cannot read the
+            # root supervisor's pid namespace and refuses it for that).
+            self.assertEqual(out.count("unreachable [Errno 13]"), 2, out)
 
 
 if __name__ == "__main__":
