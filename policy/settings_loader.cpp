@@ -1040,8 +1040,14 @@ std::optional<LoadError> collect(const LoadOptions& options, Collected& out) {
         }
         if (options.discover) {
             loader.load_if_present(out.cwd / ".claude" / "settings.local.json", Layer::Local);
-            loader.load_if_present(out.cwd / ".claude" / "settings.json", Layer::Project);
-            loader.load_if_present(out.home / ".claude" / "settings.json", Layer::User);
+            // The project's file may be the user's own (the working directory is the home directory, or the
+            // project's .claude is a link to ~/.claude): then it is the user's settings, at the user's layer
+            // (a project's file could not give host ports, published ports, ...).
+            const fs::path project = out.cwd / ".claude" / "settings.json";
+            const fs::path user = out.home / ".claude" / "settings.json";
+            std::error_code same_ec;
+            if (!fs::equivalent(project, user, same_ec)) loader.load_if_present(project, Layer::Project);
+            loader.load_if_present(user, Layer::User);
         }
         load_flags(options, out);
     } catch (const Failure& failure) {

@@ -353,6 +353,21 @@ class PortsCase(JailFixtures):
         got, err = run()
         self.assertEqual(got, ["+PONG", "42"], err)
 
+    def test_user_settings_from_the_home_directory_open_ports(self):
+        # Run from the home directory, the project's .claude/settings.json is the user's own
+        # ~/.claude/settings.json: user settings, whose host ports count (it was skipped as a project's file).
+        p = self.db.port
+        self.write(os.path.join(self.home, ".claude", "settings.json"),
+                   json.dumps({"sandbox": {"network": {"hostPorts": [p]}}}))
+        user = ["--user", Env.user] if self.USER_FLAG else []
+        # (--allow-write .: the home directory is not made writable unless asked; the run stops otherwise.)
+        r = subprocess.run([Env.cordon, "run", *user, *self.JAIL, "--allow-write", ".", "--", PY, "-c", CLIENT,
+                            f"127.0.0.1:{p}"], cwd=self.home, env=self.env(), capture_output=True, text=True, timeout=60,
+                           **self._identity())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("not taken from a project's settings", r.stderr)
+        self.assertEqual(r.stdout.split()[2:], ["+PONG", "42"], r.stderr)
+
     def test_many_host_ports(self):
         # More host ports than one hand-over message carries (16 descriptors: two listeners a port).
         servers = [LineServer() for _ in range(20)]
