@@ -83,6 +83,35 @@ bool hidden(const HostView& view, const std::string& path) {
     }
 }
 
+std::string session_registry(uid_t uid) {
+    // Root's under /run, which only root writes: /tmp/cordon-0 could be made first by another user, who
+    // would own it (a session then refuses to start, as for any uid whose directory is not its own).
+    return uid == 0 ? std::string("/run/cordon/sessions")
+                    : "/tmp/cordon-" + std::to_string(uid) + "/sessions";
+}
+
+std::string session_registry_entry(dev_t dev, ino_t ino) {
+    return std::to_string(static_cast<unsigned long long>(dev)) + "-" +
+           std::to_string(static_cast<unsigned long long>(ino));
+}
+
+int session_socket(int fd, uid_t as) {
+    struct stat target {};
+    if (::fstat(fd, &target) != 0) return errno;
+    if (!S_ISSOCK(target.st_mode)) return 0;
+    // A session's socket is owned by the session's uid (it bound it), and a session serves only peers of
+    // its uid: a connect made as another uid cannot join or stop it, whatever the registry says.
+    if (target.st_uid != as) return 0;
+    const std::string entry =
+        session_registry(target.st_uid) + "/" + session_registry_entry(target.st_dev, target.st_ino);
+    struct stat st {};
+    if (::lstat(entry.c_str(), &st) == 0) return EACCES;
+    // No such entry, or no registry at all (no session of that uid registered: a session does not start
+    // without its entry, and makes it only in a directory of its uid alone). Any other answer (a registry
+    // this process cannot read, an I/O error) may hide a session: refused.
+    return errno == ENOENT || errno == ENOTDIR ? 0 : EACCES;
+}
+
 int connect(const HostView& view, sockaddr_storage& addr, socklen_t len) {
     // A listed host port: the forward's address instead (the same family, so `len` still fits).
     for (const auto& redirect : view.host_ports) {

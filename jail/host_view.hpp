@@ -28,7 +28,8 @@ struct HostView {
         sockaddr_storage from{}, to{};
     };
     std::vector<Redirect> host_ports;
-    // allowAllUnixSockets: a Unix connect is performed as asked (abstract addresses included).
+    // allowAllUnixSockets: a Unix connect is performed as asked (abstract addresses included), but to a
+    // session's control socket.
     bool all_unix_sockets = false;
     // Where read rules apply (denyRead, the project read scope): the paths the namespace jail would mount,
     // shown (true) or hidden (false), the deepest at or above a path deciding (LandlockGrants::shown).
@@ -56,6 +57,21 @@ bool hidden(const HostView& view, const std::string& path);
 // (AF_UNSPEC dissolves an association and is allowed), or to a listed host port, whose address is then
 // rewritten to its forward (HostView::host_ports); EPERM otherwise, as the namespace jail's firewall.
 int connect(const HostView& view, sockaddr_storage& addr, socklen_t len);
+
+// Sessions' registry: whatever its XDG_RUNTIME_DIR, every session of `uid` makes an entry named
+// session_registry_entry(its socket's device and inode) in session_registry(uid) before its socket accepts a
+// connection (run/session.cpp), and removes it after the socket is gone. `/run/cordon/sessions` for root,
+// `/tmp/cordon-UID/sessions` for any other uid: fixed paths, so that a run finds every session of a uid
+// whatever its own environment says, and reads one name there instead of listing directories.
+std::string session_registry(uid_t uid);
+std::string session_registry_entry(dev_t dev, ino_t ino);
+
+// A connect performed with the effective uid `as` (the caller's) to the socket file open as `fd` (O_PATH):
+// EACCES when it is a registered session's control socket, or when the registry cannot tell (fail closed);
+// else 0. Why: a session serves any process of the host with its uid (SO_PEERCRED and the pid namespace are
+// all it can see), and the supervisor or connector performing a jailed command's connect is one; by device
+// and inode, so a rename, hard link, symlink or /proc path elsewhere is no way around it.
+int session_socket(int fd, uid_t as);
 
 // bind(2) of an AF_INET/AF_INET6 address: only loopback (127.0.0.0/8, ::1), as in the namespace jail whose
 // network has nothing else; EADDRNOTAVAIL otherwise. Other families: 0.

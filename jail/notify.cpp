@@ -535,6 +535,10 @@ class NotifierImpl final : public Notifier {
         return result;
     }
 
+    // The effective uid a connect performed for `c` is made with: the caller's when we may take its ids
+    // (as_caller, a Connector), else ours.
+    uid_t connecting_uid(const Caller& c) const { return privileged_ ? c.fsuid : ::geteuid(); }
+
     // Runs a connect of a socket that was non-blocking when we looked, on the receive thread, under a
     // deadline: a timer of the thread's own signals it every kConnectDeadline until the connect returns.
     // Why: the caller's other thread may have cleared O_NONBLOCK since (the open file is shared), and a
@@ -1751,11 +1755,23 @@ class NotifierImpl final : public Notifier {
                 return ::connect(s->fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0 ? 0 : errno;
             };
         } else if (connecting && host_ && host_->all_unix_sockets) {
-            // allowAllUnixSockets without a listed path: performed as asked, as the caller.
-            attempt = [s, addr, len, who = c, privileged = privileged_] {
-                return as_caller(who, privileged, [&] {
-                    return ::connect(s->fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0 ? 0 : errno;
-                });
+            // allowAllUnixSockets without a listed path: performed as the caller asked, as the caller, to the
+            // file its path names (relative to its working directory), opened once and connected through
+            // /proc/self/fd (exactly the file checked), unless that is a session's control socket: the
+            // session would take the supervisor, a process of the host with the session's uid, for a client.
+            std::string abs;
+            if (int err = view_.absolute(c, AT_FDCWD, *path, abs)) return err;
+            const int rootfd = view_.root(c.pid);
+            if (rootfd < 0) return EACCES;
+            auto to = std::make_shared<Fd>();
+            if (int err = as_caller(c, privileged_, [&] {
+                    to->fd = unix_sockets::open_path(rootfd, abs);
+                    return to->fd < 0 ? errno : 0;
+                }))
+                return err;
+            if (int err = host_rules::session_socket(to->fd, connecting_uid(c))) return err;
+            attempt = [s, to, who = c, privileged = privileged_] {
+                return as_caller(who, privileged, [&] { return unix_sockets::connect_to(s->fd, to->fd); });
             };
         } else if (connecting) {
             std::string abs;
@@ -1764,6 +1780,9 @@ class NotifierImpl final : public Notifier {
             if (int err = unix_sockets::open_listed(view_.root(c.pid), abs, pinned_sockets_, listed_sockets_,
                                                     to->fd))
                 return err;
+            // Refused in either jail: the process performing the connect (this supervisor or a connector)
+            // is one of the host's pid namespace, which a session takes for a client.
+            if (int err = host_rules::session_socket(to->fd, connecting_uid(c))) return err;
             if (privileged_ && (c.fsuid != ::geteuid() || c.fsgid != ::getegid())) {
                 // Another identity than ours: the connect is made by a process of the caller's ids (see
                 // unix_sockets::Connector), so the listener's peer process is not a root one.

@@ -70,6 +70,8 @@ class Notifier {
     // `cordon_files`: cordon's own files (the audit log, its binary; resolved): never written,
     // replaced, linked, moved or removed (the write rule cordon-files), known by identity and by path.
     // `refused`: told of every call the write rules refused (see RefusedWriteSink).
+    // A connect to a session's control socket (host_rules::session_socket) is refused in either jail: the
+    // supervisor, which performs the connect, is a process of the host the session would take for a client.
     static std::unique_ptr<Notifier> start(int fd, policy::PolicyPtr policy, RunStart run_start,
                                            std::vector<std::string> mount_points,
                                            std::shared_ptr<const HostView> host = nullptr,

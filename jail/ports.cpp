@@ -18,8 +18,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "jail/detail/handover.hpp"
 #include "jail/detail/setup.hpp"
@@ -33,12 +36,11 @@ Result open_ports(Context& ctx) {
     if (ports.empty() && !ctx.plan.jail_sockets) return std::nullopt;
     if (ports.size() > kMaxHostPorts)
         return fail_msg("more than " + std::to_string(kMaxHostPorts) + " host ports");
-    std::string names;
-    int fds[kMaxPassedFds];
-    std::size_t count = 0;
+    // Each descriptor with its name ("h127.0.0.1:PORT", "h[::1]:PORT", "s" for the socket source).
+    std::vector<std::pair<int, std::string>> out;
     auto done = [&] {
-        for (std::size_t i = 0; i < count; ++i)
-            ::close(fds[i]);
+        for (const auto& [fd, name] : out)
+            ::close(fd);
     };
     for (const auto port : ports) {
         const int v4 = listen_loopback(AF_INET, port, SOCK_STREAM);
@@ -47,13 +49,10 @@ Result open_ports(Context& ctx) {
             done();
             return f;
         }
-        fds[count++] = v4;
-        names += "h127.0.0.1:" + std::to_string(port) + '\0';
+        out.emplace_back(v4, "h127.0.0.1:" + std::to_string(port));
         // IPv6 may be disabled in the kernel: then the IPv4 listener serves alone (as the proxy's).
-        if (const int v6 = listen_loopback(AF_INET6, port, SOCK_STREAM); v6 >= 0) {
-            fds[count++] = v6;
-            names += "h[::1]:" + std::to_string(port) + '\0';
-        }
+        if (const int v6 = listen_loopback(AF_INET6, port, SOCK_STREAM); v6 >= 0)
+            out.emplace_back(v6, "h[::1]:" + std::to_string(port));
     }
     if (ctx.plan.jail_sockets) {
         int pair[2];
@@ -63,18 +62,57 @@ Result open_ports(Context& ctx) {
             return f;
         }
         ctx.jail_sockets = pair[0];
-        fds[count++] = pair[1];
-        names += std::string("s") + '\0';
+        out.emplace_back(pair[1], "s");
     }
-    const bool sent = send_fds(ctx.supervisor_fd, names.data(), names.size(), fds, count) ==
-                      static_cast<ssize_t>(names.size());
+    // As many messages as it takes, kMaxPassedFds descriptors at most each (never none: a message without
+    // descriptors could be read together with the next one on the stream socket), each headed by '+' when
+    // another follows or '.' for the last.
+    bool sent = true;
+    for (std::size_t at = 0; sent && at < out.size(); at += kMaxPassedFds) {
+        const std::size_t end = std::min(out.size(), at + kMaxPassedFds);
+        std::string names(1, end < out.size() ? '+' : '.');
+        int fds[kMaxPassedFds];
+        for (std::size_t i = at; i < end; ++i) {
+            fds[i - at] = out[i].first;
+            names += out[i].second + '\0';
+        }
+        sent = send_fds(ctx.supervisor_fd, names.data(), names.size(), fds, end - at) ==
+               static_cast<ssize_t>(names.size());
+    }
     done();  // the jail keeps no listener: only the supervisor accepts on them
     if (!sent) return fail("hand the host ports' listeners to the supervisor");
     return std::nullopt;
 }
 
 std::optional<std::vector<Listener>> receive_ports(int fd) {
-    return receive_listeners(fd, kMaxPassedFds);
+    std::vector<Listener> out;
+    // Bounded: the messages open_ports sends for kMaxHostPorts ports and the socket source.
+    const std::size_t most = (2 * kMaxHostPorts + 1 + kMaxPassedFds - 1) / kMaxPassedFds;
+    for (std::size_t message = 0; message < most; ++message) {
+        char names[kMaxPassedFds * 24 + 2] = {};
+        int passed[kMaxPassedFds];
+        std::size_t count = 0;
+        const ssize_t n = receive_fds(fd, names, sizeof names - 1, passed, kMaxPassedFds, count);
+        if (n <= 0 || count == 0 || (names[0] != '+' && names[0] != '.')) {
+            for (std::size_t i = 0; i < count; ++i)
+                ::close(passed[i]);
+            for (auto& l : out)
+                ::close(l.fd);
+            return std::nullopt;
+        }
+        std::size_t pos = 1;
+        for (std::size_t i = 0; i < count; ++i) {
+            std::string name(names + std::min<std::size_t>(pos, static_cast<std::size_t>(n)));
+            pos += name.size() + 1;
+            Listener l{name.empty() ? name : name.substr(1), passed[i], Listener::Kind::HostPort};
+            if (name == "s") l.kind = Listener::Kind::JailSockets;
+            out.push_back(std::move(l));
+        }
+        if (names[0] == '.') return out;
+    }
+    for (auto& l : out)
+        ::close(l.fd);
+    return std::nullopt;
 }
 
 void serve_socket_request(int source) {

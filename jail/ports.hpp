@@ -5,8 +5,9 @@
 
 namespace cordon::jail {
 
-// The most host ports one jail listens on (each on 127.0.0.1 and ::1, in one hand-over message).
-constexpr unsigned kMaxHostPorts = 7;
+// The most host ports one jail listens on (each on 127.0.0.1 and ::1, handed over kMaxPassedFds descriptors a
+// message). A bound, not a need of the mechanism: each costs the supervisor two descriptors for the run.
+constexpr unsigned kMaxHostPorts = 256;
 
 // Asks for an unconnected, non-blocking TCP socket of `family` (AF_INET, AF_INET6) made in the jail's network
 // namespace. False when the source is gone (the jail ended). Answers come in the order asked.

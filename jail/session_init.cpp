@@ -70,8 +70,14 @@ void run_session_init(Context& ctx) {
     std::map<pid_t, std::uint32_t> running;  // command pid -> the supervisor's id
     report(ctx.supervisor_fd, SessionEvent::Kind::Ready, 0, 0);
     for (;;) {
-        pollfd p[2] = {{ctx.supervisor_fd, POLLIN, 0}, {sigfd, POLLIN, 0}};
-        if (::poll(p, 2, -1) < 0) continue;  // EINTR
+        // The socket source of published ports (ports.cpp), served as by a run's init.
+        pollfd p[3] = {{ctx.supervisor_fd, POLLIN, 0}, {sigfd, POLLIN, 0}, {ctx.jail_sockets, POLLIN, 0}};
+        if (::poll(p, ctx.jail_sockets >= 0 ? 3 : 2, -1) < 0) continue;  // EINTR
+        if (ctx.jail_sockets >= 0 && (p[2].revents & POLLIN)) serve_socket_request(ctx.jail_sockets);
+        if (ctx.jail_sockets >= 0 && (p[2].revents & (POLLHUP | POLLERR)) && !(p[2].revents & POLLIN)) {
+            ::close(ctx.jail_sockets);  // the supervisor is done with it
+            ctx.jail_sockets = -1;
+        }
         if (p[1].revents & POLLIN) {
             signalfd_siginfo info{};
             while (::read(sigfd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {

@@ -150,6 +150,10 @@ int open_listed(int rootfd, const std::string& path, const std::vector<Pinned>& 
     return EPERM;
 }
 
+int open_path(int rootfd, const std::string& path) {
+    return open_in_root(rootfd, path);
+}
+
 int connect_to(int sock, int target) {
     sockaddr_un un{};
     un.sun_family = AF_UNIX;

@@ -66,6 +66,10 @@ std::vector<Pinned> pin_listed(const std::vector<std::string>& listed);
 int open_listed(int rootfd, const std::string& path, const std::vector<Pinned>& pinned,
                 const std::vector<std::string>& listed, int& target);
 
+// Opens `path` (absolute, jail view) in the jail's root `rootfd`, O_PATH, following symlinks but no magic
+// link (/proc/self there would be the supervisor). The descriptor, or -1 with errno.
+int open_path(int rootfd, const std::string& path);
+
 // connect(2) of `sock` to the socket file open as `target` (through /proc/self/fd: no sun_path length limit,
 // and exactly the file that was checked). 0 or an errno (EINPROGRESS for a non-blocking socket).
 int connect_to(int sock, int target);

@@ -606,12 +606,23 @@ class FileLoader {
     // hostPorts ([5432, 6379]) and publishPorts (["8080", "0.0.0.0:8080:3000", 3000]): `cordon run`'s port
     // forwards (policy/ports.hpp). Both open a way around the proxy, so they are allow entries: a bad one is
     // skipped with a warning, never a stop; with allowManagedDomainsOnly only the managed layer's count.
+    // Never from the project's own files (.claude/settings.json, settings.local.json): a cloned repository
+    // would give its jail the host's database or publish on every address; the user's settings, --settings
+    // files, managed settings and the flags are the user's word.
     void load_ports(const json& network, const std::string& base) {
         for (const char* key : {"hostPorts", "publishPorts"}) {
             auto it = network.find(key);
             if (it == network.end()) continue;
             const std::string path = append_key(base, key);
             const bool host = std::string_view(key) == "hostPorts";
+            if (layer_ == Layer::Project || layer_ == Layer::Local) {
+                warn(path,
+                     std::string("skipped: not taken from a project's settings (a cloned repository's "
+                                 "file would open the host to its jail); give ") +
+                         (host ? "--host-port" : "--publish") +
+                         ", or put it in your user settings (~/.claude/settings.json) or a --settings file");
+                continue;
+            }
             if (!it->is_array()) {
                 warn(path, std::string("skipped: expected an array of ") +
                                (host ? "port numbers" : "\"[ADDR:]PORT[:JAIL_PORT]\" strings or numbers") +
@@ -1029,8 +1040,14 @@ std::optional<LoadError> collect(const LoadOptions& options, Collected& out) {
         }
         if (options.discover) {
             loader.load_if_present(out.cwd / ".claude" / "settings.local.json", Layer::Local);
-            loader.load_if_present(out.cwd / ".claude" / "settings.json", Layer::Project);
-            loader.load_if_present(out.home / ".claude" / "settings.json", Layer::User);
+            // The project's file may be the user's own (the working directory is the home directory, or the
+            // project's .claude is a link to ~/.claude): then it is the user's settings, at the user's layer
+            // (a project's file could not give host ports, published ports, ...).
+            const fs::path project = out.cwd / ".claude" / "settings.json";
+            const fs::path user = out.home / ".claude" / "settings.json";
+            std::error_code same_ec;
+            if (!fs::equivalent(project, user, same_ec)) loader.load_if_present(project, Layer::Project);
+            loader.load_if_present(user, Layer::User);
         }
         load_flags(options, out);
     } catch (const Failure& failure) {

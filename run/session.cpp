@@ -25,6 +25,7 @@
 #include "jail/cgroup.hpp"
 #include "jail/detail/handover.hpp"
 #include "jail/detail/setup.hpp"
+#include "jail/host_view.hpp"
 #include "jail/jail.hpp"
 #include "proxy/proxy.hpp"
 #include "run/environment.hpp"
@@ -46,19 +47,42 @@ namespace {
 // command, which runs in the session's jail).
 constexpr int kRelayed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
-// A directory the user owns alone, made if missing.
-std::optional<std::string> private_directory(const fs::path& dir) {
+// A directory the user owns alone, made if missing. `what` names it in the message.
+std::optional<std::string> private_directory(const fs::path& dir, const char* what = "session directory") {
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-        return "cannot make the session directory " + dir.string() + ": " + std::strerror(errno);
+        return std::string("cannot make the ") + what + " " + dir.string() + ": " + std::strerror(errno);
     struct stat st {};
     if (::lstat(dir.c_str(), &st) != 0)
-        return "cannot read the session directory " + dir.string() + ": " + std::strerror(errno);
+        return std::string("cannot read the ") + what + " " + dir.string() + ": " + std::strerror(errno);
     // Why so strict: another user who can write here could put a socket of their own under a session's name
     // and receive the descriptors and environment of the next joining command.
     if (!S_ISDIR(st.st_mode) || st.st_uid != ::getuid() || (st.st_mode & 077) != 0)
-        return "the session directory " + dir.string() +
+        return std::string("the ") + what + " " + dir.string() +
                " is not a directory of yours alone (mode 0700): refusing to use it";
     return std::nullopt;
+}
+
+// The session's entry in its uid's registry (jail::host_rules::session_registry), for its socket `sock`
+// (device `dev`, inode `ino`): the entry's path, or why it could not be made. Why a registry and not the
+// session directory: that one depends on XDG_RUNTIME_DIR, which a run (and the notifier refusing its
+// connects to sessions) may not share with the session; the registry's place depends on the uid alone.
+std::variant<fs::path, std::string> register_socket(const fs::path& sock, dev_t dev, ino_t ino) {
+    const fs::path dir = jail::host_rules::session_registry(::getuid());
+    if (auto why = private_directory(dir.parent_path(), "session registry's directory")) return *why;
+    if (auto why = private_directory(dir, "session registry")) return *why;
+    const fs::path entry = dir / jail::host_rules::session_registry_entry(dev, ino);
+    // An entry of that name is one a session gone without its cleaner left (a reboot with /tmp on disk):
+    // the inode is ours now.
+    const int fd = ::open(entry.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return "cannot register the session in " + dir.string() + ": " + std::strerror(errno);
+    const std::string text = sock.string() + "\n";  // for whoever reads it; the name is what counts
+    const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(fd);
+    if (!written) {
+        ::unlink(entry.c_str());
+        return "cannot register the session in " + dir.string() + ": " + std::strerror(errno);
+    }
+    return entry;
 }
 
 bool owned_directory(const fs::path& dir) {
@@ -211,10 +235,23 @@ std::variant<std::unique_ptr<SessionHost>, std::string> SessionHost::create(cons
     const int bind_errno = errno;
     ::umask(old);
     if (bound != 0) return "cannot create " + sock.string() + ": " + std::strerror(bind_errno);
-    if (::lstat(sock.c_str(), &st) != 0 || ::listen(host->listen_fd_, 64) != 0)
-        return "cannot listen on " + sock.string() + ": " + std::strerror(errno);
+    if (::lstat(sock.c_str(), &st) != 0) return "cannot read " + sock.string() + ": " + std::strerror(errno);
     host->socket_dev_ = st.st_dev;
     host->socket_ino_ = st.st_ino;
+    // Registered before it listens (a connect until then is refused by the kernel): from its first
+    // connection on, no jail's notifier performs a connect to it (jail/host_view.hpp).
+    auto entry = register_socket(sock, st.st_dev, st.st_ino);
+    if (auto* why = std::get_if<std::string>(&entry)) {
+        ::unlink(sock.c_str());
+        return *why;
+    }
+    host->registry_entry_ = std::get<fs::path>(entry);
+    if (::listen(host->listen_fd_, 64) != 0) {
+        const int err = errno;
+        ::unlink(sock.c_str());
+        ::unlink(host->registry_entry_.c_str());
+        return "cannot listen on " + sock.string() + ": " + std::strerror(err);
+    }
 
     // The cleaner: what the supervisor would remove on its way out, removed when it is gone however it went
     // (a SIGKILL runs no code of its own). The jail itself needs no cleaner: its init dies with the
@@ -223,6 +260,7 @@ std::variant<std::unique_ptr<SessionHost>, std::string> SessionHost::create(cons
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
     const pid_t supervisor = ::getpid();
     const std::string sock_text = sock.string();
+    const std::string entry_text = host->registry_entry_.string();
     const dev_t dev = host->socket_dev_;
     const ino_t ino = host->socket_ino_;
     const pid_t cleaner = ::fork();
@@ -238,6 +276,9 @@ std::variant<std::unique_ptr<SessionHost>, std::string> SessionHost::create(cons
         char byte;
         while (::read(in, &byte, 1) != 0 && errno == EINTR) {
         }
+        // The supervisor is gone and its listener with it. The entry first: while the socket file is
+        // there its inode cannot be another session's, whose entry would have the same name.
+        ::unlink(entry_text.c_str());
         struct stat now {};
         if (::lstat(sock_text.c_str(), &now) == 0 && now.st_dev == dev && now.st_ino == ino)
             ::unlink(sock_text.c_str());
@@ -528,11 +569,15 @@ void SessionHost::end() {
         uv_close(reinterpret_cast<uv_handle_t*>(&handles_->listen), nullptr);
         uv_close(reinterpret_cast<uv_handle_t*>(&handles_->linger), nullptr);
     }
+    // The listener closed first (nothing connects any more), then the registry's entry, then the file
+    // (while it is there its inode cannot be another session's, whose entry would have the same name).
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+    listen_fd_ = -1;
+    if (!registry_entry_.empty()) ::unlink(registry_entry_.c_str());
+    registry_entry_.clear();
     struct stat st {};
     if (::lstat(socket_path_.c_str(), &st) == 0 && st.st_dev == socket_dev_ && st.st_ino == socket_ino_)
         ::unlink(socket_path_.c_str());
-    if (listen_fd_ >= 0) ::close(listen_fd_);
-    listen_fd_ = -1;
     // The cleaner has nothing left to do: it exits once our end of its pipe closes; waited for, so that
     // `session stop` returns with no process of the session left.
     if (cleaner_fd_ >= 0) ::close(cleaner_fd_);

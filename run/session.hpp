@@ -43,10 +43,11 @@ std::optional<std::string> check_session_name(const std::string& name);
 // The supervisor's side of a session.
 class SessionHost {
   public:
-    // Binds NAME.sock (a live session of that name is an error; a stale socket is replaced) and forks the
-    // cleaner: a process that removes the socket and the jail's cgroups when the supervisor is gone, however
-    // it went (SIGKILL included). `ready_fd`: where "ready" is written once the session serves (then stdio
-    // is /dev/null), -1 for none. Call while single-threaded.
+    // Binds NAME.sock (a live session of that name is an error; a stale socket is replaced), registers it
+    // (jail::host_rules::session_registry: no jail's notifier connects to it) before it listens, and forks
+    // the cleaner: a process that removes the socket and the jail's cgroups when the supervisor is gone,
+    // however it went (SIGKILL included). `ready_fd`: where "ready" is written once the session serves (then
+    // stdio is /dev/null), -1 for none. Call while single-threaded.
     static std::variant<std::unique_ptr<SessionHost>, std::string> create(const std::string& name,
                                                                           std::optional<double> linger,
                                                                           int ready_fd);
@@ -75,6 +76,7 @@ class SessionHost {
 
     std::string name_;
     std::filesystem::path dir_, socket_path_;
+    std::filesystem::path registry_entry_;  // removed after the socket, by end() or the cleaner
     dev_t socket_dev_ = 0;
     ino_t socket_ino_ = 0;
     std::optional<double> linger_;

@@ -319,6 +319,73 @@ class PortsCase(JailFixtures):
         self.assertEqual((rc, out), (0, "ran\n"), err)
         self.assertIn("sandbox.network.hostPorts: skipped", err)
 
+    def test_project_settings_cannot_open_ports(self):
+        # A cloned repository's .claude/settings.json or settings.local.json must not give its jail the host's
+        # database nor publish on every address: skipped with a warning naming the file and the key. The user's
+        # own settings may.
+        p = self.db.port
+        publish = free_port()
+        for name in ("settings.json", "settings.local.json"):
+            self.write(os.path.join(self.cwd, ".claude", name), json.dumps(
+                {"sandbox": {"network": {"hostPorts": [p], "publishPorts": [f"0.0.0.0:{publish}:3000"]}}}))
+        user = ["--user", Env.user] if self.USER_FLAG else []
+
+        def run():
+            r = subprocess.run([Env.cordon, "run", *user, *self.JAIL, "--", PY, "-c", CLIENT, f"127.0.0.1:{p}"],
+                               cwd=self.cwd, env=self.env(), capture_output=True, text=True, timeout=60,
+                               **self._identity())
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return r.stdout.split()[2:], r.stderr
+
+        got, err = run()
+        self.assertEqual(got, ["ERR", "EPERM"] if self.JAIL else ["ERR", "ECONNREFUSED"], err)
+        for name in ("settings.json", "settings.local.json"):
+            for key in ("hostPorts", "publishPorts"):
+                line = [w for w in err.splitlines()
+                        if f"/.claude/{name}:" in w and f"sandbox.network.{key}:" in w]
+                self.assertEqual(len(line), 1, err)
+                self.assertIn("skipped: not taken from a project's settings", line[0])
+                self.assertIn("--host-port" if key == "hostPorts" else "--publish", line[0])
+                self.assertIn("user settings", line[0])
+        self.assertNotIn(str(publish), err.replace(f"0.0.0.0:{publish}:3000", ""))  # nothing published
+        self.write(os.path.join(self.home, ".claude", "settings.json"),
+                   json.dumps({"sandbox": {"network": {"hostPorts": [p]}}}))
+        got, err = run()
+        self.assertEqual(got, ["+PONG", "42"], err)
+
+    def test_user_settings_from_the_home_directory_open_ports(self):
+        # Run from the home directory, the project's .claude/settings.json is the user's own
+        # ~/.claude/settings.json: user settings, whose host ports count (it was skipped as a project's file).
+        p = self.db.port
+        self.write(os.path.join(self.home, ".claude", "settings.json"),
+                   json.dumps({"sandbox": {"network": {"hostPorts": [p]}}}))
+        user = ["--user", Env.user] if self.USER_FLAG else []
+        # (--allow-write .: the home directory is not made writable unless asked; the run stops otherwise.)
+        r = subprocess.run([Env.cordon, "run", *user, *self.JAIL, "--allow-write", ".", "--", PY, "-c", CLIENT,
+                            f"127.0.0.1:{p}"], cwd=self.home, env=self.env(), capture_output=True, text=True, timeout=60,
+                           **self._identity())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("not taken from a project's settings", r.stderr)
+        self.assertEqual(r.stdout.split()[2:], ["+PONG", "42"], r.stderr)
+
+    def test_many_host_ports(self):
+        # More host ports than one hand-over message carries (16 descriptors: two listeners a port).
+        servers = [LineServer() for _ in range(20)]
+        for s in servers:
+            self.addCleanup(s.close)
+        flags = [f for s in servers for f in ("--host-port", str(s.port))]
+        got, err = self.client(flags, *[f"127.0.0.1:{s.port}" for s in servers], f"[::1]:{servers[-1].port}")
+        for s in servers:
+            self.assertEqual(got[("127.0.0.1", str(s.port))], ["+PONG", "42"], s.port)
+        self.assertEqual(got[("[::1]", str(servers[-1].port))], ["+PONG", "42"])
+        if self.JAIL:
+            return  # no hand-over there: a forward on the host's loopback per port
+        # The bound, named.
+        flags = [f for port in range(20000, 20257) for f in ("--host-port", str(port))]
+        rc, out, err = self.run_jail([*flags, "-c", "echo ran"])
+        self.assertEqual((rc, out), (125, ""), err)
+        self.assertIn("at most 256 host ports (257 named", err)
+
     def test_policy_shows_the_ports(self):
         settings = self.write(os.path.join(self.outside, "settings.json"), json.dumps({
             "sandbox": {"network": {"hostPorts": [5432], "publishPorts": ["0.0.0.0:8080:3000", 3000]}}}))

@@ -165,6 +165,29 @@ class SessionCase(JailFixtures):
         self.assertGreaterEqual(status["processes"], 1, status)
         self.assertEqual(status["commands"], 3, status)
 
+    def test_published_port_reaches_a_server_started_by_a_command(self):
+        # A session started with --publish: a server one command leaves running answers the host through the
+        # published port, commands later; `stop` removes the listener.
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            host_port = s.getsockname()[1]
+        name = self.start("--publish", f"{host_port}:3000")
+        self.write(os.path.join(self.cwd, "marker.txt"), "published from the session\n")
+        rc, out, err = self.join(name, f"{jailtest.PY} -m http.server 3000 --bind 127.0.0.1 >/dev/null 2>&1 &")
+        self.assertEqual(rc, 0, err)
+        rc, out, err = self.join(name, "for i in $(seq 100); do curl -sf http://127.0.0.1:3000/ >/dev/null && exit 0;"
+                                       " sleep 0.1; done; exit 1")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.join(name, "true")[0], 0)  # another command between: the server stays
+        curl = subprocess.run(["curl", "-sS", "--max-time", "10", f"http://127.0.0.1:{host_port}/marker.txt"],
+                              capture_output=True, text=True)
+        self.assertEqual((curl.returncode, curl.stdout), (0, "published from the session\n"), curl.stderr)
+        rc, out, err = self.cordon("session", "stop", name)
+        self.assertEqual(rc, 0, err)
+        self.sessions.remove(name)
+        with self.assertRaises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", host_port), timeout=5).close()
+
     def test_exit_status_stdin_stdout_stderr(self):
         name = self.start()
         self.assertEqual(self.join(name, "exit 7")[0], 7)
@@ -354,7 +377,9 @@ class SessionCase(JailFixtures):
     # A jailed command of another jail, whose policy lets it reach Unix sockets, finds the session's socket (the
     # session directory is masked only in the session's own view): it must neither run a command under the
     # session's (here wider) policy nor stop it.
-    JOIN_PROBE = ("import array, json, socket, sys\n"
+    JOIN_PROBE = ("import array, json, os, socket, sys\n"
+                  "if len(sys.argv) > 3:\n"
+                  "    os.chdir(sys.argv[3])\n"
                   "for op in (b'J', b'S'):\n"
                   "    s = socket.socket(socket.AF_UNIX); s.settimeout(10)\n"
                   "    try:\n"
@@ -382,19 +407,78 @@ class SessionCase(JailFixtures):
         # The session may write to outside/; the other jail may not.
         name = self.start("--allow-write", self.outside)
         probe = self.write(os.path.join(self.dir, "join_probe.py"), self.JOIN_PROBE)
-        sock = os.path.join(self.xdg, "cordon", name + ".sock")
+        sessions = os.path.join(self.xdg, "cordon")
+        sock = os.path.join(sessions, name + ".sock")
         target = os.path.join(self.outside, "escaped")
-        rc, out, err = self.run_jail([*jail_flags, "--settings", settings, "--", jailtest.PY, probe, sock, target])
-        self.assertFalse(os.path.exists(target), "a command of another jail ran in the session: " + out + err)
-        self.assertNotIn('"started"', out)
-        self.assertNotIn('"stopped"', out)
-        self.assertIsNotNone(self.status(name), "a command of another jail stopped the session")
+        # The socket under other names: a symlink and a hard link elsewhere, a path through the caller's
+        # /proc/self/cwd, a path relative to its working directory.
+        links = self.mkdir("links")
+        os.symlink(sock, os.path.join(links, "symlink.sock"))
+        os.link(sock, os.path.join(links, "hardlink.sock"))
+        ways = [(sock,), (os.path.join(links, "symlink.sock"),), (os.path.join(links, "hardlink.sock"),),
+                (f"/proc/self/cwd/{name}.sock", sessions), (f"{name}.sock", sessions)]
+        for way in ways:
+            rc, out, err = self.run_jail([*jail_flags, "--settings", settings, "--", jailtest.PY, probe, way[0],
+                                          target, *way[1:]])
+            self.assertFalse(os.path.exists(target),
+                             f"a command of another jail ran in the session through {way}: " + out + err)
+            self.assertNotIn('"started"', out, way)
+            self.assertNotIn('"stopped"', out, way)
+            self.assertIsNotNone(self.status(name), f"a command of another jail stopped the session through {way}")
 
     def test_another_jail_cannot_join_or_stop(self):
         self.another_jail_joins()
 
     def test_jail_without_namespaces_cannot_join_or_stop(self):
         self.another_jail_joins("--jail", "landlock")
+
+    def probe_session(self, name, settings_doc, jail_flags, env=None, as_root_for_user=False):
+        """Runs JOIN_PROBE in another jail against session `name`'s socket; True when it got in (ran a command in
+        the session or stopped it). `as_root_for_user`: root runs that jail with --user (the test user)."""
+        settings = os.path.join(self.dir, "probe_settings.json")
+        with open(settings, "w") as f:
+            json.dump(settings_doc, f)
+        os.chmod(settings, 0o644)
+        probe = self.write(os.path.join(self.dir, "join_probe.py"), self.JOIN_PROBE)
+        sock = os.path.join(self.xdg, "cordon", name + ".sock")
+        target = os.path.join(self.outside, "escaped")
+        user = ["--user", Env.user] if self.USER_FLAG or as_root_for_user else []
+        identity = {} if as_root_for_user else self._identity()
+        p = subprocess.run([Env.cordon, "run", "--no-discover", *user, *jail_flags, "--settings", settings, "--",
+                            jailtest.PY, probe, sock, target], cwd=self.cwd, env=env or self.env(),
+                           capture_output=True, text=True, timeout=60, **identity)
+        got_in = os.path.exists(target) or '"started"' in p.stdout or '"stopped"' in p.stdout or \
+            self.status(name) is None
+        return got_in, p.stdout + p.stderr
+
+    def test_jail_without_namespaces_cannot_join_a_session_of_another_runtime_dir(self):
+        # Review r27: the jail without namespaces finds session sockets only in the directories its own
+        # supervisor knows ($XDG_RUNTIME_DIR/cordon of the run, /run/user/*/cordon, /tmp/cordon-*). A session
+        # started with another XDG_RUNTIME_DIR (WSL's /mnt/wslg/runtime-dir, a custom one, or a run started
+        # from cron, an IDE or sudo without the variable) keeps its socket elsewhere: the notifier performs the
+        # connect from the run's supervisor, a host process with the session's uid, and the session takes it for
+        # a client.
+        name = self.start("--allow-write", self.outside)
+        other = self.mkdir("other-xdg")
+        os.chmod(other, 0o700)
+        for env in ({**self.env(), "XDG_RUNTIME_DIR": other},
+                    {k: v for k, v in self.env().items() if k != "XDG_RUNTIME_DIR"}):
+            got_in, out = self.probe_session(name, {"sandbox": {"network": {"allowAllUnixSockets": True}}},
+                                             ["--jail", "landlock"], env=env)
+            self.assertFalse(got_in, f"the jail without namespaces joined or stopped the session "
+                                     f"(XDG_RUNTIME_DIR={env.get('XDG_RUNTIME_DIR')}): {out}")
+
+    def test_listed_session_socket_cannot_join_or_stop(self):
+        # Review r27: allowUnixSockets naming a session's socket. The jail without namespaces refuses it
+        # (host_rules::session_socket); the namespace jail's listed connect is performed by its supervisor (or
+        # a connector of the caller's ids), a process of the host pid namespace: the session's peer check
+        # takes it for a client, so the jailed command joins the session with its wider policy or stops it.
+        for jail_flags in (["--jail", "landlock"], []):
+            name = self.start("--allow-write", self.outside)
+            sock = os.path.join(self.xdg, "cordon", name + ".sock")
+            got_in, out = self.probe_session(name, {"sandbox": {"network": {"allowUnixSockets": [sock]}}},
+                                             jail_flags)
+            self.assertFalse(got_in, f"a listed session socket let {jail_flags or 'the namespace jail'} in: {out}")
 
     def test_terminal_not_readable_after_the_command(self):
         # The joining command gets a pty of the client's, not the client's terminal (a process it leaves
@@ -508,14 +592,6 @@ class SessionCase(JailFixtures):
         self.assertEqual(p.stdout.split(), [b"in-tty", b"out-not-tty"])
 
 class AsRoot(SessionCase, unittest.TestCase):
-    @unittest.expectedFailure
-    def test_jail_without_namespaces_cannot_join_or_stop(self):
-        # Not fixed: as root, without namespaces, allowAllUnixSockets has the notifier perform the connect from
-        # the supervisor of that run (a process of the host, in the session supervisor's pid namespace), so the
-        # session's peer checks cannot tell it from a client; the notifier would have to refuse the session
-        # sockets (by inode: a hard link defeats a path check). (As the test user the peer is refused.)
-        super().test_jail_without_namespaces_cannot_join_or_stop()
-
     def test_another_user_is_refused(self):
         name = self.start()
         other = {"user": Env.uid, "group": Env.gid, "extra_groups": []}
@@ -555,6 +631,25 @@ class AsRoot(SessionCase, unittest.TestCase):
 
 class AsUser(SessionCase, unittest.TestCase):
     AS_USER = True
+
+    def test_root_run_with_user_without_namespaces_cannot_join_a_session_of_another_runtime_dir(self):
+        # Review r27, the --user variant: the user's session keeps its socket in the user's XDG_RUNTIME_DIR;
+        # root runs the jail without namespaces with --user (that user) and another XDG_RUNTIME_DIR or none.
+        # The root supervisor performs the command's connect as the user: the session would take it for one
+        # of its clients. Nothing of the user's directories is listed by the run (a registry by uid).
+        name = self.start("--allow-write", self.outside)
+        other = tempfile.mkdtemp(prefix="root-xdg-", dir=Env.base)
+        self.addCleanup(shutil.rmtree, other, ignore_errors=True)
+        os.chmod(other, 0o700)
+        root_env = {**self.env(), "XDG_RUNTIME_DIR": other}
+        for env in (root_env, {k: v for k, v in root_env.items() if k != "XDG_RUNTIME_DIR"}):
+            got_in, out = self.probe_session(name, {"sandbox": {"network": {"allowAllUnixSockets": True}}},
+                                             ["--jail", "landlock"], env=env, as_root_for_user=True)
+            self.assertFalse(got_in, f"root's jail without namespaces (--user) joined or stopped the user's "
+                                     f"session (XDG_RUNTIME_DIR={env.get('XDG_RUNTIME_DIR')}): {out}")
+            # Refused by the notifier (EACCES), not only by the session's peer check (which cannot read the
+            # root supervisor's pid namespace and refuses it for that).
+            self.assertEqual(out.count("unreachable [Errno 13]"), 2, out)
 
 
 if __name__ == "__main__":
