@@ -86,7 +86,10 @@ const std::vector<WriteRule>& write_rules() {
          "searched for repositories up to 1,000,000 entries and 64 levels (past that the directories left "
          "are named, and a repository there keeps its own targets writable); a directory there the search "
          "cannot "
-         "open or list (mode -wx: a repository below it is still reached by name) is protected as a whole"},
+         "open or list (mode -wx: a repository below it is still reached by name) is protected as a whole; "
+         "a config, include, gitfile or commondir that is there but cannot be read (or is larger than 16 "
+         "MiB), or such a directory of the searching user's own, makes every writable area read-only "
+         "(what it names is unknown)"},
         {"casefold", false,
          "in a directory that compares names without case (ext4 chattr +F, tmpfs -o casefold) a name that "
          "folds to a protected one is that one (.BASHRC, .Git/Hooks) (EACCES)",
