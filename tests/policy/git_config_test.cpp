@@ -246,7 +246,10 @@ TEST_CASE("git config targets: ~name/ is that user's home from /etc/passwd, an u
             at = line.find(':', at + (colon ? 1 : 0));  // name:password:uid:gid:gecos:home:shell
         if (at != std::string::npos) root_home = line.substr(at + 1, line.find(':', at + 1) - at - 1);
     }
-    if (root_home.empty() || root_home[0] != '/') SKIP("no root in /etc/passwd");
+    if (root_home.empty() || root_home[0] != '/') {
+        WARN("no root in /etc/passwd");
+        return;
+    }
     Tree tree;
     tree.repo("p");
     tree.file("p/.git/config",
