@@ -741,6 +741,42 @@ class AttackCase(JailFixtures):
         self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
 
 
+    # A relative path with `X/..` is opened by git as written: the kernel follows X, then goes up from where X
+    # leads. The search collapsed `..` on the string, so with X missing (git skips the include) the command
+    # made X a symlink elsewhere (`.git/sub -> outside/deep`) and wrote outside/extra.cfg, which git then
+    # included (its core.hooksPath, and the hook planted there, ran at the host's next `git commit`); the same
+    # for a core.hooksPath `tools/../hooks`.
+    def test_dotdot_after_a_missing_directory(self):
+        out = self.outside
+        self.mkdir("outside/deep")
+        self.mkdir("outside/deep2")
+        self.git("init", "-q", self.cwd)
+        self.git("config", "include.path", "sub/../extra.cfg")
+        b = self.mkdir("project/b")
+        self.git("init", "-q", b, cwd=b)
+        self.git("config", "core.hooksPath", "tools/../hooks", cwd=b)
+        time.sleep(0.05)
+        script = ("import errno, json, os\nout = {}\n"
+                  "def w(p, t):\n"
+                  "    os.makedirs(os.path.dirname(p), exist_ok=True)\n"
+                  "    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o755); os.write(fd, t.encode())\n"
+                  "    os.close(fd)\n"
+                  f"steps = [('link', lambda: os.symlink({out!r} + '/deep', '.git/sub')),\n"
+                  f"         ('cfg', lambda: w({out!r} + '/extra.cfg', '[core]\\n\\thooksPath = {out}/hk\\n')),\n"
+                  f"         ('hook', lambda: w({out!r} + '/hk/pre-commit', {self.HOOK!r})),\n"
+                  f"         ('link2', lambda: os.symlink({out!r} + '/deep2', 'b/tools')),\n"
+                  f"         ('hook2', lambda: w({out!r} + '/hooks/pre-commit', {self.HOOK!r}))]\n"
+                  "for k, f in steps:\n"
+                  "    try: f(); out[k] = 'ok'\n"
+                  "    except OSError as e: out[k] = errno.errorcode.get(e.errno, str(e.errno))\n"
+                  "print(json.dumps(out))\n")
+        got, err = self.jailed(script, args=["--allow-write", out])
+        self.commit(self.cwd)
+        self.commit(b)
+        ran = [h for h in (f"{out}/hk/pre-commit", f"{out}/hooks/pre-commit") if os.path.exists(h + ".ran")]
+        self.assertEqual(ran, [], f"{got}\n{err}")  # the host's git ran none of the command's hooks
+
+
 class AsRoot(AttackCase, unittest.TestCase):
     AS_USER = False
 
