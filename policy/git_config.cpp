@@ -221,8 +221,47 @@ std::string passwd_home(const std::string& name) {
     return {};
 }
 
-// `value` as a path: `~/` is the home, `~name/` that user's; relative ones are taken from `base`.
-std::string resolve(std::string value, const std::string& base, const std::string& home) {
+// Where `path` (absolute, as written) has a component X followed by `..`, git opens it as written and the
+// kernel follows X before going up: a symlink made at X (git skips the path while X is missing) leads `..`
+// anywhere, where the path as normal() collapses it does not. Each such X, as normal() spells it, in `pivots`
+// (protected by name: never made nor replaced), and the path as the kernel resolves it now in `physical`
+// (where it differs: X is a symlink already).
+void dotdot_reach(const std::string& path, std::vector<std::string>& pivots, std::vector<std::string>& physical) {
+    std::vector<std::string> stack;
+    bool any = false;
+    for (std::size_t start = 0; start <= path.size();) {
+        std::size_t end = path.find('/', start);
+        if (end == std::string::npos) end = path.size();
+        const std::string part = path.substr(start, end - start);
+        start = end + 1;
+        if (part.empty() || part == ".") continue;
+        if (part != "..") {
+            stack.push_back(part);
+            continue;
+        }
+        if (stack.empty()) continue;
+        std::string x;
+        for (const std::string& c : stack)
+            x += "/" + c;
+        pivots.push_back(x);
+        stack.pop_back();
+        any = true;
+    }
+    if (!any) return;
+    std::error_code ec;
+    const std::string r = fs::weakly_canonical(path, ec).string();
+    if (!ec && !r.empty()) physical.push_back(normal(r));
+}
+
+// What a resolve() with `reach` also protects (see dotdot_reach): `pivots` by name, `physical` as the path
+// itself.
+struct Reach {
+    std::vector<std::string> pivots, physical;
+};
+
+// `value` as a path: `~/` is the home, `~name/` that user's; relative ones are taken from `base`. `reach`
+// (if given) gets what git's open of the path as written may reach besides (dotdot_reach).
+std::string resolve(std::string value, const std::string& base, const std::string& home, Reach* reach = nullptr) {
     if (value.rfind(":(optional)", 0) == 0) value.erase(0, 11);
     if (value.empty()) return {};
     if (value == "~" || value.rfind("~/", 0) == 0) {
@@ -238,6 +277,7 @@ std::string resolve(std::string value, const std::string& base, const std::strin
     } else if (value[0] != '/') {
         value = base + "/" + value;
     }
+    if (reach) dotdot_reach(value, reach->pivots, reach->physical);
     return normal(value);
 }
 
@@ -291,6 +331,13 @@ std::optional<Repository> repository_above(const std::string& dir, std::vector<s
     }
 }
 
+// What `reach` names, protected: its pivots by name (targets.files), its physical paths as `kind` (the
+// resolved path's own list).
+void keep(const Reach& reach, Targets& targets, std::vector<std::string>& kind) {
+    targets.files.insert(targets.files.end(), reach.pivots.begin(), reach.pivots.end());
+    kind.insert(kind.end(), reach.physical.begin(), reach.physical.end());
+}
+
 // Reads config files (and what they include) into `targets`. A relative core.hooksPath is taken from
 // `hooks_base`; with none (the user's own configuration) it is kept in `relative_hooks`, to be taken from
 // each repository's top. Bounded by the files read, not by the queue's length: git itself stops at a depth of
@@ -317,16 +364,21 @@ void read_configs(std::vector<std::string> queue, const std::string& hooks_base,
                     relative_hooks->push_back(e.value);
                     continue;
                 }
-                const std::string p = resolve(e.value, hooks_base, home);
+                Reach reach;
+                const std::string p = resolve(e.value, hooks_base, home, &reach);
                 if (!p.empty()) targets.hook_dirs.push_back(p);
+                keep(reach, targets, targets.hook_dirs);
             } else if (e.key == "core.worktree" && worktrees) {
                 worktrees->push_back(e.value);
             } else if (e.key == "include.path" || (e.key.rfind("includeif.", 0) == 0 && e.key.size() > 15 &&
                                                    e.key.compare(e.key.size() - 5, 5, ".path") == 0)) {
-                const std::string p = resolve(e.value, dir, home);
+                Reach reach;
+                const std::string p = resolve(e.value, dir, home, &reach);
                 if (p.empty()) continue;
                 targets.files.push_back(p);
                 queue.push_back(p);
+                keep(reach, targets, targets.files);
+                queue.insert(queue.end(), reach.physical.begin(), reach.physical.end());
             }
         }
     }
@@ -364,12 +416,18 @@ void read_repository(const Repository& repo, const std::string& home,
     std::vector<std::string> tops{repo.top};
     for (const std::string& w : worktrees)
         for (const std::string& base : {repo.git_dir, common}) {
-            const std::string top = resolve(w, base, home);
+            Reach reach;
+            const std::string top = resolve(w, base, home, &reach);
             if (!top.empty()) tops.push_back(top);
+            targets.files.insert(targets.files.end(), reach.pivots.begin(), reach.pivots.end());
+            tops.insert(tops.end(), reach.physical.begin(), reach.physical.end());
         }
     for (const std::string& top : tops)
-        for (const std::string& rel : relative)
-            targets.hook_dirs.push_back(resolve(rel, top, home));
+        for (const std::string& rel : relative) {
+            Reach reach;
+            targets.hook_dirs.push_back(resolve(rel, top, home, &reach));
+            keep(reach, targets, targets.hook_dirs);
+        }
 }
 
 // The user's own configuration: ~/.gitconfig, $XDG_CONFIG_HOME/git/config (or ~/.config/git/config),
@@ -689,8 +747,11 @@ Search find_targets_below(const std::string& cwd, const std::string& home,
     if (out.unreadable.size() > 16) out.unreadable.resize(16);
     out.repositories = read.size();
     if (found.empty())
-        for (const std::string& rel : relative_hooks)
-            out.targets.hook_dirs.push_back(resolve(rel, normal(cwd), home));
+        for (const std::string& rel : relative_hooks) {
+            Reach reach;
+            out.targets.hook_dirs.push_back(resolve(rel, normal(cwd), home, &reach));
+            keep(reach, out.targets, out.targets.hook_dirs);
+        }
     out.targets.index();  // duplicates gone before each is resolved
     both_ways(out.targets.hook_dirs);
     both_ways(out.targets.files);

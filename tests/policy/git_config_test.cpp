@@ -258,3 +258,22 @@ TEST_CASE("git config targets: ~name/ is that user's home from /etc/passwd, an u
     CHECK(has(found.targets.hook_dirs, (fs::path(root_home) / "hooks").lexically_normal().string()));
     CHECK(found.targets.files.empty());
 }
+
+TEST_CASE("git config targets: X/.. in a relative path protects X by name, and where X leads now") {
+    // git opens the path as written: the kernel follows X before `..`. X missing (git skips the include), a
+    // symlink made there led `..` elsewhere while the search had collapsed it on the string.
+    Tree tree;
+    tree.repo("p");
+    fs::create_directories(tree.t / "elsewhere/deep");
+    fs::create_directory_symlink(tree.t / "elsewhere/deep", tree.t / "p/link");
+    tree.file("p/.git/config",
+              "[include]\n\tpath = sub/../extra.cfg\n[core]\n\thooksPath = tools/../hooks\n"
+              "[include]\n\tpath = ../link/../x.cfg\n");
+    const auto found = git_config::find_targets_below(tree.s("p"), "", {tree.s("p")});
+    CHECK(found.targets.protects(tree.s("p/.git/extra.cfg")));
+    CHECK(found.targets.protects(tree.s("p/.git/sub")));         // never made: git would follow it
+    CHECK_FALSE(found.targets.protects(tree.s("p/.git/sub/x")));  // by name only
+    CHECK(found.targets.protects(tree.s("p/tools")));
+    CHECK(found.targets.protects(tree.s("p/hooks/pre-commit")));
+    CHECK(found.targets.protects(tree.s("elsewhere/x.cfg")));  // where the kernel leads it now
+}
