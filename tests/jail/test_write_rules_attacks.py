@@ -777,6 +777,31 @@ class AttackCase(JailFixtures):
         self.assertEqual(ran, [], f"{got}\n{err}")  # the host's git ran none of the command's hooks
 
 
+    # The fail-closed mode (a directory of the user's own that cannot be listed) makes every writable area
+    # read-only, but the jail's own /tmp stays writable: without namespaces, with `--allow-write /tmp`, the
+    # run's private TMPDIR (made in the host's /tmp, removed at the end) was refused too (git-config-targets),
+    # and mktemp, compilers and test runners failed.
+    def test_fail_closed_keeps_the_private_tmpdir(self):
+        self.git("init", "-q", self.cwd)
+        d = self.mkdir("project/d")
+        os.chmod(d, 0)
+        script = ("import errno, json, os\nout = {}\n"
+                  "for k, p in (('tmpdir', os.path.join(os.environ.get('TMPDIR') or '/tmp', 'x')),\n"
+                  "             ('project', 'alive.txt')):\n"
+                  "    try: os.close(os.open(p, os.O_WRONLY | os.O_CREAT, 0o644)); out[k] = 'ok'\n"
+                  "    except OSError as e: out[k] = errno.errorcode.get(e.errno, str(e.errno))\n"
+                  "print(json.dumps(out))\n")
+        try:
+            got, err = self.jailed(script, args=["--allow-write", "/tmp"])
+        finally:
+            os.chmod(d, 0o755)
+        if self.AS_USER:
+            self.assertIn("cannot be read", err)
+            self.assertEqual(got["project"], "EACCES", err)
+        if self.JAIL == "landlock":  # the private TMPDIR (the namespace jail's /tmp is then the host's)
+            self.assertEqual(got["tmpdir"], "ok", err)
+
+
 class AsRoot(AttackCase, unittest.TestCase):
     AS_USER = False
 
