@@ -617,7 +617,7 @@ class AttackCase(JailFixtures):
     # Where a jailed write plants a hook that marks its own running: `touch "$0.ran"`.
     HOOK = "#!/bin/sh\ntouch \"$0.ran\"\n"
 
-    def plants(self, writes, args=()):
+    def plants(self, writes, args=(), env=None):
         """One jailed run that writes each {path: text} (its directories made first where missing), mode 0755:
         {path: "ok" | errno name}, and the run's stderr."""
         user = ["--user", Env.user] if self.USER_FLAG else []
@@ -632,17 +632,17 @@ class AttackCase(JailFixtures):
                   "        out[p] = errno.errorcode.get(e.errno, str(e.errno))\n"
                   "print(json.dumps(out))\n")
         p = subprocess.run([Env.cordon, "run", "--no-discover", *user, "--jail", self.JAIL, *args, "--", PY, "-c",
-                            script], cwd=self.cwd, env=self.env(), capture_output=True, text=True, timeout=180,
-                           **self._identity())
+                            script], cwd=self.cwd, env={**self.env(), **(env or {})}, capture_output=True, text=True,
+                           timeout=180, **self._identity())
         self.assertEqual(p.returncode, 0, p.stderr)
         return json.loads(p.stdout.strip().splitlines()[-1]), p.stderr
 
-    def commit(self, repo):
+    def commit(self, repo, env=None):
         """The host's `git commit` in `repo`, as the user (a file added first)."""
         self.write(os.path.join(repo, "f"), str(time.time()))
         self.git("add", "f", cwd=repo)
         return subprocess.run(["git", "commit", "-qm", "x"], cwd=repo, capture_output=True, text=True,
-                              env={**os.environ, **GIT_ENV, "HOME": self.home},
+                              env={**os.environ, **GIT_ENV, "HOME": self.home, **(env or {})},
                               **({"user": Env.uid, "group": Env.gid, "extra_groups": []}
                                  if (self.AS_USER or self.USER_FLAG) else {}))
 
@@ -824,6 +824,32 @@ class AttackCase(JailFixtures):
         got, err = self.plants({f"{out}/bhooks/pre-commit": self.HOOK}, ["--allow-write", out])
         self.commit(b)
         self.assertFalse(os.path.exists(f"{out}/bhooks/pre-commit.ran"), f"{got}\n{err}")
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+
+
+    # The user's git reads the global and system configuration GIT_CONFIG_GLOBAL and GIT_CONFIG_SYSTEM name
+    # (instead of ~/.gitconfig and /etc/gitconfig) and what GIT_CONFIG_COUNT/KEY_n/VALUE_n set, from the
+    # environment cordon runs in too. The search read only the fixed files: the global file's core.hooksPath,
+    # the file itself, and a hooksPath set in the environment stayed writable, and the host's `git commit`
+    # (same environment) ran the hooks planted there.
+    def test_git_config_from_the_environment(self):
+        out = self.outside
+        self.git("init", "-q", self.cwd)
+        glob = self.write(os.path.join(out, "dot/gitconfig"), f"[core]\n\thooksPath = {out}/ghooks\n")
+        system = self.write(os.path.join(out, "dot/system"), "")
+        env = {"GIT_CONFIG_GLOBAL": glob, "GIT_CONFIG_SYSTEM": system, "GIT_CONFIG_COUNT": "1",
+               "GIT_CONFIG_KEY_0": "core.hooksPath", "GIT_CONFIG_VALUE_0": f"{out}/ehooks"}
+        time.sleep(0.05)
+        got, err = self.plants({f"{out}/ghooks/pre-commit": self.HOOK, f"{out}/ehooks/pre-commit": self.HOOK,
+                                system: f"[core]\n\thooksPath = {out}/shooks\n",
+                                f"{out}/shooks/pre-commit": self.HOOK, f"{out}/alive": "x"},
+                               ["--allow-write", out], env=env)
+        self.assertEqual(got.pop(f"{out}/alive"), "ok", err)
+        for only in (["GIT_CONFIG_GLOBAL"], ["GIT_CONFIG_SYSTEM"],  # each hooksPath on its own (the last wins)
+                     ["GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0"]):
+            self.commit(self.cwd, {k: env[k] for k in only})
+        ran = [h for h in got if os.path.exists(h + ".ran")]
+        self.assertEqual(ran, [], f"{got}\n{err}")
         self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
 
 
