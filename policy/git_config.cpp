@@ -441,6 +441,45 @@ void read_user_configs(const std::string& home, Targets& targets, std::vector<st
         queue.push_back((xdg && *xdg == '/' ? std::string(xdg) : home + "/.config") + "/git/config");
     }
     queue.push_back("/etc/gitconfig");
+    // The environment the user's git runs in (cordon's: the user's shell's) may name other files, each read
+    // as well (a superset: git reads them instead) and protected itself (unlike ~/.gitconfig no protected
+    // name covers it), and set entries of its own.
+    for (const char* name : {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"}) {
+        const char* v = std::getenv(name);
+        if (!v || !*v || std::string_view(v) == "/dev/null") continue;
+        std::error_code ec;
+        const std::string p = normal(fs::absolute(v, ec).string());
+        if (ec || p.empty()) continue;
+        queue.push_back(p);
+        targets.files.push_back(p);
+    }
+    if (const char* count = std::getenv("GIT_CONFIG_COUNT")) {
+        const long n = std::strtol(count, nullptr, 10);
+        for (long i = 0; i < n && i < 4096; ++i) {
+            const char* key = std::getenv(("GIT_CONFIG_KEY_" + std::to_string(i)).c_str());
+            const char* value = std::getenv(("GIT_CONFIG_VALUE_" + std::to_string(i)).c_str());
+            if (!key || !value || !*value) continue;
+            const std::string k = lower(key);
+            const bool include = k == "include.path" || (k.rfind("includeif.", 0) == 0 && k.size() > 15 &&
+                                                          k.compare(k.size() - 5, 5, ".path") == 0);
+            if (k == "core.hookspath" && value[0] != '/' && value[0] != '~') {
+                relative_hooks.push_back(value);
+                continue;
+            }
+            if (k != "core.hookspath" && !include) continue;
+            Reach reach;
+            const std::string p = resolve(value, "/", home, &reach);  // relative includes: refused by git
+            if (p.empty()) continue;
+            if (include) {
+                targets.files.push_back(p);
+                queue.push_back(p);
+                keep(reach, targets, targets.files);
+            } else {
+                targets.hook_dirs.push_back(p);
+                keep(reach, targets, targets.hook_dirs);
+            }
+        }
+    }
     read_configs(std::move(queue), "", home, targets, &relative_hooks, nullptr, &unreadable);
 }
 
