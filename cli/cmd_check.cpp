@@ -232,11 +232,15 @@ class FileSystemFacts final : public policy::WriteFacts {
     // repository in the writable areas, the user's configuration): as written and resolved.
     const policy::git_config::Targets& targets() {
         if (!targets_) {
-            const auto& f = policy_.filesystem();
             const policy::git_config::SearchLimits limits;
-            auto search =
-                policy::git_config::find_targets_below(f.working_directory.path.string(), f.home.string(),
-                                                       policy::git_config::search_roots(policy_), limits);
+            auto search = policy::git_config::find_targets_for(policy_, limits);
+            if (search.unreadable_count > 0)
+                assume(search.unreadable.front() +
+                       (search.unreadable_count > 1
+                            ? " (and " + std::to_string(search.unreadable_count - 1) + " more)"
+                            : std::string()) +
+                       " cannot be read, so every writable area is read-only (the git configuration there is "
+                       "unknown)");
             if (search.unsearched_count > 0)
                 assume(search.unsearched.front() +
                        (search.unsearched_count > 1

@@ -1018,15 +1018,28 @@ class NotifierImpl final : public Notifier {
     // every repository in the writable areas (a vendored package, a submodule's working tree, a monorepo's
     // subproject: the user runs git there too), found by a walk of those trees when the run starts, bounded
     // (past the bound the directories left are read-only in the jail, and named on stderr). Each as
-    // configured and resolved (the jail shows the host's paths where they are).
+    // configured and resolved (the jail shows the host's paths where they are). Fails closed: a config it
+    // cannot read (a chmod is metadata, not a write: an earlier run's, or this command's while the search
+    // runs) may name any hooks directory or include, so then every writable area is read-only, said on
+    // stderr.
     void note_git_config_targets() {
-        const auto& f = policy_->filesystem();
         policy::git_config::SearchLimits limits;
         limits.stop = [this] { return stopping_.load(); };
-        auto search =
-            policy::git_config::find_targets_below(f.working_directory.path.string(), f.home.string(),
-                                                   policy::git_config::search_roots(*policy_), limits);
+        auto search = policy::git_config::find_targets_for(*policy_, limits);
         git_targets_ = std::move(search.targets);
+        if (search.unreadable_count > 0 && !search.stopped) {
+            std::string line =
+                "cordon: warning: git configuration that must be read to protect git's hooks "
+                "cannot be read (";
+            for (std::size_t i = 0; i < search.unreadable.size() && i < 3; ++i)
+                line += (i ? ", " : "") + search.unreadable[i];
+            if (search.unreadable_count > 3)
+                line += ", and " + std::to_string(search.unreadable_count - 3) + " more";
+            line +=
+                "): what it names is unknown, so every writable area is read-only in this run; restore "
+                "its mode (chmod u+r) and run again\n";
+            std::fputs(line.c_str(), stderr);
+        }
         if (search.unsearched_count > 0 && !search.stopped) {
             const std::string line =
                 "cordon: warning: the writable areas hold more than " + std::to_string(limits.max_entries) +

@@ -153,28 +153,37 @@ std::vector<Entry> parse(std::string_view t) {
 
 namespace {
 
-// A config file's text (bounded: a config is small). Few system calls: thousands of repositories are read
-// at start (a regular file's short read is its end).
-// `denied` (if given) is set when the file is there but cannot be read: a mode the jailed command chose (a
-// chmod of a protected file is a metadata change, not a write) hides what it says until the command restores
-// it.
+// The most of a config file the search reads. A file past it counts as one that cannot be read (what it says
+// past the bound is unknown: fail closed), never as the part read.
+constexpr std::size_t kMaxConfigBytes = std::size_t(16) << 20;
+
+// A config file's text. Few system calls: thousands of repositories are read at start (a regular file's short
+// read is its end). `denied` (if given) is set when the file is there but cannot be read, or is larger than
+// kMaxConfigBytes: a mode the jailed command chose (a chmod of a protected file is a metadata change, not a
+// write, and the search may run while the command's chmod does) hides what it says until the command, or the
+// user, restores it.
 std::string read_file(const std::string& path, bool* denied = nullptr) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) {
         if (denied && errno != ENOENT && errno != ENOTDIR) *denied = true;
         return {};
     }
-    constexpr std::size_t kChunk = 16384, kMax = 1u << 20;
+    constexpr std::size_t kChunk = 16384;
     std::string text;
-    while (text.size() < kMax) {
+    for (;;) {
         const std::size_t had = text.size();
         text.resize(had + kChunk);
         const ssize_t n = ::read(fd, text.data() + had, kChunk);
         text.resize(had + (n > 0 ? static_cast<std::size_t>(n) : 0));
+        if (n < 0 && errno != EISDIR && denied) *denied = true;
         if (n < static_cast<ssize_t>(kChunk)) break;
+        if (text.size() > kMaxConfigBytes) {
+            if (denied) *denied = true;
+            text.clear();
+            break;
+        }
     }
     ::close(fd);
-    if (text.size() > kMax) text.resize(kMax);
     return text;
 }
 
@@ -188,24 +197,93 @@ bool is_file(const std::string& p) {
     return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-// `value` as a path: `~/` is the home; relative ones are taken from `base`.
-std::string resolve(std::string value, const std::string& base, const std::string& home) {
+// The home directory of the user `name` in /etc/passwd (read directly: a statically linked glibc loads the
+// host's NSS modules for getpwnam), or empty when it is not listed there.
+std::string passwd_home(const std::string& name) {
+    if (name.empty()) return {};
+    const std::string text = read_file("/etc/passwd");
+    for (std::size_t start = 0; start < text.size();) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        // name:password:uid:gid:gecos:home:shell
+        const std::string_view line(text.data() + start, end - start);
+        start = end + 1;
+        if (line.size() <= name.size() || line.compare(0, name.size(), name) != 0 || line[name.size()] != ':')
+            continue;
+        std::size_t at = 0;
+        for (int field = 0; field < 5 && at != std::string_view::npos; ++field)
+            at = line.find(':', at + (field ? 1 : 0));
+        if (at == std::string_view::npos) return {};
+        const std::size_t stop = line.find(':', at + 1);
+        const std::string home(line.substr(at + 1, stop == std::string_view::npos ? stop : stop - at - 1));
+        return !home.empty() && home[0] == '/' ? home : std::string();
+    }
+    return {};
+}
+
+// Where `path` (absolute, as written) has a component X followed by `..`, git opens it as written and the
+// kernel follows X before going up: a symlink made at X (git skips the path while X is missing) leads `..`
+// anywhere, where the path as normal() collapses it does not. Each such X, as normal() spells it, in `pivots`
+// (protected by name: never made nor replaced), and the path as the kernel resolves it now in `physical`
+// (where it differs: X is a symlink already).
+void dotdot_reach(const std::string& path, std::vector<std::string>& pivots, std::vector<std::string>& physical) {
+    std::vector<std::string> stack;
+    bool any = false;
+    for (std::size_t start = 0; start <= path.size();) {
+        std::size_t end = path.find('/', start);
+        if (end == std::string::npos) end = path.size();
+        const std::string part = path.substr(start, end - start);
+        start = end + 1;
+        if (part.empty() || part == ".") continue;
+        if (part != "..") {
+            stack.push_back(part);
+            continue;
+        }
+        if (stack.empty()) continue;
+        std::string x;
+        for (const std::string& c : stack)
+            x += "/" + c;
+        pivots.push_back(x);
+        stack.pop_back();
+        any = true;
+    }
+    if (!any) return;
+    std::error_code ec;
+    const std::string r = fs::weakly_canonical(path, ec).string();
+    if (!ec && !r.empty()) physical.push_back(normal(r));
+}
+
+// What a resolve() with `reach` also protects (see dotdot_reach): `pivots` by name, `physical` as the path
+// itself.
+struct Reach {
+    std::vector<std::string> pivots, physical;
+};
+
+// `value` as a path: `~/` is the home, `~name/` that user's; relative ones are taken from `base`. `reach`
+// (if given) gets what git's open of the path as written may reach besides (dotdot_reach).
+std::string resolve(std::string value, const std::string& base, const std::string& home, Reach* reach = nullptr) {
     if (value.rfind(":(optional)", 0) == 0) value.erase(0, 11);
     if (value.empty()) return {};
     if (value == "~" || value.rfind("~/", 0) == 0) {
         if (home.empty()) return {};
         value = home + value.substr(1);
     } else if (value[0] == '~') {
-        return {};  // another user's home: not the user's to be fooled by
+        // `~name/...`: git expands it to that user's home (getpwnam), and runs the hooks there.
+        const std::size_t slash = value.find('/');
+        const std::string home_of =
+            passwd_home(value.substr(1, slash == std::string::npos ? slash : slash - 1));
+        if (home_of.empty()) return {};
+        value = home_of + (slash == std::string::npos ? std::string() : value.substr(slash));
     } else if (value[0] != '/') {
         value = base + "/" + value;
     }
+    if (reach) dotdot_reach(value, reach->pivots, reach->physical);
     return normal(value);
 }
 
 // The first line of a gitfile (`gitdir: PATH`), as a path from the gitfile's directory.
-std::string gitfile_target(const std::string& gitfile) {
-    std::string text = read_file(gitfile);
+std::string gitfile_target(const std::string& gitfile, bool* denied = nullptr) {
+    std::string text = read_file(gitfile, denied);
     if (text.rfind("gitdir:", 0) != 0) return {};
     text = text.substr(7, text.find('\n') == std::string::npos ? std::string::npos : text.find('\n') - 7);
     while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
@@ -224,12 +302,12 @@ struct Repository {
 };
 
 // The git directory of the working tree `top` when it holds a `.git` (a directory, or a gitfile), or `top`
-// itself when it is a bare repository; nullopt otherwise.
-std::optional<Repository> repository_at(const std::string& top) {
+// itself when it is a bare repository; nullopt otherwise (`denied`: a gitfile there could not be read).
+std::optional<Repository> repository_at(const std::string& top, bool* denied = nullptr) {
     const std::string dot_git = top == "/" ? "/.git" : top + "/.git";
     if (is_dir(dot_git)) return Repository{dot_git, top};
     if (is_file(dot_git)) {
-        std::string git_dir = gitfile_target(dot_git);
+        std::string git_dir = gitfile_target(dot_git, denied);
         if (!git_dir.empty()) return Repository{std::move(git_dir), top};
         return std::nullopt;
     }
@@ -239,12 +317,25 @@ std::optional<Repository> repository_at(const std::string& top) {
     return std::nullopt;
 }
 
-// The repository git finds from `dir`: the first upwards.
-std::optional<Repository> repository_above(const std::string& dir) {
+// The repository git finds from `dir`: the first upwards (a gitfile that cannot be read, in `unreadable`,
+// ends the way up as it ends git's).
+std::optional<Repository> repository_above(const std::string& dir, std::vector<std::string>& unreadable) {
     for (fs::path at = normal(dir);; at = at.parent_path()) {
-        if (auto repo = repository_at(at.string())) return repo;
+        bool denied = false;
+        if (auto repo = repository_at(at.string(), &denied)) return repo;
+        if (denied) {
+            unreadable.push_back((at == "/" ? std::string() : at.string()) + "/.git");
+            return std::nullopt;
+        }
         if (at == at.parent_path()) return std::nullopt;
     }
+}
+
+// What `reach` names, protected: its pivots by name (targets.files), its physical paths as `kind` (the
+// resolved path's own list).
+void keep(const Reach& reach, Targets& targets, std::vector<std::string>& kind) {
+    targets.files.insert(targets.files.end(), reach.pivots.begin(), reach.pivots.end());
+    kind.insert(kind.end(), reach.physical.begin(), reach.physical.end());
 }
 
 // Reads config files (and what they include) into `targets`. A relative core.hooksPath is taken from
@@ -273,16 +364,21 @@ void read_configs(std::vector<std::string> queue, const std::string& hooks_base,
                     relative_hooks->push_back(e.value);
                     continue;
                 }
-                const std::string p = resolve(e.value, hooks_base, home);
+                Reach reach;
+                const std::string p = resolve(e.value, hooks_base, home, &reach);
                 if (!p.empty()) targets.hook_dirs.push_back(p);
+                keep(reach, targets, targets.hook_dirs);
             } else if (e.key == "core.worktree" && worktrees) {
                 worktrees->push_back(e.value);
             } else if (e.key == "include.path" || (e.key.rfind("includeif.", 0) == 0 && e.key.size() > 15 &&
                                                    e.key.compare(e.key.size() - 5, 5, ".path") == 0)) {
-                const std::string p = resolve(e.value, dir, home);
+                Reach reach;
+                const std::string p = resolve(e.value, dir, home, &reach);
                 if (p.empty()) continue;
                 targets.files.push_back(p);
                 queue.push_back(p);
+                keep(reach, targets, targets.files);
+                queue.insert(queue.end(), reach.physical.begin(), reach.physical.end());
             }
         }
     }
@@ -294,7 +390,8 @@ void read_configs(std::vector<std::string> queue, const std::string& hooks_base,
 // the hooks there (`git init meta; git -C meta config core.worktree ../../site`: git in meta commits site,
 // running site/.githooks).
 void read_repository(const Repository& repo, const std::string& home,
-                     const std::vector<std::string>& relative_hooks, Targets& targets) {
+                     const std::vector<std::string>& relative_hooks, Targets& targets,
+                     std::vector<std::string>& unreadable_files) {
     std::string common = repo.git_dir;
     bool denied = false;
     const std::string commondir = read_file(repo.git_dir + "/commondir", &denied);
@@ -313,21 +410,30 @@ void read_repository(const Repository& repo, const std::string& home,
             targets.hook_dirs.push_back(d);
         for (const std::string& f : unreadable)
             targets.hook_dirs.push_back(fs::path(f).parent_path().string());
+        if (denied) unreadable_files.push_back(repo.git_dir + "/commondir");
+        unreadable_files.insert(unreadable_files.end(), unreadable.begin(), unreadable.end());
     }
     std::vector<std::string> tops{repo.top};
     for (const std::string& w : worktrees)
         for (const std::string& base : {repo.git_dir, common}) {
-            const std::string top = resolve(w, base, home);
+            Reach reach;
+            const std::string top = resolve(w, base, home, &reach);
             if (!top.empty()) tops.push_back(top);
+            targets.files.insert(targets.files.end(), reach.pivots.begin(), reach.pivots.end());
+            tops.insert(tops.end(), reach.physical.begin(), reach.physical.end());
         }
     for (const std::string& top : tops)
-        for (const std::string& rel : relative)
-            targets.hook_dirs.push_back(resolve(rel, top, home));
+        for (const std::string& rel : relative) {
+            Reach reach;
+            targets.hook_dirs.push_back(resolve(rel, top, home, &reach));
+            keep(reach, targets, targets.hook_dirs);
+        }
 }
 
 // The user's own configuration: ~/.gitconfig, $XDG_CONFIG_HOME/git/config (or ~/.config/git/config),
 // /etc/gitconfig.
-void read_user_configs(const std::string& home, Targets& targets, std::vector<std::string>& relative_hooks) {
+void read_user_configs(const std::string& home, Targets& targets, std::vector<std::string>& relative_hooks,
+                       std::vector<std::string>& unreadable) {
     std::vector<std::string> queue;
     if (!home.empty()) {
         queue.push_back(home + "/.gitconfig");
@@ -335,7 +441,46 @@ void read_user_configs(const std::string& home, Targets& targets, std::vector<st
         queue.push_back((xdg && *xdg == '/' ? std::string(xdg) : home + "/.config") + "/git/config");
     }
     queue.push_back("/etc/gitconfig");
-    read_configs(std::move(queue), "", home, targets, &relative_hooks);
+    // The environment the user's git runs in (cordon's: the user's shell's) may name other files, each read
+    // as well (a superset: git reads them instead) and protected itself (unlike ~/.gitconfig no protected
+    // name covers it), and set entries of its own.
+    for (const char* name : {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"}) {
+        const char* v = std::getenv(name);
+        if (!v || !*v || std::string_view(v) == "/dev/null") continue;
+        std::error_code ec;
+        const std::string p = normal(fs::absolute(v, ec).string());
+        if (ec || p.empty()) continue;
+        queue.push_back(p);
+        targets.files.push_back(p);
+    }
+    if (const char* count = std::getenv("GIT_CONFIG_COUNT")) {
+        const long n = std::strtol(count, nullptr, 10);
+        for (long i = 0; i < n && i < 4096; ++i) {
+            const char* key = std::getenv(("GIT_CONFIG_KEY_" + std::to_string(i)).c_str());
+            const char* value = std::getenv(("GIT_CONFIG_VALUE_" + std::to_string(i)).c_str());
+            if (!key || !value || !*value) continue;
+            const std::string k = lower(key);
+            const bool include = k == "include.path" || (k.rfind("includeif.", 0) == 0 && k.size() > 15 &&
+                                                          k.compare(k.size() - 5, 5, ".path") == 0);
+            if (k == "core.hookspath" && value[0] != '/' && value[0] != '~') {
+                relative_hooks.push_back(value);
+                continue;
+            }
+            if (k != "core.hookspath" && !include) continue;
+            Reach reach;
+            const std::string p = resolve(value, "/", home, &reach);  // relative includes: refused by git
+            if (p.empty()) continue;
+            if (include) {
+                targets.files.push_back(p);
+                queue.push_back(p);
+                keep(reach, targets, targets.files);
+            } else {
+                targets.hook_dirs.push_back(p);
+                keep(reach, targets, targets.hook_dirs);
+            }
+        }
+    }
+    read_configs(std::move(queue), "", home, targets, &relative_hooks, nullptr, &unreadable);
 }
 
 bool covers(const std::string& dir, const std::string& path) {
@@ -469,7 +614,10 @@ class TreeSearch {
             } else if (git) {
                 bool denied = false;
                 read_file(at + "/.git", &denied);
-                if (denied) unlisted(dir);  // a gitfile that cannot be read: its repository is unknown
+                if (denied) {  // a gitfile that cannot be read: its repository is unknown
+                    unlisted(dir);
+                    out_.unreadable.push_back(at + "/.git");
+                }
             }
         }
         for (std::size_t i = 0; i < subdirs.size(); ++i) {
@@ -495,7 +643,10 @@ class TreeSearch {
         ::close(fd);
     }
 
+    // A directory it could not list is protected as a whole, and may hide a repository whose targets lie
+    // elsewhere: one that could not be read (see hidden_by_its_owner).
     void unlisted(const std::string& dir) {
+        out_.unreadable.push_back(dir);
         out_.targets.hook_dirs.push_back(dir);
         if (out_.unlisted.size() < 16) out_.unlisted.push_back(dir);
         ++out_.unlisted_count;
@@ -510,6 +661,18 @@ class TreeSearch {
     const SearchLimits& limits_;
     Search& out_;
 };
+
+// Whether `path`, which the search could not read or list, may hide what it says from the search only: the
+// searching user's own (a mode its owner chose: the jailed command's chmod or ACL, which the user restores,
+// after which git reads it), one that cannot even be looked at (a directory on the way made unsearchable), or
+// one the search may read but did not read whole (larger than kMaxConfigBytes). Another user's file or
+// directory that the searching user cannot read is not: the command, running as that user or as one without
+// capabilities, cannot have chosen its mode, and the user's git cannot read it either.
+bool hidden_by_its_owner(const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return true;
+    return st.st_uid == ::geteuid() || ::faccessat(AT_FDCWD, path.c_str(), R_OK, AT_EACCESS) == 0;
+}
 
 // Each path as configured and, where it differs, resolved through symlinks as well (the jail shows the
 // host's paths where they are; a write names either).
@@ -591,12 +754,12 @@ Search find_targets_below(const std::string& cwd, const std::string& home,
                           const std::vector<std::string>& roots, const SearchLimits& limits) {
     Search out;
     std::vector<std::string> relative_hooks;
-    read_user_configs(home, out.targets, relative_hooks);
+    read_user_configs(home, out.targets, relative_hooks, out.unreadable);
     std::vector<Repository> found;
-    if (auto repo = repository_above(cwd)) found.push_back(std::move(*repo));
+    if (auto repo = repository_above(cwd, out.unreadable)) found.push_back(std::move(*repo));
     TreeSearch search(limits, out);
     for (const std::string& root : roots) {
-        if (auto repo = repository_above(root)) found.push_back(std::move(*repo));
+        if (auto repo = repository_above(root, out.unreadable)) found.push_back(std::move(*repo));
         search.walk(normal(root), found);
     }
     std::set<std::string> commons;
@@ -613,12 +776,21 @@ Search find_targets_below(const std::string& cwd, const std::string& home,
             break;
         }
         if (!read.emplace(repo.git_dir, repo.top).second) continue;
-        read_repository(repo, home, relative_hooks, out.targets);
+        read_repository(repo, home, relative_hooks, out.targets, out.unreadable);
     }
+    sort_unique(out.unreadable);
+    out.unreadable.erase(std::remove_if(out.unreadable.begin(), out.unreadable.end(),
+                                        [](const std::string& p) { return !hidden_by_its_owner(p); }),
+                         out.unreadable.end());
+    out.unreadable_count = out.unreadable.size();
+    if (out.unreadable.size() > 16) out.unreadable.resize(16);
     out.repositories = read.size();
     if (found.empty())
-        for (const std::string& rel : relative_hooks)
-            out.targets.hook_dirs.push_back(resolve(rel, normal(cwd), home));
+        for (const std::string& rel : relative_hooks) {
+            Reach reach;
+            out.targets.hook_dirs.push_back(resolve(rel, normal(cwd), home, &reach));
+            keep(reach, out.targets, out.targets.hook_dirs);
+        }
     out.targets.index();  // duplicates gone before each is resolved
     both_ways(out.targets.hook_dirs);
     both_ways(out.targets.files);
@@ -626,9 +798,9 @@ Search find_targets_below(const std::string& cwd, const std::string& home,
     return out;
 }
 
-std::vector<std::string> search_roots(const Policy& policy) {
+std::vector<std::string> writable_areas(const Policy& policy) {
     const auto& f = policy.filesystem();
-    std::vector<std::string> roots;
+    std::vector<std::string> areas;
     for (const PathRule& rule : f.allow_write) {
         std::string p = rule.path.string();
         if (rule.rule.source.layer == Layer::Default && p == "/tmp") continue;  // the jail's own
@@ -640,14 +812,36 @@ std::vector<std::string> search_roots(const Policy& policy) {
         }
         p = normal(p);
         if ((covers("/dev", p) && !covers("/dev/shm", p)) || covers("/proc", p)) continue;
-        if (!is_dir(p)) continue;
-        roots.push_back(p);
+        areas.push_back(p);
     }
-    std::sort(roots.begin(), roots.end());
+    sort_unique(areas);
+    return areas;
+}
+
+std::vector<std::string> search_roots(const Policy& policy) {
+    std::vector<std::string> roots;
+    for (const std::string& p : writable_areas(policy))
+        if (is_dir(p)) roots.push_back(p);
     std::vector<std::string> out;
     for (const std::string& r : roots)
         if (out.empty() || !covers(out.back(), r)) out.push_back(r);
     return out;
+}
+
+Search find_targets_for(const Policy& policy, const SearchLimits& limits) {
+    const auto& f = policy.filesystem();
+    Search search =
+        find_targets_below(f.working_directory.path.string(), f.home.string(), search_roots(policy), limits);
+    if (search.unreadable_count > 0) {
+        // Why: an unreadable config may name any directory as core.hooksPath, or include any file, and the
+        // user's git reads it again once its mode is restored; protecting only what lies near it left an
+        // absolute hooksPath, an include's own includes, the targets of ~/.gitconfig writable.
+        for (const std::string& area : writable_areas(policy))
+            search.targets.hook_dirs.push_back(area);
+        search.targets.hook_dirs.push_back("/dev/shm");  // the host's without namespaces: outlives the run
+        search.targets.index();
+    }
+    return search;
 }
 
 }  // namespace cordon::policy::git_config

@@ -67,6 +67,12 @@ struct Search {
     // each is in targets.hook_dirs (protected as a whole).
     std::vector<std::string> unlisted;
     std::size_t unlisted_count = 0;
+    // Configuration the search had to read but could not (the first 16, sorted): a config, an included file,
+    // a gitfile or commondir that is there but unreadable (or larger than 16 MiB), a directory of the
+    // searching user's own that it could not list. What they say is unknown (a core.hooksPath or include
+    // anywhere), so find_targets_for protects every writable area as a whole.
+    std::vector<std::string> unreadable;
+    std::size_t unreadable_count = 0;
     bool stopped = false;  // `stop` said so
 };
 
@@ -80,6 +86,15 @@ struct Search {
 // configured and resolved.
 Search find_targets_below(const std::string& cwd, const std::string& home,
                           const std::vector<std::string>& roots, const SearchLimits& limits = {});
+
+// find_targets_below for a run under `policy` (its working directory, home and search_roots), failing closed:
+// where the search could not read what it had to (Search::unreadable), every writable area (writable_areas)
+// and /dev/shm are in targets.hook_dirs, protected as a whole: the run writes nothing there that outlives it.
+Search find_targets_for(const Policy& policy, const SearchLimits& limits = {});
+
+// Every allowWrite path (a glob's literal directories), files too, but the jail's own /tmp, /dev (not
+// /dev/shm) and /proc, sorted.
+std::vector<std::string> writable_areas(const Policy& policy);
 
 // The trees find_targets_below searches for a run under `policy`: the writable roots (allowWrite, globs from
 // their literal part, the working directory when it is writable) but the jail's own /tmp, /dev (a project

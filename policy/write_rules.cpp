@@ -96,7 +96,10 @@ const std::vector<WriteRule>& write_rules() {
          "searched for repositories up to 1,000,000 entries and 64 levels (past that the directories left "
          "are named, and a repository there keeps its own targets writable); a directory there the search "
          "cannot "
-         "open or list (mode -wx: a repository below it is still reached by name) is protected as a whole"},
+         "open or list (mode -wx: a repository below it is still reached by name) is protected as a whole; "
+         "a config, include, gitfile or commondir that is there but cannot be read (or is larger than 16 "
+         "MiB), or such a directory of the searching user's own, makes every writable area read-only "
+         "(what it names is unknown)"},
         {"casefold", false,
          "in a directory that compares names without case (ext4 chattr +F, tmpfs -o casefold) a name that "
          "folds to a protected one is that one (.BASHRC, .Git/Hooks) (EACCES)",
@@ -354,7 +357,10 @@ WriteDecision decide_write(const Policy& policy, const std::string& path, bool c
     WriteDecision out = decide_exact(policy, path, creates, path, facts);
     if (out.error) return out;
     if (in_old_git_dir(policy, path, facts, path)) return by("git-dirs-by-content", EACCES);
-    if (git_config_target(path, facts)) return by("git-config-targets", EACCES);
+    // The run's own TMPDIR without namespaces (made in the host's /tmp, removed at the end, no config names
+    // it): writable even where the fail-closed search protects a writable /tmp as a whole.
+    const bool own_tmp = facts.jail() == JailKind::Landlock && facts.in_private_tmp(path);
+    if (!own_tmp && git_config_target(path, facts)) return by("git-config-targets", EACCES);
     // Case-insensitive directories: there `.BASHRC` is bash's `.bashrc`, `.Git/Hooks` git's `.git/hooks`,
     // `.bare/HOOKS` an old bare repository's hooks and `.HUSKY` the core.hooksPath directory `.husky`. A path
     // that folds to another and that the rules allow is decided again folded (the protected names, the names
@@ -365,7 +371,7 @@ WriteDecision decide_write(const Policy& policy, const std::string& path, bool c
     const std::string fold = casefold::fold(path);
     WriteDecision folded = decide_exact(policy, fold, creates, path, facts);
     if (folded.error != EACCES && !in_old_git_dir(policy, fold, facts, path) &&
-        !git_config_target(fold, facts, true))
+        (own_tmp || !git_config_target(fold, facts, true)))
         return out;
     if (!casefold_on_the_way(path, facts)) return out;
     if (folded.error != EACCES) folded = by("casefold", EACCES);

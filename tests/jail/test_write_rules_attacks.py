@@ -161,9 +161,10 @@ class AttackCase(JailFixtures):
         return subprocess.run(["git", *args], cwd=cwd or self.cwd, check=True, capture_output=True, text=True,
                               env=env, **who)
 
-    def jailed(self, script, cwd=None, env=None):
+    def jailed(self, script, cwd=None, env=None, args=()):
         user = ["--user", Env.user] if self.USER_FLAG else []
-        p = subprocess.run([Env.cordon, "run", "--no-discover", *user, "--jail", self.JAIL, "--", PY, "-c", script],
+        p = subprocess.run([Env.cordon, "run", "--no-discover", *user, "--jail", self.JAIL, *args, "--", PY, "-c",
+                            script],
                            cwd=cwd or self.cwd, env={**self.env(), **(env or {})}, capture_output=True, text=True,
                            timeout=180, **self._identity())
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -612,6 +613,246 @@ class AttackCase(JailFixtures):
                     os.chmod(os.path.join(cwd, p), 0o755 if p.endswith("modules") else 0o644)
                 except OSError:
                     pass
+
+    # Where a jailed write plants a hook that marks its own running: `touch "$0.ran"`.
+    HOOK = "#!/bin/sh\ntouch \"$0.ran\"\n"
+
+    def plants(self, writes, args=(), env=None):
+        """One jailed run that writes each {path: text} (its directories made first where missing), mode 0755:
+        {path: "ok" | errno name}, and the run's stderr."""
+        user = ["--user", Env.user] if self.USER_FLAG else []
+        script = ("import errno, json, os\n"
+                  "out = {}\n"
+                  f"for p, text in {dict(writes)!r}.items():\n"
+                  "    try:\n"
+                  "        os.makedirs(os.path.dirname(p) or '.', exist_ok=True)\n"
+                  "        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o755)\n"
+                  "        os.write(fd, text.encode()); os.close(fd); out[p] = 'ok'\n"
+                  "    except OSError as e:\n"
+                  "        out[p] = errno.errorcode.get(e.errno, str(e.errno))\n"
+                  "print(json.dumps(out))\n")
+        p = subprocess.run([Env.cordon, "run", "--no-discover", *user, "--jail", self.JAIL, *args, "--", PY, "-c",
+                            script], cwd=self.cwd, env={**self.env(), **(env or {})}, capture_output=True, text=True,
+                           timeout=180, **self._identity())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout.strip().splitlines()[-1]), p.stderr
+
+    def commit(self, repo, env=None):
+        """The host's `git commit` in `repo`, as the user (a file added first)."""
+        self.write(os.path.join(repo, "f"), str(time.time()))
+        self.git("add", "f", cwd=repo)
+        return subprocess.run(["git", "commit", "-qm", "x"], cwd=repo, capture_output=True, text=True,
+                              env={**os.environ, **GIT_ENV, "HOME": self.home, **(env or {})},
+                              **({"user": Env.uid, "group": Env.gid, "extra_groups": []}
+                                 if (self.AS_USER or self.USER_FLAG) else {}))
+
+    # A chmod (or setfacl) of a protected file is metadata, which the kernel answers: an earlier run makes a
+    # config the next run's search must read unreadable (to an unprivileged supervisor), and what it names
+    # elsewhere stays writable: an absolute core.hooksPath in a nested repository's config, an include's own
+    # (absolute) include, a repository below a directory made unlistable (`chmod 311 d`), ~/.gitconfig's
+    # hooksPath. The next run plants the hooks there without restoring anything; the user restores the modes
+    # (git fails on an unreadable config), and the host's `git commit` runs them. Now the search fails closed:
+    # every writable area is read-only in such a run, and stderr says why.
+    def test_unreadable_config_hides_targets_elsewhere(self):
+        out = self.outside
+        self.git("init", "-q", self.cwd)
+        b = self.mkdir("project/b")
+        self.git("init", "-q", b, cwd=b)
+        self.git("config", "core.hooksPath", os.path.join(out, "bhooks"), cwd=b)
+        a = self.mkdir("project/a")
+        self.git("init", "-q", a, cwd=a)
+        self.git("config", "include.path", "../../conf/a.cfg", cwd=a)
+        self.write(os.path.join(self.cwd, "conf/a.cfg"), f"[include]\n\tpath = {out}/deep.cfg\n")
+        self.write(os.path.join(out, "deep.cfg"), "")
+        self.mkdir("project/d")
+        sub = self.mkdir("project/d/sub")
+        self.git("init", "-q", sub, cwd=sub)
+        self.git("config", "core.hooksPath", os.path.join(out, "dhooks"), cwd=sub)
+        self.write(os.path.join(self.home, ".gitconfig"), "[core]\n\thooksPath = ~/ghooks\n")
+        plain = os.path.join(self.dir, "plain")  # a repository outside every writable area
+        os.makedirs(plain)
+        self.own(plain)
+        self.git("init", "-q", plain, cwd=plain)
+        area = ["--allow-write", out, "--allow-write", self.home]
+        time.sleep(0.05)
+        modes = {"b/.git/config": 0o000, "conf/a.cfg": 0o000, "d": 0o311, os.path.join(self.home, ".gitconfig"): 0}
+        chmod = ("import json, os\nout = {}\n"
+                 f"for p, m in {modes!r}.items():\n"
+                 "    try: os.chmod(p, m); out[p] = 'ok'\n"
+                 "    except OSError as e: out[p] = str(e)\n"
+                 "print(json.dumps(out))\n")
+        changed, _ = self.jailed(chmod, args=area)
+        if self.AS_USER:  # metadata: the kernel's to answer (root's without namespaces: the supervisor's; the
+            # namespace jail binds ~/.gitconfig read-only)
+            self.assertEqual({k: v for k, v in changed.items() if v != "ok" and "gitconfig" not in k}, {})
+        hooks = {f"{out}/bhooks/pre-commit": self.HOOK, f"{out}/dhooks/pre-commit": self.HOOK,
+                 f"{out}/deep.cfg": f"[core]\n\thooksPath = {out}/ahooks\n", f"{out}/ahooks/pre-commit": self.HOOK,
+                 f"{self.home}/ghooks/pre-commit": self.HOOK, "alive.txt": "x"}
+        try:
+            got, err = self.plants(hooks, area)
+        finally:
+            for p, m in modes.items():
+                os.chmod(os.path.join(self.cwd, p), 0o755 if p == "d" else 0o644)
+        alive = got.pop("alive.txt")
+        got.pop(f"{out}/ahooks/pre-commit")  # (a hooks directory only where deep.cfg was planted)
+        for repo in (b, a, sub, plain):
+            self.commit(repo)
+        ran = [h for h in hooks if os.path.exists(h + ".ran")]
+        self.assertEqual(ran, [], f"{got}\n{err}")  # the host's git ran none of the command's hooks
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+        if self.AS_USER:  # an unprivileged supervisor cannot read them: it says so, and writes nothing
+            self.assertIn("cannot be read", err)
+            self.assertIn(os.path.join(self.cwd, "conf/a.cfg"), err)
+            self.assertEqual(alive, "EACCES", err)
+        else:  # root's supervisor reads them whatever their mode
+            self.assertEqual(alive, "ok", err)
+
+    # `~name/` in core.hooksPath is that user's home (git expands it with getpwnam): it was skipped, and a
+    # command that may write there planted the hook the host's `git commit` runs.
+    def test_hooks_path_in_another_users_home(self):
+        name = "cordonhk" + os.urandom(3).hex()
+        other = self.mkdir("outside/otherhome")
+        subprocess.run(["useradd", "--no-create-home", "--home-dir", other, "--shell", "/bin/sh", name],
+                       check=True)
+        self.addCleanup(subprocess.run, ["userdel", name], check=False, stderr=subprocess.DEVNULL)
+        self.git("init", "-q", self.cwd)
+        self.git("config", "core.hooksPath", f"~{name}/hooks")
+        time.sleep(0.05)
+        got, err = self.plants({f"{other}/hooks/pre-commit": self.HOOK, f"{other}/notes.txt": "x"},
+                               ["--allow-write", self.outside])
+        self.commit(self.cwd)
+        self.assertFalse(os.path.exists(f"{other}/hooks/pre-commit.ran"), f"{got}\n{err}")
+        self.assertEqual(got.pop(f"{other}/notes.txt"), "ok", err)
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+
+    # A config is read whole (up to 16 MiB): one whose core.hooksPath comes after its first megabyte (a long
+    # comment, thousands of aliases) had that hooksPath skipped, and the hook planted there ran at the host's
+    # next `git commit`.
+    def test_hooks_path_past_the_first_megabyte(self):
+        self.git("init", "-q", self.cwd)
+        with open(os.path.join(self.cwd, ".git/config"), "a") as f:
+            f.write("[alias]\n" + "".join(f"\ta{i} = status --short # {'x' * 40}\n" for i in range(20000)))
+            f.write("[core]\n\thooksPath = .githooks\n")
+        self.assertGreater(os.path.getsize(os.path.join(self.cwd, ".git/config")), 1 << 20)
+        time.sleep(0.05)
+        got, err = self.plants({".githooks/pre-commit": self.HOOK})
+        self.commit(self.cwd)
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, ".githooks/pre-commit.ran")), f"{got}\n{err}")
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+
+
+    # A relative path with `X/..` is opened by git as written: the kernel follows X, then goes up from where X
+    # leads. The search collapsed `..` on the string, so with X missing (git skips the include) the command
+    # made X a symlink elsewhere (`.git/sub -> outside/deep`) and wrote outside/extra.cfg, which git then
+    # included (its core.hooksPath, and the hook planted there, ran at the host's next `git commit`); the same
+    # for a core.hooksPath `tools/../hooks`.
+    def test_dotdot_after_a_missing_directory(self):
+        out = self.outside
+        self.mkdir("outside/deep")
+        self.mkdir("outside/deep2")
+        self.git("init", "-q", self.cwd)
+        self.git("config", "include.path", "sub/../extra.cfg")
+        b = self.mkdir("project/b")
+        self.git("init", "-q", b, cwd=b)
+        self.git("config", "core.hooksPath", "tools/../hooks", cwd=b)
+        time.sleep(0.05)
+        script = ("import errno, json, os\nout = {}\n"
+                  "def w(p, t):\n"
+                  "    os.makedirs(os.path.dirname(p), exist_ok=True)\n"
+                  "    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o755); os.write(fd, t.encode())\n"
+                  "    os.close(fd)\n"
+                  f"steps = [('link', lambda: os.symlink({out!r} + '/deep', '.git/sub')),\n"
+                  f"         ('cfg', lambda: w({out!r} + '/extra.cfg', '[core]\\n\\thooksPath = {out}/hk\\n')),\n"
+                  f"         ('hook', lambda: w({out!r} + '/hk/pre-commit', {self.HOOK!r})),\n"
+                  f"         ('link2', lambda: os.symlink({out!r} + '/deep2', 'b/tools')),\n"
+                  f"         ('hook2', lambda: w({out!r} + '/hooks/pre-commit', {self.HOOK!r}))]\n"
+                  "for k, f in steps:\n"
+                  "    try: f(); out[k] = 'ok'\n"
+                  "    except OSError as e: out[k] = errno.errorcode.get(e.errno, str(e.errno))\n"
+                  "print(json.dumps(out))\n")
+        got, err = self.jailed(script, args=["--allow-write", out])
+        self.commit(self.cwd)
+        self.commit(b)
+        ran = [h for h in (f"{out}/hk/pre-commit", f"{out}/hooks/pre-commit") if os.path.exists(h + ".ran")]
+        self.assertEqual(ran, [], f"{got}\n{err}")  # the host's git ran none of the command's hooks
+
+
+    # The fail-closed mode (a directory of the user's own that cannot be listed) makes every writable area
+    # read-only, but the jail's own /tmp stays writable: without namespaces, with `--allow-write /tmp`, the
+    # run's private TMPDIR (made in the host's /tmp, removed at the end) was refused too (git-config-targets),
+    # and mktemp, compilers and test runners failed.
+    def test_fail_closed_keeps_the_private_tmpdir(self):
+        self.git("init", "-q", self.cwd)
+        d = self.mkdir("project/d")
+        os.chmod(d, 0)
+        script = ("import errno, json, os\nout = {}\n"
+                  "for k, p in (('tmpdir', os.path.join(os.environ.get('TMPDIR') or '/tmp', 'x')),\n"
+                  "             ('project', 'alive.txt')):\n"
+                  "    try: os.close(os.open(p, os.O_WRONLY | os.O_CREAT, 0o644)); out[k] = 'ok'\n"
+                  "    except OSError as e: out[k] = errno.errorcode.get(e.errno, str(e.errno))\n"
+                  "print(json.dumps(out))\n")
+        try:
+            got, err = self.jailed(script, args=["--allow-write", "/tmp"])
+        finally:
+            os.chmod(d, 0o755)
+        if self.AS_USER:
+            self.assertIn("cannot be read", err)
+            self.assertEqual(got["project"], "EACCES", err)
+        if self.JAIL == "landlock":  # the private TMPDIR (the namespace jail's /tmp is then the host's)
+            self.assertEqual(got["tmpdir"], "ok", err)
+
+
+    # The search's bound (1,000,000 entries) is the command's to reach: an earlier run fills a writable area
+    # that is walked first (here outside/, sorted before project/) with a million empty files, and in the next
+    # run a nested repository past the bound is protected as a whole, but what its config names elsewhere (an
+    # absolute core.hooksPath, an include) is not read: the command plants the hook there, and the host's
+    # `git commit` in that repository runs it. (The fillers are made here, as the earlier run would; slow: one identity only.) HOLE, not fixed:
+    # test_search_bound_reached_by_an_earlier_run's fix protects the directories past the bound, not what
+    # their configs name elsewhere.
+    def test_search_bound_reached_by_the_command_hides_a_hooks_path(self):
+        if type(self).__name__ != "AsUser":
+            self.skipTest("a million files: run once (AsUser)")
+        out = self.outside
+        self.git("init", "-q", self.cwd)
+        b = self.mkdir("project/b")
+        self.git("init", "-q", b, cwd=b)
+        self.git("config", "core.hooksPath", os.path.join(out, "bhooks"), cwd=b)
+        fill = self.mkdir("outside/fill")
+        for i in range(1_000_001):
+            os.close(os.open(f"{fill}/{i}", os.O_WRONLY | os.O_CREAT, 0o644))
+        time.sleep(0.05)
+        got, err = self.plants({f"{out}/bhooks/pre-commit": self.HOOK}, ["--allow-write", out])
+        self.commit(b)
+        self.assertFalse(os.path.exists(f"{out}/bhooks/pre-commit.ran"), f"{got}\n{err}")
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+
+
+    # The user's git reads the global and system configuration GIT_CONFIG_GLOBAL and GIT_CONFIG_SYSTEM name
+    # (instead of ~/.gitconfig and /etc/gitconfig) and what GIT_CONFIG_COUNT/KEY_n/VALUE_n set, from the
+    # environment cordon runs in too. The search read only the fixed files: the global file's core.hooksPath,
+    # the file itself, and a hooksPath set in the environment stayed writable, and the host's `git commit`
+    # (same environment) ran the hooks planted there.
+    def test_git_config_from_the_environment(self):
+        out = self.outside
+        self.git("init", "-q", self.cwd)
+        glob = self.write(os.path.join(out, "dot/gitconfig"), f"[core]\n\thooksPath = {out}/ghooks\n")
+        system = self.write(os.path.join(out, "dot/system"), "")
+        env = {"GIT_CONFIG_GLOBAL": glob, "GIT_CONFIG_SYSTEM": system, "GIT_CONFIG_COUNT": "1",
+               "GIT_CONFIG_KEY_0": "core.hooksPath", "GIT_CONFIG_VALUE_0": f"{out}/ehooks"}
+        time.sleep(0.05)
+        got, err = self.plants({f"{out}/ghooks/pre-commit": self.HOOK, f"{out}/ehooks/pre-commit": self.HOOK,
+                                system: f"[core]\n\thooksPath = {out}/shooks\n",
+                                f"{out}/shooks/pre-commit": self.HOOK, f"{out}/alive": "x"},
+                               ["--allow-write", out], env=env)
+        self.assertEqual(got.pop(f"{out}/alive"), "ok", err)
+        for only in (["GIT_CONFIG_GLOBAL"], ["GIT_CONFIG_SYSTEM"],  # each hooksPath on its own (the last wins)
+                     ["GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0"]):
+            self.commit(self.cwd, {k: env[k] for k in only})
+        ran = [h for h in got if os.path.exists(h + ".ran")]
+        self.assertEqual(ran, [], f"{got}\n{err}")
+        got.pop(f"{out}/shooks/pre-commit")  # (a hooks directory only where the system file was planted)
+        self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
+
 
 class AsRoot(AttackCase, unittest.TestCase):
     AS_USER = False

@@ -218,3 +218,62 @@ TEST_CASE("git config targets below: a git directory spelt as a case-insensitive
     CHECK(found.targets.protects(tree.s("p/v4/.githooks/pre-commit")));
     CHECK(found.targets.protects(tree.s("p/v7/.githooks/pre-commit")));
 }
+
+TEST_CASE("git config targets: a config is read whole up to 16 MiB, a larger one cannot be read") {
+    Tree tree;
+    tree.repo("p");
+    const std::string filler =
+        "[alias]\n" + std::string(1 << 20, '#') + "\n";  // a megabyte of comment before the hooksPath
+    tree.file("p/.git/config", filler + "[core]\n\thooksPath = .githooks\n");
+    auto found = git_config::find_targets_below(tree.s("p"), "", {tree.s("p")});
+    CHECK(has(found.targets.hook_dirs, tree.s("p/.githooks")));
+    CHECK(found.unreadable_count == 0);
+
+    tree.file("p/.git/config",
+              "[alias]\n" + std::string(std::size_t(17) << 20, '#') + "\n[core]\n\thooksPath = .githooks\n");
+    found = git_config::find_targets_below(tree.s("p"), "", {tree.s("p")});
+    REQUIRE(found.unreadable_count == 1);
+    CHECK(found.unreadable.front() == tree.s("p/.git/config"));
+}
+
+TEST_CASE("git config targets: ~name/ is that user's home from /etc/passwd, an unknown name is skipped") {
+    std::ifstream passwd("/etc/passwd");
+    std::string line, root_home;
+    while (std::getline(passwd, line) && root_home.empty()) {
+        if (line.rfind("root:", 0) != 0) continue;
+        std::size_t at = 0;
+        for (int colon = 0; colon < 5 && at != std::string::npos; ++colon)
+            at = line.find(':', at + (colon ? 1 : 0));  // name:password:uid:gid:gecos:home:shell
+        if (at != std::string::npos) root_home = line.substr(at + 1, line.find(':', at + 1) - at - 1);
+    }
+    if (root_home.empty() || root_home[0] != '/') {
+        WARN("no root in /etc/passwd");
+        return;
+    }
+    Tree tree;
+    tree.repo("p");
+    tree.file("p/.git/config",
+              "[core]\n\thooksPath = ~root/hooks\n[include]\n\tpath = ~nosuchuser-x/a.cfg\n");
+    const auto found = git_config::find_targets_below(tree.s("p"), "", {tree.s("p")});
+    CHECK(has(found.targets.hook_dirs, (fs::path(root_home) / "hooks").lexically_normal().string()));
+    CHECK(found.targets.files.empty());
+}
+
+TEST_CASE("git config targets: X/.. in a relative path protects X by name, and where X leads now") {
+    // git opens the path as written: the kernel follows X before `..`. X missing (git skips the include), a
+    // symlink made there led `..` elsewhere while the search had collapsed it on the string.
+    Tree tree;
+    tree.repo("p");
+    fs::create_directories(tree.t / "elsewhere/deep");
+    fs::create_directory_symlink(tree.t / "elsewhere/deep", tree.t / "p/link");
+    tree.file("p/.git/config",
+              "[include]\n\tpath = sub/../extra.cfg\n[core]\n\thooksPath = tools/../hooks\n"
+              "[include]\n\tpath = ../link/../x.cfg\n");
+    const auto found = git_config::find_targets_below(tree.s("p"), "", {tree.s("p")});
+    CHECK(found.targets.protects(tree.s("p/.git/extra.cfg")));
+    CHECK(found.targets.protects(tree.s("p/.git/sub")));         // never made: git would follow it
+    CHECK_FALSE(found.targets.protects(tree.s("p/.git/sub/x")));  // by name only
+    CHECK(found.targets.protects(tree.s("p/tools")));
+    CHECK(found.targets.protects(tree.s("p/hooks/pre-commit")));
+    CHECK(found.targets.protects(tree.s("elsewhere/x.cfg")));  // where the kernel leads it now
+}
