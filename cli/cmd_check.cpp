@@ -246,8 +246,8 @@ class FileSystemFacts final : public policy::WriteFacts {
                        (search.unsearched_count > 1
                             ? " (and " + std::to_string(search.unsearched_count - 1) + " more directories)"
                             : std::string()) +
-                       " not searched for git repositories, so read-only as a whole (the writable areas hold "
-                       "more than " +
+                       " not searched for git repositories, so every writable area is read-only (a "
+                       "repository there may name any hooks directory; the writable areas hold more than " +
                        std::to_string(limits.max_entries) + " entries or " +
                        std::to_string(limits.max_depth) + " levels: the jail does not search past that)");
             targets_ = std::move(search.targets);

@@ -1046,9 +1046,8 @@ class NotifierImpl final : public Notifier {
                 " entries or " + std::to_string(limits.max_depth) +
                 " levels: " + std::to_string(search.unsearched_count) + " directories (" +
                 search.unsearched.front() + (search.unsearched_count > 1 ? ", ..." : "") +
-                ") were not searched for git repositories: a repository there is unknown, so each is "
-                "read-only "
-                "in the jail\n";
+                ") were not searched for git repositories: a repository there may name any hooks "
+                "directory, so every writable area is read-only in this run\n";
             std::fputs(line.c_str(), stderr);
         }
         if (search.unlisted_count > 0) {

@@ -226,7 +226,8 @@ std::string passwd_home(const std::string& name) {
 // anywhere, where the path as normal() collapses it does not. Each such X, as normal() spells it, in `pivots`
 // (protected by name: never made nor replaced), and the path as the kernel resolves it now in `physical`
 // (where it differs: X is a symlink already).
-void dotdot_reach(const std::string& path, std::vector<std::string>& pivots, std::vector<std::string>& physical) {
+void dotdot_reach(const std::string& path, std::vector<std::string>& pivots,
+                  std::vector<std::string>& physical) {
     std::vector<std::string> stack;
     bool any = false;
     for (std::size_t start = 0; start <= path.size();) {
@@ -261,7 +262,8 @@ struct Reach {
 
 // `value` as a path: `~/` is the home, `~name/` that user's; relative ones are taken from `base`. `reach`
 // (if given) gets what git's open of the path as written may reach besides (dotdot_reach).
-std::string resolve(std::string value, const std::string& base, const std::string& home, Reach* reach = nullptr) {
+std::string resolve(std::string value, const std::string& base, const std::string& home,
+                    Reach* reach = nullptr) {
     if (value.rfind(":(optional)", 0) == 0) value.erase(0, 11);
     if (value.empty()) return {};
     if (value == "~" || value.rfind("~/", 0) == 0) {
@@ -461,7 +463,7 @@ void read_user_configs(const std::string& home, Targets& targets, std::vector<st
             if (!key || !value || !*value) continue;
             const std::string k = lower(key);
             const bool include = k == "include.path" || (k.rfind("includeif.", 0) == 0 && k.size() > 15 &&
-                                                          k.compare(k.size() - 5, 5, ".path") == 0);
+                                                         k.compare(k.size() - 5, 5, ".path") == 0);
             if (k == "core.hookspath" && value[0] != '/' && value[0] != '~') {
                 relative_hooks.push_back(value);
                 continue;
@@ -832,10 +834,13 @@ Search find_targets_for(const Policy& policy, const SearchLimits& limits) {
     const auto& f = policy.filesystem();
     Search search =
         find_targets_below(f.working_directory.path.string(), f.home.string(), search_roots(policy), limits);
-    if (search.unreadable_count > 0) {
+    if (search.unreadable_count > 0 || search.unsearched_count > 0) {
         // Why: an unreadable config may name any directory as core.hooksPath, or include any file, and the
         // user's git reads it again once its mode is restored; protecting only what lies near it left an
-        // absolute hooksPath, an include's own includes, the targets of ~/.gitconfig writable.
+        // absolute hooksPath, an include's own includes, the targets of ~/.gitconfig writable. The same for
+        // a repository past the search's bound: the bound is the command's to reach (a million files made
+        // in an earlier run), and protecting only the directories past it left their configs' absolute
+        // hooksPath writable.
         for (const std::string& area : writable_areas(policy))
             search.targets.hook_dirs.push_back(area);
         search.targets.hook_dirs.push_back("/dev/shm");  // the host's without namespaces: outlives the run

@@ -403,8 +403,8 @@ class AttackCase(JailFixtures):
         self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
 
     def test_search_past_its_bound_says_so(self):
-        # A repository deeper than the search goes (64 levels) is unknown: the directories past the bound are
-        # read-only as a whole (never open), one stderr line names them, `cordon check` says what it assumed.
+        # A repository deeper than the search goes (64 levels) is unknown, and may name any hooks directory:
+        # every writable area is read-only for the run, one stderr line names the directories past the bound.
         cwd = self.cwd
         self.git("init", "-q", cwd)
         deep = "/".join(["d"] * 66)
@@ -412,9 +412,9 @@ class AttackCase(JailFixtures):
         self.git("init", "-q", nested, cwd=nested)
         time.sleep(0.05)
         got, err = self.creates(["sub/out.txt"])
-        self.assertEqual(got, {"sub/out.txt": "ok"}, err)
+        self.assertNotEqual(got, {"sub/out.txt": "ok"}, err)
         self.assertIn("were not searched for git repositories", err)
-        self.assertIn("read-only in the jail", err)
+        self.assertIn("every writable area is read-only in this run", err)
         self.assertIn(os.path.join(cwd, "/".join(["d"] * 65)), err)
         got, err = self.creates([deep + "/.githooks/pre-commit"])
         self.assertEqual({k: v for k, v in got.items() if v == "ok"}, {}, err)
@@ -500,7 +500,7 @@ class AttackCase(JailFixtures):
         self.git("add", "b", cwd=sub)
         self.assertNotIn("PWN", self.git("commit", "-qm", "b", cwd=sub).stdout)
 
-    # HOLE (not fixed): the search's bound is the jailed command's to reach. An earlier run (25 s as a user on
+    # The search's bound is the jailed command's to reach. An earlier run (25 s as a user on
     # /dev/shm) makes 1,000,001 empty files in the project's top, all listed before the walk descends into
     # any directory: this run's search stops at its bound, names vendor on stderr (which the command reads;
     # the user may not), and leaves vendor/lib's core.hooksPath writable; the user's next `git commit` in
@@ -806,9 +806,9 @@ class AttackCase(JailFixtures):
     # that is walked first (here outside/, sorted before project/) with a million empty files, and in the next
     # run a nested repository past the bound is protected as a whole, but what its config names elsewhere (an
     # absolute core.hooksPath, an include) is not read: the command plants the hook there, and the host's
-    # `git commit` in that repository runs it. (The fillers are made here, as the earlier run would; slow: one identity only.) HOLE, not fixed:
-    # test_search_bound_reached_by_an_earlier_run's fix protects the directories past the bound, not what
-    # their configs name elsewhere.
+    # `git commit` in that repository runs it. (The fillers are made here, as the earlier run would; slow: one
+    # identity only.) Fixed: a search past its bound makes every writable area read-only for the run, as an
+    # unreadable config does.
     def test_search_bound_reached_by_the_command_hides_a_hooks_path(self):
         if type(self).__name__ != "AsUser":
             self.skipTest("a million files: run once (AsUser)")
