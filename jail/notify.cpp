@@ -1022,10 +1022,33 @@ class NotifierImpl final : public Notifier {
     // cannot read (a chmod is metadata, not a write: an earlier run's, or this command's while the search
     // runs) may name any hooks directory or include, so then every writable area is read-only, said on
     // stderr.
+    // Whether an allowWrite rule names the host's /dev/shm itself or a directory above it (a glob by its
+    // literal part): then the namespace jail shows the host's there.
+    static bool allows_host_shm(const policy::Policy& policy) {
+        for (const auto& rule : policy.filesystem().allow_write) {
+            std::string p = rule.path.lexically_normal().string();
+            if (rule.glob) p = p.substr(0, p.find_first_of("*?["));
+            while (p.size() > 1 && p.back() == '/')
+                p.pop_back();
+            const std::string shm = "/dev/shm";
+            if (p.empty() || (shm.compare(0, p.size(), p) == 0 &&
+                              (p.size() == shm.size() || p == "/" || shm[p.size()] == '/' || rule.glob)))
+                return true;
+        }
+        return false;
+    }
+
     void note_git_config_targets() {
         policy::git_config::SearchLimits limits;
         limits.stop = [this] { return stopping_.load(); };
         auto search = policy::git_config::find_targets_for(*policy_, limits);
+        if (!host_ && !allows_host_shm(*policy_)) {
+            // The namespace jail's /dev/shm is a tmpfs of its own (a project below the host's is a writable
+            // area of its own): nothing written there outlives the run, and POSIX semaphores live there.
+            auto& dirs = search.targets.hook_dirs;
+            dirs.erase(std::remove(dirs.begin(), dirs.end(), std::string("/dev/shm")), dirs.end());
+            search.targets.index();
+        }
         git_targets_ = std::move(search.targets);
         if (search.unreadable_count > 0 && !search.stopped) {
             std::string line =

@@ -787,7 +787,7 @@ class AttackCase(JailFixtures):
         os.chmod(d, 0)
         script = ("import errno, json, os\nout = {}\n"
                   "for k, p in (('tmpdir', os.path.join(os.environ.get('TMPDIR') or '/tmp', 'x')),\n"
-                  "             ('project', 'alive.txt')):\n"
+                  "             ('project', 'alive.txt'), ('shm', '/dev/shm/sem.cordon-fail-closed')):\n"
                   "    try: os.close(os.open(p, os.O_WRONLY | os.O_CREAT, 0o644)); out[k] = 'ok'\n"
                   "    except OSError as e: out[k] = errno.errorcode.get(e.errno, str(e.errno))\n"
                   "print(json.dumps(out))\n")
@@ -795,11 +795,17 @@ class AttackCase(JailFixtures):
             got, err = self.jailed(script, args=["--allow-write", "/tmp"])
         finally:
             os.chmod(d, 0o755)
+            if os.path.exists("/dev/shm/sem.cordon-fail-closed"):  # the host's, where a run may write it
+                os.unlink("/dev/shm/sem.cordon-fail-closed")
         if self.AS_USER:
             self.assertIn("cannot be read", err)
             self.assertEqual(got["project"], "EACCES", err)
         if self.JAIL == "landlock":  # the private TMPDIR (the namespace jail's /tmp is then the host's)
             self.assertEqual(got["tmpdir"], "ok", err)
+            if self.AS_USER:  # the host's /dev/shm, which outlives the run
+                self.assertEqual(got["shm"], "EACCES", err)
+        else:  # the namespace jail's /dev/shm is its own tmpfs (POSIX semaphores: multiprocessing.Lock)
+            self.assertEqual(got["shm"], "ok", err)
 
 
     # The search's bound (1,000,000 entries) is the command's to reach: an earlier run fills a writable area
