@@ -22,6 +22,9 @@
 #include "policy/write_rules.hpp"
 #include "proxy/address_guard.hpp"
 #include "proxy/resolver.hpp"
+#ifdef CORDON_LINUX_JAIL
+#include "run/session.hpp"
+#endif
 
 namespace cordon::cli {
 namespace {
@@ -359,6 +362,10 @@ int cmd_check(int argc, char** argv) {
     if (!target) throw UsageError("missing TARGET");
     // As `cordon run` decides: the CA's directory is never read nor written by the jailed command.
     options.private_dirs.push_back(ca_dir.empty() ? certs::default_ca_dir() : std::filesystem::path(ca_dir));
+#ifdef CORDON_LINUX_JAIL
+    // And no jailed command writes cordon's sessions (their registry, sockets and directories).
+    options.session_dirs = run::session_state_directories({::getuid()});
+#endif
 
     auto policy = load_policy_or_report(options);
     if (!policy) return 2;

@@ -18,6 +18,7 @@
 #include "policy/syntax.hpp"
 #include "run/environment.hpp"
 #include "run/run.hpp"
+#include "run/session.hpp"
 
 namespace cordon::cli {
 
@@ -282,6 +283,15 @@ int run_with_flags(int argc, char** argv, const RunLauncher& launch) {
     // host): the jailed command neither reads nor replaces it, whether or not this run inspects.
     load.private_dirs.push_back(run.proxy.ca_dir.empty() ? certs::default_ca_dir()
                                                          : std::filesystem::path(run.proxy.ca_dir));
+    // cordon's sessions (their registries, control sockets and directories): never written by a jailed
+    // command, whose uid (or --user's) could otherwise unregister a session's socket and join it, or put a
+    // socket of its own in the place of one.
+    {
+        std::vector<uid_t> uids{::getuid()};
+        if (run.user && run.user->first != ::getuid()) uids.push_back(run.user->first);
+        for (auto& dir : run::session_state_directories(uids))
+            load.session_dirs.push_back(std::move(dir));
+    }
     // The control channel's layer, kept by --watch reloads too.
     auto control_layer = std::make_shared<std::string>();
     if (!run.network && (!load.host_ports.empty() || !load.publish_ports.empty()))

@@ -331,6 +331,12 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
                 if (in_a_home(components, head)) return true;
             }
         }
+        // An ancestor of cordon's own directories (the CA's, the sessions'): moved away, the path would be
+        // free to make again with the command's content (a socket of its own under a session's name).
+        const std::string normal = detail::normal_path(path);
+        for (const PathRule& rule : private_rules_)
+            if (rule.path.native() != normal && detail::path_covers(normal, false, rule.path.native()))
+                return true;
         return false;
     }
 

@@ -254,10 +254,19 @@ struct LoadOptions {
     // to reads and writes in every jail, whatever the settings allow (`cordon run` and `cordon check` add
     // them). A write there is always read-only (Reason::AlwaysReadOnly), its rule's source kPrivateDirWhere.
     std::vector<std::filesystem::path> private_dirs;
+    // cordon's sessions (the sessions' registries and the directories of their control sockets): always
+    // read-only in every jail, whatever the settings allow (`cordon run` and `cordon check` add them), but
+    // readable. Why: a jailed command that could remove a session's registry entry would connect to its
+    // socket (the notifier refuses only registered ones) and run under the session's wider policy; one that
+    // could replace a socket would receive the next joining command's descriptors and environment. A write
+    // there is Reason::AlwaysReadOnly, its rule's source kSessionDirWhere.
+    std::vector<std::filesystem::path> session_dirs;
 };
 
 // The `where` of the rule that keeps a private directory (LoadOptions::private_dirs) read-only.
 inline constexpr std::string_view kPrivateDirWhere = "cordon's CA (its private key)";
+// The `where` of the rule that keeps a session directory (LoadOptions::session_dirs) read-only.
+inline constexpr std::string_view kSessionDirWhere = "cordon's sessions (their registry and sockets)";
 
 // A settings or flag error a user can fix: names the file, the JSON path (or line:column for bad JSON) and
 // the entry.
@@ -286,7 +295,8 @@ class Policy {
     // True when the directory `path` (absolute, normal) holds or would hold protected names: its last
     // components are a proper prefix of one (`.claude` for `.claude/settings.json`, `.git` for `.git/hooks`,
     // `~/.config` for `.config/git`). Such a directory is neither renamed nor linked into place or away: `mv
-    // x .claude` would bring a prepared `settings.json` along.
+    // x .claude` would bring a prepared `settings.json` along. So is an ancestor of cordon's own directories
+    // (LoadOptions::private_dirs, session_dirs).
     virtual bool holds_protected_names(const std::string& path) const = 0;
 
     virtual const NetworkPolicy& network() const = 0;

@@ -934,6 +934,18 @@ void load_flags(const LoadOptions& options, Collected& out) {
             out.private_dirs.push_back(PathRule{p, false, Rule{p.string(), own}});
         }
     }
+    for (const fs::path& dir : options.session_dirs) {
+        // Read-only, not hidden: `ls` of a runtime directory keeps working, and reading names nothing the
+        // notifier's refusal of a registered socket depends on.
+        const Source own{Layer::Default, "", std::string(kSessionDirWhere), 0};
+        std::vector<fs::path> spellings{absolute_normal(dir, out.cwd)};
+        std::error_code ec;
+        fs::path target = fs::weakly_canonical(spellings.front(), ec);
+        if (!ec && fs::path(normal_path(target)) != spellings.front())
+            spellings.emplace_back(normal_path(target));
+        for (const fs::path& p : spellings)
+            out.private_dirs.push_back(PathRule{p, false, Rule{p.string(), own}});
+    }
 
     for (const std::string& text : options.inspect)
         if (std::string error = add_inspect_flag(text, out.inspection); !error.empty()) throw Failure{error};

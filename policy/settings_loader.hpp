@@ -41,7 +41,8 @@ struct Collected {
     std::vector<AddressRange> ranges;             // addresses, parsed
     std::vector<PathRule> allow_write, deny_write, deny_read, allow_read;
     // LoadOptions::private_dirs (each as given and where its symlinks lead): denied to reads (in deny_read)
-    // and to writes, always read-only whatever allowWrite says.
+    // and to writes, always read-only whatever allowWrite says; LoadOptions::session_dirs (the same way),
+    // always read-only but readable.
     std::vector<PathRule> private_dirs;
     bool managed_only = false;
     // allowManagedReadPathsOnly from managed settings: allowRead entries of other layers are dropped (each

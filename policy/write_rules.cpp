@@ -55,7 +55,8 @@ const std::vector<WriteRule>& write_rules() {
          "rest of /dev and /proc"},
         {"path-rules", false,
          "allowWrite, denyWrite, the private temporary directory, the protected names (.bashrc, .git/hooks, "
-         ".claude/settings.json, ...), the settings files read and cordon's CA directory: "
+         ".claude/settings.json, ...), the settings files read, cordon's CA directory and its sessions' "
+         "registries, sockets and directories: "
          "Policy::decide_write_resolved; outside the writable areas EROFS, a protected path EACCES",
          "the user's rules and the protected names, decided where the write lands (symlinks resolved in the "
          "jail's view); the names inside a .git count only where it existed when the run started",
@@ -125,7 +126,9 @@ const std::vector<WriteRule>& write_rules() {
         {"protected-moves", false,
          "a directory that holds protected names (a .git that existed when the run started, .claude, a "
          "home's "
-         ".config, an ancestor of git's configured targets or of cordon's own files) is neither moved nor "
+         ".config, an ancestor of git's configured targets or of cordon's own files and directories) is "
+         "neither "
+         "moved nor "
          "removed, no symlink is put where one would be, and no tree holding an old git directory, or one "
          "that would plant a repository, is moved (EACCES)",
          "moving or replacing an ancestor would launder what the names protect: move the old .git away and "

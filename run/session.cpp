@@ -174,6 +174,39 @@ std::variant<fs::path, std::string> session_directory() {
     return dir;
 }
 
+std::vector<fs::path> session_state_directories(const std::vector<uid_t>& uids) {
+    std::vector<fs::path> out;
+    auto add = [&](const fs::path& dir) {
+        if (std::find(out.begin(), out.end(), dir) == out.end()) out.push_back(dir);
+    };
+    if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg && *xdg == '/')
+        add(fs::path(xdg).lexically_normal() / "cordon");
+    for (uid_t uid : uids) {
+        const fs::path registry = jail::host_rules::session_registry(uid);
+        add(registry.parent_path());
+        add("/tmp/cordon-" + std::to_string(uid));
+        add("/run/user/" + std::to_string(uid) + "/cordon");
+        // Each entry holds its socket's path (register_socket): sessions of another runtime directory.
+        DIR* dir = ::opendir(registry.c_str());
+        if (dir == nullptr) continue;
+        while (const dirent* entry = ::readdir(dir)) {
+            if (entry->d_name[0] == '.') continue;
+            const int fd =
+                ::openat(::dirfd(dir), entry->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+            if (fd < 0) continue;
+            char buf[4096];
+            const ssize_t n = ::read(fd, buf, sizeof buf);
+            ::close(fd);
+            if (n <= 0) continue;
+            const std::string text(buf, static_cast<std::size_t>(n));
+            const fs::path sock(text.substr(0, text.find('\n')));
+            if (sock.is_absolute() && sock.has_parent_path()) add(sock.lexically_normal().parent_path());
+        }
+        ::closedir(dir);
+    }
+    return out;
+}
+
 std::optional<std::string> check_session_name(const std::string& name) {
     if (name.empty() || name.size() > 64 || name[0] == '.' || name[0] == '-' ||
         name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=

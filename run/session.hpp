@@ -37,6 +37,11 @@ namespace cordon::run {
 // refused when it is not a directory owned by the user with no access for others (a symlink included). A
 // message when none can be used.
 std::variant<std::filesystem::path, std::string> session_directory();
+// The directories of the sessions of `uids` that a jail must never write (policy::LoadOptions::session_dirs):
+// each uid's registry's directory (/run/cordon, /tmp/cordon-UID), its session directories (/tmp/cordon-UID,
+// /run/user/UID/cordon, and $XDG_RUNTIME_DIR/cordon of this process), and the directory of every socket its
+// registry holds now (a session started with another XDG_RUNTIME_DIR). Nothing is made or required to exist.
+std::vector<std::filesystem::path> session_state_directories(const std::vector<uid_t>& uids);
 // A session name: 1-64 of [A-Za-z0-9._-], not starting with '.' or '-'. A message saying what is wrong.
 std::optional<std::string> check_session_name(const std::string& name);
 

@@ -82,9 +82,10 @@ void WriteRefusals::add(jail::RefusedWrite&& refusal) {
             entry.write_rule = e.write_rule;
             entry.error = e.error;
             entry.first = e.id;
-            entry.private_dir = refusal.path_rule.rule &&
-                                refusal.path_rule.reason == policy::Reason::AlwaysReadOnly &&
-                                refusal.path_rule.rule->source.where == policy::kPrivateDirWhere;
+            const bool own =
+                refusal.path_rule.rule && refusal.path_rule.reason == policy::Reason::AlwaysReadOnly;
+            entry.private_dir = own && refusal.path_rule.rule->source.where == policy::kPrivateDirWhere;
+            entry.session_dir = own && refusal.path_rule.rule->source.where == policy::kSessionDirWhere;
             it = summary_.groups.find(key);
         }
     }
@@ -195,12 +196,14 @@ std::string format_write_refusals(const WriteRefusalSummary& summary, bool logge
                 "these");
     // Why each rule met here refuses, once per rule.
     std::set<std::string> rules;
-    bool protected_names = false, private_dir = false;
+    bool protected_names = false, private_dir = false, session_dir = false;
     auto never = [&](const WriteRefusalSummary::Entry& e) { return !lifted_by_allow_write(e) && !denied(e); };
     for (const auto& [key, e] : items) {
         if (!never(e)) continue;
         if (e.private_dir)
             private_dir = true;
+        else if (e.session_dir)
+            session_dir = true;
         else if (e.write_rule == "path-rules")
             protected_names = true;
         else
@@ -216,6 +219,11 @@ std::string format_write_refusals(const WriteRefusalSummary& summary, bool logge
         why += std::string(why.empty() ? "" : "; ") +
                "cordon's CA directory holds the private key that signs what the jail's clients trust: no "
                "jailed command reads or writes it, whatever the settings say (--ca-dir names another)";
+    if (session_dir)
+        why += std::string(why.empty() ? "" : "; ") +
+               "cordon's sessions (their registry, control sockets and directories) keep a jailed command "
+               "from joining or impersonating a session: no jailed command writes them, whatever the "
+               "settings say";
     for (const std::string& name : rules) {
         std::string text;
         try {

@@ -40,6 +40,7 @@ struct WriteRefusalSummary {
         std::string program;       // the latest caller's
         std::uint64_t first = 0;   // the refusal that made the group (its id): the order they were seen in
         bool private_dir = false;  // a write into cordon's CA directory (policy::kPrivateDirWhere)
+        bool session_dir = false;  // a write into cordon's sessions (policy::kSessionDirWhere)
     };
     // (path, write rule, rule text) -> what happened there
     std::map<std::tuple<std::string, std::string, std::string>, Entry> groups;

@@ -480,6 +480,75 @@ class SessionCase(JailFixtures):
                                              jail_flags)
             self.assertFalse(got_in, f"a listed session socket let {jail_flags or 'the namespace jail'} in: {out}")
 
+    # A jailed command whose policy makes the host's /tmp (/run for root) and the session directory writable,
+    # and lets it reach Unix sockets: it must not unregister the session's socket (the notifier refuses only
+    # registered ones), move the registry away, or remove or move the socket (a socket of its own in its place
+    # would receive the next joining command's descriptors and environment). Moves that succeed are undone
+    # at once: the registry of root's sessions is shared with every other root session of the machine.
+    ATTACK_PROBE = ("import os, sys\n"
+                    "entry, sock, target, join_probe = sys.argv[1:5]\n"
+                    "def attempt(what, f):\n"
+                    "    try:\n"
+                    "        f()\n"
+                    "    except OSError as e:\n"
+                    "        print(what, 'refused', e.errno, flush=True); return False\n"
+                    "    print(what, 'done', flush=True); return True\n"
+                    "def moved(what, path):\n"
+                    "    if attempt(what, lambda: os.rename(path, path + '.moved')):\n"
+                    "        os.rename(path + '.moved', path)\n"
+                    "attempt('rm-entry', lambda: os.unlink(entry))\n"
+                    "moved('rename-registry', os.path.dirname(entry))\n"
+                    "moved('rename-session-dir', os.path.dirname(sock))\n"
+                    "sys.argv = [join_probe, sock, target]\n"
+                    "try:\n"
+                    "    exec(open(join_probe).read())\n"
+                    "except OSError as e:\n"
+                    "    print('join refused', e.errno, flush=True)\n"
+                    "attempt('rm-socket', lambda: os.unlink(sock))\n")
+
+    def session_state_attack(self, jail_flags):
+        settings = os.path.join(self.dir, "unix.json")
+        with open(settings, "w") as f:
+            json.dump({"sandbox": {"network": {"allowAllUnixSockets": True}}}, f)
+        os.chmod(settings, 0o644)
+        name = self.start("--allow-write", self.outside)
+        supervisor = self.status(name)["pid"]
+        # Unreachable once its socket is gone (a failing run): ended by its pid.
+        self.addCleanup(lambda: alive(supervisor) and os.kill(supervisor, signal.SIGKILL))
+        sock = os.path.join(self.xdg, "cordon", name + ".sock")
+        st = os.stat(sock)
+        registry = "/tmp/cordon-%d/sessions" % Env.uid if self.AS_USER else "/run/cordon/sessions"
+        entry = os.path.join(registry, f"{st.st_dev}-{st.st_ino}")
+        self.assertTrue(os.path.exists(entry), "the session is registered")
+        target = os.path.join(self.outside, "escaped")
+        join_probe = self.write(os.path.join(self.dir, "join_probe.py"), self.JOIN_PROBE)
+        probe = self.write(os.path.join(self.dir, "attack_probe.py"), self.ATTACK_PROBE)
+        # The registry's directory in a writable area: /run for root; the user's, as the namespace jail's /tmp is
+        # its own (a writable root below the host's /tmp is the host's).
+        writable = os.path.dirname(registry) if self.AS_USER else "/run"
+        rc, out, err = self.run_jail([*jail_flags, "--settings", settings, "--allow-write", writable,
+                                      "--allow-write", self.xdg, "--", jailtest.PY, probe, entry, sock, target,
+                                      join_probe])
+        what = " ".join(jail_flags) or "the namespace jail"
+        # EACCES or EROFS from the rules; EBUSY where the namespace jail's read-only bind is the mount point.
+        for step in ("rm-entry", "rename-registry", "rename-session-dir", "rm-socket"):
+            self.assertRegex(out, f"{step} refused (13|16|30)", f"{what}: {step}: {out}{err}")
+        self.assertTrue(os.path.exists(entry), f"{what} unregistered the session: {out}{err}")
+        self.assertTrue(os.path.exists(sock), f"{what} removed the session's socket: {out}{err}")
+        self.assertFalse(os.path.exists(target), f"{what} ran a command in the session: {out}{err}")
+        self.assertNotIn('"started"', out)
+        self.assertNotIn('"stopped"', out)
+        self.assertIsNotNone(self.status(name), f"{what} stopped the session: {out}{err}")
+        # Reported as never allowed, with its reason.
+        self.assertIn("cordon's sessions", err)
+        self.assertEqual(self.join(name, "echo still-serving")[1].strip(), "still-serving")
+
+    def test_jail_cannot_unregister_or_replace_a_session(self):
+        self.session_state_attack([])
+
+    def test_jail_without_namespaces_cannot_unregister_or_replace_a_session(self):
+        self.session_state_attack(["--jail", "landlock"])
+
     def test_terminal_not_readable_after_the_command(self):
         # The joining command gets a pty of the client's, not the client's terminal (a process it leaves
         # running, which a session keeps, would read what the user types into their shell after `cordon run
