@@ -271,7 +271,7 @@ TEST_CASE("git config targets: X/.. in a relative path protects X by name, and w
               "[include]\n\tpath = ../link/../x.cfg\n");
     const auto found = git_config::find_targets_below(tree.s("p"), "", {tree.s("p")});
     CHECK(found.targets.protects(tree.s("p/.git/extra.cfg")));
-    CHECK(found.targets.protects(tree.s("p/.git/sub")));         // never made: git would follow it
+    CHECK(found.targets.protects(tree.s("p/.git/sub")));          // never made: git would follow it
     CHECK_FALSE(found.targets.protects(tree.s("p/.git/sub/x")));  // by name only
     CHECK(found.targets.protects(tree.s("p/tools")));
     CHECK(found.targets.protects(tree.s("p/hooks/pre-commit")));
