@@ -229,18 +229,22 @@ class WriteRefusalsCase(unittest.TestCase):
             self.assertEqual(ops[0], "rename", err)
         self.assertIn(f"    {target}  x1  ({ops[0]} by mv)", err)
 
+    def flood_script(self):
+        """A python script (readable by the test user) that tries to create ARGV[2]/f0 .. f(ARGV[1]-1)."""
+        script = os.path.join(self.base, "flood.py")
+        with open(script, "w") as f:
+            f.write("import os, sys\n"
+                    "for i in range(int(sys.argv[1])):\n"
+                    "    try: os.close(os.open(sys.argv[2] + '/f%d' % i, os.O_WRONLY | os.O_CREAT, 0o644))\n"
+                    "    except OSError: pass\n")
+        os.chmod(self.base, 0o755)
+        os.chmod(script, 0o644)
+        return script
+
     def test_a_flood_of_refused_writes_stays_bounded(self):
         # 100,000 refused creations of distinct names: the summary names at most a page of them and says how many
         # more; the supervisor's memory does not grow with the number of paths (against a run of 5,000).
-        flood = ("import os, sys\n"
-                 "for i in range(int(sys.argv[1])):\n"
-                 "    try: os.close(os.open(sys.argv[2] + '/f%d' % i, os.O_WRONLY | os.O_CREAT, 0o644))\n"
-                 "    except OSError: pass\n")
-        script = os.path.join(self.base, "flood.py")
-        with open(script, "w") as f:
-            f.write(flood)
-        os.chmod(self.base, 0o755)
-        os.chmod(script, 0o644)
+        script = self.flood_script()
 
         def run(n):
             log = os.path.join(self.base, f"audit-{n}.jsonl")
@@ -279,17 +283,9 @@ class WriteRefusalsCase(unittest.TestCase):
     def test_a_refusal_before_a_flood_stays_in_the_summary(self):
         # Review hole: the summary was sorted by count, so 10,000 refusals of other paths (as often refused, and
         # sorting before it) pushed an earlier, different refusal into "... and N more". First seen first now.
-        flood = ("import os, sys\n"
-                 "for i in range(10000):\n"
-                 "    try: os.close(os.open(sys.argv[1] + '/f%d' % i, os.O_WRONLY | os.O_CREAT, 0o644))\n"
-                 "    except OSError: pass\n")
-        script = os.path.join(self.base, "flood.py")
-        with open(script, "w") as f:
-            f.write(flood)
-        os.chmod(self.base, 0o755)
-        os.chmod(script, 0o644)
+        script = self.flood_script()
         first = os.path.join(self.outside, "zz-first.txt")
-        rc, out, err = self.run_jail(f"(echo x > {first}) 2>/dev/null; /usr/bin/python3 {script} {self.outside}; true",
+        rc, out, err = self.run_jail(f"(echo x > {first}) 2>/dev/null; /usr/bin/python3 {script} 10000 {self.outside}; true",
                                      timeout=600)
         self.assertEqual(rc, 0, err[-2000:])
         self.assertIn("cordon: refused 10001 write(s):", err)

@@ -646,6 +646,13 @@ class AttackCase(JailFixtures):
                               **({"user": Env.uid, "group": Env.gid, "extra_groups": []}
                                  if (self.AS_USER or self.USER_FLAG) else {}))
 
+    def nested_repository(self, rel, hooks_path):
+        """A pre-existing repository at `rel` (below the test's base) whose core.hooksPath is `hooks_path`."""
+        repo = self.mkdir(rel)
+        self.git("init", "-q", repo, cwd=repo)
+        self.git("config", "core.hooksPath", hooks_path, cwd=repo)
+        return repo
+
     # A chmod (or setfacl) of a protected file is metadata, which the kernel answers: an earlier run makes a
     # config the next run's search must read unreadable (to an unprivileged supervisor), and what it names
     # elsewhere stays writable: an absolute core.hooksPath in a nested repository's config, an include's own
@@ -656,9 +663,7 @@ class AttackCase(JailFixtures):
     def test_unreadable_config_hides_targets_elsewhere(self):
         out = self.outside
         self.git("init", "-q", self.cwd)
-        b = self.mkdir("project/b")
-        self.git("init", "-q", b, cwd=b)
-        self.git("config", "core.hooksPath", os.path.join(out, "bhooks"), cwd=b)
+        b = self.nested_repository("project/b", hooks_path=os.path.join(out, "bhooks"))
         a = self.mkdir("project/a")
         self.git("init", "-q", a, cwd=a)
         self.git("config", "include.path", "../../conf/a.cfg", cwd=a)
@@ -820,9 +825,7 @@ class AttackCase(JailFixtures):
             self.skipTest("a million files: run once (AsUser)")
         out = self.outside
         self.git("init", "-q", self.cwd)
-        b = self.mkdir("project/b")
-        self.git("init", "-q", b, cwd=b)
-        self.git("config", "core.hooksPath", os.path.join(out, "bhooks"), cwd=b)
+        b = self.nested_repository("project/b", hooks_path=os.path.join(out, "bhooks"))
         fill = self.mkdir("outside/fill")
         for i in range(1_000_001):
             os.close(os.open(f"{fill}/{i}", os.O_WRONLY | os.O_CREAT, 0o644))
