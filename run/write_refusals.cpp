@@ -59,10 +59,24 @@ proxy::WriteEvent describe(const jail::RefusedWrite& r, std::uint64_t id) {
 }
 
 WriteRefusals::WriteRefusals(uv_loop_t* loop, std::function<void(const proxy::WriteEvent&)> report)
-    : report_(std::move(report)) {
-    uv_async_init(loop, &async_,
-                  [](uv_async_t* handle) { static_cast<WriteRefusals*>(handle->data)->drain(); });
-    async_.data = this;
+    : async_(new uv_async_t{}), report_(std::move(report)) {
+    uv_async_init(loop, async_, [](uv_async_t* handle) {
+        if (handle->data) static_cast<WriteRefusals*>(handle->data)->drain();
+    });
+    async_->data = this;
+}
+
+WriteRefusals::~WriteRefusals() {
+    std::lock_guard<std::mutex> lock(mu_);
+    close_async();
+}
+
+void WriteRefusals::close_async() {
+    if (!open_) return;
+    open_ = false;
+    async_->data = nullptr;
+    uv_close(reinterpret_cast<uv_handle_t*>(async_),
+             [](uv_handle_t* handle) { delete reinterpret_cast<uv_async_t*>(handle); });
 }
 
 void WriteRefusals::add(jail::RefusedWrite&& refusal) {
@@ -100,7 +114,7 @@ void WriteRefusals::add(jail::RefusedWrite&& refusal) {
         return;
     }
     queue_.push_back(std::move(e));
-    if (queue_.size() == 1) uv_async_send(&async_);  // never blocks: a write to the loop's eventfd
+    if (queue_.size() == 1) uv_async_send(async_);  // never blocks: a write to the loop's eventfd
 }
 
 void WriteRefusals::drain(bool last) {
@@ -108,10 +122,7 @@ void WriteRefusals::drain(bool last) {
     {
         std::lock_guard<std::mutex> lock(mu_);
         batch.swap(queue_);
-        if (last && open_) {
-            open_ = false;
-            uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
-        }
+        if (last) close_async();
     }
     if (report_)
         for (const auto& e : batch)

@@ -66,6 +66,8 @@ class WriteRefusals {
     WriteRefusals(uv_loop_t* loop, std::function<void(const proxy::WriteEvent&)> report);
     WriteRefusals(const WriteRefusals&) = delete;
     WriteRefusals& operator=(const WriteRefusals&) = delete;
+    // Closes the loop's wake-up handle if drain(true) did not (the loop frees it on its next turn).
+    ~WriteRefusals();
 
     // The notifier's sink (any thread): counts, and queues for the loop.
     void add(jail::RefusedWrite&& refusal);
@@ -75,11 +77,14 @@ class WriteRefusals {
     WriteRefusalSummary summary() const;
 
   private:
+    void close_async();  // with mu_ held
+
     mutable std::mutex mu_;
     WriteRefusalSummary summary_;
     std::deque<proxy::WriteEvent> queue_;
     bool open_ = true;
-    uv_async_t async_{};
+    // On the heap, freed by its close callback: a handle outlives this object until the loop has closed it.
+    uv_async_t* async_;
     std::function<void(const proxy::WriteEvent&)> report_;
 };
 
