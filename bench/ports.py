@@ -10,7 +10,10 @@ Each round moves 1 GiB three ways, interleaved (a burst of load from elsewhere h
   publish    the same server inside `cordon run --publish P:PORT`, the same client on the host reading from
              127.0.0.1:P (the host listener, the relay, a socket made in the jail's namespace)
 and, as a control, the same client through `cordon proxy` with CONNECT to the host's server (the same relay:
-benchmark 1's path), so that what load does to a relayed transfer on this machine shows beside the forwards.
+benchmark 1's path), so that what load does to a relayed transfer on this machine shows beside the forwards;
+and the floor: the same client through bench/relay_floor (build/bench/relay_floor, the least a user-space relay
+does: blocking splice() through a pipe, a thread per direction) to the same server. Every relayed path pays a
+second TCP connection's kernel work, which direct does not: the forwards' ratio to the floor is cordon's share.
 The server answers any request with a 1 GiB sparse file (an HTTP response, sendfile(2)); the client is curl
 (`%{time_total}`: from connect to the last byte), as in benchmark 1. Best round is the headline (other load only slows a transfer down), with the median;
 the ratios are to direct's best. The helpers are this file's own modes:
@@ -118,7 +121,19 @@ def main():
                 if time.time() > deadline:
                     sys.exit("cordon proxy did not start")
                 time.sleep(0.05)
+        # The floor: a relay with nothing of cordon in it, between the same client and server.
+        floor_bin = os.path.join(os.path.dirname(cordon), "bench", "relay_floor")
+        floor_port = None
+        if os.access(floor_bin, os.X_OK):
+            floor_port = free_port()
+            fready = os.path.join(work, "floor.ready")
+            floor = subprocess.Popen([floor_bin, str(floor_port), str(host_port), fready], stderr=subprocess.PIPE,
+                                     text=True)
+            procs.append(floor)
+            wait_for(fready, floor, "the floor relay")
         results = {"direct": [], "host-port": [], "publish": [], "CONNECT (control)": []}
+        if floor_port:
+            results["floor (relay_floor)"] = []
         for _ in range(rounds):
             out = subprocess.run([sys.executable, me, "fetch", "127.0.0.1", str(host_port)], capture_output=True,
                                  text=True, check=True).stdout
@@ -133,16 +148,22 @@ def main():
             out = subprocess.run([sys.executable, me, "fetch", "127.0.0.1", str(host_port), f"127.0.0.1:{proxy_port}"],
                                  capture_output=True, text=True, check=True).stdout
             results["CONNECT (control)"].append(parse(out, "CONNECT"))
+            if floor_port:
+                out = subprocess.run([sys.executable, me, "fetch", "127.0.0.1", str(floor_port)],
+                                     capture_output=True, text=True, check=True).stdout
+                results["floor (relay_floor)"].append(parse(out, "floor"))
         best_direct = max(results["direct"])
         print("| path | best MB/s | median MB/s | best / direct's best | per-round ratio to direct (median) | "
-              "all runs (MB/s) | target |")
-        print("|---|---|---|---|---|---|---|")
+              "all runs (MB/s) | best / the floor's best | target |")
+        print("|---|---|---|---|---|---|---|---|")
+        best_floor = max(results["floor (relay_floor)"]) if floor_port else None
         for name, values in results.items():
             target = "≥ 0.8" if name in ("host-port", "publish") else ""
             ratio = statistics.median(v / d for v, d in zip(values, results["direct"]))
             runs = " ".join(f"{v / 1e6:.0f}" for v in values)
+            to_floor = f"{max(values) / best_floor:.2f}" if best_floor and name != "direct" else ""
             print(f"| {name} | {max(values) / 1e6:,.0f} | {statistics.median(values) / 1e6:,.0f} | "
-                  f"{max(values) / best_direct:.2f} | {ratio:.2f} | {runs} | {target} |")
+                  f"{max(values) / best_direct:.2f} | {ratio:.2f} | {runs} | {to_floor} | {target} |")
     finally:
         for p in procs:
             p.kill()
