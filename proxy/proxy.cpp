@@ -199,7 +199,9 @@ class ProxyImpl final : public Proxy {
             ++context_.metrics.policy_reload_failures;
     }
 
-    std::size_t active_connections() const override { return connections_.size(); }
+    std::size_t active_connections() const override {
+        return connections_.size() + context_.forward_connections;
+    }
 
     std::optional<std::string> reopen_audit_log() override { return context_.audit->reopen(); }
 

@@ -169,7 +169,8 @@ class Proxy {
     virtual std::uint16_t serve_health(const std::string& address) = 0;
     // Counts a policy reload (SIGHUP) in the metrics; `ok` false for a reload that was refused.
     virtual void count_policy_reload(bool ok) = 0;
-    // Connections open now.
+    // Connections open now: the proxy's own and the port forwards' (host-port and publish), as a session's
+    // --linger and `cordon session list` count every connection the jail has.
     virtual std::size_t active_connections() const = 0;
     // Opens the audit log file again by its name (SIGHUP; logrotate without copytruncate). Returns an error
     // message when it cannot (the old file stays in use).

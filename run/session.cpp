@@ -337,7 +337,8 @@ void SessionHost::attach(uv_loop_s* loop, jail::Jail* jail, proxy::Proxy* proxy,
     jail_ = jail;
     proxy_ = proxy;
     network_ = network;
-    started_ = last_activity_ = std::time(nullptr);
+    started_ = std::time(nullptr);
+    last_activity_ = std::chrono::steady_clock::now();
     jail_pid_ns_ = ns_link(jail->pid(), "pid");
     own_pid_ns_ = ns_link(::getpid(), "pid");
     handles_ = std::make_unique<Handles>();
@@ -359,7 +360,7 @@ bool SessionHost::on_jail_event() {
         auto event = jail_->read_session_event(closed);
         if (closed) return false;
         if (!event) return true;
-        last_activity_ = std::time(nullptr);
+        last_activity_ = std::chrono::steady_clock::now();
         using Kind = jail::SessionEvent::Kind;
         if (event->kind == Kind::Ready && !ready_) {
             ready_ = true;
@@ -395,7 +396,7 @@ void SessionHost::accept_client() {
     for (;;) {
         const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
         if (fd < 0) return;
-        last_activity_ = std::time(nullptr);
+        last_activity_ = std::chrono::steady_clock::now();
         auto client = std::make_unique<Client>();
         client->host = this;
         client->fd = fd;
@@ -454,6 +455,7 @@ void SessionHost::close_client(int fd) {
     if (it == clients_.end()) return;
     Client* c = it->second.release();
     clients_.erase(it);
+    last_activity_ = std::chrono::steady_clock::now();  // the linger counts from the last client's end
     // A client gone while its command runs (killed, or its connection lost): the command goes too, as the
     // command of a `cordon run` whose supervisor is gone. What it started in the background stays.
     if (c->running && jail_) jail_->signal_session_command(c->id, SIGKILL);
@@ -480,7 +482,7 @@ void SessionHost::read_client(Client& client) {
         close_client(client.fd);
         return;
     }
-    last_activity_ = std::time(nullptr);
+    last_activity_ = std::chrono::steady_clock::now();
     auto json = nlohmann::json::parse(body, nullptr, false);
     auto error = [&](const std::string& text) {
         close_fds();
@@ -570,13 +572,15 @@ std::string SessionHost::status_json() const {
 
 void SessionHost::check_linger() {
     if (stopping_ || !linger_) return;
-    bool busy = !clients_.empty() || (proxy_ && proxy_->active_connections() > 0);
-    const std::time_t now = std::time(nullptr);
+    // Every connection counts (the proxy's, host ports', published ports'): a browser on the host using a
+    // published port is the session in use, though no command runs.
+    const bool busy = !clients_.empty() || (proxy_ && proxy_->active_connections() > 0);
+    const auto now = std::chrono::steady_clock::now();
     if (busy) {
         last_activity_ = now;
         return;
     }
-    if (static_cast<double>(now - last_activity_) >= *linger_) stop();
+    if (std::chrono::duration<double>(now - last_activity_).count() >= *linger_) stop();
 }
 
 void SessionHost::stop() {

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <functional>
@@ -98,7 +99,8 @@ class SessionHost {
     std::string own_pid_ns_;   // the supervisor's /proc/PID/ns/pid: a client must be in it
     std::string jail_pid_ns_;  // the init's /proc/PID/ns/pid link: peers in it are the jail's own processes
     std::time_t started_ = 0;
-    std::time_t last_activity_ = 0;
+    // Monotonic: --linger may be a fraction of a second, and a step of the wall clock must not end a session.
+    std::chrono::steady_clock::time_point last_activity_{};
     unsigned long commands_ = 0;
     std::uint32_t next_id_ = 1;
     std::map<int, std::unique_ptr<Client>> clients_;  // by descriptor

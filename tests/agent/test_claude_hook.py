@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "proxy"))
@@ -261,6 +262,14 @@ class HookTest(unittest.TestCase):
         self.assertIn('"enabled": false', r.stderr)
 
 
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 # What Claude Code sends when its session ends (recorded; cwd and session_id are filled in per test).
 RECORDED_SESSION_END = {
     "session_id": None,
@@ -285,19 +294,19 @@ class HookSessionTest(HookTest):
         self.addCleanup(subprocess.run, [CORDON, "session", "stop", self.name], env=self.env, capture_output=True,
                         timeout=30)
 
-    def session_hook(self, command=None, end=False):
+    def session_hook(self, command=None, end=False, flags=()):
         if end:
             data = dict(RECORDED_SESSION_END, cwd=self.work, session_id=self.session_id)
         else:
             data = dict(RECORDED, cwd=self.work, session_id=self.session_id)
             data["tool_input"] = dict(RECORDED["tool_input"], command=command)
-        return subprocess.run([CORDON, "claude-hook", "--session", "--auto-allow", "--managed-dir", self.managed,
-                               "--audit-log", self.audit], input=json.dumps(data), cwd=self.work, env=self.env,
-                              capture_output=True, text=True, timeout=60)
+        return subprocess.run([CORDON, "claude-hook", "--session", *flags, "--auto-allow", "--managed-dir",
+                               self.managed, "--audit-log", self.audit], input=json.dumps(data), cwd=self.work,
+                              env=self.env, capture_output=True, text=True, timeout=60)
 
-    def bash_call(self, command):
+    def bash_call(self, command, flags=()):
         """What Claude Code does for one Bash call: the hook, then bash -c with the updated command."""
-        h = self.answer(self.session_hook(command))
+        h = self.answer(self.session_hook(command, flags=flags))
         self.assertEqual(h["permissionDecision"], "allow")
         updated = h["updatedInput"]["command"]
         self.assertIn(f"run --session '{self.name}' --", updated)
@@ -335,6 +344,29 @@ class HookSessionTest(HookTest):
         # An end without a session is nothing to do.
         r = self.session_hook(end=True)
         self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "", ""))
+
+    @unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+    def test_linger_ends_the_session(self):
+        # The hook's entry says --session --linger=2: the session it starts ends 2 s after the last Bash call's
+        # command, with no SessionEnd; the next call starts another.
+        flags = ["--linger=2"]
+        sock = os.path.join(self.xdg, "cordon", self.name + ".sock")
+        r = self.bash_call("sleep 3; echo still-here", flags)  # longer than the linger: the command keeps it
+        self.assertEqual((r.returncode, r.stdout), (0, "still-here\n"), r.stderr)
+        session = self.sessions()[self.name]
+        self.assertEqual(session["linger_seconds"], 2, session)
+        supervisor = session["pid"]
+        # Watched by its socket and pid, not by `session list`: a list request is a client, which the linger
+        # counts as use.
+        end = time.monotonic() + 10
+        while (os.path.exists(sock) or alive(supervisor)) and time.monotonic() < end:
+            time.sleep(0.2)
+        self.assertNotIn(self.name, self.sessions(), "--linger did not end the hook's session")
+        self.assertFalse(os.path.exists(sock))
+        self.assertFalse(alive(supervisor), "the session's supervisor is still there")
+        r = self.bash_call("echo again", flags)
+        self.assertEqual((r.returncode, r.stdout), (0, "again\n"), r.stderr)
+        self.assertNotEqual(self.sessions()[self.name]["pid"], supervisor)
 
     def test_install_writes_both_entries(self):
         run = lambda *a: subprocess.run([CORDON, "claude-hook", *a], cwd=self.work, env=self.env,

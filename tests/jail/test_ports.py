@@ -2,8 +2,9 @@
 """Integration tests for cordon run's port forwards (issue 27, parts 1 and 2): `--host-port` (a database-like
 line server on the host's loopback reached from a jailed client through 127.0.0.1 and ::1, a second host port
 that is not listed refused, the audit lines) and `--publish` (a `python3 -m http.server` in the jail reached by
-curl on the host), a taken host port (125), bad flags (2), bad settings entries (a warning each, skipped); in
-the namespace jail and the jail without namespaces, as root and as an unprivileged user created for the run.
+curl on the host; on 0.0.0.0 and [::], bound there and reached through 127.0.0.1, 127.0.0.2 and ::1), a taken
+host port (125), bad flags (2), bad settings entries (a warning each, skipped); in the namespace jail and the
+jail without namespaces, as root and as an unprivileged user created for the run.
 Needs root.
 
     python3 tests/jail/test_ports.py --cordon build/cordon [-k pattern]
@@ -79,6 +80,23 @@ def free_port(host="127.0.0.1"):
     with socket.socket(family) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def listening_addresses(port):
+    """The host's addresses a TCP listener on `port` is bound to (/proc/net/tcp and tcp6, state LISTEN)."""
+    found = set()
+    for name, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        with open(f"/proc/net/{name}") as f:
+            for line in f.readlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                address, hex_port = local.split(":")
+                if state != "0A" or int(hex_port, 16) != port:
+                    continue
+                raw = bytes.fromhex(address)
+                # The kernel prints each 32-bit word in host order.
+                raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+                found.add(socket.inet_ntop(family, raw))
+    return found
 
 
 class PortsCase(JailFixtures):
@@ -200,6 +218,43 @@ class PortsCase(JailFixtures):
             self.assertEqual((d["decision"], d["port"], d["host"]), ("allow", jail_port, "127.0.0.1"), d)
         self.assertTrue(any(line["event"] == "close" and line["proto"] == "publish" and line["bytes_down"] > 0
                             for line in lines), lines)
+
+    def test_publish_on_a_named_address(self):
+        # ADDR other than the default loopback: 0.0.0.0 (every IPv4 address of the host, so also 127.0.0.1) and
+        # [::] (every IPv6 address, so also ::1); the audit line's rule is the entry as given.
+        if self.JAIL:
+            self.skipTest("the jail without namespaces publishes nothing")
+        v4, v6 = free_port("0.0.0.0"), free_port("::")
+        jail_port = 8000
+        self.write(os.path.join(self.cwd, "index.html"), "hello from the jail\n")
+        ready = os.path.join(self.cwd, "ready")
+        script = (f"{PY} -m http.server {jail_port} --bind 127.0.0.1 >/dev/null 2>&1 & "
+                  f"while ! {PY} -c 'import socket; socket.create_connection((\"127.0.0.1\", {jail_port}))' "
+                  f"2>/dev/null; do sleep 0.05; done; touch {ready}; sleep 30")
+        rules = [f"0.0.0.0:{v4}:{jail_port}", f"[::]:{v6}:{jail_port}"]
+        p = self.popen([*self.JAIL, "--audit-log", self.audit, "--publish", rules[0], "--publish", rules[1],
+                        "-c", script])
+        try:
+            deadline = time.time() + 20
+            while not os.path.exists(ready) and time.time() < deadline and p.poll() is None:
+                time.sleep(0.05)
+            self.assertTrue(os.path.exists(ready), p.stderr.read() if p.poll() is not None else "not ready")
+            # Bound where ADDR says (not on loopback alone), and reached there: 127.0.0.2 for 0.0.0.0, which
+            # the default loopback listener does not serve.
+            self.assertEqual(listening_addresses(v4), {"0.0.0.0"})
+            self.assertEqual(listening_addresses(v6), {"::"})
+            for url in (f"http://127.0.0.1:{v4}/", f"http://127.0.0.2:{v4}/", f"http://[::1]:{v6}/"):
+                curl = subprocess.run(["curl", "-sS", "-g", "--max-time", "10", url], capture_output=True,
+                                      text=True)
+                self.assertEqual((curl.returncode, curl.stdout), (0, "hello from the jail\n"),
+                                 f"{url}: {curl.stderr}")
+        finally:
+            p.kill()
+            p.communicate()
+        decisions = [line for line in self.audit_lines() if line["event"] == "decision" and line["proto"] == "publish"]
+        self.assertEqual(sorted(d["rule"] for d in decisions), [rules[0], rules[0], rules[1]], decisions)
+        for d in decisions:
+            self.assertEqual((d["decision"], d["port"], d["host"]), ("allow", jail_port, "127.0.0.1"), d)
 
     def test_publish_honours_max_connections(self):
         # A published port is reachable by every local user (and the network, with ADDR): its connections count

@@ -19,7 +19,7 @@ import time
 import unittest
 
 import jailtest
-from jailtest import Env, JailFixtures
+from jailtest import Env, JailFixtures, Upstream
 
 
 def ns_of(pid, ns):
@@ -280,6 +280,115 @@ class SessionCase(JailFixtures):
         rc, out, err = self.join(name, "sleep 2; echo still here")
         self.assertEqual((rc, out), (0, "still here\n"), err)
         self.assert_all_gone(name, supervisor, spawned, pid_ns, mnt_ns, deadline=8)
+
+    # A server in the jail (127.0.0.1:3000) that answers each connection with one byte and keeps it open until
+    # the client closes its end.
+    HOLDING_SERVER = ("import socketserver\n"
+                      "class Handler(socketserver.BaseRequestHandler):\n"
+                      "    def handle(self):\n"
+                      "        self.request.sendall(b'x')\n"
+                      "        while self.request.recv(100):\n"
+                      "            pass\n"
+                      "class Server(socketserver.ThreadingTCPServer):\n"
+                      "    allow_reuse_address = True\n"
+                      "    daemon_threads = True\n"
+                      "Server(('127.0.0.1', 3000), Handler).serve_forever()\n")
+
+    def command_until_told(self, name, script):
+        """Runs `script` in session `name` from a client whose stdin the test holds; returns the client once the
+        script printed "ready" (it then waits for a line on stdin and ends)."""
+        p = subprocess.Popen([Env.cordon, "run", "--session", name, "-c", script + "; read _ || :"], cwd=self.cwd,
+                             env=self.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, **self._identity())
+        self.addCleanup(lambda: p.poll() is None and p.kill())
+        line = p.stdout.readline()
+        self.assertEqual(line, "ready\n", p.stderr.read() if p.poll() is not None else line)
+        return p
+
+    def tell(self, p):
+        out, err = p.communicate("\n", timeout=30)
+        self.assertEqual(p.returncode, 0, err)
+
+    def start_holding_server(self, name):
+        server = self.write(os.path.join(self.dir, "hold.py"), self.HOLDING_SERVER)
+        rc, out, err = self.join(name, f"{jailtest.PY} {server} </dev/null >/dev/null 2>&1 & "
+                                       f"for i in $(seq 100); do {jailtest.PY} -c 'import socket; "
+                                       "socket.create_connection((\"127.0.0.1\", 3000))' 2>/dev/null && exit 0;"
+                                       " sleep 0.1; done; exit 1")
+        self.assertEqual(rc, 0, err)
+
+    def published_connection(self, host_port):
+        c = socket.create_connection(("127.0.0.1", host_port), timeout=10)
+        self.addCleanup(c.close)
+        self.assertEqual(c.recv(1), b"x", "the published connection reached the jail's server")
+        return c
+
+    def test_linger_counts_a_published_connection(self):
+        # A browser on the host using a published port is activity: the session stays while its connection is
+        # open, although no command runs for longer than the linger, and ends once it closes.
+        host_port = socket.create_server(("127.0.0.1", 0))
+        port = host_port.getsockname()[1]
+        host_port.close()
+        name = self.start("--publish", f"{port}:3000", "--linger", "1")
+        self.start_holding_server(name)
+        pid_ns, mnt_ns, _ = self.jail_namespaces(name)
+        supervisor = self.status(name)["pid"]
+        spawned = descendants(supervisor)
+        # The connection is open before the last command ends: no moment without activity.
+        p = self.command_until_told(name, "echo ready")
+        connection = self.published_connection(port)
+        self.tell(p)
+        time.sleep(3.5)
+        status = self.status(name)
+        self.assertIsNotNone(status, "the session lingered out with a published connection open")
+        self.assertEqual((status["running"], status["connections"]), (0, 1), status)
+        connection.close()
+        self.assert_all_gone(name, supervisor, spawned, pid_ns, mnt_ns, deadline=8)
+
+    def test_list_json_counts_every_connection(self):
+        # `connections`: the proxy's (a command's client connected to $HTTP_PROXY) and a published port's.
+        host_port = socket.create_server(("127.0.0.1", 0))
+        port = host_port.getsockname()[1]
+        host_port.close()
+        name = self.start("--publish", f"{port}:3000")
+        self.start_holding_server(name)
+        self.assertEqual(self.status(name)["connections"], 0)
+        p = self.command_until_told(
+            name, f"{jailtest.PY} -c 'import os, socket, sys, urllib.parse; "
+                  "u = urllib.parse.urlsplit(os.environ[\"HTTP_PROXY\"]); "
+                  "s = socket.create_connection((u.hostname, u.port)); print(\"ready\", flush=True); "
+                  "sys.stdin.readline()'")
+        status = self.status(name)
+        self.assertEqual((status["running"], status["connections"]), (1, 1), status)
+        self.tell(p)
+        connection = self.published_connection(port)
+        end = time.monotonic() + 5
+        while (status := self.status(name))["connections"] != 1 and time.monotonic() < end:
+            time.sleep(0.1)
+        self.assertEqual((status["running"], status["connections"]), (0, 1), status)
+        connection.close()
+        end = time.monotonic() + 5
+        while (status := self.status(name))["connections"] != 0 and time.monotonic() < end:
+            time.sleep(0.1)
+        self.assertEqual(status["connections"], 0, status)
+
+    def test_joined_commands_connections_reach_the_sessions_audit_log(self):
+        audit = os.path.join(self.outside, "audit.jsonl")
+        name = self.start("--audit-log", audit, "--allow-domain", Upstream.NAME, *Upstream.flags())
+        rc, out, err = self.join(name, f"curl -sS --max-time 10 {Upstream.url('/index.html')}; "
+                                       "curl -s -o /dev/null -w '%{http_code}\\n' --max-time 10 "
+                                       "http://refused.cordon.example/")
+        self.assertEqual((rc, out), (0, "hello from upstream\n403\n"), err)
+        end = time.monotonic() + 5
+        while True:
+            with open(audit) as f:
+                lines = [json.loads(line) for line in f if line.strip()]
+            decisions = {(d["host"], d["decision"]) for d in lines if d.get("event") == "decision"}
+            if {(Upstream.NAME, "allow"), ("refused.cordon.example", "deny")} <= decisions:
+                break
+            if time.monotonic() > end:
+                self.fail(f"the joined command's connections are not in the session's audit log: {lines}")
+            time.sleep(0.1)
 
     def test_list_json(self):
         name = self.start()
@@ -722,4 +831,4 @@ class AsUser(SessionCase, unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(jailtest.run_main([Env], "a test user"))
+    sys.exit(jailtest.run_main([Env, Upstream], "a test user"))
