@@ -539,6 +539,91 @@ class SuggestTest(TempDirTest):
         self.assertEqual({d["decision"] for d in decisions if d["event"] == "decision"}, {"allow"})
 
     @unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+    @unittest.skipUnless(shutil.which("git"), "git is not installed")
+    def test_suggestion_makes_the_same_jailed_git_clone_pass(self):
+        # A real `git clone http://git.r.test:PORT/repo.git` (git's dumb HTTP protocol: a bare repository after
+        # `git update-server-info`, served by http.server on 127.0.0.1, named by the test DNS), jailed, through
+        # cordon's proxy: refused, nothing fetched; the suggestion (both formats) given back makes the same clone
+        # pass with no refusal.
+        git_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.path.join(self.dir, "home"),
+                   "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "GIT_AUTHOR_NAME": "t",
+                   "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+        os.makedirs(git_env["HOME"])
+        served = os.path.join(self.dir, "served")
+        source = os.path.join(self.dir, "source")
+        os.makedirs(served)
+        for args in (["init", "-q", source], ["-C", source, "commit", "-q", "--allow-empty", "-m", "first"]):
+            subprocess.run(["git", *args], check=True, capture_output=True, env=git_env)
+        with open(os.path.join(source, "README"), "w") as f:
+            f.write("cloned through cordon\n")
+        for args in (["-C", source, "add", "README"], ["-C", source, "commit", "-q", "-m", "readme"],
+                     ["clone", "-q", "--bare", source, os.path.join(served, "repo.git")],
+                     ["-C", os.path.join(served, "repo.git"), "update-server-info"]):
+            subprocess.run(["git", *args], check=True, capture_output=True, env=git_env)
+
+        seen = []
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, directory=served, **kwargs)
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                seen.append((self.headers.get("Host"), self.path))
+                super().do_GET()
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.cleanups.append(server.server_close)
+        self.cleanups.append(server.shutdown)
+        host = "git.r.test"
+        target = "%s:%d" % (host, server.server_address[1])
+        dns = self.dns({host: ["127.0.0.1"]})
+
+        def run(log, *flags):
+            work = tempfile.mkdtemp(prefix="work-", dir=self.dir)
+            r = subprocess.run([CORDON, "run", "--no-discover", "--dns-server", dns.address, *LOOPBACK,
+                                "--audit-log", log, *flags, "--", "git", "clone", "-q", "http://%s/repo.git" % target,
+                                "clone"], cwd=work, env=git_env, capture_output=True, text=True, timeout=120)
+            with open(log) as f:
+                lines = [json.loads(line) for line in f]
+            # git talked to our server only.
+            self.assertEqual({line["host"] for line in lines if "host" in line}, {host}, lines)
+            return r, os.path.join(work, "clone"), lines
+
+        first = os.path.join(self.dir, "first.jsonl")
+        r, clone, lines = run(first)
+        self.assertNotEqual(r.returncode, 0, r.stderr)
+        self.assertIn("403", r.stderr)
+        self.assertIn("%s  x" % target, r.stderr)  # the summary names it
+        self.assertFalse(os.path.exists(os.path.join(clone, "README")))
+        self.assertEqual(seen, [])
+        self.assertEqual({(d["decision"], d["reason"]) for d in lines if d["event"] == "decision"},
+                         {("deny", "blocked-by-allowlist")})
+        claude, srt = self.suggest(first), self.suggest(first, "--format", "srt")
+        self.assertEqual((claude.returncode, srt.returncode), (0, 0), claude.stderr + srt.stderr)
+        self.assertEqual(json.loads(claude.stdout), {"sandbox": {"network": {"allowedDomains": [target]}}})
+        self.assertEqual(json.loads(srt.stdout), {"network": {"allowedDomains": [target]}})
+        for fmt, suggestion in (("claude", claude.stdout), ("srt", srt.stdout)):
+            with self.subTest(format=fmt):
+                settings = os.path.join(self.dir, "suggested-%s.json" % fmt)
+                with open(settings, "w") as f:
+                    f.write(suggestion)
+                del seen[:]
+                r, clone, lines = run(os.path.join(self.dir, "%s.jsonl" % fmt), "--settings", settings)
+                self.assertEqual(r.returncode, 0, fmt + ": " + r.stderr)
+                self.assertNotIn("cordon: refused", r.stderr)
+                with open(os.path.join(clone, "README")) as f:
+                    self.assertEqual(f.read(), "cloned through cordon\n")
+                decisions = [d for d in lines if d["event"] == "decision"]
+                self.assertTrue(decisions)
+                self.assertEqual({d["decision"] for d in decisions}, {"allow"})
+                self.assertEqual([line for line in lines if line["event"] == "write"], [])
+                self.assertIn((target, "/repo.git/info/refs?service=git-upload-pack"), seen)
+
+    @unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
     @unittest.skipUnless(shutil.which("npm"), "npm is not installed (scripts/setup --test installs it)")
     def test_suggestion_makes_the_same_jailed_npm_install_pass(self):
         # A real `npm install` from a registry the run does not allow, with npm's cache in the home directory
