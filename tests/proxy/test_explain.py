@@ -375,6 +375,38 @@ class ReportOnlyTest(TempDirTest):
         self.assertEqual(r.returncode, 2)
         self.assertIn("--report-only is for `cordon proxy` only", r.stderr)
 
+    @unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+    def test_cordon_run_warns_of_managed_report_only_and_still_enforces(self):
+        # Managed settings (a test directory through --managed-dir, never /etc) saying reportOnly: `cordon run`
+        # says it is ignored and refuses as the policy says; the host resolves and serves, so a run that let it
+        # through would get 200.
+        up = self.upstream()
+        dns = self.dns({"x.r.test": ["127.0.0.1"], "ok.r.test": ["127.0.0.1"]})
+        managed = os.path.join(self.dir, "managed")
+        os.makedirs(managed)
+        managed_file = os.path.join(managed, "managed-settings.json")
+        with open(managed_file, "w") as f:
+            json.dump({"sandbox": {"network": {"reportOnly": True, "allowedDomains": ["ok.r.test"]}}}, f)
+        work, home = os.path.join(self.dir, "work"), os.path.join(self.dir, "home")
+        os.makedirs(work)
+        os.makedirs(home)
+        audit = os.path.join(self.dir, "run.jsonl")
+        curl = "curl -sS --max-time 10 -o /dev/null -w '%%{http_code} ' http://%s:%d/"
+        r = subprocess.run([CORDON, "run", "--no-discover", "--managed-dir", managed, "--dns-server", dns.address,
+                            *LOOPBACK, "--audit-log", audit, "--", "sh", "-c",
+                            (curl % ("x.r.test", up.port)) + "; " + (curl % ("ok.r.test", up.port))],
+                           cwd=work, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home},
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual((r.returncode, r.stdout), (0, "403 200 "), r.stderr)
+        self.assertIn("cordon: sandbox.network.reportOnly (managed %s:1" % managed_file, r.stderr)
+        self.assertIn("is for `cordon proxy` only: `cordon run` enforces its policy", r.stderr)
+        self.assertNotIn("REPORT-ONLY", r.stderr)
+        self.assertIn("x.r.test:%d  x1" % up.port, r.stderr)  # in the summary as any refusal
+        with open(audit) as f:
+            denied = [json.loads(line) for line in f if '"x.r.test"' in line and '"decision"' in line]
+        self.assertEqual([(e["decision"], e.get("enforced", True)) for e in denied], [("deny", True)])
+        self.assertEqual([path for _, path, _ in up.requests], ["/"])  # ok.r.test's only
+
 
 
 class NpmRegistry:
