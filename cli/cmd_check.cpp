@@ -21,6 +21,7 @@
 #include "policy/syntax.hpp"
 #include "policy/write_rules.hpp"
 #include "proxy/address_guard.hpp"
+#include "proxy/request_rules.hpp"
 #include "proxy/resolver.hpp"
 #ifdef CORDON_LINUX_JAIL
 #include "run/session.hpp"
@@ -377,6 +378,8 @@ int cmd_check(int argc, char** argv) {
     std::string shown;
     std::optional<Guarded> guarded;
     std::optional<WriteAnswer> written, other;  // write: the jail decided for, and the other one's answer
+    std::shared_ptr<const policy::DomainReason>
+        request_reason;  // an allowed host's, for what its rules refuse
     const bool unix_socket = target->rfind("unix:", 0) == 0;
     if (unix_socket || target->rfind("read:", 0) == 0 || target->rfind("write:", 0) == 0) {
         if (resolve) throw UsageError("--resolve applies to network targets, not to '" + *target + "'");
@@ -419,6 +422,10 @@ int cmd_check(int argc, char** argv) {
         const bool v6 = hp.host.find(':') != std::string::npos;
         shown = (v6 ? "[" + hp.host + "]" : hp.host) + ":" + std::to_string(hp.port);
         decision = policy->decide_connect(hp.host, hp.port);
+        // An allowed host with request rules: a request they refuse carries the host's deny reason (the
+        // proxy's RequestRuling), so the reason it would show is part of what this host's policy says.
+        if (decision.allowed() && proxy::has_request_rules(*policy->network().inspection, hp.host, hp.port))
+            request_reason = policy->reason_for(hp.host, hp.port);
         if (resolve && decision.allowed()) {
             try {
                 guarded = resolve_and_guard(*policy, hp, dns_servers);
@@ -448,6 +455,13 @@ int cmd_check(int argc, char** argv) {
                      {"guard", refused.empty() ? nlohmann::json(nullptr) : nlohmann::json(refused)}});
             out["addresses"] = addresses;
         }
+        if (request_reason) {
+            policy::Decision shown_reason;  // its JSON form, as reason_text's
+            shown_reason.reason_text = request_reason;
+            const auto j = shown_reason.to_json();
+            out["request_reason_text"] = j["reason_text"];
+            out["request_reason_source"] = j["reason_source"];
+        }
         if (written) {
             out["writeRule"] = written->rule->name;
             out["jail"] = to_string(jail.value_or(default_jail(*policy)));
@@ -474,6 +488,10 @@ int cmd_check(int argc, char** argv) {
         if (decision.reason_text)
             std::cout << "reason_text: " << decision.reason_text->text << "\n"
                       << "reason_source: " << policy::format_source(decision.reason_text->source) << "\n";
+        if (request_reason)
+            std::cout << "request_reason_text: " << request_reason->text
+                      << " (shown with a request this host's request rules refuse)\n"
+                      << "request_reason_source: " << policy::format_source(request_reason->source) << "\n";
         if (written) {
             const policy::JailKind kind = jail.value_or(default_jail(*policy));
             std::cout << "write rule: " << written->rule->name << " ("

@@ -269,6 +269,15 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         return with_reason(make(Verdict::Deny, Reason::BlockedByAllowlist, nullptr), kind, normal, port);
     }
 
+    std::shared_ptr<const DomainReason> reason_for(std::string_view host, std::uint16_t port) const override {
+        if (reasons_.size() == 0) return nullptr;
+        std::string normal;
+        detail::HostKind kind = detail::normalise_host(host, normal);
+        if (kind == detail::HostKind::Invalid) return nullptr;
+        return with_reason(make(Verdict::Deny, Reason::BlockedByAllowlist, nullptr), kind, normal, port)
+            .reason_text;
+    }
+
     Decision decide_read(const fs::path& path) const override {
         const std::string p = normal(path);
         if (fs_.read_scope.scope == ReadScope::All) return decide_read_rules(p);

@@ -280,6 +280,10 @@ class Policy {
     // and port, before any DNS. Names are normalised (case, trailing dot, IDN to punycode). Cost does not
     // depend on the number of rules.
     virtual Decision decide_connect(std::string_view host, std::uint16_t port) const = 0;
+    // The deniedDomainReasons entry a refusal of `host:port` carries (decide_connect's reason_text), or null:
+    // for a request its host's request rules refuse, where the connection itself was allowed.
+    virtual std::shared_ptr<const DomainReason> reason_for(std::string_view host,
+                                                           std::uint16_t port) const = 0;
     // Decides access to an absolute path (lexically normalised, not resolved through symlinks; with the
     // project read scope also every symlink on the way and where it leads must lie in the scope, as in the
     // jail, where whatever is outside does not exist).

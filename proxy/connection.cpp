@@ -313,16 +313,17 @@ void Connection::conclude(Verdict v) {
     e.method = request_.method;
     e.path = request_.path;
     e.decision = allowed ? "allow" : "deny";
-    if (allowed && context_.options.report_only && !d.allowed() && request_.rule.empty()) {
+    if (allowed && context_.options.report_only && !d.allowed() && !request_.by_request_rule) {
         // The policy refused it; report-only let it through.
         e.decision = "deny";
         e.enforced = false;
         e.reason_text = reason_text(d);
     }
-    e.rule = request_.rule.empty() ? rule_text(d) : request_.rule;
-    e.source = request_.rule.empty() ? rule_source(d) : request_.source;
+    // A request its host's request rules refused was decided by them, before any decision on the host.
+    e.rule = request_.by_request_rule ? request_.rule : rule_text(d);
+    e.source = request_.by_request_rule ? request_.source : rule_source(d);
     e.reason = v.reason;
-    if (!allowed && request_.rule.empty()) e.reason_text = reason_text(d);
+    if (!allowed) e.reason_text = request_.by_request_rule ? request_.reason_text : reason_text(d);
     e.upstream_ip = request_.upstream_ip;
     e.error = v.error;
     e.status = v.status;
@@ -335,6 +336,9 @@ void Connection::conclude(Verdict v) {
     last_upstream_ip_ = request_.upstream_ip;
     record_decision(context_, e);
     if (v.kind == Kind::Denied || v.kind == Kind::Failed) count_refusal(v);
+    if (request_.by_request_rule)
+        count_refused_request(context_, request_.host, request_.port, request_.rule, request_.source,
+                              request_.reason_text);
 
     // The answer, in the front-end's protocol (then its relay, the next request, or the close).
     if (v.kind != Kind::Aborted) front_->answer(v);
@@ -354,6 +358,7 @@ void Connection::conclude(const Exchange& x) {
     e.rule = x.rule;
     e.source = x.source;
     e.reason = x.reason;
+    e.reason_text = x.reason_text;
     e.upstream_ip = request_.upstream_ip;
     e.error = x.error;
     e.status = x.status;

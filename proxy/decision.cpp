@@ -173,7 +173,16 @@ policy::Decision DecisionPoint::decide_name(const std::string& name) const {
 RequestRuling DecisionPoint::decide_request(const std::string& host, std::uint16_t port,
                                             std::string_view method, std::string_view target,
                                             std::string_view url) const {
-    return rule_request(*context_.policy->network().inspection, host, port, method, target, url);
+    auto ruling = rule_request(*context_.policy->network().inspection, host, port, method, target, url);
+    // Why a request rule's refusal carries its host's deny reason: the author's reason is about what may go
+    // to that host (`"paste.example": "no uploads to paste sites"` over rules that let only GET through);
+    // a request that cannot be matched against any rule (400) is malformed, not refused by the policy.
+    if (!ruling.allowed && ruling.status == 403)
+        if (auto why = context_.policy->reason_for(host, port)) {
+            ruling.reason_text = why->text;
+            ruling.message += "cordon: reason: " + why->text + "\n";
+        }
+    return ruling;
 }
 
 }  // namespace cordon::proxy

@@ -35,4 +35,15 @@ RefusalSummary::Entry& count_refused(Context& context, const std::string& key,
     return entry;
 }
 
+void count_refused_request(Context& context, const std::string& host, std::uint16_t port,
+                           const std::string& rule, const std::string& source,
+                           const std::string& reason_text) {
+    auto& e = count_refused(context, host + ":" + std::to_string(port), "(other hosts)");
+    e.why = RefusalSummary::Why::RequestRule;
+    e.rule = rule;
+    e.source = source;
+    e.reason_text = reason_text;
+    e.error.clear();
+}
+
 }  // namespace cordon::proxy

@@ -5,6 +5,7 @@
 // the end-of-run summary the same way.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "proxy/audit_log.hpp"
@@ -27,5 +28,10 @@ void record_decision(Context& context, const WriteEvent& event);
 // grow the summary without end.
 RefusalSummary::Entry& count_refused(Context& context, const std::string& key,
                                      const std::string& overflow_key);
+// A request its host's request rules refused (plain `http://`, or inside a tunnel): the summary's entry for
+// the host, with the rule (empty when none matched) and the host's deny reason.
+void count_refused_request(Context& context, const std::string& host, std::uint16_t port,
+                           const std::string& rule, const std::string& source,
+                           const std::string& reason_text);
 
 }  // namespace cordon::proxy

@@ -341,6 +341,8 @@ void HttpFrontEnd::head_complete() {
         if (!ruling.allowed) {
             p_.request().rule = ruling.rule;
             p_.request().source = ruling.source;
+            p_.request().by_request_rule = ruling.status == 403;
+            p_.request().reason_text = ruling.reason_text;
             p_.conclude({Verdict::Kind::Rejected, ruling.reason, "", ruling.status, ruling.message});
             return;
         }

@@ -3,10 +3,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
+#include <utility>
+#include <variant>
 
+#include "policy/syntax.hpp"
 #include "proxy/auth.hpp"
 #include "proxy/context.hpp"
 #include "proxy/decision.hpp"
+#include "proxy/decision_log.hpp"
 #include "proxy/pipeline.hpp"
 #include "proxy/request_rules.hpp"
 #include "proxy/secret_scrub.hpp"
@@ -34,6 +39,20 @@ const Options::Secret* substitute_sentinels(const TlsInspector& tls, std::string
             text.replace(at, s.sentinel.size(), s.value);
     }
     return nullptr;
+}
+
+// The host a Host header names (`value`; its port, else `port`) and the policy's decision on it; nothing
+// when the header names no host.
+std::optional<std::pair<policy::HostPort, policy::Decision>> decide_named_host(const policy::Policy& policy,
+                                                                               std::string_view value,
+                                                                               std::uint16_t port) {
+    auto parts = policy::split_host_port(value, policy::PortSpec::Optional);
+    const auto* text = std::get_if<policy::HostPortText>(&parts);
+    if (!text) return std::nullopt;
+    auto target = policy::parse_target_host(text->host, text->port.value_or(port));
+    const auto* named = std::get_if<policy::HostPort>(&target);
+    if (!named) return std::nullopt;
+    return std::make_pair(*named, policy.decide_connect(named->host, named->port));
 }
 
 }  // namespace
@@ -178,6 +197,7 @@ void InspectedRequests::request_head() {
     const policy::Decision& d = p_.decision();
     rule_ = rule_text(d);
     source_ = rule_source(d);
+    reason_text_.clear();
     request_parser_.resume();
     if (!upstream_error_.empty()) {
         answer_upstream_failure();
@@ -216,10 +236,33 @@ void InspectedRequests::request_head() {
     // The Host must name the host the connection was decided for (srt's requireHostMatch): a shared front
     // (a CDN) would otherwise route the request to a host the policy never saw.
     if (auto h = head.header("host"); h && !host_header_names(*h, host, port)) {
-        refuse(421, "misdirected-request", "misdirected-request",
-               "cordon: this connection is for " + authority + "; the Host header names '" + std::string(*h) +
-                   "'\n",
-               "", "");
+        std::string body = "cordon: this connection is for " + authority + "; the Host header names '" +
+                           std::string(*h) + "'\n";
+        // Why a host the policy refuses is named in the refusal, with its deny rule and reason: a request
+        // through an allowed host's tunnel to another host is an attempt to reach that host (domain
+        // fronting), and the user should learn the author's reason for refusing it as for a CONNECT to it.
+        // It counts in the end-of-run summary under that host. The answer stays 421 whatever the policy
+        // says of it: this connection never carries it.
+        auto named = p_.context().policy ? decide_named_host(*p_.context().policy, *h, port) : std::nullopt;
+        if (named && !named->second.allowed()) {
+            const auto& [target, refusal] = *named;
+            const std::string key = target.host + ":" + std::to_string(target.port);
+            reason_text_ = reason_text(refusal);
+            body += "cordon: the policy refuses " + key + " too (" +
+                    std::string(policy::to_string(refusal.reason)) +
+                    (refusal.rule ? " by `" + rule_text(refusal) + "` from " + rule_source(refusal)
+                                  : std::string()) +
+                    ")\n";
+            if (!reason_text_.empty()) body += "cordon: reason: " + reason_text_ + "\n";
+            auto& e = count_refused(p_.context(), key, "(other hosts)");
+            e.why = refusal.reason == policy::Reason::BlockedByDenylist ? RefusalSummary::Why::DeniedByRule
+                                                                        : RefusalSummary::Why::NotAllowed;
+            e.rule = rule_text(refusal);
+            e.source = rule_source(refusal);
+            e.reason_text = reason_text_;
+            e.error.clear();
+        }
+        refuse(421, "misdirected-request", "misdirected-request", body, "", "");
         return;
     }
     // Request rules (deny wins; a host with rules and no matching one is denied).
@@ -230,6 +273,9 @@ void InspectedRequests::request_head() {
     }
     if (!ruling.allowed) {
         if (ruling.status == 400) keep_alive_ = false;
+        reason_text_ = ruling.reason_text;
+        if (ruling.status == 403)
+            count_refused_request(p_.context(), host, port, ruling.rule, ruling.source, ruling.reason_text);
         refuse(ruling.status, ruling.reason, ruling.reason, ruling.message, ruling.rule, ruling.source);
         return;
     }
@@ -454,6 +500,7 @@ void InspectedRequests::conclude(bool allowed, const std::string& reason, int st
     x.rule = rule_;
     x.source = source_;
     x.reason = reason;
+    if (!allowed) x.reason_text = reason_text_;
     x.error = error;
     x.status = status;
     x.request_bytes = allowed ? forwarder_.sent_up() : 0;

@@ -94,7 +94,8 @@ class InspectedRequests {
     // The request in flight.
     Request request_ = Request::Head;
     std::string method_, path_, url_, rule_, source_;
-    std::string scanned_;  // the body's first bytes (de-chunked), scanned for sentinels
+    std::string reason_text_;  // a refusal's deniedDomainReasons text (the Exchange's reason_text)
+    std::string scanned_;      // the body's first bytes (de-chunked), scanned for sentinels
     bool keep_alive_ = true;
     bool concluded_ = true;       // the request in flight has its decision line
     int status_ = 0;              // the proxy's own answer, when it gave one

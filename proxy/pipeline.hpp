@@ -52,6 +52,8 @@ class Pipeline {
         std::string sni_error;     // transparent TLS without `sni`: why (incomplete, too large, none in it)
         bool via_parent = false;   // dialled the parent proxy: CONNECT through it before concluding
         std::string rule, source;  // a request rule decided (not the domain rule): its text and source
+        bool by_request_rule = false;  // a plain `http://` request its host's request rules refused
+        std::string reason_text;       // ... and the host's deniedDomainReasons text (RequestRuling)
     };
 
     static constexpr std::size_t kMaxBuffered = 256 * 1024;  // client bytes held while not processing them
@@ -121,7 +123,8 @@ class Pipeline {
         std::string method, path, url, rule, source;
         bool allowed = false;
         std::string reason, error;
-        int status = 0;  // what the client got: the upstream's status or the proxy's own answer
+        std::string reason_text;  // refused: the deniedDomainReasons text that explains it, when one does
+        int status = 0;           // what the client got: the upstream's status or the proxy's own answer
         std::uint64_t request_bytes = 0, response_bytes = 0;
     };
     virtual void conclude(const Exchange& exchange) = 0;

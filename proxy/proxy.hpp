@@ -85,6 +85,8 @@ struct RefusalSummary {
         AddressGuard,  // the name resolved to a refused address (`address`, `address_class`)
         Upstream,  // allowed, but the upstream failed (`error`: nxdomain, connect-refused, connect-timeout,
                    // ...)
+        RequestRule,  // the host is allowed; its request rules refused a request (`rule`, `source`: the
+                      // rule that did, empty when none matched the method and path)
     };
     struct Entry {
         Why why = Why::NotAllowed;  // the latest outcome for this host

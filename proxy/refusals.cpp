@@ -30,12 +30,15 @@ std::string format_refusals(const RefusalSummary& summary) {
     std::vector<Item> items(summary.hosts.begin(), summary.hosts.end());
     std::stable_sort(items.begin(), items.end(),
                      [](const Item& a, const Item& b) { return a.second.count > b.second.count; });
-    std::size_t refused = 0, failed = 0, lookups = 0;
+    std::size_t refused = 0, failed = 0, lookups = 0, requests = 0;
     constexpr std::string_view kDns = " (DNS)";  // a name the jail's DNS stub refused (dns_stub.cpp)
     for (const auto& [host, e] : items) {
         bool dns =
             host.size() > kDns.size() && host.compare(host.size() - kDns.size(), kDns.size(), kDns) == 0;
-        (e.why == Why::Upstream ? failed : dns ? lookups : refused) += e.count;
+        (e.why == Why::Upstream      ? failed
+         : e.why == Why::RequestRule ? requests
+         : dns                       ? lookups
+                                     : refused) += e.count;
     }
 
     constexpr std::size_t kMax = 15;  // per section
@@ -57,11 +60,16 @@ std::string format_refusals(const RefusalSummary& summary) {
     };
 
     std::string out;
-    if (refused > 0 || lookups > 0)
-        out +=
-            "cordon: refused " +
-            (refused > 0 ? std::to_string(refused) + " connection(s)" + (lookups > 0 ? " and " : "") : "") +
-            (lookups > 0 ? std::to_string(lookups) + " DNS lookup(s)" : "") + ":\n";
+    std::vector<std::string> counts;
+    if (refused > 0) counts.push_back(std::to_string(refused) + " connection(s)");
+    if (requests > 0) counts.push_back(std::to_string(requests) + " request(s)");
+    if (lookups > 0) counts.push_back(std::to_string(lookups) + " DNS lookup(s)");
+    if (!counts.empty()) {
+        out += "cordon: refused ";
+        for (std::size_t i = 0; i < counts.size(); ++i)
+            out += (i == 0 ? "" : i + 1 == counts.size() ? " and " : ", ") + counts[i];
+        out += ":\n";
+    }
     out += section(Why::NotAllowed, "not in the allow list", why_text,
                    "allow with --allow-domain HOST or sandbox.network.allowedDomains; `cordon check HOST` "
                    "explains");
@@ -71,6 +79,16 @@ std::string format_refusals(const RefusalSummary& summary) {
             return "  by `" + e.rule + "`" + (e.source.empty() ? "" : " from " + e.source) + why_text(e);
         },
         "a deny rule wins over every allow rule: remove the rule to reach these hosts");
+    out += section(
+        Why::RequestRule, "refused by a request rule",
+        [&](const RefusalSummary::Entry& e) {
+            return (e.rule.empty()
+                        ? std::string("  no request rule allows them")
+                        : "  by `" + e.rule + "`" + (e.source.empty() ? "" : " from " + e.source)) +
+                   why_text(e);
+        },
+        "the host is allowed, its request rules (method and path) refused these; `cordon check` explains "
+        "the host, the audit log each request");
     out += section(
         Why::AddressGuard, "refused by the address guard",
         [](const RefusalSummary::Entry& e) {

@@ -18,6 +18,9 @@ struct RequestRuling {
     std::string rule;     // the request rule that decided; empty when none matched
     std::string source;   // where that rule was written
     std::string message;  // refused: the answer's body
+    // Refused by a request rule: the host's deniedDomainReasons text (DecisionPoint::decide_request adds it,
+    // and its `cordon: reason:` line to `message`), empty when none matches.
+    std::string reason_text;
 };
 
 // `target` is the request's path (origin-form, query included); `url` names the request in the message.

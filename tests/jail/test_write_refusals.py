@@ -397,6 +397,20 @@ class WriteRefusalsCase(unittest.TestCase):
         self.assertEqual((rc, out), (0, "done\n"), err)
         self.assertNotIn("cordon: refused", err)
 
+    def test_a_write_into_the_audit_log_is_listed_under_cordon_files(self):
+        # The audit log inside the project (a writable area): only the write rule cordon-files keeps the command
+        # from forging or erasing it. Appending and truncating are refused, each listed in the summary under
+        # that rule and logged, and the log stays whole.
+        log = os.path.join(self.project, "audit.jsonl")
+        script = f"(echo x >> {log}) 2>/dev/null && echo appended; (: > {log}) 2>/dev/null && echo truncated; true"
+        rc, out, err = self.run_jail(script, "--audit-log", log)
+        self.assertEqual((rc, out), (0, ""), err)
+        never = err.split("never allowed: --allow-write does not lift these:\n", 1)[1]
+        self.assertIn(f"    {log}  x2  write rule cordon-files", never)
+        writes = [w for w in self.audit_writes(log) if w["path"] == log]  # every line still parses
+        self.assertEqual([(w["write_rule"], w["error"], w["program"]) for w in writes],
+                         [("cordon-files", "EACCES", "sh")] * 2, writes)
+
     def test_suggest_from_a_real_git_run_makes_it_pass(self):
         # A jailed git that makes a repository outside the writable areas and commits in it: refused (git stops at
         # its first refused mkdir); the suggestion given back makes the same run pass with no refusal.
@@ -510,6 +524,7 @@ class WriteRefusalsCase(unittest.TestCase):
         apart = s.stderr.split("not lifted by the suggestion:\n", 1)[1]
         # (Without namespaces the supervisor refuses the hidden CA itself: listed too.)
         logged = {os.path.normpath(w["path"]) for w in self.audit_writes(log)}
+        self.assertIn(log, logged)  # the write into the audit log itself was seen, and is never suggested
         for path in (f"{ca}/ca.key", log, root_file, f"{self.home}/newfile", f"{bare}/objects/planted",
                      f"{bare}/HEAD", f"{self.home}/.bashrc", f"{self.project}/.git/hooks/pre-commit",
                      f"{self.project}/.git/config", f"{self.home}/.ssh/authorized_keys",

@@ -570,6 +570,15 @@ TEST_CASE("deniedDomainReasons: the highest layer's matching reason, on refusals
     CHECK(d.allowed());
     CHECK(!d.reason_text);
     CHECK(!d.to_json().contains("reason_text"));
+    // What a request its host's request rules refuse shows (an allowed host): that host's reason, the same
+    // match as a refusal's; names normalised as decide_connect normalises them.
+    auto why = p->reason_for("OK.Example.com.", 443);
+    REQUIRE(why);
+    CHECK(why->text == "never shown");
+    why = p->reason_for("a.paste.example", 443);
+    REQUIRE(why);
+    CHECK(why->source.layer == Layer::Managed);
+    CHECK(!p->reason_for("not a host!", 443));
     bool warned = false;
     for (const auto& w : p->warnings())
         warned =

@@ -163,7 +163,8 @@ TEST_CASE("http front-end: a request rule's refusal names the rule and goes nowh
                              "blocked-by-request-rule",
                              "DELETE a.test/admin/**",
                              "flags --rule",
-                             "cordon: refused by a request rule\n"};
+                             "cordon: refused by a request rule\n",
+                             "ask #netops"};
     p.client_sends("DELETE http://a.test/admin/x HTTP/1.1\r\nHost: a.test\r\n\r\n");
     CHECK(p.decided.empty());
     REQUIRE(p.lines.size() == 1);
@@ -172,6 +173,9 @@ TEST_CASE("http front-end: a request rule's refusal names the rule and goes nowh
     CHECK(p.lines[0].source == "flags --rule");
     CHECK(p.lines[0].method == "DELETE");
     CHECK(p.lines[0].path == "/admin/x");
+    // The request's line is the request rule's, with its host's deny reason (Connection::conclude writes it).
+    CHECK(p.request().by_request_rule);
+    CHECK(p.request().reason_text == "ask #netops");
     CHECK(contains(p.to_client, "HTTP/1.1 403 "));
     CHECK(contains(p.to_client, "X-Proxy-Error: blocked-by-request-rule\r\n"));
     CHECK(p.to_upstream.empty());

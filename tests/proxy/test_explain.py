@@ -22,7 +22,8 @@ import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from proxytest import CORDON, LOOPBACK, TempDirTest, recv_until  # noqa: E402
+from proxytest import CORDON, LOOPBACK, TempDirTest, read_http_response, recv_until  # noqa: E402
+from test_inspect import InspectBase  # noqa: E402
 
 REASON = "paste sites leak code: see wiki/egress (NET-42)"
 DENY_REASON = "known exfiltration host"
@@ -122,6 +123,126 @@ class DenyReasonsTest(TempDirTest):
         self.assertEqual(allowed.returncode, 0, allowed.stderr)
         ok = [e for e in p.decisions() if e["host"] == "ok.r.test"]
         self.assertTrue(ok and "reason_text" not in ok[0], ok)
+
+
+API_REASON = "writes to the API go through the release bot (OPS-7)"
+
+
+class RequestDenyReasonsBase(InspectBase):
+    """InspectBase's upstream and rules (api.test: GET /repos/acme/**, GET|POST /public/*, deny /public/secret),
+    with a reason for api.test and a denied evil.test with its own."""
+
+    def setUp(self):
+        super().setUp()
+        with open(self.settings) as f:
+            doc = json.load(f)
+        doc["network"]["deniedDomains"] = ["evil.test"]
+        doc["network"]["deniedDomainReasons"] = {"api.test": API_REASON, "evil.test": DENY_REASON}
+        with open(self.settings, "w") as f:
+            json.dump(doc, f)
+
+
+class RequestDenyReasonsTest(RequestDenyReasonsBase):
+    def test_refusals_inside_an_inspected_tunnel_and_of_plain_requests_carry_the_reason(self):
+        plain = self.upstream(name="plain")
+        p = self.start()
+        t = self.tunnel(p, "api.test")
+        port = self.up.port
+
+        def ask(method, path, host="api.test:%d" % port):
+            t.sendall(b"%s %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 0\r\n\r\n" %
+                      (method.encode(), path.encode(), host.encode()))
+            return read_http_response(t)
+
+        status, _, body = ask("GET", "/repos/acme/app")
+        self.assertEqual(status, 200, body)
+        # Refused by a request rule (none matches; a deny rule): the host's reason.
+        status, headers, body = ask("POST", "/gists")
+        self.assertEqual((status, headers["x-proxy-error"]), (403, "blocked-by-request-rule"))
+        self.assertIn(("cordon: reason: " + API_REASON).encode(), body)
+        status, _, body = ask("GET", "/public/secret")
+        self.assertEqual(status, 403)
+        self.assertIn(("cordon: reason: " + API_REASON).encode(), body)
+        # A Host naming a host the policy denies (domain fronting through an allowed tunnel): still 421, with
+        # the deny rule and that host's reason; the connection stays usable.
+        status, headers, body = ask("GET", "/x", host="evil.test")
+        self.assertEqual((status, headers["x-proxy-error"]), (421, "misdirected-request"))
+        self.assertIn(b"the policy refuses evil.test:%d too (blocked-by-denylist by `evil.test`" % port, body)
+        self.assertIn(("cordon: reason: " + DENY_REASON).encode(), body)
+        # A Host naming an allowed host: 421, and no reason (nothing the policy author refused).
+        status, _, body = ask("GET", "/x", host="other.test")
+        self.assertEqual(status, 421)
+        self.assertNotIn(b"reason", body)
+        t.close()
+        # Plain http:// refused by a request rule: the same reason in its 403.
+        r = self.curl("-sS", "-i", "-x", p.url(), "http://api.test:%d/public/secret" % plain.port)
+        self.assertIn(b" 403 ", r.stdout.split(b"\r\n")[0])
+        self.assertIn(("cordon: reason: " + API_REASON).encode(), r.stdout)
+        lines = p.wait_audit(lambda l: sum(1 for e in l if e.get("event") == "decision") >= 7)
+        inner = [e for e in lines if e.get("event") == "decision" and e.get("proto") in ("https", "http")]
+        self.assertEqual([(e["proto"], e["method"], e["status"], e["decision"], e.get("reason_text"))
+                          for e in inner],
+                         [("https", "GET", 200, "allow", None),
+                          ("https", "POST", 403, "deny", API_REASON),
+                          ("https", "GET", 403, "deny", API_REASON),
+                          ("https", "GET", 421, "deny", DENY_REASON),
+                          ("https", "GET", 421, "deny", None),
+                          ("http", "GET", 403, "deny", API_REASON)])
+        self.assertIn("/public/secret", inner[2]["rule"])  # the deciding rule is the request rule
+        self.assertIn("/public/secret", inner[5]["rule"])
+        self.assertEqual(inner[5]["reason"], "blocked-by-request-rule")
+        self.assertEqual([r[1] for r in self.up.requests], ["/repos/acme/app"])
+        self.assertEqual(plain.requests, [])
+
+    def test_check_shows_the_reason_a_request_rule_refusal_carries(self):
+        def check(target, *extra):
+            return subprocess.run([CORDON, "check", "--no-discover", "--managed-dir", self.dir, "--settings",
+                                   self.settings, *extra, target], capture_output=True, text=True, timeout=30)
+
+        r = check("api.test:443")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("request_reason_text: " + API_REASON, r.stdout)
+        self.assertIn("deniedDomainReasons.api.test", r.stdout)
+        self.assertNotIn("\nreason_text:", r.stdout)  # the connection itself is allowed
+        out = json.loads(check("api.test:443", "--json").stdout)
+        self.assertEqual(out["request_reason_text"], API_REASON)
+        self.assertNotIn("reason_text", out)
+        # A host without request rules: nothing a request rule could refuse.
+        self.assertNotIn("request_reason_text", check("other.test:443").stdout)
+        r = check("evil.test:443")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("reason_text: " + DENY_REASON, r.stdout)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+class RunRequestDenyReasonsTest(RequestDenyReasonsBase):
+    def test_summary_lists_request_refusals_with_their_reason(self):
+        plain = self.upstream(name="plain")
+        work, home = os.path.join(self.dir, "work"), os.path.join(self.dir, "home")
+        os.makedirs(work)
+        os.makedirs(home)
+        url = "https://api.test:%d" % self.up.port
+        curl = "curl -sS --max-time 10 -o /dev/null -w '%{http_code} '"
+        script = (f"{curl} -X POST {url}/gists; {curl} {url}/public/secret; "
+                  f"{curl} -H 'Host: evil.test' {url}/x; {curl} http://api.test:{plain.port}/public/secret")
+        audit = os.path.join(self.dir, "run.jsonl")
+        r = subprocess.run([CORDON, "run", "--no-discover", "--settings", self.settings, "--dns-server",
+                            self.dns_server.address, "--upstream-ca", self.pki.cert, "--inspect", "api.test",
+                            "--audit-log", audit, *LOOPBACK, "--", "sh", "-c", script],
+                           cwd=work, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home,
+                                          "XDG_CONFIG_HOME": os.path.join(self.dir, "xdg-empty")},
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual((r.returncode, r.stdout), (0, "403 403 421 403 "), r.stderr)
+        self.assertIn("cordon: refused 1 connection(s) and 3 request(s):", r.stderr)
+        self.assertIn("  refused by a request rule:\n", r.stderr)
+        self.assertIn("    api.test:%d  x2  " % self.up.port, r.stderr)
+        self.assertIn("reason: " + API_REASON, r.stderr)
+        self.assertIn("    api.test:%d  x1  by `" % plain.port, r.stderr)
+        self.assertIn("    evil.test:%d  x1  by `evil.test` from settings %s:1 network.deniedDomains[0]  reason: %s"
+                      % (self.up.port, self.settings, DENY_REASON), r.stderr)
+        with open(audit) as f:
+            refused = [json.loads(line) for line in f if '"deny"' in line]
+        self.assertEqual(sorted(e.get("reason_text") for e in refused), sorted([API_REASON] * 3 + [DENY_REASON]))
 
 
 @unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
@@ -253,6 +374,38 @@ class ReportOnlyTest(TempDirTest):
                            timeout=30)
         self.assertEqual(r.returncode, 2)
         self.assertIn("--report-only is for `cordon proxy` only", r.stderr)
+
+    @unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+    def test_cordon_run_warns_of_managed_report_only_and_still_enforces(self):
+        # Managed settings (a test directory through --managed-dir, never /etc) saying reportOnly: `cordon run`
+        # says it is ignored and refuses as the policy says; the host resolves and serves, so a run that let it
+        # through would get 200.
+        up = self.upstream()
+        dns = self.dns({"x.r.test": ["127.0.0.1"], "ok.r.test": ["127.0.0.1"]})
+        managed = os.path.join(self.dir, "managed")
+        os.makedirs(managed)
+        managed_file = os.path.join(managed, "managed-settings.json")
+        with open(managed_file, "w") as f:
+            json.dump({"sandbox": {"network": {"reportOnly": True, "allowedDomains": ["ok.r.test"]}}}, f)
+        work, home = os.path.join(self.dir, "work"), os.path.join(self.dir, "home")
+        os.makedirs(work)
+        os.makedirs(home)
+        audit = os.path.join(self.dir, "run.jsonl")
+        curl = "curl -sS --max-time 10 -o /dev/null -w '%%{http_code} ' http://%s:%d/"
+        r = subprocess.run([CORDON, "run", "--no-discover", "--managed-dir", managed, "--dns-server", dns.address,
+                            *LOOPBACK, "--audit-log", audit, "--", "sh", "-c",
+                            (curl % ("x.r.test", up.port)) + "; " + (curl % ("ok.r.test", up.port))],
+                           cwd=work, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home},
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual((r.returncode, r.stdout), (0, "403 200 "), r.stderr)
+        self.assertIn("cordon: sandbox.network.reportOnly (managed %s:1" % managed_file, r.stderr)
+        self.assertIn("is for `cordon proxy` only: `cordon run` enforces its policy", r.stderr)
+        self.assertNotIn("REPORT-ONLY", r.stderr)
+        self.assertIn("x.r.test:%d  x1" % up.port, r.stderr)  # in the summary as any refusal
+        with open(audit) as f:
+            denied = [json.loads(line) for line in f if '"x.r.test"' in line and '"decision"' in line]
+        self.assertEqual([(e["decision"], e.get("enforced", True)) for e in denied], [("deny", True)])
+        self.assertEqual([path for _, path, _ in up.requests], ["/"])  # ok.r.test's only
 
 
 
@@ -416,6 +569,91 @@ class SuggestTest(TempDirTest):
             decisions = [json.loads(line) for line in f if '"decision"' in line]
         self.assertTrue(decisions)
         self.assertEqual({d["decision"] for d in decisions if d["event"] == "decision"}, {"allow"})
+
+    @unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+    @unittest.skipUnless(shutil.which("git"), "git is not installed")
+    def test_suggestion_makes_the_same_jailed_git_clone_pass(self):
+        # A real `git clone http://git.r.test:PORT/repo.git` (git's dumb HTTP protocol: a bare repository after
+        # `git update-server-info`, served by http.server on 127.0.0.1, named by the test DNS), jailed, through
+        # cordon's proxy: refused, nothing fetched; the suggestion (both formats) given back makes the same clone
+        # pass with no refusal.
+        git_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.path.join(self.dir, "home"),
+                   "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "GIT_AUTHOR_NAME": "t",
+                   "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+        os.makedirs(git_env["HOME"])
+        served = os.path.join(self.dir, "served")
+        source = os.path.join(self.dir, "source")
+        os.makedirs(served)
+        for args in (["init", "-q", source], ["-C", source, "commit", "-q", "--allow-empty", "-m", "first"]):
+            subprocess.run(["git", *args], check=True, capture_output=True, env=git_env)
+        with open(os.path.join(source, "README"), "w") as f:
+            f.write("cloned through cordon\n")
+        for args in (["-C", source, "add", "README"], ["-C", source, "commit", "-q", "-m", "readme"],
+                     ["clone", "-q", "--bare", source, os.path.join(served, "repo.git")],
+                     ["-C", os.path.join(served, "repo.git"), "update-server-info"]):
+            subprocess.run(["git", *args], check=True, capture_output=True, env=git_env)
+
+        seen = []
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, directory=served, **kwargs)
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                seen.append((self.headers.get("Host"), self.path))
+                super().do_GET()
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.cleanups.append(server.server_close)
+        self.cleanups.append(server.shutdown)
+        host = "git.r.test"
+        target = "%s:%d" % (host, server.server_address[1])
+        dns = self.dns({host: ["127.0.0.1"]})
+
+        def run(log, *flags):
+            work = tempfile.mkdtemp(prefix="work-", dir=self.dir)
+            r = subprocess.run([CORDON, "run", "--no-discover", "--dns-server", dns.address, *LOOPBACK,
+                                "--audit-log", log, *flags, "--", "git", "clone", "-q", "http://%s/repo.git" % target,
+                                "clone"], cwd=work, env=git_env, capture_output=True, text=True, timeout=120)
+            with open(log) as f:
+                lines = [json.loads(line) for line in f]
+            # git talked to our server only.
+            self.assertEqual({line["host"] for line in lines if "host" in line}, {host}, lines)
+            return r, os.path.join(work, "clone"), lines
+
+        first = os.path.join(self.dir, "first.jsonl")
+        r, clone, lines = run(first)
+        self.assertNotEqual(r.returncode, 0, r.stderr)
+        self.assertIn("403", r.stderr)
+        self.assertIn("%s  x" % target, r.stderr)  # the summary names it
+        self.assertFalse(os.path.exists(os.path.join(clone, "README")))
+        self.assertEqual(seen, [])
+        self.assertEqual({(d["decision"], d["reason"]) for d in lines if d["event"] == "decision"},
+                         {("deny", "blocked-by-allowlist")})
+        claude, srt = self.suggest(first), self.suggest(first, "--format", "srt")
+        self.assertEqual((claude.returncode, srt.returncode), (0, 0), claude.stderr + srt.stderr)
+        self.assertEqual(json.loads(claude.stdout), {"sandbox": {"network": {"allowedDomains": [target]}}})
+        self.assertEqual(json.loads(srt.stdout), {"network": {"allowedDomains": [target]}})
+        for fmt, suggestion in (("claude", claude.stdout), ("srt", srt.stdout)):
+            with self.subTest(format=fmt):
+                settings = os.path.join(self.dir, "suggested-%s.json" % fmt)
+                with open(settings, "w") as f:
+                    f.write(suggestion)
+                del seen[:]
+                r, clone, lines = run(os.path.join(self.dir, "%s.jsonl" % fmt), "--settings", settings)
+                self.assertEqual(r.returncode, 0, fmt + ": " + r.stderr)
+                self.assertNotIn("cordon: refused", r.stderr)
+                with open(os.path.join(clone, "README")) as f:
+                    self.assertEqual(f.read(), "cloned through cordon\n")
+                decisions = [d for d in lines if d["event"] == "decision"]
+                self.assertTrue(decisions)
+                self.assertEqual({d["decision"] for d in decisions}, {"allow"})
+                self.assertEqual([line for line in lines if line["event"] == "write"], [])
+                self.assertIn((target, "/repo.git/info/refs?service=git-upload-pack"), seen)
 
     @unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
     @unittest.skipUnless(shutil.which("npm"), "npm is not installed (scripts/setup --test installs it)")
