@@ -64,6 +64,15 @@ std::variant<HookInput, std::string> parse_hook_input(std::string_view text) {
 std::string wrap_command(const Wrapper& wrapper, const std::string& cwd, const std::string& command) {
     std::string out;
     if (!cwd.empty()) out = "cd -- " + shell_quote(cwd) + " && ";
+    // A session the hook started may have lingered out before the command runs (an "ask" the user answered
+    // later than the linger): start it again, with the same flags, before joining. `--reuse` makes this a
+    // quick no-op while it runs; a failure to start keeps the command from running.
+    if (!wrapper.session.empty() && !wrapper.session_start.empty()) {
+        out += shell_quote(wrapper.cordon);
+        for (const std::string& arg : wrapper.session_start)
+            out += " " + shell_quote(arg);
+        out += " >/dev/null && ";
+    }
     out += shell_quote(wrapper.cordon) + " run";
     if (!wrapper.session.empty())
         out += " --session " + shell_quote(wrapper.session);

@@ -56,6 +56,10 @@ struct Wrapper {
     // `claude-hook --session`: the command joins this cordon session (`cordon run --session NAME`, no other
     // flag: the session was started with them) instead of a jail of its own.
     std::string session;
+    // The `cordon session start --reuse …` arguments that made it (the hook's flags and --linger): the
+    // wrapped command starts the session again when it lingered out while Claude Code waited for the user's
+    // answer.
+    std::vector<std::string> session_start;
 };
 // The cordon session of a Claude Code session: `claude-` and its session_id (what a session name may hold).
 std::string session_name(const std::string& session_id);

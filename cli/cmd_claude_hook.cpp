@@ -224,6 +224,10 @@ int run_hook(const policy::LoadOptions& base, const std::string& audit_log, bool
             return 2;
         }
         wrapper.session = agent::session_name(input.session_id);
+        wrapper.session_start = {"session", "start", "--reuse", "--name", wrapper.session};
+        if (!session.linger.empty()) wrapper.session_start.push_back("--linger=" + session.linger);
+        for (const auto& arg : wrapper.args)
+            wrapper.session_start.push_back(arg);
     }
     agent::HookOptions options;
     options.auto_allow = auto_allow;
@@ -249,11 +253,7 @@ int run_hook(const policy::LoadOptions& base, const std::string& audit_log, bool
     // The session the wrapped command joins: started at the first command that needs it, with the hook's
     // policy flags, in the Claude Code session's working directory (its writable project from then on).
     if (session.on && decision.wrapped && decision.permission != agent::HookDecision::Permission::Deny) {
-        std::vector<std::string> start = {"session", "start", "--reuse", "--name", wrapper.session};
-        if (!session.linger.empty()) start.push_back("--linger=" + session.linger);
-        for (const auto& arg : wrapper.args)
-            start.push_back(arg);
-        if (const int rc = run_self(start, input.cwd); rc != 0) {
+        if (const int rc = run_self(wrapper.session_start, input.cwd); rc != 0) {
             std::cerr << "cordon claude-hook: cannot start cordon session " << wrapper.session
                       << "; the command is blocked\n";
             return 2;

@@ -368,6 +368,31 @@ class HookSessionTest(HookTest):
         self.assertEqual((r.returncode, r.stdout), (0, "again\n"), r.stderr)
         self.assertNotEqual(self.sessions()[self.name]["pid"], supervisor)
 
+    @unittest.skipUnless(os.geteuid() == 0, "cordon run needs root here")
+    def test_command_runs_after_its_session_lingered_out(self):
+        # Claude Code runs the updated command only once the user answers an "ask": the session the hook
+        # started may have lingered out by then. The command starts it again (same flags) and runs in it.
+        flags = ["--linger=1"]
+        h = self.answer(self.session_hook("echo answered-late; cat /etc/hostname >/dev/null", flags=flags))
+        updated = h["updatedInput"]["command"]
+        first = self.sessions()[self.name]["pid"]
+        sock = os.path.join(self.xdg, "cordon", self.name + ".sock")
+        end = time.monotonic() + 10
+        while (os.path.exists(sock) or alive(first)) and time.monotonic() < end:
+            time.sleep(0.2)
+        self.assertFalse(alive(first), "the session did not linger out")
+        r = subprocess.run(["bash", "-c", updated], cwd=self.work, env=self.env, capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual((r.returncode, r.stdout), (0, "answered-late\n"), r.stderr)
+        again = self.sessions()[self.name]
+        self.assertNotEqual(again["pid"], first)
+        self.assertEqual(again["linger_seconds"], 1, again)
+        # Still the hook's policy: the network stays refused in the restarted session.
+        r = subprocess.run(["bash", "-c", updated.replace("echo answered-late; cat /etc/hostname >/dev/null",
+                                                          "curl -s -o /dev/null -w '%{http_code}' http://example.com/")],
+                           cwd=self.work, env=self.env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.stdout, "403", r.stderr)
+
     def test_install_writes_both_entries(self):
         run = lambda *a: subprocess.run([CORDON, "claude-hook", *a], cwd=self.work, env=self.env,
                                         capture_output=True, text=True, timeout=30)
