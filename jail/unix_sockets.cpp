@@ -154,6 +154,11 @@ int open_path(int rootfd, const std::string& path) {
     return open_in_root(rootfd, path);
 }
 
+int refuse_descriptors(int sock) {
+    const int off = 0;
+    return ::setsockopt(sock, SOL_SOCKET, kSoPassRights, &off, sizeof off) == 0 ? 0 : errno;
+}
+
 int connect_to(int sock, int target) {
     sockaddr_un un{};
     un.sun_family = AF_UNIX;
