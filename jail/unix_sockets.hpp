@@ -85,6 +85,9 @@ constexpr int kSoPassRights = 83;
 // socket, and on the connected Unix sockets the command inherits on 0-2 (descriptors.cpp); the filter refuses
 // the command's own SO_PASSRIGHTS. 0 or an errno (ENOPROTOOPT before Linux 6.16).
 int refuse_descriptors(int sock);
+// Whether this kernel has SO_PASSRIGHTS (Linux 6.16): without it a listed service can hand the jail
+// descriptors (the run says so once; jail/README.md, limits). Probed once, on a socketpair of its own.
+bool kernel_refuses_descriptors();
 
 // connect(2) of `sock` to the socket file open as `target` (through /proc/self/fd: no sun_path length limit,
 // and exactly the file that was checked). 0 or an errno (EINPROGRESS for a non-blocking socket).

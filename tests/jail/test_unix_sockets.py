@@ -20,6 +20,23 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import jailtest  # noqa: E402  (the fixtures shared by the jail tests)
 from jailtest import Env, JailFixtures, Upstream  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lockdown"))
+import hosts  # noqa: E402  (a simulated older kernel: a seccomp filter around cordon)
+
+
+def _kernel_refuses_descriptors():
+    a, b = socket.socketpair()
+    try:
+        a.setsockopt(socket.SOL_SOCKET, 83, 0)  # SO_PASSRIGHTS (Linux 6.16)
+        return True
+    except OSError:
+        return False
+    finally:
+        a.close()
+        b.close()
+
+
+KERNEL_REFUSES_DESCRIPTORS = _kernel_refuses_descriptors()
 
 # Runs in the jail: `connect PATH` exchanges a line with the listener; `nonblock PATH` does so from a
 # non-blocking socket; `race LISTED UNLISTED` connects many times while another thread rewrites the address
@@ -582,6 +599,7 @@ class UnixSocketCase(JailFixtures):
             return
         self.fail(f"the host's datagram socket received {got!r}: {out}")
 
+    @unittest.skipUnless(KERNEL_REFUSES_DESCRIPTORS, "the kernel lacks SO_PASSRIGHTS (Linux 6.16)")
     def test_handed_datagram_socket_cannot_reach_host_sockets(self):
         self.listeners()
         target, host = self.host_dgram()
@@ -595,6 +613,7 @@ class UnixSocketCase(JailFixtures):
         self.assertEqual(out.split("\n")[:2], ["PASSRIGHTS EPERM", "NOFD nofd"], err)
         self.assertEqual(handing.results, ["EPERM"])
 
+    @unittest.skipUnless(KERNEL_REFUSES_DESCRIPTORS, "the kernel lacks SO_PASSRIGHTS (Linux 6.16)")
     def test_inherited_socket_peer_cannot_hand_in_a_datagram_socket(self):
         self.listeners()
         target, host = self.host_dgram()
@@ -623,6 +642,28 @@ class UnixSocketCase(JailFixtures):
             self.assertNotIn("SENT", out, (flags, err))
             self.assert_nothing_arrived(host, out)
             self.assertEqual((sent, out.split("\n")[0]), ("EPERM", "NOFD nofd"), (flags, out, err))
+
+    def test_before_so_passrights_a_listed_socket_works_and_the_run_says_what_it_lacks(self):
+        # A kernel before Linux 6.16 (simulated: a filter around cordon answers SO_PASSRIGHTS with ENOPROTOOPT
+        # as such a kernel does): the listed connect still works, since the user listed that service, and the
+        # run says at its start that the service can hand the command descriptors (jail/README.md, limits).
+        self.listeners()
+        target, _ = self.host_dgram()
+        handing = Handing(os.path.join(self.outside, "handing.sock"))
+        self.addCleanup(handing.close)
+        settings = self.write(os.path.join(self.dir, "handing-old.json"), json.dumps(
+            {"network": {"allowUnixSockets": [handing.path]}}))
+        old_kernel = [hosts.PY, hosts.HOSTS_PY, "seccomp", "no-passrights", "--"]
+        out, err = self.sh(f"python3 {self.client} handed {handing.path} {target}", "--settings", settings,
+                           prefix=old_kernel)
+        self.assertIn("lacks SO_PASSRIGHTS", err)
+        self.assertIn("GOT True", out, err)  # the documented limit: the listed service handed one in
+        # Without a listed socket the note is not printed.
+        _, err = self.sh("true", prefix=old_kernel)
+        self.assertNotIn("SO_PASSRIGHTS", err)
+
+
+
 
 class AsRoot(UnixSocketCase, unittest.TestCase):
     AS_USER = False
