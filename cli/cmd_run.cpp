@@ -86,9 +86,9 @@ constexpr const char* kRunHelp =
     "                         lines in (settings updates for the network policy of new connections,\n"
     "                         answers to asks), JSON lines out (asks, refusals); filesystem rules\n"
     "                         cannot change for a running jail\n"
-    "  --quiet                no end-of-run summary of refused connections, no read-scope hint after a\n"
-    "                         failure, no note about the old-kernel placeholders; the notes naming git\n"
-    "                         repositories the run created are always printed\n"
+    "  --quiet                no end-of-run summaries of refused writes and of refused connections, no\n"
+    "                         read-scope hint after a failure, no note about the old-kernel placeholders;\n"
+    "                         the notes naming git repositories the run created are always printed\n"
     "  --watch                reload the network policy (not the filesystem rules) when a settings file or\n"
     "                         managed-settings.d changes, as `cordon proxy --watch` does; refused (exit 2)\n"
     "                         when a source lies where the jailed command could write\n"
@@ -99,8 +99,8 @@ constexpr const char* kRunHelp =
 // After the environment (run::environment_help).
 constexpr const char* kRunHelpEnd =
     "The proxy runs in cordon itself (host side) and serves sockets created inside the jail; the audit log\n"
-    "names the jail in `sandbox`. At the end, refused connections are summarised on stderr (not with "
-    "--quiet).\n"
+    "names the jail in `sandbox`. At the end, refused writes and refused connections are summarised on\n"
+    "stderr (not with --quiet).\n"
     "Transparent proxying (unless --no-transparent): programs that ignore the variables still go through\n"
     "the policy. /etc/resolv.conf names cordon's DNS stub (127.0.0.1:53), which answers a name the policy\n"
     "could allow with a fake address (198.18.0.0/15, fd63:6f72:646f:6e00::/64) and a denied one with\n"

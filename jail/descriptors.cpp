@@ -12,6 +12,7 @@
 #include <string>
 
 #include "jail/detail/setup.hpp"
+#include "jail/unix_sockets.hpp"
 
 namespace cordon::jail::detail {
 
@@ -121,7 +122,14 @@ const char* reaches_past_the_jail(int fd) {
 bool replace_reaching_descriptors(std::string& error) {
     for (int fd = 0; fd <= 2; ++fd) {
         const char* what = reaches_past_the_jail(fd);
-        if (!what) continue;
+        if (!what) {
+            // A Unix socket that stays (connected or listening): its peer, outside the jail, may not hand the
+            // command descriptors (unix_sockets::refuse_descriptors says why). Not a socket, or a kernel
+            // without SO_PASSRIGHTS (Linux < 6.16): nothing to do, or nothing that can be done (the peer is
+            // the process that started cordon; jail/README.md, limits).
+            unix_sockets::refuse_descriptors(fd);
+            continue;
+        }
         int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null < 0 || ::dup2(null, fd) < 0) {
             error = "cannot replace descriptor " + std::to_string(fd) + " (" + what +

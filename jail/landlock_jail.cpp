@@ -618,6 +618,9 @@ bool HostJail::start(const JailConfig& config, std::string& error) {
         error = "the jail without namespaces needs seccomp user notification with ADDFD (Linux 5.14)";
         return false;
     }
+    // As in the namespace jail: what of 0-2 reaches past the jail (a Unix datagram socket, a socket of the
+    // host's network) becomes /dev/null, and a Unix socket that stays takes no descriptors from its peer.
+    if (!detail::replace_reaching_descriptors(error)) return false;
     if (!make_listeners(config_, error)) return false;
     // The run's own temporary directory (the command's TMPDIR, the one part of /tmp the notifier lets it
     // write, removed after the run): below the caller's TMPDIR where that is a directory outside the working

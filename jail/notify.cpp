@@ -1818,6 +1818,13 @@ class NotifierImpl final : public Notifier {
             // Refused in either jail: the process performing the connect (this supervisor or a connector)
             // is one of the host's pid namespace, which a session takes for a client.
             if (int err = host_rules::session_socket(to->fd, connecting_uid(c))) return err;
+            // The listed service may not hand the jail descriptors (a Unix datagram socket would send to any
+            // socket file, see refuse_descriptors). Set before the connect, so that no message comes first.
+            // A kernel without SO_PASSRIGHTS (Linux < 6.16, ENOPROTOOPT) cannot keep them out: the connect
+            // goes on, since the user listed that service and trusts it, and the run said so at its start
+            // (the alternative, every listed socket refused, would end allowUnixSockets on most LTS kernels).
+            if (const int err = unix_sockets::refuse_descriptors(s->fd); err != 0 && err != ENOPROTOOPT)
+                return EPERM;
             if (privileged_ && (c.fsuid != ::geteuid() || c.fsgid != ::getegid())) {
                 // Another identity than ours: the connect is made by a process of the caller's ids (see
                 // unix_sockets::Connector), so the listener's peer process is not a root one.

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "jail/detail/setup.hpp"
+#include "jail/unix_sockets.hpp"
 
 namespace cordon::jail::detail {
 
@@ -131,6 +132,15 @@ Result add_socketpair_rules(scmp_filter_ctx ctx, bool notify_bind) {
         scmp_arg_cmp args[] = {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, AF_UNIX),
                                SCMP_A1(SCMP_CMP_MASKED_EQ, kSockTypeMask, type)};
         r = refuse(ctx, "socketpair", EPERM, 2, args);
+    }
+    // A datagram socket can still come from outside: handed over SCM_RIGHTS by a listed service or by the
+    // peer of an inherited descriptor. The supervisor turns SO_PASSRIGHTS off on those sockets
+    // (unix_sockets::refuse_descriptors); the command may not turn it on again.
+    if (!r) {
+        scmp_arg_cmp args[] = {
+            SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, SOL_SOCKET),
+            SCMP_A2(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(unix_sockets::kSoPassRights))};
+        r = refuse(ctx, "setsockopt", EPERM, 2, args);
     }
     return r;
 }

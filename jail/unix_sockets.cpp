@@ -154,6 +154,23 @@ int open_path(int rootfd, const std::string& path) {
     return open_in_root(rootfd, path);
 }
 
+int refuse_descriptors(int sock) {
+    const int off = 0;
+    return ::setsockopt(sock, SOL_SOCKET, kSoPassRights, &off, sizeof off) == 0 ? 0 : errno;
+}
+
+bool kernel_refuses_descriptors() {
+    static const bool has = [] {
+        int pair[2];
+        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return false;
+        const bool ok = refuse_descriptors(pair[0]) == 0;
+        ::close(pair[0]);
+        ::close(pair[1]);
+        return ok;
+    }();
+    return has;
+}
+
 int connect_to(int sock, int target) {
     sockaddr_un un{};
     un.sun_family = AF_UNIX;

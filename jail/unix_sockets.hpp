@@ -70,6 +70,25 @@ int open_listed(int rootfd, const std::string& path, const std::vector<Pinned>& 
 // link (/proc/self there would be the supervisor). The descriptor, or -1 with errno.
 int open_path(int rootfd, const std::string& path);
 
+// SO_PASSRIGHTS (Linux 6.16; the number of x86, arm and the generic ABI where the headers lack it).
+#ifdef SO_PASSRIGHTS
+constexpr int kSoPassRights = SO_PASSRIGHTS;
+#else
+constexpr int kSoPassRights = 83;
+#endif
+
+// Turns off SO_PASSRIGHTS on `sock`: its peer's SCM_RIGHTS messages are refused (EPERM to the sender). Why: a
+// descriptor handed in from outside the jail reaches what it points to whatever the jail's view, network and
+// filter say; a Unix datagram socket among them would send to (sendto/sendmsg with an address, which lives
+// in memory the filter cannot read, or connect) any socket file the command can see, and a socket of the
+// host's network past the proxy. Set on each jailed socket before the supervisor connects it to a listed
+// socket, and on the connected Unix sockets the command inherits on 0-2 (descriptors.cpp); the filter refuses
+// the command's own SO_PASSRIGHTS. 0 or an errno (ENOPROTOOPT before Linux 6.16).
+int refuse_descriptors(int sock);
+// Whether this kernel has SO_PASSRIGHTS (Linux 6.16): without it a listed service can hand the jail
+// descriptors (the run says so once; jail/README.md, limits). Probed once, on a socketpair of its own.
+bool kernel_refuses_descriptors();
+
 // connect(2) of `sock` to the socket file open as `target` (through /proc/self/fd: no sun_path length limit,
 // and exactly the file that was checked). 0 or an errno (EINPROGRESS for a non-blocking socket).
 int connect_to(int sock, int target);

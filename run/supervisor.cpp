@@ -20,6 +20,7 @@
 #include "jail/jail.hpp"
 #include "jail/landlock_jail.hpp"
 #include "jail/notify.hpp"
+#include "jail/unix_sockets.hpp"
 #include "policy/syntax.hpp"
 #include "proxy/fd_limit.hpp"
 #include "run/environment.hpp"
@@ -391,6 +392,9 @@ int run(const Options& options) {
     else if (!net.allow_unix_sockets.empty())
         std::cerr << "cordon: note: allowUnixSockets needs seccomp user notification (Linux 5.14); Unix "
                      "sockets stay refused (allowAllUnixSockets allows them all)\n";
+    if (unix_sockets == jail::UnixSockets::Listed && !jail::unix_sockets::kernel_refuses_descriptors())
+        std::cerr << "cordon: note: this kernel lacks SO_PASSRIGHTS (Linux 6.16): a listed Unix socket's "
+                     "service can hand the command descriptors, which reach what they point to\n";
     // Host ports and published ports (run/ports.hpp): a published port the host cannot listen on stops the
     // run here, before the command starts.
     std::unique_ptr<Ports> ports;

@@ -547,7 +547,8 @@ class AttackCase(GitFixtures):
             self.assertLessEqual(after[2], base[2] + 2048, f"memory {base} -> {after}")
         self.assertTrue(os.path.exists(os.path.join(self.cwd, "made")))
 
-    # 10. Renames of a new repository: the supervisor's state and the summary stay bounded, --quiet or not.
+    # 10. Renames of a new repository: the supervisor's state (memory, threads, descriptors) and the summary stay
+    # bounded, --quiet or not.
     def test_rename_flood_is_bounded(self):
         script = ("import os, subprocess, sys\n"
                   "subprocess.run(['git', 'init', '-q', 'r0'], check=True)\n"
@@ -579,6 +580,9 @@ class AttackCase(GitFixtures):
                 p.kill()
                 p.communicate()
         self.assertEqual(p.returncode, 0, err)
+        # Threads and descriptors back to the baseline, as after the FIFO flood.
+        self.assertEqual(after[0], base[0], f"threads {base} -> {after}")
+        self.assertLessEqual(after[1], base[1] + 4, f"descriptors {base} -> {after}")
         if not jailtest.sanitized():
             self.assertLessEqual(after[2], base[2] + 2048, f"memory {base} -> {after}")
         notes = [line for line in err.splitlines() if "git repositories created during the run" in line or

@@ -75,7 +75,7 @@ libc = ctypes.CDLL(None, use_errno=True)
 
 # x86_64 system call numbers (asm/unistd_64.h).
 NR = {
-    "socket": 41, "clone": 56, "syslog": 103, "pivot_root": 155, "mount": 165, "umount2": 166,
+    "socket": 41, "setsockopt": 54, "clone": 56, "syslog": 103, "pivot_root": 155, "mount": 165, "umount2": 166,
     "sethostname": 170, "setdomainname": 171, "quotactl": 179, "lookup_dcookie": 212, "add_key": 248,
     "request_key": 249, "keyctl": 250, "unshare": 272, "perf_event_open": 298, "fanotify_init": 300,
     "setns": 308, "kcmp": 312, "bpf": 321, "userfaultfd": 323, "open_tree": 428, "move_mount": 429,
@@ -116,6 +116,8 @@ FILTERS = {
         "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self")],
     # srt's apply-seccomp "unix" filter: no new Unix socket (a socket inherited or received still works).
     "srt-unix": [("socket", EPERM, ("arg0", AF_UNIX))],
+    # A kernel before 6.16 (no SO_PASSRIGHTS): setsockopt of option 83 answers ENOPROTOOPT as there.
+    "no-passrights": [("setsockopt", 92, ("arg2", 83))],
     # A kernel before 5.0 (no seccomp user notification): a filter asking for a listener is refused as there.
     "no-user-notif": [("seccomp", EINVAL, ("arg1&", SECCOMP_FILTER_FLAG_NEW_LISTENER))],
 }
