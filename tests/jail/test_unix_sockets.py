@@ -817,6 +817,39 @@ class UnixSocketCase(JailFixtures):
             self.assertNotIn("SENT", out, (flags, err))
             self.assert_nothing_arrived(host, out)
 
+    @unittest.expectedFailure
+    @unittest.skipUnless(KERNEL_REFUSES_DESCRIPTORS, "the kernel lacks SO_PASSRIGHTS (Linux 6.16)")
+    def test_session_join_descriptor_queued_before_the_join(self):
+        # HOLE (as above, through `cordon run --session`): the client turns SO_PASSRIGHTS off on its 0-2 and
+        # hands them to the session, but a descriptor already queued on its stdin still reaches the command.
+        if os.environ.get("CORDON_TEST_JAIL"):
+            self.skipTest("the wrapper adds --jail to run, which `run --session` refuses")
+        self.listeners()
+        target, host = self.host_dgram()
+        name = f"atk23-{os.getpid()}-{type(self).__name__}"
+        user = ["--user", Env.user] if self.USER_FLAG else []
+        kw = dict(cwd=self.cwd, env=self.env(), capture_output=True, text=True, **self._identity())
+        r = subprocess.run([Env.cordon, "session", "start", "--name", name, "--no-discover", *user], **kw)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ours, theirs = socket.socketpair()
+        self.addCleanup(ours.close)
+        self.assertEqual(self.hand_in(ours), "sent")  # queued before the join
+        p = None
+        try:
+            p = subprocess.Popen([Env.cordon, "run", "--session", name, "--", "python3", self.client, "inherited",
+                                  target], stdin=theirs.fileno(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, cwd=self.cwd, env=self.env(), **self._identity())
+            theirs.close()
+            out, err = p.communicate(timeout=30)
+        finally:
+            if p and p.poll() is None:
+                p.kill()
+                p.communicate()
+            # Here, not in a cleanup: tearDown removes the case's home, where the user's session is found.
+            subprocess.run([Env.cordon, "session", "stop", name], **kw)
+        self.assertNotIn("SENT", out, err)
+        self.assert_nothing_arrived(host, out)
+
     @unittest.skipUnless(KERNEL_REFUSES_DESCRIPTORS, "the kernel lacks SO_PASSRIGHTS (Linux 6.16)")
     def test_inherited_listener_takes_no_descriptor_from_a_host_client(self):
         # A listening socket on 0 (inetd style): a host process that connects once the run started cannot hand
