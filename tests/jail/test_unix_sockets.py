@@ -42,7 +42,7 @@ KERNEL_REFUSES_DESCRIPTORS = _kernel_refuses_descriptors()
 # non-blocking socket; `race LISTED UNLISTED` connects many times while another thread rewrites the address
 # between the two paths; `bind NAME` binds a socket there. Prints "OK ..." or "ERR <errno name>".
 CLIENT = r'''
-import ctypes, errno, os, select, signal, socket, sys, threading
+import ctypes, errno, os, select, signal, socket, struct, sys, threading
 mode = sys.argv[1]
 def err(e):
     print("ERR", errno.errorcode.get(e.errno, e.errno)); sys.exit(0)
@@ -156,7 +156,7 @@ elif mode == "killpeer":
     s.connect(sys.argv[2])
     s.sendall(b"ping\n")
     print("OK", s.recv(100).decode().split()[0])
-elif mode in ("handed", "inherited"):
+elif mode in ("handed", "inherited", "accepted"):
     # A Unix datagram socket handed in over SCM_RIGHTS, by a listed service (`handed LISTED TARGET`) or by
     # the peer of an inherited descriptor 0 (`inherited TARGET`): every way it could name a socket file.
     import array
@@ -171,10 +171,22 @@ elif mode in ("handed", "inherited"):
         except OSError as e:
             print("PASSRIGHTS", errno.errorcode.get(e.errno, e.errno))
         s.sendall(b"ping\n")
-    else:
-        s = socket.socket(fileno=0)
+    elif mode == "accepted":
+        # A listening socket inherited on 0: a host process connects to it.
         target = sys.argv[2]
         print("READY", flush=True)
+        try:
+            listening = socket.socket(fileno=0)
+        except OSError as e:
+            print("NOSOCKET", errno.errorcode.get(e.errno, e.errno)); sys.exit(0)
+        s, _ = listening.accept()
+    else:
+        target = sys.argv[2]
+        print("READY", flush=True)
+        try:
+            s = socket.socket(fileno=0)
+        except OSError as e:
+            print("NOSOCKET", errno.errorcode.get(e.errno, e.errno)); sys.exit(0)
     s.settimeout(10)
     try:
         data, anc, flags, _ = s.recvmsg(100, socket.CMSG_SPACE(4 * 4))
@@ -213,6 +225,81 @@ elif mode in ("handed", "inherited"):
     print("sendmmsg", "SENT" if n == 1 else errno.errorcode.get(ctypes.get_errno(), n))
     attempt("connect", lambda: (d.connect(target), d.send(b"leak-connect")))
     print("OK done")
+elif mode == "seqpacket":
+    # `seqpacket UNLISTED_SEQPACKET_PATH DGRAM_PATH ABSTRACT_NAME`: a seqpacket socket of every flag
+    # combination to an unlisted host seqpacket socket file; a seqpacket socketpair end connected or sent to
+    # the paths; a stream and a seqpacket socket to a host abstract listener.
+    unlisted, dgram, abstract = sys.argv[2], sys.argv[3], "\0" + sys.argv[4]
+    def show(name, call):
+        try:
+            call(); print(name, "SENT")
+        except OSError as e:
+            print(name, errno.errorcode.get(e.errno, e.errno))
+    for extra in (0, socket.SOCK_NONBLOCK, socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK):
+        def one():
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | extra)
+            if extra & socket.SOCK_NONBLOCK:
+                rc = s.connect_ex(unlisted)
+                if rc: raise OSError(rc, os.strerror(rc))
+            else:
+                s.connect(unlisted)
+            s.send(b"leak-seqpacket")
+        show("socket", one)
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    show("pairconnect", lambda: a.connect(unlisted))
+    show("pairsendto", lambda: a.sendto(b"ignored", dgram))  # to the peer: the address is ignored
+    b.close()  # the peer gone: the end stays connected
+    show("orphanconnect", lambda: a.connect(dgram))
+    for kind in (socket.SOCK_STREAM, socket.SOCK_SEQPACKET):
+        def abs_one():
+            s = socket.socket(socket.AF_UNIX, kind)
+            s.connect(abstract + str(int(kind)))
+            s.send(b"leak-abstract")
+        show("abstract", abs_one)
+    print("OK done")
+elif mode == "highbits":
+    # The type, family, level and option as 64-bit registers with the upper half set (the kernel reads ints).
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    hi = 1 << 32
+    L = ctypes.c_long
+    SYS_socket, SYS_socketpair, SYS_setsockopt = 41, 53, 54
+    r = libc.syscall(L(SYS_socket), L(hi | socket.AF_UNIX), L(hi | socket.SOCK_DGRAM), L(0))
+    print("socket", r if r < 0 else "MADE", errno.errorcode.get(ctypes.get_errno(), "") if r < 0 else "")
+    pair = (ctypes.c_int * 2)()
+    r = libc.syscall(L(SYS_socketpair), L(hi | socket.AF_UNIX), L(hi | socket.SOCK_DGRAM), L(0), pair)
+    print("socketpair", r if r < 0 else "MADE", errno.errorcode.get(ctypes.get_errno(), "") if r < 0 else "")
+    a, b = socket.socketpair()
+    one = ctypes.c_int(1)
+    r = libc.syscall(L(SYS_setsockopt), L(a.fileno()), L(hi | socket.SOL_SOCKET), L(hi | 83), ctypes.byref(one), L(4))
+    print("setsockopt", r if r < 0 else "SET", errno.errorcode.get(ctypes.get_errno(), "") if r < 0 else "")
+elif mode == "peerpidfd":
+    # `peerpidfd LISTED TARGET`: the listed service's process from SO_PEERPIDFD, and its descriptors taken
+    # with pidfd_getfd (allowed with --allow-ptrace): a datagram socket of the service's to any socket file.
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sys.argv[2])
+    try:
+        pidfd = struct.unpack("i", s.getsockopt(socket.SOL_SOCKET, 77, 4))[0]  # SO_PEERPIDFD (Linux 6.5)
+    except OSError as e:
+        err(e)
+    got = None
+    first = None
+    for n in range(3, 64):
+        fd = libc.syscall(ctypes.c_long(438), ctypes.c_long(pidfd), ctypes.c_long(n), ctypes.c_long(0))
+        if fd < 0:
+            first = first or errno.errorcode.get(ctypes.get_errno(), ctypes.get_errno())
+            continue
+        d = socket.socket(fileno=fd)
+        if d.family == socket.AF_UNIX and d.type == socket.SOCK_DGRAM:
+            got = d; break
+    if got is None:
+        print("GETFD", first); sys.exit(0)
+    try:
+        got.sendto(b"leak-getfd", sys.argv[3]); print("SENT")
+    except OSError as e:
+        err(e)
 elif mode == "dgram":
     # SOCK_RAW is a datagram socket too for AF_UNIX; the flags must not hide the type.
     for kind in (socket.SOCK_DGRAM, socket.SOCK_RAW, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK):
@@ -222,6 +309,34 @@ elif mode == "dgram":
             err(e)
     print("OK dgram")
 '''
+
+
+# int 0x80 (socketcall, and socket by its i386 number) and an x32 socket: each makes a Unix datagram socket
+# unless the filter kills it (prints MADE if the socket was made).
+COMPAT_C = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static long int80(long nr, long a, long b, long c) {
+    long ret;
+    __asm__ volatile("int $0x80" : "=a"(ret) : "a"(nr), "b"(a), "c"(b), "d"(c) : "memory");
+    return ret;
+}
+int main(int argc, char** argv) {
+    uint32_t* args = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+    args[0] = AF_UNIX, args[1] = SOCK_DGRAM, args[2] = 0;
+    long r = -1;
+    if (argc > 1 && !strcmp(argv[1], "socketcall")) r = int80(102, 1, (long)(uintptr_t)args, 0);
+    if (argc > 1 && !strcmp(argv[1], "i386")) r = int80(359, AF_UNIX, SOCK_DGRAM, 0);
+    if (argc > 1 && !strcmp(argv[1], "x32")) r = syscall(0x40000000 + 41, AF_UNIX, SOCK_DGRAM, 0);
+    if (r >= 0) printf("MADE %ld\n", r);
+    return 0;
+}
+"""
 
 
 class Listener:
@@ -661,6 +776,199 @@ class UnixSocketCase(JailFixtures):
         # Without a listed socket the note is not printed.
         _, err = self.sh("true", prefix=old_kernel)
         self.assertNotIn("SO_PASSRIGHTS", err)
+
+
+    # A third attack on item 9 (the descriptors that could come from outside, and the ways to make or reach a
+    # socket the filter would not see).
+    def hand_in(self, sock, what=None):
+        """Sends a fresh Unix datagram socket over `sock` (SCM_RIGHTS); the errno name, or "sent"."""
+        import array
+        dgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            sock.sendmsg([b"fd\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [dgram.fileno()]))])
+            return "sent"
+        except OSError as e:
+            sock.sendall(b"nofd\n")
+            return errno.errorcode.get(e.errno, str(e.errno))
+        finally:
+            dgram.close()
+
+    def run_inherited(self, mode, stdin, target, before=None, after=None, flags=()):
+        p = self.popen([*flags, "--", "python3", self.client, mode, target], stdin=stdin.fileno())
+        stdin.close()
+        # Read through the same buffered reader as the READY line (communicate would read the pipes' raw
+        # descriptors and lose what that reader took in after READY); killed if it hangs.
+        killer = threading.Timer(30, p.kill)
+        killer.start()
+        try:
+            self.assertEqual(p.stdout.readline(), "READY\n")
+            sent = after() if after else None
+            out = p.stdout.read()
+            err = p.stderr.read()
+            p.wait()
+        finally:
+            killer.cancel()
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        return sent, out, err
+
+    @unittest.skipUnless(KERNEL_REFUSES_DESCRIPTORS, "the kernel lacks SO_PASSRIGHTS (Linux 6.16)")
+    def test_descriptor_queued_before_the_run_on_an_inherited_socket(self):
+        # SO_PASSRIGHTS is checked when a message is sent, not when it is received: a descriptor the peer of an
+        # inherited socket queued before cordon turned it off would still arrive (a Unix datagram socket that
+        # sends to any host socket file). cordon looks through what is queued: such a socket becomes
+        # /dev/null, with a note; behind plain data too.
+        self.listeners()
+        target, host = self.host_dgram()
+        for flags in ([], ["--settings", self.settings]):
+            for lead in (b"", b"x" * 50000):
+                ours, theirs = socket.socketpair()
+                self.addCleanup(ours.close)
+                ours.sendall(lead)
+                self.assertEqual(self.hand_in(ours), "sent")  # queued before the run
+                _, out, err = self.run_inherited("inherited", theirs, target, flags=flags)
+                self.assertNotIn("SENT", out, (flags, err))
+                self.assertNotIn("GOT", out, (flags, err))
+                self.assert_nothing_arrived(host, out)
+                self.assertIn("holding descriptors its peer sent before the run", err)
+                self.assertIn("NOSOCKET", out, (flags, len(lead), out, err))
+
+    def test_queued_data_without_descriptors_stays_readable(self):
+        # What a caller such as node writes to a child's stdio socketpair before it runs stays the command's.
+        ours, theirs = socket.socketpair()
+        self.addCleanup(ours.close)
+        ours.sendall(b"queued before the run\n")
+        ours.shutdown(socket.SHUT_WR)
+        p = self.popen(["--", "cat"], stdin=theirs.fileno())
+        theirs.close()
+        out, err = p.communicate(timeout=30)
+        self.assertEqual((p.returncode, out), (0, "queued before the run\n"), err)
+        self.assertNotIn("/dev/null instead", err)
+
+    @unittest.skipUnless(KERNEL_REFUSES_DESCRIPTORS, "the kernel lacks SO_PASSRIGHTS (Linux 6.16)")
+    def test_session_join_descriptor_queued_before_the_join(self):
+        # As above, through `cordon run --session`: a descriptor already queued on the client's stdin never
+        # reaches the session's command.
+        if os.environ.get("CORDON_TEST_JAIL"):
+            self.skipTest("the wrapper adds --jail to run, which `run --session` refuses")
+        self.listeners()
+        target, host = self.host_dgram()
+        name = f"atk23-{os.getpid()}-{type(self).__name__}"
+        user = ["--user", Env.user] if self.USER_FLAG else []
+        kw = dict(cwd=self.cwd, env=self.env(), capture_output=True, text=True, **self._identity())
+        r = subprocess.run([Env.cordon, "session", "start", "--name", name, "--no-discover", *user], **kw)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ours, theirs = socket.socketpair()
+        self.addCleanup(ours.close)
+        self.assertEqual(self.hand_in(ours), "sent")  # queued before the join
+        p = None
+        try:
+            p = subprocess.Popen([Env.cordon, "run", "--session", name, "--", "python3", self.client, "inherited",
+                                  target], stdin=theirs.fileno(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, cwd=self.cwd, env=self.env(), **self._identity())
+            theirs.close()
+            out, err = p.communicate(timeout=30)
+        finally:
+            if p and p.poll() is None:
+                p.kill()
+                p.communicate()
+            # Here, not in a cleanup: tearDown removes the case's home, where the user's session is found.
+            subprocess.run([Env.cordon, "session", "stop", name], **kw)
+        self.assertNotIn("SENT", out, err)
+        self.assert_nothing_arrived(host, out)
+
+    def test_inherited_listener_becomes_dev_null(self):
+        # A listening socket on 0: the server end of a client that connected before the run took the
+        # listener's SO_PASSRIGHTS when it connected, so that client could hand the command a Unix datagram
+        # socket once accepted. A listener on 0-2 becomes /dev/null (with a note): neither a client from before
+        # the run nor a later one reaches the command.
+        self.listeners()
+        target, host = self.host_dgram()
+        path = os.path.join(self.outside, "inherited-listener.sock")
+        listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listening.bind(path)
+        listening.listen(4)
+        early = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(early.close)
+        early.connect(path)  # before the run
+        self.hand_in(early)
+        _, out, err = self.run_inherited("accepted", listening, target)
+        self.assertNotIn("SENT", out, err)
+        self.assertNotIn("GOT", out, err)
+        self.assert_nothing_arrived(host, out)
+        self.assertIn("NOSOCKET", out, err)
+        self.assertIn("a listening socket (Unix)", err)
+
+    def test_seqpacket_and_abstract_sockets_reach_no_host_socket(self):
+        # A seqpacket socket (allowed by socket() in per-path mode) to an unlisted host seqpacket socket file,
+        # with every flag; a seqpacket socketpair end (connected: connect and an address do nothing), also
+        # once its peer is gone; stream and seqpacket connects to host abstract listeners (the host's network
+        # namespace holds them: reached only without namespaces, where the supervisor makes the connect).
+        self.listeners()
+        target, host = self.host_dgram()
+        seq_path = os.path.join(self.outside, "seq.sock")
+        seq = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.addCleanup(seq.close)
+        seq.bind(seq_path)
+        os.chmod(seq_path, 0o777)
+        seq.listen(8)
+        seq.setblocking(False)
+        name = f"cordon-attack-{os.getpid()}-{self.id().rsplit('.', 1)[-1]}"
+        abstracts = []
+        for kind in (socket.SOCK_STREAM, socket.SOCK_SEQPACKET):
+            a = socket.socket(socket.AF_UNIX, kind)
+            self.addCleanup(a.close)
+            a.bind("\0" + name + str(int(kind)))
+            a.listen(8)
+            a.setblocking(False)
+            abstracts.append(a)
+        for flags in ([], ["--settings", self.settings]):
+            out, err = self.sh(f"python3 {self.client} seqpacket {seq_path} {target} {name}", *flags)
+            self.assertNotIn("SENT", out.replace("pairsendto SENT", ""), (flags, err))
+            self.assertTrue(out.strip().endswith("OK done"), (flags, out, err))
+            self.assert_nothing_arrived(host, out)
+            for listener in (seq, *abstracts):
+                with self.assertRaises(BlockingIOError, msg=(flags, out)):
+                    listener.accept()
+
+    def test_upper_register_bits_hide_no_datagram_socket_nor_so_passrights(self):
+        self.listeners()
+        out, err = self.sh(f"python3 {self.client} highbits", "--settings", self.settings)
+        self.assertEqual(out.split("\n")[:3], ["socket -1 EPERM", "socketpair -1 EPERM", "setsockopt -1 EPERM"],
+                         err)
+
+    def test_compat_system_calls_make_no_datagram_socket(self):
+        # socketcall and socket through int 0x80 (the i386 ABI: the filter's architecture check), and x32.
+        import shutil
+        if not shutil.which("gcc"):
+            self.skipTest("no gcc")
+        self.listeners()
+        src = self.write(os.path.join(self.dir, "compat.c"), COMPAT_C)
+        exe = os.path.join(self.dir, "compat")
+        subprocess.run(["gcc", "-O1", "-o", exe, src], check=True)
+        os.chmod(exe, 0o755)
+        for flags in ([], ["--settings", self.settings]):
+            for which in ("socketcall", "i386", "x32"):
+                out, err = self.sh(f"{exe} {which}; echo rc=$?", *flags)
+                self.assertNotIn("MADE", out, (flags, which, err))
+                self.assertIn("rc=159", out, (flags, which, out, err))  # SIGSYS: killed by the filter
+
+    def test_allow_ptrace_takes_no_descriptor_of_the_listed_service(self):
+        # With --allow-ptrace pidfd_getfd is allowed; SO_PEERPIDFD of a listed socket names the service, a
+        # host process (as root, of the same uid as root's command). Its descriptors (a datagram socket among
+        # them) stay out of reach: Landlock's ptrace scope, another uid, or the filter without namespaces.
+        self.listeners()
+        target, host = self.host_dgram()
+        handing = Handing(os.path.join(self.outside, "handing.sock"))
+        self.addCleanup(handing.close)
+        settings = self.write(os.path.join(self.dir, "handing.json"), json.dumps(
+            {"network": {"allowUnixSockets": [handing.path]}}))
+        out, err = self.sh(f"python3 {self.client} peerpidfd {handing.path} {target}", "--settings", settings,
+                           "--allow-ptrace")
+        self.assertNotIn("SENT", out, err)
+        self.assert_nothing_arrived(host, out)
+        self.assertTrue(out.startswith("GETFD E"), (out, err))
 
 
 
