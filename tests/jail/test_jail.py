@@ -270,6 +270,35 @@ class JailCase(JailFixtures):
         self.assertFalse(os.path.exists("/etc/cordon-test"))
         self.assertIn("Read-only file system", err)
 
+    def test_allow_write_symlink_within_its_own_directory_is_followed(self):
+        # srt parity: an allowWrite entry that is a symlink resolving within its own directory (a `current`
+        # link to a versioned directory) is followed when the link lies where the command could not have made
+        # it, as root, as a user and with --user; a link the command could have made (in the project, a
+        # writable area) is not followed out of it.
+        data = os.path.join(self.dir, "data")  # outside every writable area
+        os.makedirs(os.path.join(data, "v2"))
+        os.chmod(os.path.join(data, "v2"), 0o777)  # whoever the command runs as
+        link = os.path.join(data, "current")
+        os.symlink("v2", link)
+        runs = [[]] + ([] if self.AS_USER else [["--user", Env.user]])
+        for flags in runs:
+            name = f"f{len(flags)}"
+            out, err = self.sh(f"echo hi > {link}/{name} && echo WROTE; echo x > {data}/beside || echo REFUSED",
+                               *flags, "--allow-write", link)
+            self.assertIn("WROTE", out, (flags, err))
+            self.assertIn("REFUSED", out, (flags, err))
+            self.assertEqual(self.read(os.path.join(data, "v2", name)), "hi\n")
+            self.assertFalse(os.path.exists(os.path.join(data, "beside")))
+        target = os.path.join(self.outside, "target")
+        os.makedirs(target)
+        os.chmod(target, 0o777)
+        planted = os.path.join(self.cwd, "out")
+        os.symlink(target, planted)
+        out, err = self.sh(f"echo x > {planted}/f && echo WROTE2 || echo REFUSED2", "--allow-write", planted,
+                           expect=None)
+        self.assertNotIn("WROTE2", out, err)
+        self.assertFalse(os.path.exists(os.path.join(target, "f")))
+
     def test_private_tmp(self):
         name = "cordon-private-" + secrets.token_hex(4)
         self.sh(f"echo x > /tmp/{name} && ls /tmp")
