@@ -8,6 +8,7 @@ allowed file stays reachable."""
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -104,15 +105,20 @@ class PathServers:
         self.procs, self.ports = [], {}
 
     def close(self):
+        # Each server leads a process group of its own: Apache's workers outlive a killed parent (they were
+        # left running after the suite), so the whole group goes.
         for p in self.procs:
-            p.kill()
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             p.wait()
             p.stdout.close()
 
     def _spawn(self, name, argv, port=None, **kw):
         log = os.path.join(self.workdir, name + ".stderr")
         with open(log, "wb") as err:
-            p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, **kw)
+            p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, start_new_session=True, **kw)
         self.procs.append(p)
         if port is None:
             port = int(p.stdout.readline().decode().strip() or 0)
