@@ -339,7 +339,19 @@ int main(int argc, char** argv) {
 """
 
 
-class Listener:
+class UnixServer:
+    """A Unix stream socket of ours at `path`, open to every user, served by `_serve` on a thread."""
+
+    def listen(self, path, backlog):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        os.chmod(path, 0o777)
+        self.sock.listen(backlog)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+
+class Listener(UnixServer):
     """A Unix stream listener of ours that answers each line with "pong <name>" and counts connections."""
 
     def __init__(self, path, name, answer_pid=False):
@@ -348,12 +360,7 @@ class Listener:
         # owner of /proc/PID/environ (root for a process that is not dumpable).
         self.processes = []
         self.answer_pid = answer_pid
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(path)
-        os.chmod(path, 0o777)
-        self.sock.listen(64)
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        self.listen(path, 64)
 
     def _serve(self):
         while True:
@@ -386,19 +393,14 @@ class Listener:
         self.sock.close()
 
 
-class Handing:
+class Handing(UnixServer):
     """A listed service of ours that hands each client a Unix datagram socket over SCM_RIGHTS (as any service
     that passes descriptors could: D-Bus relays other clients' ones) and notes whether the kernel took it."""
 
     def __init__(self, path):
         self.path, self.results = path, []
         self.dgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(path)
-        os.chmod(path, 0o777)
-        self.sock.listen(8)
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        self.listen(path, 8)
 
     def _serve(self):
         import array
