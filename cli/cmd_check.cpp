@@ -42,6 +42,11 @@ constexpr const char* kCheckHelp =
     "                             directory)\n"
     "  unix:PATH                  a connect to a Unix socket (allowUnixSockets, symlinks followed, or\n"
     "                             allowAllUnixSockets)\n"
+    "  move:FROM TO               a rename of FROM to the name TO (rename(2), as `mv FROM TO` when TO is\n"
+    "                             no directory): the write of both names, then the protected-moves rule\n"
+    "                             (a directory holding protected names, a symlink into their place, a\n"
+    "                             tree holding a git directory)\n"
+    "  remove:PATH | symlink:PATH the removal of PATH (rm, rmdir), a symlink made at PATH (ln -s)\n"
     "\n"
     "Output: the first line is `allow` or `deny`, then the reason, the rule and its source.\n"
     "Exit status: 0 allow, 1 deny, 2 usage or settings error.\n"
@@ -51,10 +56,12 @@ constexpr const char* kCheckHelp =
     "it applies to. A fact only the running jail knows (a git directory or a /dev/shm entry that existed "
     "when\n"
     "the run started, the run's TMPDIR) is assumed from what exists now; an `assumed:` line says so.\n"
+    "move:, remove: and symlink: are decided the same way; their last name is never followed.\n"
     "\n"
     "  --json                 print one JSON object: "
     "{\"decision\",\"reason\",\"rule\",\"source\",\"target\"}\n"
-    "                         (write: also \"writeRule\", \"jail\", \"assumed\")\n"
+    "                         (write:, move:, remove:, symlink: also \"writeRule\", \"jail\",\n"
+    "                         \"assumed\")\n"
     "  --jail namespaces|landlock\n"
     "                         write: the jail to decide for (default: sandbox.jail, auto meaning\n"
     "                         namespaces); the other jail's answer is printed too where it differs\n"
@@ -221,6 +228,40 @@ class FileSystemFacts final : public policy::WriteFacts {
     const policy::git_config::Targets& git_targets() override {
         return targets();
     }
+    bool is_directory(const std::string& dir, const std::string& name) override {
+        struct stat st {};
+        return ::lstat(join(dir, name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    }
+    bool is_symlink(const std::string& dir, const std::string& name) override {
+        struct stat st {};
+        return ::lstat(join(dir, name).c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+    }
+    int walk_tree(const std::string& dir, const std::string& name, const std::string& lands_at,
+                  const std::function<int(policy::MovedDirectory&)>& visit) override {
+        const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) return EACCES;
+        const std::string top = join(dir, name);
+        // What is there now stands for what was there when the run started.
+        const std::function<bool(int, const std::string&)> existed = [&](int, const std::string& entry) {
+            assume(entry == "."
+                       ? "the git directories " + top + " holds existed when the run started (as now)"
+                       : "the " + entry + " entries " + top + " holds existed when the run started (as now)");
+            return true;
+        };
+        const std::function<bool(int)> nocase = [](int at) {
+#ifdef __linux__
+            constexpr unsigned kCasefold = 0x40000000;  // FS_CASEFOLD_FL
+            unsigned flags = 0;
+            return ::ioctl(at, FS_IOC_GETFLAGS, &flags) == 0 && (flags & kCasefold);
+#else
+            (void)at;
+            return false;
+#endif
+        };
+        const int err = policy::walk_tree_at(fd, name, lands_at, existed, nocase, visit);
+        ::close(fd);
+        return err;
+    }
     const std::vector<std::string>& assumed() const {
         return assumed_;
     }
@@ -299,6 +340,74 @@ WriteAnswer decide_write_target(const policy::Policy& policy, const std::filesys
     return out;
 }
 
+// An entry named without following it (a rename, a removal, a symlink made): its directory resolved as the
+// file system is now, its last name as spelt.
+std::pair<std::string, std::string> entry_of(const std::filesystem::path& path) {
+    std::error_code ec;
+    std::filesystem::path dir = std::filesystem::weakly_canonical(path.parent_path(), ec);
+    if (ec) dir = path.parent_path();
+    std::string d = dir.lexically_normal().string();
+    if (d.size() > 1 && d.back() == '/') d.pop_back();
+    std::string name = path.filename().string();
+    if (name.empty() || path == "/") name = ".";
+    return {d.empty() ? "/" : d, name};
+}
+
+// The first refusal of an entry's own write (decide_write_at), or none.
+std::optional<WriteAnswer> refused_entry(const policy::Policy& policy, const std::string& dir,
+                                         const std::string& name, bool creates, FileSystemFacts& facts) {
+    const policy::WriteDecision wd = policy::decide_write_at(policy, dir, name, creates, facts);
+    if (wd.allowed()) return std::nullopt;
+    return WriteAnswer{policy::explain_write(wd), wd.rule, facts.assumed()};
+}
+
+enum class Change { Move, Remove, Symlink };
+
+// move:FROM TO, remove:PATH, symlink:PATH in one jail: the write of each name the call changes, then the
+// protected-moves rule (policy::decide_rename, decide_removal, decide_symlink), as the supervisor decides
+// them.
+WriteAnswer decide_change(const policy::Policy& policy, Change change, const std::filesystem::path& path,
+                          const std::filesystem::path& to, policy::JailKind jail) {
+    FileSystemFacts facts(policy, jail);
+    const auto [dir, name] = entry_of(path);
+    struct stat st {};
+    auto exists = [&](const std::string& d, const std::string& n) {
+        return ::lstat((n == "." ? d : d == "/" ? "/" + n : d + "/" + n).c_str(), &st) == 0;
+    };
+    if (name == "." || name == "..") {
+        // The kernel's answer before any rule: a directory's own "." is never renamed nor removed.
+        policy::WriteDecision wd;
+        wd.error = EBUSY;
+        wd.rule = &policy::write_rule("protected-moves");
+        return WriteAnswer{policy::explain_write(wd), wd.rule, {}};
+    }
+    policy::MoveDecision md;
+    if (change == Change::Symlink) {
+        if (auto refused = refused_entry(policy, dir, name, true, facts)) return *refused;
+        md = policy::decide_symlink(policy, dir == "/" ? "/" + name : dir + "/" + name, facts);
+    } else if (change == Change::Remove) {
+        if (auto refused = refused_entry(policy, dir, name, false, facts)) return *refused;
+        md = policy::decide_removal(policy, dir, name, facts);
+    } else {
+        const auto [to_dir, to_name] = entry_of(to);
+        if (auto refused = refused_entry(policy, dir, name, false, facts)) return *refused;
+        if (auto refused = refused_entry(policy, to_dir, to_name, !exists(to_dir, to_name), facts))
+            return *refused;
+        md = policy::decide_rename(policy, dir, name, to_dir, to_name, false, facts);
+    }
+    policy::WriteDecision wd = md;
+    WriteAnswer out{{}, md.rule, facts.assumed()};
+    if (md.error == EXDEV) {
+        wd.error = 0;
+        out.assumed.push_back("the tree is too large to look through (" +
+                              std::to_string(policy::kMaxMovedEntries) + " entries or " +
+                              std::to_string(policy::kMaxMovedDepth) +
+                              " levels): the jail answers EXDEV, and `mv` then copies it, each file decided");
+    }
+    out.decision = policy::explain_write(wd);
+    return out;
+}
+
 policy::JailKind default_jail(const policy::Policy& policy) {
     const auto& jail = policy.filesystem().jail;
     return jail && jail->text == "landlock" ? policy::JailKind::Landlock : policy::JailKind::Namespaces;
@@ -312,7 +421,7 @@ int cmd_check(int argc, char** argv) {
     bool as_json = false;
     bool resolve = false;
     std::vector<std::string> dns_servers;
-    std::optional<std::string> target;
+    std::optional<std::string> target, move_to;
     std::optional<policy::JailKind> jail;
     std::string ca_dir;
     bool only_positional = false;
@@ -357,10 +466,16 @@ int cmd_check(int argc, char** argv) {
             if (args.peek().size() > 1 && args.peek()[0] == '-')
                 throw UsageError("unknown flag " + args.peek());
         }
+        if (target && target->rfind("move:", 0) == 0 && !move_to) {
+            move_to = args.next();  // move:FROM TO
+            continue;
+        }
         if (target) throw UsageError("more than one TARGET ('" + *target + "' and '" + args.peek() + "')");
         target = args.next();
     }
     if (!target) throw UsageError("missing TARGET");
+    if (target->rfind("move:", 0) == 0 && !move_to)
+        throw UsageError("move:FROM needs the name it is moved to: cordon check move:FROM TO");
     // As `cordon run` decides: the CA's directory is never read nor written by the jailed command.
     options.private_dirs.push_back(ca_dir.empty() ? certs::default_ca_dir() : std::filesystem::path(ca_dir));
 #ifdef CORDON_LINUX_JAIL
@@ -381,19 +496,38 @@ int cmd_check(int argc, char** argv) {
     std::shared_ptr<const policy::DomainReason>
         request_reason;  // an allowed host's, for what its rules refuse
     const bool unix_socket = target->rfind("unix:", 0) == 0;
-    if (unix_socket || target->rfind("read:", 0) == 0 || target->rfind("write:", 0) == 0) {
-        if (resolve) throw UsageError("--resolve applies to network targets, not to '" + *target + "'");
-        const bool write = (*target)[0] == 'w';
-        std::string path_text = target->substr(write ? 6 : 5);  // "read:" and "unix:" alike
-        if (path_text.empty()) throw UsageError("empty path in '" + *target + "'");
-        std::filesystem::path path(path_text);
-        if (path_text == "~" || path_text.rfind("~/", 0) == 0) {
+    // A file-system change other than a write: move:FROM TO, remove:PATH, symlink:PATH.
+    std::optional<Change> change;
+    for (const auto& [prefix, kind] :
+         {std::pair{"move:", Change::Move}, {"remove:", Change::Remove}, {"symlink:", Change::Symlink}})
+        if (target->rfind(prefix, 0) == 0) change = kind;
+    auto path_of = [&](const std::string& text) {
+        if (text.empty()) throw UsageError("empty path in '" + *target + "'");
+        std::filesystem::path path(text);
+        if (text == "~" || text.rfind("~/", 0) == 0) {
             const char* home = std::getenv("HOME");
-            path = std::filesystem::path(home != nullptr ? home : "/") /
-                   path_text.substr(path_text.size() > 1 ? 2 : 1);
+            path = std::filesystem::path(home != nullptr ? home : "/") / text.substr(text.size() > 1 ? 2 : 1);
         }
         if (path.is_relative()) path = cwd / path;
-        path = path.lexically_normal();
+        return path.lexically_normal();
+    };
+    if (change) {
+        if (resolve) throw UsageError("--resolve applies to network targets, not to '" + *target + "'");
+        const std::string prefix = target->substr(0, target->find(':') + 1);
+        const std::filesystem::path path = path_of(target->substr(prefix.size()));
+        const std::filesystem::path to = move_to ? path_of(*move_to) : std::filesystem::path();
+        shown = prefix + path.string() + (move_to ? " " + to.string() : std::string());
+        const policy::JailKind kind = jail.value_or(default_jail(*policy));
+        written = decide_change(*policy, *change, path, to, kind);
+        decision = written->decision;
+        other = decide_change(
+            *policy, *change, path, to,
+            kind == policy::JailKind::Landlock ? policy::JailKind::Namespaces : policy::JailKind::Landlock);
+        if (other->decision.allowed() == decision.allowed() && other->rule == written->rule) other.reset();
+    } else if (unix_socket || target->rfind("read:", 0) == 0 || target->rfind("write:", 0) == 0) {
+        if (resolve) throw UsageError("--resolve applies to network targets, not to '" + *target + "'");
+        const bool write = (*target)[0] == 'w';
+        const std::filesystem::path path = path_of(target->substr(write ? 6 : 5));  // "read:", "unix:" alike
         if (unix_socket) {
             shown = "unix:" + path.string();
             decision = decide_unix_socket(*policy, path);

@@ -681,101 +681,15 @@ class NotifierImpl final : public Notifier {
             note_repository(inode_of(stx), t.path());
     }
 
-    static bool inside_git_dir(const std::string& dir) {
-        return (dir.size() >= 5 && dir.compare(dir.size() - 5, 5, "/.git") == 0) ||
-               dir.find("/.git/") != std::string::npos;
-    }
-
-    // A directory being moved from `from` to `to`: refused (EACCES) when it holds, at any depth, a `.git`
-    // that existed when the run started, or a directory git would read as a repository that would land
-    // where none may be (repository_place_allowed). Why: moving an ancestor would launder a git directory
-    // (move the old one away, put a new one with a prepared config or hooks in its place), and moving a
-    // prepared directory out of a new `.git` would plant a repository where git searches. A tree too large
-    // or deep to look through gets EXDEV, the kernel's answer for a move it cannot make in place: `mv` then
-    // copies, and every file of the copy is decided as it is made. A directory that cannot be searched
-    // (its mode forbids it) is refused: what it holds is unknown.
-    int decide_moved_tree(const Target& from, const Target& to) {
-        return noted_move(from.path(), moved_tree_rule(from, to));
-    }
-    int moved_tree_rule(const Target& from, const Target& to) {
-        struct stat st {};
-        if (::fstatat(from.dir.fd, from.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
-            return 0;
-        struct Item {
-            Fd dir;
-            std::string path;  // where it lands (jail view)
-            int depth;
-        };
-        std::vector<Item> stack;
-        Fd top(::openat(from.dir.fd, from.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (top.fd < 0) return EACCES;
-        stack.push_back({std::move(top), to.path(), 0});
-        std::size_t entries = 0;
-        alignas(8) char buf[8192];
-        while (!stack.empty()) {
-            Item item = std::move(stack.back());
-            stack.pop_back();
-            bool head = false, objects = false, refs = false, commondir = false;
-            const bool nocase = casefold_dir(item.dir.fd);
-            auto is = [&](const std::string& name, const char* what) {
-                return name == what || (nocase && same_folded(name, fold(what).c_str()));
-            };
-            for (;;) {
-                const long n = ::syscall(SYS_getdents64, item.dir.fd, buf, sizeof buf);
-                if (n < 0) return EACCES;
-                if (n == 0) break;
-                for (long off = 0; off < n;) {
-                    const auto* d = reinterpret_cast<const struct dirent64*>(buf + off);
-                    off += d->d_reclen;
-                    const std::string name = d->d_name;
-                    if (name == "." || name == "..") continue;
-                    if (++entries > kMaxMovedEntries) return EXDEV;
-                    if (is(name, ".git")) {
-                        struct statx stx {};
-                        if (::statx(item.dir.fd, name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO,
-                                    &stx) != 0 ||
-                            existed_at_start(stx))
-                            return EACCES;
-                    }
-                    head = head || is(name, "HEAD");
-                    objects = objects || is(name, "objects");
-                    refs = refs || is(name, "refs");
-                    commondir = commondir || is(name, "commondir");
-                    unsigned char type = d->d_type;
-                    if (type == DT_UNKNOWN) {
-                        struct stat est {};
-                        if (::fstatat(item.dir.fd, name.c_str(), &est, AT_SYMLINK_NOFOLLOW) != 0)
-                            return EACCES;
-                        type = S_ISDIR(est.st_mode) ? DT_DIR : DT_REG;
-                    }
-                    if (type != DT_DIR) continue;
-                    if (item.depth + 1 > kMaxMovedDepth) return EXDEV;
-                    Fd sub(
-                        ::openat(item.dir.fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-                    if (sub.fd < 0) return EACCES;
-                    stack.push_back({std::move(sub), item.path + "/" + name, item.depth + 1});
-                }
-            }
-            if (head && (objects || refs || commondir)) {
-                // A git directory of any name that existed when the run started moves no more than a `.git`.
-                struct statx stx {};
-                if (::statx(item.dir.fd, "", AT_EMPTY_PATH, STATX_BTIME | STATX_INO, &stx) != 0 ||
-                    existed_at_start(stx))
-                    return EACCES;
-                if (!repository_place_allowed(item.path)) return EACCES;
-            }
-        }
-        return 0;
-    }
-    static constexpr std::size_t kMaxMovedEntries = 100000;
-    static constexpr int kMaxMovedDepth = 64;
-
     // The write rules' facts (policy/write_rules.hpp) from the jail's view. The directory a call lands in is
     // looked at through the descriptor it was resolved to (`at`), never looked up by path again; other
     // directories are opened in the jail's root (RESOLVE_IN_ROOT, no magic links).
     class Facts final : public policy::WriteFacts {
       public:
-        explicit Facts(NotifierImpl& n, const Target* at = nullptr) : n_(n), at_(at) {}
+        // `at`, `at2`: the targets a call resolved (their directories are looked at through their
+        // descriptors).
+        explicit Facts(NotifierImpl& n, const Target* at = nullptr, const Target* at2 = nullptr)
+            : n_(n), at_(at), at2_(at2) {}
         policy::JailKind jail() const override {
             return n_.host_ ? policy::JailKind::Landlock : policy::JailKind::Namespaces;
         }
@@ -793,9 +707,40 @@ class NotifierImpl final : public Notifier {
             return fd.fd >= 0 && git_dirs::holds_signature(fd.fd);
         }
         bool compares_without_case(const std::string& dir) override {
-            Fd fd = landing(dir) ? Fd(::openat(at_->dir.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC))
-                                 : n_.open_in_root(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            const Target* t = landing(dir);
+            Fd fd = t ? Fd(::openat(t->dir.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC))
+                      : n_.open_in_root(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             return fd.fd < 0 || casefold_dir(fd.fd);
+        }
+        bool is_directory(const std::string& dir, const std::string& name) override {
+            struct stat st {};
+            return stat_in(dir, name, st) && S_ISDIR(st.st_mode);
+        }
+        bool is_symlink(const std::string& dir, const std::string& name) override {
+            struct stat st {};
+            return stat_in(dir, name, st) && S_ISLNK(st.st_mode);
+        }
+        bool holds_cordon_file(const std::string& path) override {
+            for (const std::string& file : n_.cordon_files_)
+                if (file != path && covers(path, file)) return true;
+            return false;
+        }
+        int walk_tree(const std::string& dir, const std::string& name, const std::string& lands_at,
+                      const std::function<int(policy::MovedDirectory&)>& visit) override {
+            Fd own;
+            const int fd = dir_fd(dir, own);
+            if (fd < 0) return EACCES;
+            const std::function<bool(int, const std::string&)> existed = [this](int at,
+                                                                                const std::string& entry) {
+                struct statx stx {};
+                const bool self = entry == ".";
+                return ::statx(at, self ? "" : entry.c_str(),
+                               (self ? AT_EMPTY_PATH : 0) | AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO,
+                               &stx) != 0 ||
+                       n_.existed_at_start(stx);  // (one that cannot be looked at counts as old)
+            };
+            const std::function<bool(int)> nocase = [](int at) { return casefold_dir(at); };
+            return policy::walk_tree_at(fd, name, lands_at, existed, nocase, visit);
         }
         bool is_regular_file(const std::string& dir, const std::string& name) override {
             struct stat st {};
@@ -809,9 +754,10 @@ class NotifierImpl final : public Notifier {
             Fd own;
             const int fd = dir_fd(dir, own);
             struct statx stx {};
-            return fd >= 0 &&
-                   ::statx(fd, name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO, &stx) == 0 &&
-                   n_.existed_at_start(stx);
+            if (fd < 0) return false;
+            if (::statx(fd, name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO, &stx) != 0)
+                return errno != ENOENT && errno != ENOTDIR;  // missing: new; unreadable: counts as old
+            return n_.existed_at_start(stx);
         }
         bool is_cordon_file(const std::string& dir, const std::string& name) override {
             const std::string path = dir == "/" ? "/" + name : dir + "/" + name;
@@ -832,9 +778,14 @@ class NotifierImpl final : public Notifier {
         }
 
       private:
-        bool landing(const std::string& dir) const { return at_ != nullptr && dir == at_->dir_path; }
+        // The resolved target whose directory is `dir`, if any.
+        const Target* landing(const std::string& dir) const {
+            if (at_ != nullptr && dir == at_->dir_path) return at_;
+            if (at2_ != nullptr && dir == at2_->dir_path) return at2_;
+            return nullptr;
+        }
         int dir_fd(const std::string& dir, Fd& own) {
-            if (landing(dir)) return at_->dir.fd;
+            if (const Target* t = landing(dir)) return t->dir.fd;
             own = n_.open_in_root(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
             return own.fd;
         }
@@ -845,6 +796,7 @@ class NotifierImpl final : public Notifier {
         }
         NotifierImpl& n_;
         const Target* at_;
+        const Target* at2_;
     };
 
     Fd open_in_root(const std::string& path, int flags) const {
@@ -901,20 +853,9 @@ class NotifierImpl final : public Notifier {
         return d.error;
     }
 
-    // A refusal by the write rule `rule` decided here rather than by policy::decide_write*.
-    int noted_by(const std::string& path, std::string_view rule, int err) {
-        if (refused_ && err != 0) {
-            refusal_.emplace();
-            refusal_->path = path;
-            refusal_->error = err;
-            refusal_->rule = &policy::write_rule(rule);
-        }
-        return err;
-    }
-    // A move the move rules refused (protected-moves): `path` is the name it concerns.
-    int noted_move(const std::string& path, int err) {
-        return err == EACCES ? noted_by(path, "protected-moves", err) : err;
-    }
+    // A move the move rules refused (protected-moves), noted under the name it concerns; EXDEV (a tree too
+    // large to look through: `mv` copies) is no refusal.
+    int noted_move(const policy::MoveDecision& d) { return d.error == EACCES ? noted(d.path, d) : d.error; }
 
     // The call's refusal to the sink, when its answer `err` is the refusal noted. Before the answer, while
     // the caller waits for it. Why not after: a caller that exits at once (`(echo x > f)`) would be gone
@@ -966,13 +907,19 @@ class NotifierImpl final : public Notifier {
 
     static std::string fold(const std::string& text) { return policy::casefold::fold(text); }
 
-    static bool same_folded(const std::string& a, const char* b) { return fold(a) == b; }
-
     // Whether the directory open as `dirfd` (not O_PATH) compares names without case.
     static bool casefold_dir(int dirfd) {
         constexpr unsigned kCasefold = 0x40000000;  // FS_CASEFOLD_FL
         unsigned flags = 0;
         return ::ioctl(dirfd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & kCasefold);
+    }
+
+    // Whether two targets' directories are one (by identity: a path resolved twice may name two).
+    static bool same_directory(const Target& a, const Target& b) {
+        struct stat x {
+        }, y{};
+        return ::fstat(a.dir.fd, &x) == 0 && ::fstat(b.dir.fd, &y) == 0 && x.st_dev == y.st_dev &&
+               x.st_ino == y.st_ino;
     }
 
     // Whether two targets' directories lie on one mount (a rename or link between mounts is EXDEV, which the
@@ -985,29 +932,6 @@ class NotifierImpl final : public Notifier {
             !(y.stx_mask & STATX_MNT_ID))
             return true;  // unknown: the call decides
         return x.stx_mnt_id == y.stx_mnt_id;
-    }
-
-    // A `.git` counts only when it existed before the run (a repository the run created may go).
-    int decide_directory_move(const std::string& path, int dirfd, const std::string& name) {
-        return noted_move(path, directory_move_rule(path, dirfd, name));
-    }
-    int directory_move_rule(const std::string& path, int dirfd, const std::string& name) {
-        if (!holds_protected_names(path)) return 0;
-        struct stat st {};
-        if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) return 0;
-        const std::size_t slash = path.rfind('/');
-        if (path.compare(slash + 1, std::string::npos, ".git") == 0) {
-            std::string dir;
-            // The directory itself (not the path it is moved to): where it lies now.
-            char self[64];
-            std::snprintf(self, sizeof self, "/proc/self/fd/%d", dirfd);
-            int err = 0;
-            dir = readlink_str(self, err);
-            if (err) return EACCES;
-            dir = (dir == "/" ? "" : dir) + "/" + name;
-            if (!git_dir_existed(dir)) return 0;
-        }
-        return EACCES;
     }
 
     // Where git's configuration sends git when the run starts (see git_config.hpp): `core.hooksPath` (the
@@ -1088,37 +1012,6 @@ class NotifierImpl final : public Notifier {
                (path.size() == dir.size() || dir == "/" || path[dir.size()] == '/');
     }
 
-    // Whether `path` (jail view) names a directory that holds or would hold protected names (`.claude`,
-    // `.git`, a home's `.config`, an ancestor of a core.hooksPath or included file), as the directory that
-    // would hold it compares names.
-    bool holds_protected_names(const std::string& path) {
-        for (const std::string& file : cordon_files_)  // a directory that holds the audit log
-            if (file != path && covers(path, file)) return true;
-        const std::string folded = fold(path);
-        bool folded_holds = path != folded && policy_->holds_protected_names(folded);
-        if (git_targets_.below(path)) return true;
-        // (`TOOLS` for the core.hooksPath `tools/hooks` where names fold.)
-        folded_holds = folded_holds || (path != folded && git_targets_.below(folded, true));
-        Facts facts(*this);
-        return policy_->holds_protected_names(path) ||
-               (folded_holds && policy::casefold_on_the_way(path, facts));
-    }
-
-    // A symlink made, renamed or linked to `to`: refused (EACCES) where `to` holds protected names. Why: a
-    // symlink is a directory moved into place for whoever follows it: `ln -s evil .claude` makes Claude Code
-    // on the host read `evil/settings.json` as the project's settings (hooks run on the host), `ln -s prep
-    // ~/.config` gives git a global config of the command's; decide_directory_move refuses `mv evil .claude`,
-    // and the link must not do by name what the move may not. `is_link`: the entry being placed is a symlink
-    // (a symlink call's new one, or what a rename or link moves).
-    int decide_symlink_into_place(bool is_link, const std::string& to) {
-        return noted_move(to, is_link && holds_protected_names(to) ? EACCES : 0);
-    }
-
-    static bool is_symlink(int dirfd, const std::string& name) {
-        struct stat st {};
-        return ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
-    }
-
     // The caller's descriptor `n`, reopened with `flags` (a write only through a descriptor open for
     // writing, never a directory or O_PATH one: the reopen writes only where the original could).
     // kWouldWait: the open would wait (a FIFO, a lease to break), and `pending` holds the original for an
@@ -1133,15 +1026,9 @@ class NotifierImpl final : public Notifier {
         int oflags = ::fcntl(orig.fd, F_GETFL);
         struct stat st {};
         if (oflags < 0 || ::fstat(orig.fd, &st) != 0) return EACCES;
-        // Why: a reopen never widens the descriptor's access: `2>>outside/log` must not become a way to read
-        // the log (the read scope), nor `< file` a way to write the file.
-        const int wanted = (flags & O_PATH) ? -1 : (flags & O_ACCMODE);
-        const bool wants_write = wanted == O_WRONLY || wanted == O_RDWR || (flags & O_TRUNC);
-        const bool wants_read = wanted == O_RDONLY || wanted == O_RDWR;
-        const int had = (oflags & O_PATH) ? -1 : (oflags & O_ACCMODE);
-        if (wants_write && ((had != O_WRONLY && had != O_RDWR) || S_ISDIR(st.st_mode)))
-            return noted_by(path, "magic-links", EACCES);
-        if (wants_read && had != O_RDONLY && had != O_RDWR) return EACCES;
+        // magic-links: never wider than the descriptor (policy/write_rules.hpp).
+        const policy::ReopenDecision d = policy::decide_reopen(flags, oflags, S_ISDIR(st.st_mode));
+        if (d.error) return d.writes ? noted(path, d) : d.error;
         const int open_flags = (flags & ~O_NOFOLLOW) | O_CLOEXEC | O_NOCTTY;
         const int err = open_without_waiting(AT_FDCWD, reopen_path(orig.fd), open_flags, mode, out);
         if (err == kWouldWait) pending = std::make_shared<Fd>(std::move(orig));
@@ -1277,7 +1164,7 @@ class NotifierImpl final : public Notifier {
             // Another process's /proc/PID: a refusal of the supervisor's own, reported when the call writes.
             const bool writes = !(flags & O_PATH) &&
                                 ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT)) || tmpfile);
-            return t.other_process && writes ? noted_by(abs, "magic-links", err) : err;
+            return t.other_process && writes ? noted(abs, policy::decide_other_process(err)) : err;
         }
         if (tmpfile && t.magic < 0 && t.name != ".") {
             // O_TMPFILE names the directory the unnamed file goes to.
@@ -1511,9 +1398,11 @@ class NotifierImpl final : public Notifier {
             const std::string where = std::filesystem::read_symlink(link, ec).string();
             if (ec || where.empty() || where.front() != '/') return EACCES;
             if (int e = decide(where, false)) return e;
-            // Another program's POSIX shared memory in the host's /dev/shm (decide_at's rule).
-            if (where.compare(0, 9, "/dev/shm/") == 0 && existed_at_start(stx))
-                return noted_by(where, "shared-memory-of-others", EACCES);
+            // Another program's POSIX shared memory in the host's /dev/shm (decide_at's rule, on the file
+            // open).
+            if (int e = noted(where, policy::decide_shared_memory_entry(policy::JailKind::Landlock, where,
+                                                                        existed_at_start(stx))))
+                return e;
         }
         if (!valid(req.id)) return -1;
         if (!become(c)) return EPERM;
@@ -1533,8 +1422,8 @@ class NotifierImpl final : public Notifier {
             if (int e = view_.absolute(c, dirfd, text, abs)) return e;
             // A magic link or another process's /proc/PID is never made, removed, renamed nor linked over.
             if (int e = view_.resolve(c, abs, follow, t))
-                return t.other_process ? noted_by(abs, "magic-links", e) : e;
-            return t.magic >= 0 ? noted_by(abs, "magic-links", EACCES) : 0;
+                return t.other_process ? noted(abs, policy::decide_other_process(e)) : e;
+            return t.magic >= 0 ? noted(abs, policy::decide_magic_link_entry()) : 0;
         };
         Target t1, t2;
         switch (args.role->does) {
@@ -1572,7 +1461,9 @@ class NotifierImpl final : public Notifier {
                 if (t1.name == ".") return flags ? EINVAL : EISDIR;
                 if (mount_points_.count(t1.path())) return EBUSY;
                 if ((err = decide_at(t1, false))) return err;
-                if ((err = decide_directory_move(t1.path(), t1.dir.fd, t1.name))) return err;
+                Facts facts(*this, &t1);
+                if ((err = noted_move(policy::decide_removal(*policy_, t1.dir_path, t1.name, facts))))
+                    return err;
                 if (!become(c)) return EPERM;
                 return ::unlinkat(t1.dir.fd, t1.name.c_str(), flags) == 0 ? 0 : errno;
             }
@@ -1587,19 +1478,10 @@ class NotifierImpl final : public Notifier {
                 auto refused = [&](int e) { return same_mount(t1, t2) ? e : EXDEV; };
                 if (mount_points_.count(t1.path()) || mount_points_.count(t2.path())) return refused(EBUSY);
                 if ((err = decide_at(t1, false)) || (err = decide_at(t2, true))) return refused(err);
-                if ((err = decide_directory_move(t1.path(), t1.dir.fd, t1.name)) ||
-                    (err = decide_directory_move(t2.path(), t1.dir.fd, t1.name)) ||
-                    (err = decide_directory_move(t2.path(), t2.dir.fd, t2.name)))
-                    return refused(err);
-                // RENAME_EXCHANGE moves the target to the source's name too.
-                if ((flags & RENAME_EXCHANGE) && (err = decide_directory_move(t1.path(), t2.dir.fd, t2.name)))
-                    return refused(err);
-                if ((err = decide_symlink_into_place(is_symlink(t1.dir.fd, t1.name), t2.path())) ||
-                    ((flags & RENAME_EXCHANGE) &&
-                     (err = decide_symlink_into_place(is_symlink(t2.dir.fd, t2.name), t1.path()))))
-                    return refused(err);
-                if ((err = decide_moved_tree(t1, t2)) ||
-                    ((flags & RENAME_EXCHANGE) && (err = decide_moved_tree(t2, t1))))
+                if (t1.dir_path == t2.dir_path && !same_directory(t1, t2)) return EBUSY;  // swapped meanwhile
+                Facts facts(*this, &t1, &t2);
+                if ((err = noted_move(policy::decide_rename(*policy_, t1.dir_path, t1.name, t2.dir_path,
+                                                            t2.name, flags & RENAME_EXCHANGE, facts))))
                     return refused(err);
                 if (!become(c)) return EPERM;
                 if (::syscall(SYS_renameat2, t1.dir.fd, t1.name.c_str(), t2.dir.fd, t2.name.c_str(), flags) !=
@@ -1615,7 +1497,7 @@ class NotifierImpl final : public Notifier {
                 std::string abs;
                 if ((err = view_.absolute(c, args.dirfd, p1, abs))) return err;
                 if ((err = view_.resolve(c, abs, flags & AT_SYMLINK_FOLLOW, t1)))
-                    return t1.other_process ? noted_by(abs, "magic-links", err) : err;
+                    return t1.other_process ? noted(abs, policy::decide_other_process(err)) : err;
                 if ((err = target(args.dirfd2, args.path2, false, t2, p2))) return err;
                 if (!valid(req.id)) return -1;
                 if (t2.name == ".") return EEXIST;
@@ -1645,7 +1527,10 @@ class NotifierImpl final : public Notifier {
                     return 0;
                 }
                 if (t1.name == ".") return EPERM;
-                if ((err = decide_symlink_into_place(is_symlink(t1.dir.fd, t1.name), t2.path()))) return err;
+                if (t1.dir_path == t2.dir_path && !same_directory(t1, t2)) return EBUSY;  // swapped meanwhile
+                Facts facts(*this, &t1, &t2);
+                if ((err = noted_move(policy::decide_link(*policy_, t1.dir_path, t1.name, t2.path(), facts))))
+                    return err;
                 // The source gets a second name: it must be writable where it is (between mounts EXDEV, as
                 // the kernel says first and says itself for a call performed).
                 if ((err = decide_at(t1, false))) return same_mount(t1, t2) ? err : EXDEV;
@@ -1659,7 +1544,9 @@ class NotifierImpl final : public Notifier {
                 if ((err = target(args.dirfd2, args.path2, false, t2, p2))) return err;
                 if (!valid(req.id)) return -1;
                 if (t2.name == ".") return EEXIST;
-                if ((err = decide_at(t2, true)) || (err = decide_symlink_into_place(true, t2.path())))
+                Facts facts(*this, &t2);
+                if ((err = decide_at(t2, true)) ||
+                    (err = noted_move(policy::decide_symlink(*policy_, t2.path(), facts))))
                     return err;
                 if (!become(c)) return EPERM;
                 if (::symlinkat(p1.c_str(), t2.dir.fd, t2.name.c_str()) != 0) return errno;
@@ -1671,7 +1558,7 @@ class NotifierImpl final : public Notifier {
                 std::string abs;
                 if ((err = view_.absolute(c, args.dirfd, p1, abs))) return err;
                 if ((err = view_.resolve(c, abs, true, t1)))
-                    return t1.other_process ? noted_by(abs, "magic-links", err) : err;
+                    return t1.other_process ? noted(abs, policy::decide_other_process(err)) : err;
                 if (!valid(req.id)) return -1;
                 const auto length = static_cast<off_t>(args.extra);
                 if (t1.magic >= 0) {

@@ -1,5 +1,10 @@
 #include "policy/write_rules.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -122,7 +127,8 @@ const std::vector<WriteRule>& write_rules() {
          "directory (`.../.git`, or inside one the run created), unless allowBareRepositories (EACCES)",
          "git takes such a directory for a repository at every level it searches and reads its config "
          "(core.fsmonitor, core.worktree): planted in src/, it runs a command at the host's next git status",
-         "moving a directory of that shape into place is decided by the supervisor's move rules"},
+         "moving a directory of that shape into place is decided by protected-moves (`cordon check "
+         "move:FROM TO`)"},
         {"protected-moves", false,
          "a directory that holds protected names (a .git that existed when the run started, .claude, a "
          "home's "
@@ -133,8 +139,9 @@ const std::vector<WriteRule>& write_rules() {
          "that would plant a repository, is moved (EACCES)",
          "moving or replacing an ancestor would launder what the names protect: move the old .git away and "
          "put a prepared one (config, hooks) in its place",
-         "`cordon check` decides one path, never a move; a tree too large to look through is answered EXDEV "
-         "(`mv` then copies, each file decided)"},
+         "`cordon check move:FROM TO`, `remove:PATH` and `symlink:PATH` decide it on the file system as it "
+         "is now (what is there taken for what was there when the run started); a tree too large to look "
+         "through (100,000 entries, 64 levels) is answered EXDEV (`mv` then copies, each file decided)"},
     };
     return rules;
 }
@@ -391,7 +398,7 @@ WriteDecision decide_write_at(const Policy& policy, const std::string& dir, cons
     // program's POSIX shared memory or semaphore. Those the run makes are its own.
     if (facts.jail() == JailKind::Landlock && path.compare(0, 9, "/dev/shm/") == 0 && name != "." &&
         facts.existed_at_start(dir, name))
-        return by("shared-memory-of-others", EACCES);
+        return decide_shared_memory_entry(facts.jail(), path, true);
     if (name != "." && facts.is_cordon_file(dir, name)) return by("cordon-files", EACCES);
     if (!looked_up_where_it_lands(name)) return out;
     if (name_is(dir, name, ".git", facts) && facts.is_regular_file(dir, name)) return by("gitfile", EACCES);
@@ -406,6 +413,248 @@ WriteDecision decide_write_at(const Policy& policy, const std::string& dir, cons
         }
     }
     return out;
+}
+
+bool holds_protected_names(const Policy& policy, const std::string& path, WriteFacts& facts) {
+    if (facts.holds_cordon_file(path)) return true;  // a directory that holds the audit log
+    if (facts.git_targets().below(path)) return true;
+    const std::string folded = casefold::fold(path);
+    // (`TOOLS` for the core.hooksPath `tools/hooks` where names fold.)
+    const bool folded_holds =
+        path != folded && (policy.holds_protected_names(folded) || facts.git_targets().below(folded, true));
+    return policy.holds_protected_names(path) || (folded_holds && casefold_on_the_way(path, facts));
+}
+
+namespace {
+
+std::string joined(const std::string& dir, const std::string& name) {
+    return name == "." ? dir : dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+MoveDecision move_by(const std::string& path, int error) {
+    MoveDecision d;
+    d.error = error;
+    d.rule = &write_rule("protected-moves");
+    d.path = path;
+    return d;
+}
+
+// The directory `name` of `dir` leaving or taking the place `place`: refused where `place` holds protected
+// names. A `.git` counts only when the directory itself (not the path: whatever was last moved there)
+// existed when the run started: a repository the run created may go, and a new one may be moved in.
+int directory_move(const Policy& policy, const std::string& place, const std::string& dir,
+                   const std::string& name, WriteFacts& facts) {
+    if (!holds_protected_names(policy, place, facts) || !facts.is_directory(dir, name)) return 0;
+    const std::size_t slash = place.rfind('/');
+    if (place.compare(slash + 1, std::string::npos, ".git") == 0 && !facts.existed_at_start(dir, name))
+        return 0;
+    return EACCES;
+}
+
+// A symlink put at `to`: a directory moved into place for whoever follows it (`ln -s evil .claude` makes
+// Claude Code on the host read `evil/settings.json` as the project's settings; `ln -s prep ~/.config` gives
+// git a global config of the command's): refused where `to` holds protected names, as the move is.
+int symlink_into_place(const Policy& policy, bool is_link, const std::string& to, WriteFacts& facts) {
+    return is_link && holds_protected_names(policy, to, facts) ? EACCES : 0;
+}
+
+// The directory `name` of `dir` moved to `to`: refused when it holds, at any depth, a `.git` that existed
+// when the run started, or a directory git would read as a repository that existed then or that would land
+// where none may be (repository_place_allowed). Why: moving an ancestor would launder a git directory, and
+// moving a prepared directory out of a new `.git` would plant a repository where git searches.
+int moved_tree(const Policy& policy, const std::string& dir, const std::string& name, const std::string& to,
+               WriteFacts& facts) {
+    if (!facts.is_directory(dir, name)) return 0;
+    return facts.walk_tree(dir, name, to, [&](MovedDirectory& d) {
+        int nocase = -1;  // asked once, where a name is the wanted one in another case
+        auto is = [&](const std::string& entry, const char* what, const char* folded_what) {
+            if (entry == what) return true;
+            const bool plain = !casefold::folds(entry);  // (most names: one scan, no folding)
+            if (plain && entry != folded_what) return false;
+            if (nocase < 0) nocase = d.compares_without_case() ? 1 : 0;
+            return nocase == 1 && (plain || casefold::fold(entry) == folded_what);
+        };
+        bool head = false, objects = false, refs = false, commondir = false;
+        for (const std::string& entry : d.names()) {
+            if (is(entry, ".git", ".git") && d.existed_at_start(entry)) return EACCES;
+            head = head || is(entry, "HEAD", "head");
+            objects = objects || is(entry, "objects", "objects");
+            refs = refs || is(entry, "refs", "refs");
+            commondir = commondir || is(entry, "commondir", "commondir");
+        }
+        if (head && (objects || refs || commondir) &&
+            (d.existed_at_start(".") || !repository_place_allowed(policy, d.lands_at(), facts)))
+            return EACCES;
+        return 0;
+    });
+}
+
+}  // namespace
+
+namespace {
+
+// One directory of walk_tree_at's, open.
+class ListedDirectory final : public MovedDirectory {
+  public:
+    ListedDirectory(int fd, std::string lands_at, const std::function<bool(int, const std::string&)>& existed,
+                    const std::function<bool(int)>& nocase)
+        : fd_(fd), lands_at_(std::move(lands_at)), existed_(existed), nocase_(nocase) {}
+    ListedDirectory(const ListedDirectory&) = delete;
+    ListedDirectory& operator=(const ListedDirectory&) = delete;
+    ~ListedDirectory() override {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    const std::string& lands_at() const override { return lands_at_; }
+    const std::vector<std::string>& names() const override { return names_; }
+    bool compares_without_case() override { return nocase_(fd_); }
+    bool existed_at_start(const std::string& name) override { return existed_(fd_, name); }
+    std::vector<std::string>& entries() { return names_; }
+
+  private:
+    int fd_;
+    std::string lands_at_;
+    std::vector<std::string> names_;
+    const std::function<bool(int, const std::string&)>& existed_;
+    const std::function<bool(int)>& nocase_;
+};
+
+}  // namespace
+
+namespace {
+
+// walk_tree_at's walk from the directory open as `fd` (taken), depth first: at most kMaxMovedDepth
+// descriptors open at once, whatever the tree holds.
+int walk_from(int fd, std::string lands_at, int depth, std::size_t& entries,
+              const std::function<bool(int, const std::string&)>& existed,
+              const std::function<bool(int)>& nocase, const std::function<int(MovedDirectory&)>& visit) {
+    ListedDirectory listed(fd, std::move(lands_at), existed, nocase);
+    std::vector<std::string> subdirectories;
+    const int listing = ::dup(fd);  // (closedir closes the descriptor it was given)
+    DIR* d = listing >= 0 ? ::fdopendir(listing) : nullptr;
+    if (d == nullptr) {
+        if (listing >= 0) ::close(listing);
+        return EACCES;
+    }
+    int error = 0;
+    for (;;) {
+        errno = 0;
+        const struct dirent* e = ::readdir(d);
+        if (e == nullptr) {
+            if (errno != 0) error = EACCES;  // the listing failed: what it holds is unknown
+            break;
+        }
+        const std::string entry = e->d_name;
+        if (entry == "." || entry == "..") continue;
+        if (++entries > kMaxMovedEntries) {
+            error = EXDEV;
+            break;
+        }
+        listed.entries().push_back(entry);
+        bool directory = e->d_type == DT_DIR;
+        if (e->d_type == DT_UNKNOWN) {
+            struct stat st {};
+            if (::fstatat(fd, entry.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                error = EACCES;
+                break;
+            }
+            directory = S_ISDIR(st.st_mode);
+        }
+        if (directory) subdirectories.push_back(entry);
+    }
+    ::closedir(d);
+    if (error) return error;
+    if (!subdirectories.empty() && depth + 1 > kMaxMovedDepth) return EXDEV;
+    if ((error = visit(listed))) return error;
+    for (const std::string& entry : subdirectories) {
+        const int sub = ::openat(fd, entry.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0) return EACCES;
+        if ((error =
+                 walk_from(sub, listed.lands_at() + "/" + entry, depth + 1, entries, existed, nocase, visit)))
+            return error;
+    }
+    return 0;
+}
+
+}  // namespace
+
+int walk_tree_at(int at, const std::string& name, const std::string& lands_at,
+                 const std::function<bool(int dirfd, const std::string& name)>& existed,
+                 const std::function<bool(int dirfd)>& nocase,
+                 const std::function<int(MovedDirectory&)>& visit) {
+    const int top = ::openat(at, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (top < 0) return EACCES;
+    std::size_t entries = 0;
+    return walk_from(top, lands_at, 0, entries, existed, nocase, visit);
+}
+
+MoveDecision decide_removal(const Policy& policy, const std::string& dir, const std::string& name,
+                            WriteFacts& facts) {
+    const std::string path = joined(dir, name);
+    return move_by(path, directory_move(policy, path, dir, name, facts));
+}
+
+MoveDecision decide_rename(const Policy& policy, const std::string& from_dir, const std::string& from_name,
+                           const std::string& to_dir, const std::string& to_name, bool exchange,
+                           WriteFacts& facts) {
+    const std::string from = joined(from_dir, from_name), to = joined(to_dir, to_name);
+    // The directory moved leaves its place and takes the target's; the one replaced leaves its place (with
+    // RENAME_EXCHANGE it takes the source's).
+    if (int e = directory_move(policy, from, from_dir, from_name, facts)) return move_by(from, e);
+    if (int e = directory_move(policy, to, from_dir, from_name, facts)) return move_by(to, e);
+    if (int e = directory_move(policy, to, to_dir, to_name, facts)) return move_by(to, e);
+    if (exchange)
+        if (int e = directory_move(policy, from, to_dir, to_name, facts)) return move_by(from, e);
+    if (int e = symlink_into_place(policy, facts.is_symlink(from_dir, from_name), to, facts))
+        return move_by(to, e);
+    if (exchange)
+        if (int e = symlink_into_place(policy, facts.is_symlink(to_dir, to_name), from, facts))
+            return move_by(from, e);
+    if (int e = moved_tree(policy, from_dir, from_name, to, facts)) return move_by(from, e);
+    if (exchange)
+        if (int e = moved_tree(policy, to_dir, to_name, from, facts)) return move_by(to, e);
+    return move_by(to, 0);
+}
+
+MoveDecision decide_link(const Policy& policy, const std::string& from_dir, const std::string& from_name,
+                         const std::string& to, WriteFacts& facts) {
+    return move_by(to, symlink_into_place(policy, facts.is_symlink(from_dir, from_name), to, facts));
+}
+
+MoveDecision decide_symlink(const Policy& policy, const std::string& to, WriteFacts& facts) {
+    return move_by(to, symlink_into_place(policy, true, to, facts));
+}
+
+ReopenDecision decide_reopen(int wanted, int had, bool directory) {
+#ifdef O_PATH
+    const int path_only = O_PATH;
+#else
+    const int path_only = 0;
+#endif
+    // Why: a reopen never widens the descriptor's access: `2>>outside/log` must not become a way to read the
+    // log (the read scope), nor `< file` a way to write the file.
+    const int want = (wanted & path_only) ? -1 : (wanted & O_ACCMODE);
+    const int has = (had & path_only) ? -1 : (had & O_ACCMODE);
+    ReopenDecision d;
+    d.rule = &write_rule("magic-links");
+    d.writes = want == O_WRONLY || want == O_RDWR || (wanted & O_TRUNC);
+    const bool reads = want == O_RDONLY || want == O_RDWR;
+    if ((d.writes && ((has != O_WRONLY && has != O_RDWR) || directory)) ||
+        (reads && has != O_RDONLY && has != O_RDWR))
+        d.error = EACCES;
+    return d;
+}
+
+WriteDecision decide_shared_memory_entry(JailKind jail, const std::string& path, bool existed) {
+    const bool others = jail == JailKind::Landlock && path.compare(0, 9, "/dev/shm/") == 0 && existed;
+    return by("shared-memory-of-others", others ? EACCES : 0);
+}
+
+WriteDecision decide_magic_link_entry() {
+    return by("magic-links", EACCES);
+}
+
+WriteDecision decide_other_process(int error) {
+    return by("magic-links", error);
 }
 
 bool looked_up_where_it_lands(const std::string& name) {

@@ -9,6 +9,8 @@
 // from the jail's view and `cordon check` from the host's file system as it is now.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +40,24 @@ struct WriteRule {
 const std::vector<WriteRule>& write_rules();
 const WriteRule& write_rule(std::string_view name);  // one of write_rules(), by name (a bad name throws)
 nlohmann::json write_rules_json();                   // [{"name","jail","decides","why","limit"}]
+
+// One directory of a tree being moved, as WriteFacts::walk_tree finds it.
+class MovedDirectory {
+  public:
+    virtual const std::string& lands_at() const = 0;            // its path once the move is made
+    virtual const std::vector<std::string>& names() const = 0;  // its entries (no `.` nor `..`)
+    virtual bool compares_without_case() = 0;
+    // Whether its entry `name` (`.`: the directory itself) existed when the run started; one that cannot be
+    // looked at counts as old.
+    virtual bool existed_at_start(const std::string& name) = 0;
+    virtual ~MovedDirectory() = default;
+};
+
+// How far protected-moves looks through a tree being moved: past these, the move is answered EXDEV (the
+// kernel's answer for a move it cannot make in place: `mv` then copies, and every file of the copy is
+// decided as it is made).
+constexpr std::size_t kMaxMovedEntries = 100000;
+constexpr int kMaxMovedDepth = 64;
 
 // The file-system facts some rules need. Paths are absolute and normal, in the jail's view.
 class WriteFacts {
@@ -73,8 +93,22 @@ class WriteFacts {
         (void)name;
         return false;
     }
+    // Whether the directory `path` holds one of cordon's own files or directories (below it, at any depth).
+    virtual bool holds_cordon_file(const std::string& path) {
+        (void)path;
+        return false;
+    }
     // A bare repository that allowBareRepositories lets the run make in `dir` (for the end-of-run summary).
     virtual void note_bare_repository(const std::string& dir) { (void)dir; }
+    // The entry `name` of `dir`, never followed: a directory; a symlink.
+    virtual bool is_directory(const std::string& dir, const std::string& name) = 0;
+    virtual bool is_symlink(const std::string& dir, const std::string& name) = 0;
+    // The tree of the directory `name` of `dir`, each directory handed to `visit` (the first, the directory
+    // itself, lands at `lands_at`), until `visit` answers an errno. Returns that errno, 0 when every
+    // directory was visited, EACCES when one cannot be opened or listed (what it holds is unknown), EXDEV
+    // past kMaxMovedEntries entries or kMaxMovedDepth levels.
+    virtual int walk_tree(const std::string& dir, const std::string& name, const std::string& lands_at,
+                          const std::function<int(MovedDirectory&)>& visit) = 0;
     virtual ~WriteFacts() = default;
 };
 
@@ -123,6 +157,56 @@ WriteDecision decide_write_exact(const Policy& policy, const std::string& path, 
 // directory itself, anything inside one the run created, anywhere with allowBareRepositories). The
 // supervisor asks it too of a directory moved into place.
 bool repository_place_allowed(const Policy& policy, const std::string& dir, WriteFacts& facts);
+
+// WriteFacts::walk_tree over descriptors, for the facts that hold them: the directory `name` of the one open
+// as `at`, never following a symlink. `existed(dirfd, name)`: the facts' age of an entry (`.`: the
+// directory open as dirfd); `nocase(dirfd)`: whether that directory compares names without case.
+int walk_tree_at(int at, const std::string& name, const std::string& lands_at,
+                 const std::function<bool(int dirfd, const std::string& name)>& existed,
+                 const std::function<bool(int dirfd)>& nocase,
+                 const std::function<int(MovedDirectory&)>& visit);
+
+// protected-moves: what a removal, a rename, a link or a symlink takes away or puts in place beyond the
+// write of each name (decide_write_at decides those first). A decision's `path` is the name it concerns.
+struct MoveDecision : WriteDecision {
+    std::string path;
+};
+// Whether the directory `path` holds or would hold protected names (`.claude`, `.git`, a home's `.config`,
+// an ancestor of git's configured targets or of cordon's own files), as the directory that would hold them
+// compares names.
+bool holds_protected_names(const Policy& policy, const std::string& path, WriteFacts& facts);
+// The entry `name` of `dir` removed (unlink, rmdir).
+MoveDecision decide_removal(const Policy& policy, const std::string& dir, const std::string& name,
+                            WriteFacts& facts);
+// The entry `from_name` of `from_dir` renamed to `to_name` of `to_dir` (`exchange`: RENAME_EXCHANGE, each
+// takes the other's place).
+MoveDecision decide_rename(const Policy& policy, const std::string& from_dir, const std::string& from_name,
+                           const std::string& to_dir, const std::string& to_name, bool exchange,
+                           WriteFacts& facts);
+// The entry `from_name` of `from_dir` given a second name, `to` (link).
+MoveDecision decide_link(const Policy& policy, const std::string& from_dir, const std::string& from_name,
+                         const std::string& to, WriteFacts& facts);
+// A symlink made at `to`.
+MoveDecision decide_symlink(const Policy& policy, const std::string& to, WriteFacts& facts);
+
+// shared-memory-of-others on its own: the entry `path` of the host's /dev/shm (the jail without namespaces),
+// `existed` whether it existed when the run started (decide_write_at asks it; the supervisor too for a file
+// it holds open, a chmod's).
+WriteDecision decide_shared_memory_entry(JailKind jail, const std::string& path, bool existed);
+
+// magic-links: what only the running jail knows (the caller's descriptors and PID), decided here.
+// A reopen of the caller's descriptor through a magic link (/proc/self/fd/N, /dev/stdout): `wanted` the
+// open's flags, `had` the descriptor's (F_GETFL), `directory` whether it is one. Never wider than the
+// descriptor: a write only through one open for writing and no directory (EACCES), a read only through one
+// open for reading (EACCES).
+struct ReopenDecision : WriteDecision {
+    bool writes = false;  // the open asks to write: a refusal is a refused write (reported as one)
+};
+ReopenDecision decide_reopen(int wanted, int had, bool directory);
+// A magic link itself made, removed, renamed or linked over (EACCES), or a path inside another process's
+// /proc/PID written (`error`: what the jail's view answered for it, EACCES).
+WriteDecision decide_magic_link_entry();
+WriteDecision decide_other_process(int error);
 
 // The casefold rule's test: whether a component of `path` that folds lies in a directory that compares
 // names without case.

@@ -213,6 +213,76 @@ class WriteRulesCase(JailFixtures):
                 self.assertEqual(answer["writeRule"], rule, answer)
                 self.assertEqual(answer["jail"], self.JAIL)
 
+    def test_check_and_the_jail_agree_on_moves(self):
+        """`cordon check move:FROM TO`, `remove:PATH` and `symlink:PATH` and the same call in a real jail agree,
+        and a refusal names protected-moves (each case on fixtures of its own, all made before the run)."""
+        self.prepare()
+        cwd = self.cwd
+        for rel in ("plain/a.c", "plain2/keep", "tree/src/x.c", "m/keep", "m2/keep"):
+            self.write(os.path.join(cwd, rel))
+        self.mkdir("project/empty")
+        for rel in ("prepped/objects", "prepped/refs"):
+            self.mkdir("project/" + rel)
+        self.write(os.path.join(cwd, "prepped/HEAD"), "ref: refs/heads/main\n")
+        old_tree = self.mkdir("project/tree/lib")
+        self.git("init", "-q", old_tree, cwd=old_tree)
+        link = os.path.join(cwd, "lnk")
+        os.symlink("plain", link)
+        self.own(link)
+        time.sleep(0.05)  # birth times before the run
+        j = lambda rel: os.path.join(cwd, rel)  # noqa: E731
+        cases = [  # (what, path, to, allowed)
+            ("move", j(".git"), j("old-git"), False),          # the repository's own .git
+            ("move", j(".claude"), j("claude2"), False),       # a directory holding protected names
+            ("move", j("plain"), j("plain-moved"), True),
+            ("move", j("tree"), j("tree2"), False),            # holds a .git that existed (tree/lib/.git)
+            ("move", j("prepped"), j("m/prepped"), False),     # a git directory of its own shape, old
+            ("move", j("lnk"), j("m2/.claude"), False),        # a symlink into a protected name's place
+            ("move", j("plain2/keep"), j("plain2/kept"), True),
+            ("remove", j(".claude"), None, False),
+            ("remove", j("empty"), None, True),
+            ("symlink", j("m/.git"), None, False),
+            ("symlink", j("plain2/link"), None, True),
+        ]
+        checked = []
+        for what, path, to, _ in cases:
+            args = [f"{what}:{path}"] + ([to] if to else [])
+            p = subprocess.run([Env.cordon, "check", "--no-discover", "--jail", self.JAIL, "--json", *args],
+                               cwd=cwd, env=self.env(), capture_output=True, text=True, timeout=30,
+                               **self._identity())
+            self.assertIn(p.returncode, (0, 1), p.stderr)
+            checked.append((p.returncode == 0, json.loads(p.stdout)))
+        script = r"""
+import errno, json, os, sys
+out = []
+for line in sys.stdin.read().splitlines():
+    what, path, to = line.split("\t")
+    try:
+        if what == "move":
+            os.rename(path, to)
+        elif what == "remove":
+            os.rmdir(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
+        else:
+            os.symlink("plain", path)
+        out.append("ok")
+    except OSError as e:
+        out.append(errno.errorcode.get(e.errno, str(e.errno)))
+print(json.dumps(out))
+"""
+        rc, out, err = self.run_jail(["--jail", self.JAIL, "--", PY, "-c", script],
+                                     input_text="".join(f"{w}\t{p}\t{t or ''}\n" for w, p, t, _ in cases))
+        self.assertEqual(rc, 0, err)
+        got = json.loads(out.strip().splitlines()[-1])
+        for (what, path, to, expected), (allowed, answer), in_jail in zip(cases, checked, got):
+            with self.subTest(what=what, path=path, to=to):
+                self.assertEqual(in_jail == "ok", expected, f"jail: {in_jail}; check: {answer}")
+                self.assertEqual(allowed, in_jail == "ok", f"jail: {in_jail}; check: {answer}")
+                if not expected:
+                    # (The namespace jail binds the repository's .git over itself: a mount point, EBUSY.)
+                    busy = self.JAIL == "namespaces" and path == j(".git")
+                    self.assertEqual(in_jail, "EBUSY" if busy else "EACCES", answer)
+                    self.assertEqual(answer["writeRule"], "protected-moves", answer)
+
 
 class AsRoot(WriteRulesCase, unittest.TestCase):
     AS_USER = False

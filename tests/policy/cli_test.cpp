@@ -318,6 +318,42 @@ TEST_CASE("cordon check write: names the write rule and the jail, cordon policy 
     CHECK(cordon(tree, {"policy", "--write-rules", "--format", "sbpl"}).status == 2);
 }
 
+TEST_CASE("cordon check move:, remove:, symlink: decide by protected-moves, the last name not followed",
+          "[cli]") {
+    TempTree tree;
+    fs::create_directories(tree.cwd() / ".claude");
+    fs::create_directories(tree.cwd() / "src");
+    fs::create_directories(tree.cwd() / "vendor/lib/.git");
+    fs::create_directory_symlink(tree.cwd() / "src", tree.cwd() / "link");
+    auto away = check(tree, {"--json", "move:.claude", "elsewhere"});
+    CHECK(away.status == 1);
+    auto answer = json::parse(away.out);
+    CHECK(answer["writeRule"] == "protected-moves");
+    CHECK(answer["target"] ==
+          "move:" + (tree.cwd() / ".claude").string() + " " + (tree.cwd() / "elsewhere").string());
+    CHECK(check(tree, {"move:src", "lib"}).status == 0);
+    // A tree holding a .git that exists now (taken for one older than the run, and said so).
+    auto tree_move = check(tree, {"move:vendor", "third_party"});
+    CHECK(tree_move.status == 1);
+    CHECK_THAT(tree_move.out, Catch::Contains("write rule: protected-moves") && Catch::Contains("assumed: "));
+    // The symlink itself moves into a protected name's place (not what it points to).
+    CHECK(check(tree, {"move:link", "sub/.claude"}).status == 1);
+    CHECK(check(tree, {"move:link", "link2"}).status == 0);
+    CHECK(check(tree, {"remove:.claude"}).status == 1);
+    CHECK(check(tree, {"remove:src"}).status == 0);
+    CHECK(check(tree, {"symlink:sub/.git"}).status == 1);
+    CHECK(check(tree, {"symlink:src/l"}).status == 0);
+    // The names' own writes come first: outside the writable areas the path rules refuse.
+    auto outside = check(tree, {"--json", "move:src", "/etc/cordon-moved"});
+    CHECK(outside.status == 1);
+    CHECK(json::parse(outside.out)["writeRule"] == "path-rules");
+    auto missing = check(tree, {"move:src"});
+    CHECK(missing.status == 2);
+    CHECK_THAT(missing.err, Catch::Contains("move:FROM needs the name it is moved to"));
+    CHECK(check(tree, {"remove:src", "extra"}).status == 2);
+    CHECK(check(tree, {"remove:"}).status == 2);
+}
+
 TEST_CASE("the shipped example settings file loads and decides", "[cli][example]") {
     TempTree tree;
     const std::string example = CORDON_SOURCE_DIR "/examples/settings.json";

@@ -1,7 +1,13 @@
 // The jail's write rules, one list (policy/write_rules.hpp): each rule on the facts it is handed.
 #include "policy/write_rules.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -49,6 +55,47 @@ struct StatedFacts final : WriteFacts {
         return targets;
     }
     void note_bare_repository(const std::string& dir) override { bare_noted.push_back(dir); }
+    // A stated tree: directories (by path) and what each holds; symlinks; where a walk stops (an errno).
+    std::map<std::string, std::vector<std::string>> directories;
+    std::set<std::string> symlinks;
+    int walk_error = 0;
+    bool is_directory(const std::string& dir, const std::string& name) override {
+        return directories.count(dir + "/" + name) > 0;
+    }
+    bool is_symlink(const std::string& dir, const std::string& name) override {
+        return symlinks.count(dir + "/" + name) > 0;
+    }
+    class Stated final : public MovedDirectory {
+      public:
+        Stated(StatedFacts& f, std::string path, std::string lands_at)
+            : f_(f), path_(std::move(path)), lands_at_(std::move(lands_at)) {}
+        const std::string& lands_at() const override { return lands_at_; }
+        const std::vector<std::string>& names() const override { return f_.directories[path_]; }
+        bool compares_without_case() override { return f_.nocase_dirs.count(path_) > 0; }
+        bool existed_at_start(const std::string& name) override {
+            return name == "." ? f_.old_entries.count(path_) > 0
+                               : f_.old_entries.count(path_ + "/" + name) > 0;
+        }
+
+      private:
+        StatedFacts& f_;
+        std::string path_, lands_at_;
+    };
+    int walk_tree(const std::string& dir, const std::string& name, const std::string& lands_at,
+                  const std::function<int(MovedDirectory&)>& visit) override {
+        if (walk_error) return walk_error;
+        std::vector<std::pair<std::string, std::string>> stack{{dir + "/" + name, lands_at}};
+        while (!stack.empty()) {
+            auto [path, lands] = stack.back();
+            stack.pop_back();
+            Stated d(*this, path, lands);
+            if (int e = visit(d)) return e;
+            for (const std::string& entry : directories[path])
+                if (directories.count(path + "/" + entry))
+                    stack.emplace_back(path + "/" + entry, lands + "/" + entry);
+        }
+        return 0;
+    }
 };
 
 std::string rule_of(const WriteDecision& d) {
@@ -305,6 +352,172 @@ TEST_CASE("write rules: git directories by content and git's targets, spelt othe
     CHECK(decide_write(*p, cwd + "/.HUSKY/pre-commit", true, facts).error == EACCES);
     CHECK(decide_write(*p, cwd + "/EXTRA.gitconfig", false, facts).error == EACCES);
     CHECK(decide_write(*p, cwd + "/EXTRA.gitconfig.bak", false, facts).allowed());
+}
+
+TEST_CASE("write rules: protected-moves decides removals, renames, links and symlinks", "[write-rules]") {
+    TempTree tree;
+    auto p = load_ok(tree.options());
+    const std::string cwd = tree.cwd().string();
+    StatedFacts f;
+    f.directories[cwd + "/.claude"] = {};
+    f.directories[cwd + "/src"] = {"main.c"};
+    f.directories[cwd + "/.git"] = {"config", "hooks"};
+    f.directories[cwd + "/.git/hooks"] = {};
+    // A directory holding protected names is neither removed nor moved; one holding none is.
+    auto removed = decide_removal(*p, cwd, ".claude", f);
+    CHECK(removed.error == EACCES);
+    CHECK(rule_of(removed) == "protected-moves");
+    CHECK(removed.path == cwd + "/.claude");
+    CHECK(decide_removal(*p, cwd, "src", f).error == 0);
+    CHECK(decide_removal(*p, cwd, "notes.txt", f).error == 0);  // no directory
+    CHECK(decide_rename(*p, cwd, "src", cwd, "lib", false, f).error == 0);
+    auto away = decide_rename(*p, cwd, ".claude", cwd, "c2", false, f);
+    CHECK(away.error == EACCES);
+    CHECK(away.path == cwd + "/.claude");
+    // A .git counts only when the directory itself existed when the run started (whatever its path).
+    CHECK(decide_rename(*p, cwd, ".git", cwd, "old", false, f).error == 0);
+    f.old_entries.insert(cwd + "/.git");
+    auto old_git = decide_rename(*p, cwd, ".git", cwd, "old", false, f);
+    CHECK(old_git.error == EACCES);
+    CHECK(old_git.path == cwd + "/.git");
+    // A new one of git's shape moved out of its place would plant a repository where it lands.
+    f.directories[cwd + "/sub/.git"] = {"HEAD", "objects"};
+    f.directories[cwd + "/sub/.git/objects"] = {};
+    auto planted = decide_rename(*p, cwd + "/sub", ".git", cwd, "old", false, f);
+    CHECK(planted.error == EACCES);
+    CHECK(planted.path == cwd + "/sub/.git");
+    CHECK(decide_rename(*p, cwd + "/sub", ".git", cwd + "/other", ".git", false, f).error == 0);
+    // Moving an old directory into a .git's place launders it; a new one may go there.
+    f.directories[cwd + "/prep"] = {"config"};
+    CHECK(decide_rename(*p, cwd, "prep", cwd + "/sub", ".git", false, f).error == 0);
+    f.old_entries.insert(cwd + "/prep");
+    CHECK(decide_rename(*p, cwd, "prep", cwd + "/sub", ".git", false, f).error == EACCES);
+    // What is replaced leaves its place too; with RENAME_EXCHANGE each takes the other's.
+    CHECK(decide_rename(*p, cwd, "src", cwd, ".claude", false, f).error == EACCES);
+    f.directories[cwd + "/x"] = {};
+    CHECK(decide_rename(*p, cwd, "x", cwd, "src", false, f).error == 0);
+    CHECK(decide_rename(*p, cwd, "src", cwd, "x", true, f).error == 0);
+    // A symlink put where protected names would be: renamed, linked or made there.
+    f.symlinks.insert(cwd + "/lnk");
+    auto placed = decide_rename(*p, cwd, "lnk", cwd + "/a", ".claude", false, f);
+    CHECK(placed.error == EACCES);
+    CHECK(placed.path == cwd + "/a/.claude");
+    CHECK(decide_rename(*p, cwd, "lnk", cwd, "lnk2", false, f).error == 0);
+    CHECK(decide_link(*p, cwd, "lnk", cwd + "/.claude", f).error == EACCES);
+    CHECK(decide_link(*p, cwd, "file", cwd + "/.claude", f).error ==
+          0);  // a hard link of a file: its own rules
+    CHECK(decide_symlink(*p, cwd + "/b/.git", f).error == EACCES);
+    CHECK(decide_symlink(*p, cwd + "/b/link", f).error == 0);
+    // With RENAME_EXCHANGE the symlink lands at the source's name.
+    CHECK(decide_rename(*p, cwd + "/a", ".claude", cwd, "lnk", true, f).error == EACCES);
+}
+
+TEST_CASE("write rules: protected-moves looks through a tree being moved", "[write-rules]") {
+    TempTree tree;
+    auto p = load_ok(tree.options());
+    const std::string cwd = tree.cwd().string();
+    StatedFacts f;
+    f.directories[cwd + "/vendor"] = {"lib", "README"};
+    f.directories[cwd + "/vendor/lib"] = {".git", "a.c"};
+    f.directories[cwd + "/vendor/lib/.git"] = {};
+    // A .git the run made moves with its tree; one that existed does not (moving the ancestor launders it).
+    CHECK(decide_rename(*p, cwd, "vendor", cwd, "third_party", false, f).error == 0);
+    f.old_entries.insert(cwd + "/vendor/lib/.git");
+    auto tree_move = decide_rename(*p, cwd, "vendor", cwd, "third_party", false, f);
+    CHECK(tree_move.error == EACCES);
+    CHECK(tree_move.path == cwd + "/vendor");
+    CHECK(rule_of(tree_move) == "protected-moves");
+    // In a directory that compares names without case, `.GIT` is that .git.
+    StatedFacts g;
+    g.directories[cwd + "/v"] = {".GIT"};
+    g.directories[cwd + "/v/.GIT"] = {};
+    g.old_entries.insert(cwd + "/v/.GIT");
+    CHECK(decide_rename(*p, cwd, "v", cwd, "w", false, g).error == 0);
+    g.nocase_dirs.insert(cwd + "/v");
+    CHECK(decide_rename(*p, cwd, "v", cwd, "w", false, g).error == EACCES);
+    // A directory of git's shape lands only where a repository may be: inside a git directory the run made,
+    // or anywhere with allowBareRepositories; one that existed never moves.
+    StatedFacts s;
+    s.directories[cwd + "/.git"] = {"prep"};
+    s.directories[cwd + "/.git/prep"] = {"HEAD", "objects"};
+    s.directories[cwd + "/.git/prep/objects"] = {};
+    CHECK(decide_rename(*p, cwd + "/.git", "prep", cwd + "/src", "prep", false, s).error == EACCES);
+    CHECK(decide_rename(*p, cwd + "/.git", "prep", cwd + "/.git/modules", "prep", false, s).error == 0);
+    s.nocase_dirs.insert(cwd + "/.git/prep");
+    s.directories[cwd + "/.git/prep"] = {"head", "OBJECTS"};  // its case in a case-insensitive directory
+    CHECK(decide_rename(*p, cwd + "/.git", "prep", cwd + "/src", "prep", false, s).error == EACCES);
+    TempTree allowing;
+    allowing.project_settings(R"({"sandbox": {"filesystem": {"allowBareRepositories": true}}})");
+    auto q = load_ok(allowing.options());
+    const std::string acwd = allowing.cwd().string();
+    StatedFacts b;
+    b.directories[acwd + "/prep"] = {"HEAD", "refs"};
+    b.directories[acwd + "/prep/refs"] = {};
+    CHECK(decide_rename(*q, acwd, "prep", acwd, "origin.git", false, b).error == 0);
+    b.old_entries.insert(acwd + "/prep");
+    CHECK(decide_rename(*q, acwd, "prep", acwd, "origin.git", false, b).error == EACCES);
+    // What the walk answers (a tree too large: EXDEV; one it cannot list: EACCES) is the answer.
+    StatedFacts big;
+    big.directories[cwd + "/huge"] = {};
+    big.walk_error = EXDEV;
+    CHECK(decide_rename(*p, cwd, "huge", cwd, "huge2", false, big).error == EXDEV);
+}
+
+TEST_CASE("write rules: walk_tree_at lists a real tree, bounded, never following a symlink",
+          "[write-rules]") {
+    TempTree tree;
+    const std::filesystem::path root = tree.cwd() / "t";
+    std::filesystem::create_directories(root / "a" / "b");
+    std::filesystem::create_directories(tree.cwd() / "elsewhere" / "deep");
+    std::filesystem::create_directory_symlink(tree.cwd() / "elsewhere", root / "a" / "link");
+    { std::ofstream(root / "a" / "b" / "f") << "x"; }
+    const int at = ::open(tree.cwd().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    REQUIRE(at >= 0);
+    std::vector<std::string> seen;
+    const std::function<bool(int, const std::string&)> existed = [](int, const std::string&) {
+        return false;
+    };
+    const std::function<bool(int)> nocase = [](int) { return false; };
+    CHECK(walk_tree_at(at, "t", "/to", existed, nocase, [&](MovedDirectory& d) {
+              seen.push_back(d.lands_at());
+              return 0;
+          }) == 0);
+    std::sort(seen.begin(), seen.end());
+    CHECK(seen == std::vector<std::string>{"/to", "/to/a", "/to/a/b"});  // link/ not followed
+    CHECK(walk_tree_at(at, "t", "/to", existed, nocase,
+                       [](MovedDirectory& d) { return d.lands_at() == "/to/a" ? EACCES : 0; }) == EACCES);
+    CHECK(walk_tree_at(at, "missing", "/to", existed, nocase, [](MovedDirectory&) { return 0; }) == EACCES);
+    // Deeper than kMaxMovedDepth levels: EXDEV (`mv` copies).
+    std::filesystem::path deep = tree.cwd() / "deep";
+    for (int i = 0; i <= kMaxMovedDepth; ++i)
+        deep /= "d";
+    std::filesystem::create_directories(deep);
+    CHECK(walk_tree_at(at, "deep", "/to", existed, nocase, [](MovedDirectory&) { return 0; }) == EXDEV);
+    ::close(at);
+}
+
+TEST_CASE("write rules: magic-links never reopen wider than the descriptor", "[write-rules]") {
+    CHECK(decide_reopen(O_WRONLY, O_WRONLY, false).error == 0);
+    CHECK(decide_reopen(O_WRONLY | O_APPEND, O_RDWR, false).error == 0);
+    auto widened = decide_reopen(O_WRONLY, O_RDONLY, false);  // `< file` reopened to write
+    CHECK(widened.error == EACCES);
+    CHECK(widened.writes);
+    CHECK(rule_of(widened) == "magic-links");
+    CHECK(decide_reopen(O_RDONLY | O_TRUNC, O_RDONLY, false).error == EACCES);
+    CHECK(decide_reopen(O_WRONLY, O_RDWR, true).error == EACCES);  // a directory
+#ifdef O_PATH
+    CHECK(decide_reopen(O_WRONLY, O_PATH, false).error == EACCES);  // an O_PATH descriptor writes nothing
+    CHECK(decide_reopen(O_PATH, O_WRONLY, false).error == 0);
+#endif
+    auto read = decide_reopen(O_RDONLY, O_WRONLY, false);  // `2>>log` reopened to read
+    CHECK(read.error == EACCES);
+    CHECK_FALSE(read.writes);
+    CHECK(decide_reopen(O_RDONLY, O_RDONLY, false).error == 0);
+    CHECK(decide_magic_link_entry().error == EACCES);
+    CHECK(rule_of(decide_other_process(EACCES)) == "magic-links");
+    CHECK(decide_shared_memory_entry(JailKind::Landlock, "/dev/shm/theirs", true).error == EACCES);
+    CHECK(decide_shared_memory_entry(JailKind::Landlock, "/dev/shm/mine", false).error == 0);
+    CHECK(decide_shared_memory_entry(JailKind::Namespaces, "/dev/shm/theirs", true).error == 0);
 }
 
 }  // namespace cordon::policy::test
