@@ -139,6 +139,16 @@ Result ensure_target(const std::string& target, bool directory) {
     return std::nullopt;
 }
 
+// Whether a path the plan masks has gone from the host since the plan was made (and so from the jail's view
+// of it): then there is nothing to hide, and no mount point to make in the read-only root. Why: a glob's
+// matches are taken when the run starts (`/etc/shadow*` matched the `/etc/shadow.lock` a concurrent useradd
+// held for a moment); the mount point could not be created (or the mount found nothing), and the run failed.
+bool gone_from_host(const fs::path& path, const std::string& target) {
+    struct stat st {};
+    return ::lstat(target.c_str(), &st) != 0 && errno == ENOENT && ::lstat(in_old(path).c_str(), &st) != 0 &&
+           errno == ENOENT;
+}
+
 bool source_is_dir(const std::string& source) {
     struct stat st {};
     return ::stat(source.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -270,22 +280,30 @@ Result apply_op(const MountOp& op, std::vector<std::string>& masks, bool best_ef
             return bind(op.path, true);
         case MountKind::ReadOnly:
             return bind(op.path, false);
-        case MountKind::MaskDir: {
-            std::string target = in_new(op.path);
-            if (auto r = ensure_target(target, true)) return r;
-            // Writable while deeper mounts (allowRead inside) get their mount points; read-only at the end.
-            if (auto r = do_mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                                  "mode=0755,size=16k"))
-                return r;
-            masks.push_back(target);
-            return std::nullopt;
-        }
+        case MountKind::MaskDir:
         case MountKind::MaskFile: {
             std::string target = in_new(op.path);
-            if (auto r = ensure_target(target, false)) return r;
-            if (auto r = do_mount("/empty-file", target, nullptr, MS_BIND, nullptr)) return r;
-            return do_mount("", target, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
-                            nullptr);
+            const bool dir = op.kind == MountKind::MaskDir;
+            auto mask = [&]() -> Result {
+                if (auto r = ensure_target(target, dir)) return r;
+                // A directory's mask stays writable while deeper mounts (allowRead inside) get their mount
+                // points; read-only at the end.
+                if (dir)
+                    return do_mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                    "mode=0755,size=16k");
+                if (auto r = do_mount("/empty-file", target, nullptr, MS_BIND, nullptr)) return r;
+                return do_mount("", target, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+                                nullptr);
+            };
+            // A path that comes and goes while the mask is made (a lock file) is tried again, a few times.
+            for (int attempt = 0;; ++attempt) {
+                if (gone_from_host(op.path, target)) return std::nullopt;  // nothing to hide
+                Result r = mask();
+                if (!r) break;
+                if (attempt == 4) return r;
+            }
+            if (dir) masks.push_back(target);
+            return std::nullopt;
         }
         case MountKind::Proc:
             return mount_proc();

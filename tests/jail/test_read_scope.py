@@ -172,6 +172,33 @@ class ScopeCase(JailFixtures):
         self.assertFalse(allowed)
         self.assertEqual(decision["reason"], "blocked-by-denylist")
 
+    def test_a_glob_match_gone_before_its_mask_is_no_failure(self):
+        # `/etc/shadow*` matched the /etc/shadow.lock a concurrent useradd held for a moment: gone before its
+        # mask was mounted, the run failed (exit 125, "create mount point ... Read-only file system"). Here a
+        # thread makes and removes a matching file while the runs start (1 run in 4 failed before).
+        import threading
+        churn = os.path.join(self.sibling, "s.lock")
+        stop = threading.Event()
+
+        def flap():
+            while not stop.is_set():
+                open(churn, "w").close()
+                os.unlink(churn)
+
+        t = threading.Thread(target=flap)
+        t.start()
+        try:
+            failed = []
+            for _ in range(40):
+                rc, _, err = self.cordon(["run", "--no-discover", "--deny-read", os.path.join(self.sibling, "s*"),
+                                          "--", "/bin/true"])
+                if rc != 0:
+                    failed.append(err)
+        finally:
+            stop.set()
+            t.join()
+        self.assertEqual(failed, [])
+
     def test_symlink_out_of_the_project(self):
         os.symlink(os.path.join(self.sibling, "other.txt"), os.path.join(self.cwd, "link"))
         self.assertFalse(self.readable_in_jail("link"))
