@@ -1222,10 +1222,23 @@ class NotifierImpl final : public Notifier {
         const int err = exists && S_ISFIFO(st.st_mode) && !(flags & O_NONBLOCK)
                             ? kWouldWait
                             : open_without_waiting(t.dir.fd, t.name, open_flags, mode, result);
-        if (err == kWouldWait)
+        if (err == kWouldWait) {
+            // The wait opens the very file decided, through a descriptor of it, never its name again and
+            // never with O_CREAT. Why: a name looked up later may be gone, and O_CREAT would then make a file
+            // the rules never decided, in a directory moved elsewhere meanwhile (a FIFO named HEAD in a new
+            // .git, removed and the .git moved to src/: a HEAD made next to objects/ and refs/ there, a
+            // repository git reads in src/).
+            auto pinned =
+                std::make_shared<Fd>(::openat(t.dir.fd, t.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+            struct stat now {};
+            if (pinned->fd < 0 || ::fstat(pinned->fd, &now) != 0) return errno;
+            if (exists && (now.st_dev != st.st_dev || now.st_ino != st.st_ino)) return EAGAIN;  // replaced
+            const std::string self = reopen_path(pinned->fd);
             return wait_on_thread(
-                req, c, blocking_open(std::make_shared<Fd>(std::move(t.dir)), t.name, open_flags, mode), true,
-                flags);
+                req, c,
+                blocking_open(std::move(pinned), self, open_flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW), mode),
+                true, flags);
+        }
         if (err) return err;
         if ((flags & O_CREAT) && !exists) note_if_git(t);
         return 0;

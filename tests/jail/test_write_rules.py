@@ -283,6 +283,47 @@ print(json.dumps(out))
                     self.assertEqual(in_jail, "EBUSY" if busy else "EACCES", answer)
                     self.assertEqual(answer["writeRule"], "protected-moves", answer)
 
+    def test_a_fifo_open_that_waits_creates_nothing_where_the_directory_went(self):
+        """The attack review's race (issue 23): an O_CREAT open of an existing FIFO named HEAD in a new .git
+        waits on a thread; meanwhile the FIFO is removed and the .git moved to src/. The wait used to open the
+        name again with O_CREAT: a regular HEAD next to objects/ and refs/ in src/xN, a repository (with a
+        core.fsmonitor of the command's) that git on the host reads (won within ~40 attempts before)."""
+        script = r"""
+import os, stat, sys
+os.makedirs("src", exist_ok=True)
+for i in range(120):
+    g = "n%d/.git" % i
+    os.makedirs(g + "/objects"); os.makedirs(g + "/refs/heads")
+    with open(g + "/config", "w") as f:
+        f.write("[core]\n\tfsmonitor = false\n")
+    os.mkfifo(g + "/HEAD")
+    rd = os.open(g + "/HEAD", os.O_RDONLY | os.O_NONBLOCK)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(w, b"x")
+        try:
+            fd = os.open(g + "/HEAD", os.O_WRONLY | os.O_CREAT, 0o644)
+        except OSError:
+            os._exit(3)
+        os._exit(0 if stat.S_ISREG(os.fstat(fd).st_mode) else 2)
+    os.close(w)
+    os.read(r, 1)
+    try:
+        os.unlink(g + "/HEAD")
+        os.rename(g, "src/x%d" % i)
+    except OSError:
+        pass
+    os.waitpid(pid, 0)
+    os.close(rd)
+    os.close(r)
+"""
+        rc, out, err = self.run_jail(["--jail", self.JAIL, "--", PY, "-c", script], timeout=120)
+        self.assertEqual(rc, 0, err)
+        src = os.path.join(self.cwd, "src")
+        planted = [d for d in os.listdir(src) if os.path.isfile(os.path.join(src, d, "HEAD"))]
+        self.assertEqual(planted, [])
+
 
 class AsRoot(WriteRulesCase, unittest.TestCase):
     AS_USER = False
