@@ -444,7 +444,11 @@ MoveDecision move_by(const std::string& path, int error) {
 // existed when the run started: a repository the run created may go, and a new one may be moved in.
 int directory_move(const Policy& policy, const std::string& place, const std::string& dir,
                    const std::string& name, WriteFacts& facts) {
-    if (!holds_protected_names(policy, place, facts) || !facts.is_directory(dir, name)) return 0;
+    if (!holds_protected_names(policy, place, facts)) return 0;
+    // A symlink that stood there when the run started (`.git -> realgit` of a --separate-git-dir repository,
+    // `.claude -> dotclaude`) says where git and Claude Code read, as a gitfile does: it stays.
+    if (facts.is_symlink(dir, name)) return facts.existed_at_start(dir, name) ? EACCES : 0;
+    if (!facts.is_directory(dir, name)) return 0;
     const std::size_t slash = place.rfind('/');
     if (place.compare(slash + 1, std::string::npos, ".git") == 0 && !facts.existed_at_start(dir, name))
         return 0;

@@ -229,6 +229,12 @@ class WriteRulesCase(JailFixtures):
         link = os.path.join(cwd, "lnk")
         os.symlink("plain", link)
         self.own(link)
+        # A .git that is a symlink to the git directory (git init --separate-git-dir, then a link): it says
+        # where git reads, as a gitfile does (the attack review: removed, then a prepared .git put there).
+        self.mkdir("project/lg")
+        git_link = os.path.join(cwd, "lg/.git")
+        os.symlink("../.bare", git_link)
+        self.own(git_link)
         time.sleep(0.05)  # birth times before the run
         j = lambda rel: os.path.join(cwd, rel)  # noqa: E731
         cases = [  # (what, path, to, allowed)
@@ -240,6 +246,8 @@ class WriteRulesCase(JailFixtures):
             ("move", j("lnk"), j("m2/.claude"), False),        # a symlink into a protected name's place
             ("move", j("plain2/keep"), j("plain2/kept"), True),
             ("remove", j(".claude"), None, False),
+            ("remove", j("lg/.git"), None, False),             # an old .git symlink stays
+            ("move", j("lg/.git"), j("lg/old"), False),
             ("remove", j("empty"), None, True),
             ("symlink", j("m/.git"), None, False),
             ("symlink", j("plain2/link"), None, True),

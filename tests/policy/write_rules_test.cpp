@@ -403,6 +403,14 @@ TEST_CASE("write rules: protected-moves decides removals, renames, links and sym
     CHECK(placed.error == EACCES);
     CHECK(placed.path == cwd + "/a/.claude");
     CHECK(decide_rename(*p, cwd, "lnk", cwd, "lnk2", false, f).error == 0);
+    // A symlink standing at a protected name when the run started stays (`.git -> realgit`); a new one may
+    // go.
+    f.symlinks.insert(cwd + "/w/.git");
+    CHECK(decide_removal(*p, cwd + "/w", ".git", f).error == 0);
+    f.old_entries.insert(cwd + "/w/.git");
+    CHECK(decide_removal(*p, cwd + "/w", ".git", f).error == EACCES);
+    CHECK(decide_rename(*p, cwd + "/w", ".git", cwd + "/w", "old", false, f).error == EACCES);
+    CHECK(decide_rename(*p, cwd, "x", cwd + "/w", ".git", false, f).error == EACCES);  // replaced
     CHECK(decide_link(*p, cwd, "lnk", cwd + "/.claude", f).error == EACCES);
     CHECK(decide_link(*p, cwd, "file", cwd + "/.claude", f).error ==
           0);  // a hard link of a file: its own rules
