@@ -161,6 +161,29 @@ policy::Decision decide_unix_socket(const policy::Policy& policy, const std::fil
 // The write rules' facts (policy/write_rules.hpp) from the host's file system as it is now. What only the
 // running jail knows is assumed and named in `assumed`: a git directory or a /dev/shm entry that exists now
 // existed when the run started; a run's TMPDIR is `cordon-tmp-XXXXXX` below $TMPDIR or /tmp.
+// The entry `name` of `dir` as a path (`.`: the directory itself).
+std::string join(const std::string& dir, const std::string& name) {
+    return name == "." ? dir : dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+// Whether the directory open as `fd` compares names without case (ext4 chattr +F, tmpfs -o casefold).
+bool casefold_flag(int fd) {
+#ifdef __linux__
+    constexpr unsigned kCasefold = 0x40000000;  // FS_CASEFOLD_FL
+    unsigned flags = 0;
+    return ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & kCasefold);
+#else
+    (void)fd;
+    return false;  // the Mac's case-insensitive volumes: not a rule of the Linux jail
+#endif
+}
+
+// The type bits of the entry `name` of `dir`, never followed; 0 when there is none.
+mode_t type_of(const std::string& dir, const std::string& name) {
+    struct stat st {};
+    return ::lstat(join(dir, name).c_str(), &st) == 0 ? (st.st_mode & S_IFMT) : 0;
+}
+
 class FileSystemFacts final : public policy::WriteFacts {
   public:
     FileSystemFacts(const policy::Policy& policy, policy::JailKind jail) : policy_(policy), jail_(jail) {}
@@ -199,26 +222,21 @@ class FileSystemFacts final : public policy::WriteFacts {
         return has("HEAD") && (has("objects") || has("refs") || has("commondir"));
     }
     bool compares_without_case(const std::string& dir) override {
-#ifdef __linux__
-        const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0) return errno != ENOENT && errno != ENOTDIR;  // missing: the write finds nothing anyway
-        constexpr unsigned kCasefold = 0x40000000;               // FS_CASEFOLD_FL
-        unsigned flags = 0;
-        const bool nocase = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & kCasefold);
-        ::close(fd);
-        return nocase;
-#else
+#ifndef __linux__
         (void)dir;
         return false;  // the Mac's case-insensitive volumes: not a rule of the Linux jail
 #endif
+        const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) return errno != ENOENT && errno != ENOTDIR;  // missing: the write finds nothing anyway
+        const bool nocase = casefold_flag(fd);
+        ::close(fd);
+        return nocase;
     }
     bool is_regular_file(const std::string& dir, const std::string& name) override {
-        struct stat st {};
-        return ::lstat(join(dir, name).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+        return type_of(dir, name) == S_IFREG;
     }
     bool has_entry(const std::string& dir, const std::string& name) override {
-        struct stat st {};
-        return ::lstat(join(dir, name).c_str(), &st) == 0;
+        return type_of(dir, name) != 0;
     }
     bool existed_at_start(const std::string& dir, const std::string& name) override {
         if (!has_entry(dir, name)) return false;
@@ -229,12 +247,10 @@ class FileSystemFacts final : public policy::WriteFacts {
         return targets();
     }
     bool is_directory(const std::string& dir, const std::string& name) override {
-        struct stat st {};
-        return ::lstat(join(dir, name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+        return type_of(dir, name) == S_IFDIR;
     }
     bool is_symlink(const std::string& dir, const std::string& name) override {
-        struct stat st {};
-        return ::lstat(join(dir, name).c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+        return type_of(dir, name) == S_IFLNK;
     }
     int walk_tree(const std::string& dir, const std::string& name, const std::string& lands_at,
                   const std::function<int(policy::MovedDirectory&)>& visit) override {
@@ -248,16 +264,7 @@ class FileSystemFacts final : public policy::WriteFacts {
                        : "the " + entry + " entries " + top + " holds existed when the run started (as now)");
             return true;
         };
-        const std::function<bool(int)> nocase = [](int at) {
-#ifdef __linux__
-            constexpr unsigned kCasefold = 0x40000000;  // FS_CASEFOLD_FL
-            unsigned flags = 0;
-            return ::ioctl(at, FS_IOC_GETFLAGS, &flags) == 0 && (flags & kCasefold);
-#else
-            (void)at;
-            return false;
-#endif
-        };
+        const std::function<bool(int)> nocase = casefold_flag;
         const int err = policy::walk_tree_at(fd, name, lands_at, existed, nocase, visit);
         ::close(fd);
         return err;
@@ -267,9 +274,6 @@ class FileSystemFacts final : public policy::WriteFacts {
     }
 
   private:
-    static std::string join(const std::string& dir, const std::string& name) {
-        return name == "." ? dir : dir == "/" ? "/" + name : dir + "/" + name;
-    }
     void assume(const std::string& what) const {
         if (std::find(assumed_.begin(), assumed_.end(), what) == assumed_.end()) assumed_.push_back(what);
     }
@@ -370,10 +374,6 @@ WriteAnswer decide_change(const policy::Policy& policy, Change change, const std
                           const std::filesystem::path& to, policy::JailKind jail) {
     FileSystemFacts facts(policy, jail);
     const auto [dir, name] = entry_of(path);
-    struct stat st {};
-    auto exists = [&](const std::string& d, const std::string& n) {
-        return ::lstat((n == "." ? d : d == "/" ? "/" + n : d + "/" + n).c_str(), &st) == 0;
-    };
     if (name == "." || name == "..") {
         // The kernel's answer before any rule: a directory's own "." is never renamed nor removed.
         policy::WriteDecision wd;
@@ -384,14 +384,14 @@ WriteAnswer decide_change(const policy::Policy& policy, Change change, const std
     policy::MoveDecision md;
     if (change == Change::Symlink) {
         if (auto refused = refused_entry(policy, dir, name, true, facts)) return *refused;
-        md = policy::decide_symlink(policy, dir == "/" ? "/" + name : dir + "/" + name, facts);
+        md = policy::decide_symlink(policy, join(dir, name), facts);
     } else if (change == Change::Remove) {
         if (auto refused = refused_entry(policy, dir, name, false, facts)) return *refused;
         md = policy::decide_removal(policy, dir, name, facts);
     } else {
         const auto [to_dir, to_name] = entry_of(to);
         if (auto refused = refused_entry(policy, dir, name, false, facts)) return *refused;
-        if (auto refused = refused_entry(policy, to_dir, to_name, !exists(to_dir, to_name), facts))
+        if (auto refused = refused_entry(policy, to_dir, to_name, !facts.has_entry(to_dir, to_name), facts))
             return *refused;
         md = policy::decide_rename(policy, dir, name, to_dir, to_name, false, facts);
     }

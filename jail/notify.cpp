@@ -730,15 +730,8 @@ class NotifierImpl final : public Notifier {
             Fd own;
             const int fd = dir_fd(dir, own);
             if (fd < 0) return EACCES;
-            const std::function<bool(int, const std::string&)> existed = [this](int at,
-                                                                                const std::string& entry) {
-                struct statx stx {};
-                const bool self = entry == ".";
-                return ::statx(at, self ? "" : entry.c_str(),
-                               (self ? AT_EMPTY_PATH : 0) | AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO,
-                               &stx) != 0 ||
-                       n_.existed_at_start(stx);  // (one that cannot be looked at counts as old)
-            };
+            const std::function<bool(int, const std::string&)> existed =
+                [this](int at, const std::string& entry) { return existed_at(at, entry, true); };
             const std::function<bool(int)> nocase = [](int at) { return casefold_dir(at); };
             return policy::walk_tree_at(fd, name, lands_at, existed, nocase, visit);
         }
@@ -753,11 +746,7 @@ class NotifierImpl final : public Notifier {
         bool existed_at_start(const std::string& dir, const std::string& name) override {
             Fd own;
             const int fd = dir_fd(dir, own);
-            struct statx stx {};
-            if (fd < 0) return false;
-            if (::statx(fd, name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO, &stx) != 0)
-                return errno != ENOENT && errno != ENOTDIR;  // missing: new; unreadable: counts as old
-            return n_.existed_at_start(stx);
+            return fd >= 0 && existed_at(fd, name);
         }
         bool is_cordon_file(const std::string& dir, const std::string& name) override {
             const std::string path = dir == "/" ? "/" + name : dir + "/" + name;
@@ -778,6 +767,17 @@ class NotifierImpl final : public Notifier {
         }
 
       private:
+        // Whether the entry `name` (`.`: the directory itself) of the directory open as `fd` existed when
+        // the run started. One that cannot be looked at counts as old; a missing one as new, or as old where
+        // `missing_is_old` (an entry a walk listed, gone since: what it was is unknown).
+        bool existed_at(int fd, const std::string& name, bool missing_is_old = false) const {
+            struct statx stx {};
+            const bool self = name == ".";
+            if (::statx(fd, self ? "" : name.c_str(), (self ? AT_EMPTY_PATH : 0) | AT_SYMLINK_NOFOLLOW,
+                        STATX_BTIME | STATX_INO, &stx) != 0)
+                return missing_is_old || (errno != ENOENT && errno != ENOTDIR);
+            return n_.existed_at_start(stx);
+        }
         // The resolved target whose directory is `dir`, if any.
         const Target* landing(const std::string& dir) const {
             if (at_ != nullptr && dir == at_->dir_path) return at_;

@@ -180,6 +180,10 @@ std::vector<std::size_t> git_dir_candidates(const std::vector<std::string>& comp
 
 namespace {
 
+std::string joined(const std::string& dir, const std::string& name) {
+    return name == "." ? dir : dir == "/" ? "/" + name : dir + "/" + name;
+}
+
 bool under(const std::string& path, std::string_view root) {
     return path.compare(0, root.size(), root) == 0 &&
            (path.size() == root.size() || path[root.size()] == '/');
@@ -391,7 +395,7 @@ WriteDecision decide_write(const Policy& policy, const std::string& path, bool c
 
 WriteDecision decide_write_at(const Policy& policy, const std::string& dir, const std::string& name,
                               bool creates, WriteFacts& facts) {
-    const std::string path = name == "." ? dir : dir == "/" ? "/" + name : dir + "/" + name;
+    const std::string path = joined(dir, name);
     WriteDecision out = decide_write(policy, path, creates, facts);
     if (out.error) return out;
     // Without namespaces /dev/shm is the host's: an entry there that existed before the run is another
@@ -426,10 +430,6 @@ bool holds_protected_names(const Policy& policy, const std::string& path, WriteF
 }
 
 namespace {
-
-std::string joined(const std::string& dir, const std::string& name) {
-    return name == "." ? dir : dir == "/" ? "/" + name : dir + "/" + name;
-}
 
 MoveDecision move_by(const std::string& path, int error) {
     MoveDecision d;
@@ -493,10 +493,6 @@ int moved_tree(const Policy& policy, const std::string& dir, const std::string& 
     });
 }
 
-}  // namespace
-
-namespace {
-
 // One directory of walk_tree_at's, open.
 class ListedDirectory final : public MovedDirectory {
   public:
@@ -521,10 +517,6 @@ class ListedDirectory final : public MovedDirectory {
     const std::function<bool(int, const std::string&)>& existed_;
     const std::function<bool(int)>& nocase_;
 };
-
-}  // namespace
-
-namespace {
 
 // walk_tree_at's walk from the directory open as `fd` (taken), depth first: at most kMaxMovedDepth
 // descriptors open at once, whatever the tree holds.
