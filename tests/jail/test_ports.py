@@ -117,6 +117,19 @@ class PortsCase(JailFixtures):
         with open(self.audit) as f:
             return [json.loads(line) for line in f if line.strip()]
 
+    def wait_for_audit(self, done, timeout=20):
+        # The audit log is written by a thread of its own, after the connection's events: a line the test
+        # expects may still be queued when the client has its answer, and SIGKILL drops what is queued.
+        # Wait until the lines are there before the run is killed.
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                if done(self.audit_lines()):
+                    return
+            except json.JSONDecodeError:  # a line being written
+                pass
+            time.sleep(0.05)
+
     def client(self, flags, *targets):
         rc, out, err = self.run_jail([*self.JAIL, "--audit-log", self.audit, *flags, "--", PY, "-c", CLIENT,
                                       *targets])
@@ -206,6 +219,10 @@ class PortsCase(JailFixtures):
             # Nothing listens on the host's other addresses for it.
             with self.assertRaises(OSError):
                 socket.create_connection(("127.0.0.2", host_port), timeout=2).close()
+            self.wait_for_audit(lambda lines: any(line["event"] == "close" and line["proto"] == "publish" and
+                                                  line["bytes_down"] > 0 for line in lines) and
+                                sum(line["event"] == "decision" and line["proto"] == "publish"
+                                    for line in lines) >= 2)
         finally:
             p.kill()
             _, err = p.communicate()
@@ -248,6 +265,8 @@ class PortsCase(JailFixtures):
                                       text=True)
                 self.assertEqual((curl.returncode, curl.stdout), (0, "hello from the jail\n"),
                                  f"{url}: {curl.stderr}")
+            self.wait_for_audit(lambda lines: sum(line["event"] == "decision" and line["proto"] == "publish"
+                                                  for line in lines) >= 3)
         finally:
             p.kill()
             p.communicate()
