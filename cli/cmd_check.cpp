@@ -246,6 +246,10 @@ class FileSystemFacts final : public policy::WriteFacts {
     const policy::git_config::Targets& git_targets() override {
         return targets();
     }
+    const policy::ProtectedLinks& protected_links() override {
+        targets();
+        return links_;
+    }
     bool is_directory(const std::string& dir, const std::string& name) override {
         return type_of(dir, name) == S_IFDIR;
     }
@@ -300,12 +304,14 @@ class FileSystemFacts final : public policy::WriteFacts {
                        std::to_string(limits.max_entries) + " entries or " +
                        std::to_string(limits.max_depth) + " levels: the jail does not search past that)");
             targets_ = std::move(search.targets);
+            links_ = std::move(search.protected_links);
         }
         return *targets_;
     }
     const policy::Policy& policy_;
     policy::JailKind jail_;
     std::optional<policy::git_config::Targets> targets_;
+    policy::ProtectedLinks links_;  // with targets_
     mutable std::vector<std::string> assumed_;
 };
 

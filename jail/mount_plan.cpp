@@ -532,8 +532,11 @@ class Planner {
         // A dangling link: what it points to must not appear either (written through the link or directly).
         if (target != link && !exists_nofollow(target)) protect(target, why);
         if (resolve(link.parent_path()) != link.parent_path() || is_dir(target) || !writable_here(link)) {
-            plan_.notices.push_back(link.string() +
-                                    " is a symlink; its target is protected, the link is not");
+            // With the supervisor (no placeholders) the link stays and what it leads to is protected as the
+            // name (write rules protected-moves and protected-links).
+            if (in_.placeholders)
+                plan_.notices.push_back(link.string() +
+                                        " is a symlink; its target is protected, the link is not");
             return;
         }
         // Shown read-only as the jail would see the target; nothing when that is hidden or missing.

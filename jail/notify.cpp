@@ -758,6 +758,7 @@ class NotifierImpl final : public Notifier {
                              std::make_pair(st.st_dev, st.st_ino)) != n_.cordon_file_ids_.end();
         }
         const policy::git_config::Targets& git_targets() override { return n_.git_targets_; }
+        const policy::ProtectedLinks& protected_links() override { return n_.protected_links_; }
         void note_bare_repository(const std::string& dir) override {
             Fd own;
             const int fd = dir_fd(dir, own);
@@ -974,6 +975,7 @@ class NotifierImpl final : public Notifier {
             search.targets.index();
         }
         git_targets_ = std::move(search.targets);
+        protected_links_ = std::move(search.protected_links);
         if (search.unreadable_count > 0 && !search.stopped) {
             std::string line =
                 "cordon: warning: git configuration that must be read to protect git's hooks "
@@ -1832,6 +1834,7 @@ class NotifierImpl final : public Notifier {
     Caller uncached_;
     std::unordered_set<std::string> mount_points_;
     std::unordered_set<std::string> writable_roots_;  // allowWrite entries, the working directory, /tmp
+    policy::ProtectedLinks protected_links_;          // symlinks at protected names when the run started
     policy::git_config::Targets git_targets_;  // core.hooksPath and included files, as written and resolved
     std::vector<std::string> cordon_files_;    // the audit log, the binary (Notifier::start)
     std::vector<std::pair<dev_t, ino_t>> cordon_file_ids_;

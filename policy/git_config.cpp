@@ -541,6 +541,10 @@ bool Targets::below(const std::string& dir, bool folded) const {
 
 namespace {
 
+std::string at_path(const std::string& dir, std::string_view name) {
+    return (dir == "/" ? "" : dir) + "/" + std::string(name);
+}
+
 // The walk of find_targets_below: depth first, each directory opened from its parent's descriptor (one
 // component to look up: thousands of directories are opened at start), at most max_depth + 1 descriptors
 // open; symlinks not followed, git directories not entered (their objects are most of a repository's files;
@@ -587,6 +591,13 @@ class TreeSearch {
                 std::string folded;
                 if (casefold::folds(raw)) folded = casefold::fold(raw);
                 const std::string_view name = folded.empty() ? raw : std::string_view(folded);
+                if ((e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) && limits_.keep_link) {
+                    struct stat st {};
+                    if ((e->d_type == DT_LNK ||
+                         (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))) &&
+                        limits_.keep_link(at_path(dir, raw)))
+                        out_.symlinks.push_back(at_path(dir, raw));
+                }
                 if (name == ".git") {
                     git = true;
                     git_dir = e->d_type == DT_DIR;
@@ -608,6 +619,16 @@ class TreeSearch {
         const std::string at = dir == "/" ? "" : dir;
         if (git_dir) {
             found.push_back(Repository{at + "/" + git_name, dir});
+            // A git directory is not entered, but a symlink at a name protected inside it (`.git/hooks ->
+            // ../githooks`, a tracked hooks directory) is a protected name's.
+            if (limits_.keep_link)
+                for (const char* inside : {"hooks", "config", "commondir", "config.worktree", "modules"}) {
+                    const std::string rel = git_name + "/" + inside;
+                    struct stat st {};
+                    if (::fstatat(fd, rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode) &&
+                        limits_.keep_link(at + "/" + rel))
+                        out_.symlinks.push_back(at + "/" + rel);
+                }
         } else if (git || (head && (objects || commondir))) {
             if (auto repo = repository_at(dir)) {
                 const bool bare = repo->git_dir == dir;
@@ -832,8 +853,14 @@ std::vector<std::string> search_roots(const Policy& policy) {
 
 Search find_targets_for(const Policy& policy, const SearchLimits& limits) {
     const auto& f = policy.filesystem();
-    Search search =
-        find_targets_below(f.working_directory.path.string(), f.home.string(), search_roots(policy), limits);
+    // Symlinks at protected names (`.claude -> dotclaude`): found by the same walk.
+    SearchLimits with_links = limits;
+    with_links.keep_link = [&policy](const std::string& path) {
+        return ProtectedLinks::wanted(policy, path);
+    };
+    Search search = find_targets_below(f.working_directory.path.string(), f.home.string(),
+                                       search_roots(policy), with_links);
+    search.protected_links = ProtectedLinks::find(policy, search.symlinks);
     if (search.unreadable_count > 0 || search.unsearched_count > 0) {
         // Why: an unreadable config may name any directory as core.hooksPath, or include any file, and the
         // user's git reads it again once its mode is restored; protecting only what lies near it left an

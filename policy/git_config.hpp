@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "policy/policy.hpp"
+#include "policy/protected_links.hpp"
 
 namespace cordon::policy::git_config {
 
@@ -53,6 +54,8 @@ struct SearchLimits {
     std::size_t max_entries = 1000000;  // directory entries looked at, all trees together
     int max_depth = 64;                 // directories below a root
     std::function<bool()> stop;         // asked before each directory: true ends the search
+    // Asked of each symlink the walk meets (its path): true keeps it in Search::symlinks.
+    std::function<bool(const std::string&)> keep_link;
 };
 
 struct Search {
@@ -74,6 +77,9 @@ struct Search {
     std::vector<std::string> unreadable;
     std::size_t unreadable_count = 0;
     bool stopped = false;  // `stop` said so
+    std::vector<std::string> symlinks;  // those keep_link kept
+    // find_targets_for: the symlinks standing at protected names, and where they lead.
+    ProtectedLinks protected_links;
 };
 
 // Reads the configuration git would read in `cwd` and in each of `roots` (the repository found from it

@@ -83,6 +83,17 @@ const std::vector<WriteRule>& write_rules() {
          "moved nor removed (EACCES)",
          "it is another program's shared memory or semaphore (the same user's, or root's for root's command)",
          "`cordon check` takes an entry that exists now for one that existed when the run started"},
+        {"protected-links", false,
+         "a write below where a symlink at a protected name led when the run started (.claude -> dotclaude, "
+         ".vscode -> editor, .git/hooks -> ../githooks, a home's .config -> dotfiles/config), through each "
+         "link on its way, is decided as the same write at the protected name too: dotclaude/settings.json "
+         "is .claude/settings.json (EACCES)",
+         "Claude Code, git and the editors follow the link: a settings.local.json, a command or a hook "
+         "written "
+         "at the target steers the agent or runs on the host, though its own path holds no protected name. "
+         "The links on the way and the target are kept in place (protected-moves)",
+         "the links are found by the start-time walk of the writable areas (git-config-targets' bounds); "
+         "`cordon check` follows the links as they are now"},
         {"git-dirs-by-content", false,
          "inside a git directory of any name (HEAD next to objects, refs or commondir: `.bare`, "
          "`origin.git`, "
@@ -370,6 +381,13 @@ WriteDecision decide_write(const Policy& policy, const std::string& path, bool c
     }
     WriteDecision out = decide_exact(policy, path, creates, path, facts);
     if (out.error) return out;
+    for (const std::string& named : facts.protected_links().named_as(path)) {
+        WriteDecision as = decide_exact(policy, named, creates, named, facts);
+        if (as.error == 0) continue;
+        as.error = EACCES;
+        as.rule = &write_rule("protected-links");
+        return as;
+    }
     if (in_old_git_dir(policy, path, facts, path)) return by("git-dirs-by-content", EACCES);
     // The run's own TMPDIR without namespaces (made in the host's /tmp, removed at the end, no config names
     // it): writable even where the fail-closed search protects a writable /tmp as a whole.
@@ -422,6 +440,8 @@ WriteDecision decide_write_at(const Policy& policy, const std::string& dir, cons
 bool holds_protected_names(const Policy& policy, const std::string& path, WriteFacts& facts) {
     if (facts.holds_cordon_file(path)) return true;  // a directory that holds the audit log
     if (facts.git_targets().below(path)) return true;
+    if (facts.protected_links().holds(path))
+        return true;  // a link on the way to a protected name, its target
     const std::string folded = casefold::fold(path);
     // (`TOOLS` for the core.hooksPath `tools/hooks` where names fold.)
     const bool folded_holds =

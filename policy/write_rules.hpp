@@ -86,6 +86,9 @@ class WriteFacts {
     // files of the working directory's repository, of every repository in the writable areas and of the
     // user's configuration, as written and resolved (indexed).
     virtual const git_config::Targets& git_targets() = 0;
+    // The symlinks that stood at protected names when the run started (`.claude -> dotclaude`), found by the
+    // same walk (policy/protected_links.hpp).
+    virtual const ProtectedLinks& protected_links() = 0;
     // Whether the entry `name` of `dir` is one of cordon's own files (the run's audit log, the cordon binary
     // that runs), by identity (a hard link of it too) or by the path it had when the run started.
     virtual bool is_cordon_file(const std::string& dir, const std::string& name) {

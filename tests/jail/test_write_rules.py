@@ -291,6 +291,82 @@ print(json.dumps(out))
                     self.assertEqual(in_jail, "EBUSY" if busy else "EACCES", answer)
                     self.assertEqual(answer["writeRule"], "protected-moves", answer)
 
+    def test_a_symlink_at_a_protected_name_protects_where_it_leads(self):
+        """The attack review (issue 23): with `.claude -> dotclaude` the command wrote
+        dotclaude/settings.local.json and dotclaude/commands/ (and without namespaces dotclaude/settings.json):
+        Claude Code follows the link, so they steered the agent. Also a chain (`.vscode -> hop -> editor`), a
+        link inside the target (`dotclaude/commands -> ../cmds`) and a tracked hooks directory
+        (`.git/hooks -> ../githooks`). `cordon check` agrees with the jail on each write and move."""
+        cwd = self.cwd
+        self.git("init", "-q", cwd)
+        for d in ("dotclaude", "editor", "cmds", "githooks"):
+            self.mkdir("project/" + d)
+        self.write(os.path.join(cwd, "dotclaude/notes.md"), "notes\n")
+        self.write(os.path.join(cwd, "cmds/review.md"), "review\n")
+        hooks = os.path.join(cwd, ".git/hooks")
+        subprocess.run(["rm", "-rf", hooks], check=True)
+        for link, to in ((".claude", "dotclaude"), ("dotclaude/commands", "../cmds"), (".vscode", "hop"),
+                         ("hop", "editor"), (".git/hooks", "../githooks")):
+            os.symlink(to, os.path.join(cwd, link))
+            self.own(os.path.join(cwd, link))
+        time.sleep(0.05)  # birth times before the run
+        j = lambda rel: os.path.join(cwd, rel)  # noqa: E731
+        writes = [  # (path, create, allowed)
+            (j(".claude/settings.local.json"), True, False),
+            (j("dotclaude/settings.local.json"), True, False),
+            (j("dotclaude/commands/evil.md"), True, False),
+            (j("cmds/evil.md"), True, False),
+            (j("cmds/review.md"), False, False),
+            (j("editor/tasks.json"), True, False),
+            (j("githooks/pre-commit"), True, False),
+            (j("dotclaude/notes.md"), False, True),  # not a protected name at the link either
+            (j("editor.txt"), True, True),
+        ]
+        checked = {path: self.check(path) for path, _, _ in writes}
+        got = self.jailed_opens([(p, c) for p, c, _ in writes])
+        for path, _, expected in writes:
+            allowed, answer = checked[path]
+            with self.subTest(path=path):
+                self.assertEqual(got.get(path) == "ok", expected, f"jail: {got.get(path)}; check: {answer}")
+                self.assertEqual(allowed, expected, answer)
+                if not expected and "settings" not in path:
+                    self.assertEqual(answer["writeRule"], "protected-links", answer)
+        moves = [  # (what, path, to): none allowed
+            ("move", j("dotclaude"), j("away")),
+            ("remove", j("hop"), None),
+            ("move", j("hop"), j("hop2")),
+            ("remove", j("dotclaude/commands"), None),
+            ("move", j("editor"), j("ed2")),
+        ]
+        for what, path, to in moves:
+            args = [f"{what}:{path}"] + ([to] if to else [])
+            p = subprocess.run([Env.cordon, "check", "--no-discover", "--jail", self.JAIL, "--json", *args],
+                               cwd=cwd, env=self.env(), capture_output=True, text=True, timeout=30,
+                               **self._identity())
+            with self.subTest(check=args):
+                self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        script = r"""
+import errno, os, sys
+for line in sys.stdin.read().splitlines():
+    what, path, to = line.split("\t")
+    try:
+        os.rename(path, to) if what == "move" else os.unlink(path)
+        print("ok")
+    except OSError as e:
+        print(errno.errorcode.get(e.errno, str(e.errno)))
+"""
+        rc, out, err = self.run_jail(["--jail", self.JAIL, "--", PY, "-c", script],
+                                     input_text="".join(f"{w}\t{p}\t{t or ''}\n" for w, p, t in moves))
+        self.assertEqual(rc, 0, err)
+        # (The namespace jail binds a protected directory over itself: a mount point, EBUSY.)
+        for (what, path, _), answer in zip(moves, out.split()):
+            with self.subTest(jail=what, path=path):
+                self.assertIn(answer, ("EACCES", "EBUSY") if self.JAIL == "namespaces" else ("EACCES",), err)
+        self.assertEqual(len(out.split()), len(moves), out + err)
+        for link in (".claude", "dotclaude/commands", ".vscode", "hop", ".git/hooks"):
+            self.assertTrue(os.path.islink(j(link)), link)
+        self.assertEqual(sorted(os.listdir(j("cmds"))), ["review.md"])
+
     def test_a_fifo_open_that_waits_creates_nothing_where_the_directory_went(self):
         """The attack review's race (issue 23): an O_CREAT open of an existing FIFO named HEAD in a new .git
         waits on a thread; meanwhile the FIFO is removed and the .git moved to src/. The wait used to open the

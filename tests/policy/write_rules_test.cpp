@@ -55,6 +55,8 @@ struct StatedFacts final : WriteFacts {
         return targets;
     }
     void note_bare_repository(const std::string& dir) override { bare_noted.push_back(dir); }
+    ProtectedLinks links;
+    const ProtectedLinks& protected_links() override { return links; }
     // A stated tree: directories (by path) and what each holds; symlinks; where a walk stops (an errno).
     std::map<std::string, std::vector<std::string>> directories;
     std::set<std::string> symlinks;
@@ -502,6 +504,75 @@ TEST_CASE("write rules: walk_tree_at lists a real tree, bounded, never following
     std::filesystem::create_directories(deep);
     CHECK(walk_tree_at(at, "deep", "/to", existed, nocase, [](MovedDirectory&) { return 0; }) == EXDEV);
     ::close(at);
+}
+
+TEST_CASE("write rules: a symlink at a protected name protects where it leads, and stays", "[write-rules]") {
+    // The attack review (issue 23): with `.claude -> dotclaude`, `dotclaude/settings.local.json`,
+    // `dotclaude/commands/x.md` and (without namespaces) `dotclaude/settings.json` were written: Claude Code
+    // follows the link. So for `.vscode -> hop -> editor` (each link on the way), a link inside a target
+    // (`dotclaude/commands -> ../cmds`) and `.git/hooks -> ../githooks`.
+    TempTree tree;
+    namespace fs = std::filesystem;
+    const fs::path w = tree.cwd();
+    for (const char* d : {"dotclaude", "editor", "cmds", "githooks", ".git", "src"})
+        fs::create_directories(w / d);
+    { std::ofstream(w / "dotclaude" / "settings.json") << "{}"; }
+    fs::create_directory_symlink("dotclaude", w / ".claude");
+    fs::create_directory_symlink("../cmds", w / "dotclaude" / "commands");
+    fs::create_directory_symlink("hop", w / ".vscode");
+    fs::create_directory_symlink("editor", w / "hop");
+    fs::create_directory_symlink("../githooks", w / ".git" / "hooks");
+    { std::ofstream(w / ".git" / "HEAD") << "ref: refs/heads/main\n"; }
+    fs::create_directories(w / ".git" / "objects");
+    fs::create_directories(w / ".git" / "refs");
+    fs::create_directory_symlink("src", w / "plain-link");  // no protected name: nothing to follow
+    auto p = load_ok(tree.options());
+    const std::string cwd = w.string();
+    const auto search = git_config::find_targets_for(*p);
+    const ProtectedLinks& links = search.protected_links;
+    std::set<std::pair<std::string, std::string>> found;
+    for (const auto& link : links.links())
+        found.emplace(link.named, link.target);
+    CHECK(found == std::set<std::pair<std::string, std::string>>{
+                       {cwd + "/.claude", cwd + "/dotclaude"},
+                       {cwd + "/.claude/commands", cwd + "/cmds"},
+                       {cwd + "/.vscode", cwd + "/editor"},
+                       {cwd + "/.git/hooks", cwd + "/githooks"},
+                   });
+    CHECK(links.named_as(cwd + "/dotclaude/settings.local.json") ==
+          std::vector<std::string>{cwd + "/.claude/settings.local.json"});
+    CHECK(links.named_as(cwd + "/src/main.c").empty());
+    CHECK(links.named_as(cwd + "/dotclaudex").empty());
+
+    StatedFacts f;
+    f.links = links;
+    f.old_entries.insert(cwd + "/.git");
+    f.old_git_dirs.insert(cwd + "/.git");
+    // (dotclaude/settings.json is also a settings file cordon read, through the link: path-rules.)
+    CHECK(decide_write(*p, cwd + "/dotclaude/settings.json", false, f).error == EACCES);
+    for (const char* path : {"/dotclaude/settings.local.json", "/dotclaude/agents", "/cmds/evil.md",
+                             "/editor/tasks.json", "/githooks/pre-commit"}) {
+        INFO(path);
+        const WriteDecision d = decide_write(*p, cwd + path, true, f);
+        CHECK(d.error == EACCES);
+        CHECK(rule_of(d) == "protected-links");
+    }
+    // What the protected names do not name stays writable at the target, as at the name.
+    CHECK(decide_write(*p, cwd + "/dotclaude/notes.md", true, f).allowed());
+    CHECK(decide_write(*p, cwd + "/src/main.c", true, f).allowed());
+    // The target, each link on the way and their ancestors stay in place; a new symlink may not stand in.
+    f.directories[cwd + "/dotclaude"] = {"settings.json", "commands"};
+    f.directories[cwd + "/editor"] = {};
+    f.symlinks = {cwd + "/hop", cwd + "/dotclaude/commands"};
+    f.old_entries.insert(cwd + "/hop");
+    f.old_entries.insert(cwd + "/dotclaude/commands");
+    CHECK(decide_rename(*p, cwd, "dotclaude", cwd, "away", false, f).error == EACCES);
+    CHECK(decide_removal(*p, cwd, "editor", f).error == EACCES);
+    CHECK(rule_of(decide_removal(*p, cwd, "hop", f)) == "protected-moves");
+    CHECK(decide_removal(*p, cwd, "hop", f).error == EACCES);
+    CHECK(decide_removal(*p, cwd + "/dotclaude", "commands", f).error == EACCES);
+    CHECK(decide_symlink(*p, cwd + "/hop", f).error == EACCES);
+    CHECK(decide_removal(*p, cwd, "plain-link", f).error == 0);
 }
 
 TEST_CASE("write rules: magic-links never reopen wider than the descriptor", "[write-rules]") {
