@@ -855,9 +855,7 @@ Search find_targets_for(const Policy& policy, const SearchLimits& limits) {
     const auto& f = policy.filesystem();
     // Symlinks at protected names (`.claude -> dotclaude`): found by the same walk.
     SearchLimits with_links = limits;
-    with_links.keep_link = [&policy](const std::string& path) {
-        return ProtectedLinks::wanted(policy, path);
-    };
+    with_links.keep_link = ProtectedLinks::wanted(policy);
     Search search = find_targets_below(f.working_directory.path.string(), f.home.string(),
                                        search_roots(policy), with_links);
     search.protected_links = ProtectedLinks::find(policy, search.symlinks);

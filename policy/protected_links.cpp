@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <climits>
 #include <functional>
+#include <memory>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include "policy/path_components.hpp"
 
@@ -88,10 +91,46 @@ std::vector<std::vector<std::string>> rests_after(const Policy& policy, const st
 
 }  // namespace
 
-bool ProtectedLinks::wanted(const Policy& policy, const std::string& path) {
-    if (policy.holds_protected_names(path)) return true;
-    const Decision d = policy.decide_write_resolved(path, [](const std::string&) { return true; });
-    return d.reason == Reason::AlwaysReadOnly;
+std::function<bool(const std::string&)> ProtectedLinks::wanted(const Policy& policy) {
+    // Asked of every symlink of the writable areas (node_modules/.bin holds thousands): most have no
+    // component of a protected name and lead to no denied path, which a set lookup per component says.
+    struct Words {
+        std::set<std::string> owned;
+        std::unordered_set<std::string_view> set;  // views of `owned`
+    };
+    auto words = std::make_shared<Words>();
+    auto add_words = [&](const std::vector<std::string>& names) {
+        for (const std::string& name : names)
+            for (std::string& c : path_components::split_non_empty(name))
+                if (c != "*") words->owned.insert(std::move(c));
+    };
+    add_words(policy.filesystem().always_read_only_names);
+    add_words(git_dir_names());
+    add_words(policy.filesystem().home_read_only_names);
+    for (const std::string& w : words->owned)
+        words->set.insert(w);
+    std::vector<std::string> denied;  // a link above one (cordon's own directories) moves it
+    for (const PathRule& rule : policy.filesystem().deny_write)
+        if (!rule.glob) denied.push_back(rule.path.string());
+    std::sort(denied.begin(), denied.end());
+    return [&policy, words, denied = std::move(denied)](const std::string& path) {
+        bool maybe = false;
+        for (std::size_t start = 1; !maybe && start < path.size();) {
+            std::size_t end = path.find('/', start);
+            if (end == std::string::npos) end = path.size();
+            maybe = words->set.count(std::string_view(path).substr(start, end - start)) > 0;
+            start = end + 1;
+        }
+        if (!maybe) {  // a denied path below `path` (sorted: those below it follow `path/`)
+            const std::string below = path + "/";
+            const auto it = std::lower_bound(denied.begin(), denied.end(), below);
+            maybe = it != denied.end() && it->compare(0, below.size(), below) == 0;
+        }
+        if (!maybe) return false;
+        if (policy.holds_protected_names(path)) return true;
+        const Decision d = policy.decide_write_resolved(path, [](const std::string&) { return true; });
+        return d.reason == Reason::AlwaysReadOnly;
+    };
 }
 
 void ProtectedLinks::add(Link link, const std::vector<std::string>& hops) {
@@ -125,8 +164,9 @@ ProtectedLinks ProtectedLinks::find(const Policy& policy, const std::vector<std:
                 }
             }
         };
+    const auto want = wanted(policy);
     for (const std::string& link : symlinks) {
-        if (!wanted(policy, link) || !seen.insert(link).second) continue;
+        if (!want(link) || !seen.insert(link).second) continue;
         std::vector<std::string> hops;
         const std::string target = resolve_recording(link, hops);
         out.add({link, target}, hops);

@@ -7,6 +7,7 @@
 // place (protected-moves), so that the path the link names cannot be swapped for another.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,8 @@ class ProtectedLinks {
     // (`dotclaude/commands -> ../cmds` for `.claude/commands`).
     static ProtectedLinks find(const Policy& policy, const std::vector<std::string>& symlinks);
 
-    // Whether a symlink at `path` is one find() looks for: `path` is a protected name or holds one.
-    static bool wanted(const Policy& policy, const std::string& path);
+    // Whether a symlink at a path is one find() looks for: the path is a protected name or holds one.
+    static std::function<bool(const std::string&)> wanted(const Policy& policy);
 
     // `path` (absolute, normal) as each protected name whose target holds it names it: `/w/.claude/x` for
     // `/w/dotclaude/x`. Empty for most paths.
