@@ -619,9 +619,10 @@ class TreeSearch {
         const std::string at = dir == "/" ? "" : dir;
         if (git_dir) {
             found.push_back(Repository{at + "/" + git_name, dir});
+            out_.unentered.push_back(at + "/" + git_name);
             // A git directory is not entered, but a symlink at a name protected inside it (`.git/hooks ->
             // ../githooks`, a tracked hooks directory) is a protected name's.
-            if (limits_.keep_link)
+            if (limits_.keep_link) {
                 for (const char* inside : {"hooks", "config", "commondir", "config.worktree", "modules"}) {
                     const std::string rel = git_name + "/" + inside;
                     struct stat st {};
@@ -629,11 +630,33 @@ class TreeSearch {
                         limits_.keep_link(at + "/" + rel))
                         out_.symlinks.push_back(at + "/" + rel);
                 }
+                // And a hook that is a symlink (`pre-commit -> ../../scripts/pre-commit`).
+                const std::string hooks = git_name + "/hooks";
+                const int hfd = ::openat(fd, hooks.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (DIR* listing = hfd >= 0 ? ::fdopendir(hfd) : nullptr) {
+                    while (const dirent* h = ::readdir(listing)) {
+                        ++out_.entries;
+                        struct stat st {};
+                        const bool link =
+                            h->d_type == DT_LNK ||
+                            (h->d_type == DT_UNKNOWN &&
+                             ::fstatat(hfd, h->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode));
+                        const std::string path = at + "/" + hooks + "/" + h->d_name;
+                        if (link && limits_.keep_link(path)) out_.symlinks.push_back(path);
+                    }
+                    ::closedir(listing);
+                } else if (hfd >= 0) {
+                    ::close(hfd);
+                }
+            }
         } else if (git || (head && (objects || commondir))) {
             if (auto repo = repository_at(dir)) {
                 const bool bare = repo->git_dir == dir;
                 found.push_back(std::move(*repo));
-                if (bare) subdirs.clear();  // its objects and refs are not entered
+                if (bare) {  // its objects and refs are not entered
+                    subdirs.clear();
+                    out_.unentered.push_back(dir);
+                }
             } else if (git) {
                 bool denied = false;
                 read_file(at + "/.git", &denied);
@@ -855,10 +878,12 @@ Search find_targets_for(const Policy& policy, const SearchLimits& limits) {
     const auto& f = policy.filesystem();
     // Symlinks at protected names (`.claude -> dotclaude`): found by the same walk.
     SearchLimits with_links = limits;
-    with_links.keep_link = ProtectedLinks::wanted(policy);
+    // Every symlink: one that names no protected name may lie inside the target of one that does.
+    with_links.keep_link = [](const std::string&) { return true; };
     Search search = find_targets_below(f.working_directory.path.string(), f.home.string(),
                                        search_roots(policy), with_links);
-    search.protected_links = ProtectedLinks::find(policy, search.symlinks);
+    search.protected_links =
+        ProtectedLinks::find(policy, search.symlinks, search_roots(policy), search.unentered);
     if (search.unreadable_count > 0 || search.unsearched_count > 0) {
         // Why: an unreadable config may name any directory as core.hooksPath, or include any file, and the
         // user's git reads it again once its mode is restored; protecting only what lies near it left an

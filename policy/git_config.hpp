@@ -76,8 +76,9 @@ struct Search {
     // anywhere), so find_targets_for protects every writable area as a whole.
     std::vector<std::string> unreadable;
     std::size_t unreadable_count = 0;
-    bool stopped = false;  // `stop` said so
-    std::vector<std::string> symlinks;  // those keep_link kept
+    bool stopped = false;                // `stop` said so
+    std::vector<std::string> symlinks;   // those keep_link kept
+    std::vector<std::string> unentered;  // git directories and bare repositories the walk did not enter
     // find_targets_for: the symlinks standing at protected names, and where they lead.
     ProtectedLinks protected_links;
 };

@@ -1,5 +1,6 @@
 #include "policy/protected_links.hpp"
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,20 +31,35 @@ std::string joined(const std::vector<std::string>& parts, std::size_t from, std:
     return out;
 }
 
+// Directories whose path is their own (no symlink, no `..` on the way), as resolve_recording found them: a
+// resolution starts after the longest such prefix (thousands of links lie in the same few directories).
+using RealDirs = std::unordered_set<std::string>;
+
 // `path` (absolute) with every symlink on its way followed, as far as it exists (the rest taken as written),
 // and each symlink met in `hops` (its own path, its directory resolved). A loop ends where it is found.
-std::string resolve_recording(const std::string& path, std::vector<std::string>& hops) {
-    std::vector<std::string> todo = path_components::split_non_empty(path);
+std::string resolve_recording(const std::string& path, std::vector<std::string>& hops, RealDirs& real) {
+    std::string done;  // resolved so far ("" for /)
+    std::size_t from = 0;
+    for (std::size_t end = path.rfind('/'); end != std::string::npos && end > 0;
+         end = path.rfind('/', end - 1))
+        if (real.count(path.substr(0, end))) {
+            done = path.substr(0, end);
+            from = end;
+            break;
+        }
+    std::vector<std::string> todo = path_components::split_non_empty(std::string_view(path).substr(from));
     std::reverse(todo.begin(), todo.end());  // the next component last
-    std::string done;                        // resolved so far ("" for /)
-    bool missing = false;
+    bool missing = false, pure = true;
     int links = 0;
     while (!todo.empty()) {
         const std::string c = std::move(todo.back());
         todo.pop_back();
         if (c == ".") continue;
         if (c == "..") {
+            // The directory left is on the way too: replaced by a symlink, its `..` lands elsewhere.
+            if (!done.empty()) hops.push_back(done);
             done = done.substr(0, done.rfind('/'));
+            pure = false;
             continue;
         }
         std::string next = done + "/" + c;
@@ -59,8 +75,10 @@ std::string resolve_recording(const std::string& path, std::vector<std::string>&
             for (auto it = parts.rbegin(); it != parts.rend(); ++it)
                 todo.push_back(*it);
             if (to[0] == '/') done.clear();
+            pure = false;
             continue;
         }
+        if (!missing && pure && S_ISDIR(st.st_mode)) real.insert(next);
         done = std::move(next);
     }
     return done.empty() ? "/" : done;
@@ -137,55 +155,195 @@ void ProtectedLinks::add(Link link, const std::vector<std::string>& hops) {
     for (const std::string& hop : hops)
         places_.push_back(hop);
     places_.push_back(link.target);
+    by_target_.emplace(link.target, links_.size());
     links_.push_back(std::move(link));
 }
 
-ProtectedLinks ProtectedLinks::find(const Policy& policy, const std::vector<std::string>& symlinks) {
-    ProtectedLinks out;
-    std::set<std::string> seen;
-    // Inside a target, where the protected names go on: a link there (`dotclaude/commands -> ../cmds`) is
-    // followed as the first was. Bounded: a link may lead back into itself.
-    std::function<void(const std::string&, const std::string&, int)> go_on =
-        [&](const std::string& named, const std::string& target, int depth) {
-            if (depth > 8) return;
-            for (const std::vector<std::string>& rest : rests_after(policy, named)) {
-                for (std::size_t i = 1; i <= rest.size(); ++i) {
-                    if (rest[i - 1] == "*") break;
-                    const std::string tail = joined(rest, 0, i);
-                    std::vector<std::string> hops;
-                    const std::string to = resolve_recording((target == "/" ? "" : target) + tail, hops);
-                    if (hops.empty()) continue;  // no link on the way: the name's own path
-                    const std::string deeper = named + tail;
-                    if (seen.insert(deeper).second) {
-                        out.add({deeper, to}, hops);
-                        go_on(deeper, to, depth + 1);
-                    }
+void ProtectedLinks::index() {
+    std::sort(places_.begin(), places_.end());
+    places_.erase(std::unique(places_.begin(), places_.end()), places_.end());
+}
+
+namespace {
+
+// Every symlink in the tree of the directory `dir` (never followed), into `out`, within `budget` entries.
+void symlinks_below(const std::string& dir, int depth, std::size_t& budget, std::vector<std::string>& out) {
+    if (depth > 16 || budget == 0) return;
+    DIR* listing = ::opendir(dir.c_str());
+    if (!listing) return;
+    std::vector<std::string> subdirs;
+    while (budget > 0) {
+        const dirent* e = ::readdir(listing);
+        if (!e) break;
+        const std::string name = e->d_name;
+        if (name == "." || name == "..") continue;
+        --budget;
+        const std::string path = (dir == "/" ? "" : dir) + "/" + name;
+        unsigned char type = e->d_type;
+        if (type == DT_UNKNOWN) {
+            struct stat st {};
+            if (::lstat(path.c_str(), &st) != 0) continue;
+            type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+        }
+        if (type == DT_LNK) out.push_back(path);
+        if (type == DT_DIR) subdirs.push_back(path);
+    }
+    ::closedir(listing);
+    for (const std::string& sub : subdirs)
+        symlinks_below(sub, depth + 1, budget, out);
+}
+
+// The protected names where the host reads outside the writable areas `roots`: in the user's home and in
+// each ancestor of a root (git looks upwards for .git, Claude Code for .claude). A symlink at a name, or at
+// the start of one, is a candidate; so is every symlink inside a protected directory found there (a real
+// ~/.ssh holding `authorized_keys -> ~/dotfiles/keys`, a real .git/hooks holding `pre-commit ->
+// ../../scripts/pre-commit`), which the walk of the writable areas does not see.
+void outside_candidates(const Policy& policy, const std::vector<std::string>& roots,
+                        std::vector<std::string>& out) {
+    auto in_roots = [&](const std::string& p) {
+        return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return under(p, r); });
+    };
+    std::vector<std::string> dirs;
+    const std::string home = policy.filesystem().home.lexically_normal().string();
+    for (const std::string& root : roots)
+        for (std::string a = root; a.size() > 1;) {
+            a = a.substr(0, a.rfind('/'));
+            if (a.empty()) a = "/";
+            dirs.push_back(a);
+        }
+    std::sort(dirs.begin(), dirs.end());
+    dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+    std::vector<std::string> names = policy.filesystem().always_read_only_names;
+    for (const std::string& n : git_dir_names())
+        names.push_back(n);
+    std::size_t budget = 20000;
+    auto look = [&](const std::string& dir, const std::vector<std::string>& list) {
+        if (in_roots(dir)) return;  // the walk's
+        for (const std::string& name : list) {
+            std::string p = dir == "/" ? "" : dir;
+            for (const std::string& c : path_components::split_non_empty(name)) {
+                if (c == "*") break;
+                p += "/" + c;
+                struct stat st {};
+                if (::lstat(p.c_str(), &st) != 0) break;
+                if (S_ISLNK(st.st_mode)) {
+                    out.push_back(p);
                     break;
                 }
+                if (!S_ISDIR(st.st_mode)) break;
             }
-        };
-    const auto want = wanted(policy);
-    for (const std::string& link : symlinks) {
-        if (!want(link) || !seen.insert(link).second) continue;
-        std::vector<std::string> hops;
-        const std::string target = resolve_recording(link, hops);
-        out.add({link, target}, hops);
-        go_on(link, target, 0);
+            // A protected directory itself (.git/hooks, .vscode, .ssh): what it holds.
+            struct stat st {};
+            const std::string whole = (dir == "/" ? "" : dir) + "/" + name;
+            if (name.find('*') == std::string::npos && ::lstat(whole.c_str(), &st) == 0 &&
+                S_ISDIR(st.st_mode))
+                symlinks_below(whole, 0, budget, out);
+        }
+    };
+    for (const std::string& d : dirs)
+        look(d, names);
+    if (!home.empty() && home != "/") {
+        look(home, names);
+        look(home, policy.filesystem().home_read_only_names);
     }
+}
+
+}  // namespace
+
+ProtectedLinks ProtectedLinks::find(const Policy& policy, const std::vector<std::string>& symlinks,
+                                    const std::vector<std::string>& roots,
+                                    const std::vector<std::string>& unentered) {
+    // A target the walk looked through: the links inside it are among `symlinks` already.
+    auto walked = [&](const std::string& target) {
+        auto below = [&](const std::string& dir) { return under(target, dir); };
+        return std::any_of(roots.begin(), roots.end(), below) &&
+               std::none_of(unentered.begin(), unentered.end(), below);
+    };
+    ProtectedLinks out;
+    std::set<std::string> seen;
+    RealDirs real;
+    // Inside a target, where the protected names go on: a link there (`dotclaude/commands -> ../cmds`) is
+    // followed as the first was. Bounded: a link may lead back into itself.
+    std::function<void(const std::string&, const std::string&, int)> go_on = [&](const std::string& named,
+                                                                                 const std::string& target,
+                                                                                 int depth) {
+        if (depth > 8) return;
+        for (const std::vector<std::string>& rest : rests_after(policy, named)) {
+            for (std::size_t i = 1; i <= rest.size(); ++i) {
+                if (rest[i - 1] == "*") break;
+                const std::string tail = joined(rest, 0, i);
+                std::vector<std::string> hops;
+                const std::string to = resolve_recording((target == "/" ? "" : target) + tail, hops, real);
+                if (hops.empty()) continue;  // no link on the way: the name's own path
+                const std::string deeper = named + tail;
+                if (seen.insert(deeper).second) {
+                    out.add({deeper, to}, hops);
+                    if (!walked(to)) go_on(deeper, to, depth + 1);
+                }
+                break;
+            }
+        }
+    };
+    std::vector<std::string> candidates = symlinks;
+    outside_candidates(policy, roots, candidates);
+    std::sort(candidates.begin(), candidates.end());
+    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+    const auto want = wanted(policy);
+    // Until no link is found: one found may name others (a symlink inside its target).
+    std::vector<char> taken(candidates.size(), 0);
+    for (bool found = true; found;) {
+        found = false;
+        for (std::size_t i = 0; i < candidates.size(); ++i) {
+            if (taken[i]) continue;
+            const std::string& link = candidates[i];
+            // Its own path first; then as the links found name it (none for most).
+            std::vector<std::string> names;
+            if (!want(link))
+                names = out.named_as(link);
+            else
+                names.push_back(link);
+            for (const std::string& named : names) {
+                if (!want(named)) continue;
+                taken[i] = 1;
+                found = true;
+                if (!seen.insert(named).second) break;
+                std::vector<std::string> hops;
+                const std::string target = resolve_recording(link, hops, real);
+                out.add({named, target}, hops);
+                if (!walked(target)) go_on(named, target, 0);
+                break;
+            }
+        }
+    }
+    out.index();
     return out;
 }
 
 std::vector<std::string> ProtectedLinks::named_as(const std::string& path) const {
     std::vector<std::string> out;
-    for (const Link& link : links_) {
-        if (link.target == link.named || !under(path, link.target)) continue;
-        out.push_back(link.named + (link.target == "/" ? path : path.substr(link.target.size())));
+    if (by_target_.empty() || path.empty() || path[0] != '/') return out;
+    // The targets that hold `path`: `path` itself and each of its ancestors, looked up.
+    for (std::size_t end = path.size();;) {
+        const std::string prefix = end == 0 ? "/" : path.substr(0, end);
+        auto [first, last] = by_target_.equal_range(prefix);
+        for (auto it = first; it != last; ++it) {
+            const Link& link = links_[it->second];
+            if (link.target == link.named) continue;
+            out.push_back(link.named + (prefix == "/" ? path : path.substr(prefix.size())));
+        }
+        if (end == 0) break;
+        end = path.rfind('/', end - 1);
     }
     return out;
 }
 
 bool ProtectedLinks::holds(const std::string& dir) const {
-    return std::any_of(places_.begin(), places_.end(), [&](const std::string& p) { return under(p, dir); });
+    if (places_.empty()) return false;
+    if (dir == "/") return true;
+    if (std::binary_search(places_.begin(), places_.end(), dir)) return true;
+    const std::string below = dir + "/";
+    const auto it = std::lower_bound(places_.begin(), places_.end(), below);
+    return it != places_.end() && it->compare(0, below.size(), below) == 0;
 }
 
 }  // namespace cordon::policy

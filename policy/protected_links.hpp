@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "policy/policy.hpp"
@@ -22,30 +23,39 @@ class ProtectedLinks {
         std::string target;  // where it led when the run started, resolved as far as it existed
     };
 
-    // The links among `symlinks` (absolute normal paths of symlinks the start-time walk met, see
-    // git_config::SearchLimits::keep_link) whose path is or holds a protected name of `policy`, followed
-    // through every link on their way; then, inside each target, the links where the protected names go on
-    // (`dotclaude/commands -> ../cmds` for `.claude/commands`).
-    static ProtectedLinks find(const Policy& policy, const std::vector<std::string>& symlinks);
+    // The links that lead from a protected name, found among `symlinks` (every symlink the start-time walk
+    // of the writable areas `roots` met, see git_config::SearchLimits::keep_link) and at the protected
+    // names outside them where the host reads (the user's home, each ancestor of a root: git and Claude Code
+    // look upwards), with what those protected directories hold. A symlink counts when its path, or its
+    // path as a link found already names it (`githooks/pre-commit` for `.git/hooks -> githooks`), is a
+    // protected name or holds one; each is followed through every link and every directory left by `..` on
+    // its way; inside a target, the links where the protected names go on are followed as well.
+    // `unentered`: the directories below the roots the walk did not look into (git directories, bare
+    // repositories).
+    static ProtectedLinks find(const Policy& policy, const std::vector<std::string>& symlinks,
+                               const std::vector<std::string>& roots,
+                               const std::vector<std::string>& unentered = {});
 
-    // Whether a symlink at a path is one find() looks for: the path is a protected name or holds one.
+    // Whether a symlink at a path is a protected name's or holds one (a first, cheap look).
     static std::function<bool(const std::string&)> wanted(const Policy& policy);
 
     // `path` (absolute, normal) as each protected name whose target holds it names it: `/w/.claude/x` for
     // `/w/dotclaude/x`. Empty for most paths.
     std::vector<std::string> named_as(const std::string& path) const;
-    // Whether `dir` is a link on the way, a target, or an ancestor of one (moving or replacing it changes
-    // where the protected name leads).
+    // Whether `dir` is a link on the way, a directory left by `..` on the way, a target, or an ancestor of
+    // one (moving or replacing it changes where the protected name leads). After index().
     bool holds(const std::string& dir) const;
     bool empty() const { return links_.empty(); }
     const std::vector<Link>& links() const { return links_; }
 
-    // Adds a link and the places it passes through (for find() and tests).
+    // Adds a link and the places it passes through (`hops`); index() before holds().
     void add(Link link, const std::vector<std::string>& hops);
+    void index();
 
   private:
     std::vector<Link> links_;
-    std::vector<std::string> places_;  // every hop and target
+    std::unordered_multimap<std::string, std::size_t> by_target_;  // target -> index in links_
+    std::vector<std::string> places_;                              // every hop and target, sorted by index()
 };
 
 }  // namespace cordon::policy

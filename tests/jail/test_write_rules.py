@@ -367,6 +367,84 @@ for line in sys.stdin.read().splitlines():
             self.assertTrue(os.path.islink(j(link)), link)
         self.assertEqual(sorted(os.listdir(j("cmds"))), ["review.md"])
 
+    def test_links_to_protected_names_from_outside_and_inside_are_followed(self):
+        """The second review of protected-links (issue 23), each a plant the host read: a `..` in a link's
+        target (`.claude -> m/../dotclaude`, then m swapped for a link); the home's names leading into the
+        project (dotfiles: ~/.gitconfig -> project/dotfiles/gitconfig, ~/.ssh -> project/dotfiles/ssh); an
+        ancestor's (the repository above the working directory: ../.git/hooks -> project/githooks,
+        ../.claude -> project/dc); a hook that is a link inside a real .git/hooks; a link inside a linked
+        protected directory (`githooks/pre-commit -> ../scripts/pre-commit`, `dc/commands/x.md ->
+        ../../docs/x.md`)."""
+        cwd, top = self.cwd, self.dir
+        j = lambda rel: os.path.join(cwd, rel)  # noqa: E731
+        self.git("init", "-q", cwd)
+        for d in ("m", "dotclaude", "deep/er", "dotfiles/ssh", "githooks", "dc/commands", "docs", "scripts"):
+            self.mkdir("project/" + d)
+        self.write(j("dotfiles/gitconfig"), "[user]\n")
+        self.write(j("scripts/pre-commit"), "#!/bin/sh\n")
+        self.write(j("scripts/pre-push"), "#!/bin/sh\n")
+        self.write(j("docs/x.md"), "a command\n")
+        links = [(j(".claude"), "m/../dotclaude"),
+                 (j(".git/hooks/pre-push"), "../../scripts/pre-push"),
+                 (j("githooks/pre-commit"), "../scripts/pre-commit"),
+                 (j("dc/commands/x.md"), "../../docs/x.md"),
+                 (os.path.join(top, ".claude"), "project/dc"),
+                 (os.path.join(top, ".git"), "project/.git-above")]
+        # The repository above the working directory, whose hooks are a link into the project.
+        above = os.path.join(cwd, ".git-above")
+        self.git("init", "-q", "--bare", above)
+        subprocess.run(["rm", "-rf", os.path.join(above, "hooks")], check=True)
+        links.append((os.path.join(above, "hooks"), "../githooks"))
+        if not self.USER_FLAG:  # (--user: the home is the user's own)
+            links += [(os.path.join(self.home, ".gitconfig"), os.path.join(cwd, "dotfiles/gitconfig")),
+                      (os.path.join(self.home, ".ssh"), os.path.join(cwd, "dotfiles/ssh"))]
+        for link, to in links:
+            os.symlink(to, link)
+            self.own(link)
+        time.sleep(0.05)  # birth times before the run
+        writes = [  # (path, create): none allowed
+            (j("dotclaude/settings.local.json"), True),
+            (j("scripts/pre-push"), False),
+            (j("scripts/pre-commit"), False),
+            (j("githooks/post-checkout"), True),
+            (j("dc/settings.local.json"), True),
+            (j("docs/x.md"), False),
+        ]
+        if not self.USER_FLAG:
+            writes += [(j("dotfiles/gitconfig"), False), (j("dotfiles/ssh/authorized_keys"), True)]
+        checked = {path: self.check(path) for path, _ in writes}
+        script = r"""
+import errno, json, os, sys
+out = {}
+try:
+    os.rename("m", "m2")
+    os.symlink("deep/er", "m")
+    os.makedirs("deep/dotclaude", exist_ok=True)
+    out["swap"] = "ok"
+except OSError as e:
+    out["swap"] = errno.errorcode.get(e.errno, str(e.errno))
+for line in sys.stdin.read().splitlines():
+    create, path = line.split(" ", 1)
+    try:
+        os.close(os.open(path, os.O_WRONLY | (os.O_CREAT if create == "1" else 0), 0o644))
+        out[path] = "ok"
+    except OSError as e:
+        out[path] = errno.errorcode.get(e.errno, str(e.errno))
+print(json.dumps(out))
+"""
+        rc, out, err = self.run_jail(["--jail", self.JAIL, "--", PY, "-c", script],
+                                     input_text="".join(f"{1 if c else 0} {p}\n" for p, c in writes))
+        self.assertEqual(rc, 0, err)
+        got = json.loads(out.strip().splitlines()[-1])
+        self.assertNotEqual(got["swap"], "ok", err)  # m is on the way of .claude: it stays
+        for path, _ in writes:
+            allowed, answer = checked[path]
+            with self.subTest(path=path):
+                self.assertNotEqual(got.get(path), "ok", err)
+                self.assertFalse(allowed, answer)
+        self.assertFalse(os.path.exists(j("githooks/post-checkout")))
+        self.assertEqual(open(j("scripts/pre-commit")).read(), "#!/bin/sh\n")
+
     def test_a_fifo_open_that_waits_creates_nothing_where_the_directory_went(self):
         """The attack review's race (issue 23): an O_CREAT open of an existing FIFO named HEAD in a new .git
         waits on a thread; meanwhile the FIFO is removed and the .git moved to src/. The wait used to open the
