@@ -250,6 +250,11 @@ class FileSystemFacts final : public policy::WriteFacts {
         targets();
         return links_;
     }
+    bool is_protected_file(const std::string& dir, const std::string& name) override {
+        struct stat st {};
+        return ::lstat(join(dir, name).c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+               protected_links().holds_file(st.st_dev, st.st_ino);
+    }
     bool is_directory(const std::string& dir, const std::string& name) override {
         return type_of(dir, name) == S_IFDIR;
     }

@@ -759,6 +759,11 @@ class NotifierImpl final : public Notifier {
         }
         const policy::git_config::Targets& git_targets() override { return n_.git_targets_; }
         const policy::ProtectedLinks& protected_links() override { return n_.protected_links_; }
+        bool is_protected_file(const std::string& dir, const std::string& name) override {
+            struct stat st {};
+            return stat_in(dir, name, st) && S_ISREG(st.st_mode) &&
+                   n_.protected_links_.holds_file(st.st_dev, st.st_ino);
+        }
         void note_bare_repository(const std::string& dir) override {
             Fd own;
             const int fd = dir_fd(dir, own);

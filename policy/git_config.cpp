@@ -611,8 +611,10 @@ class TreeSearch {
                 if (type == DT_UNKNOWN) {
                     struct stat st {};
                     if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-                    type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+                    type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
                 }
+                if (type == DT_REG && limits_.keep_file && limits_.keep_file(dir, raw))
+                    hard_link(fd, e->d_name);
                 if (type == DT_DIR) subdirs.emplace_back(raw);
             }
         }
@@ -643,6 +645,9 @@ class TreeSearch {
                              ::fstatat(hfd, h->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode));
                         const std::string path = at + "/" + hooks + "/" + h->d_name;
                         if (link && limits_.keep_link(path)) out_.symlinks.push_back(path);
+                        const std::string_view hook = h->d_name;
+                        if (!link && h->d_name[0] != '.' && !hook.ends_with(".sample"))
+                            hard_link(hfd, h->d_name);
                     }
                     ::closedir(listing);
                 } else if (hfd >= 0) {
@@ -687,6 +692,14 @@ class TreeSearch {
             walk_dir(sub, at + "/" + subdirs[i], depth + 1, found);
         }
         ::close(fd);
+    }
+
+    // The regular file `name` of the directory open as `fd`, when it has other names (a hard link made before
+    // the run): each name writes the protected file.
+    void hard_link(int fd, const char* name) {
+        struct stat st {};
+        if (::fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1)
+            out_.hard_linked.emplace_back(st.st_dev, st.st_ino);
     }
 
     // A directory it could not list is protected as a whole, and may hide a repository whose targets lie
@@ -880,10 +893,11 @@ Search find_targets_for(const Policy& policy, const SearchLimits& limits) {
     SearchLimits with_links = limits;
     // Every symlink: one that names no protected name may lie inside the target of one that does.
     with_links.keep_link = [](const std::string&) { return true; };
+    with_links.keep_file = ProtectedLinks::file_wanted(policy);
     Search search = find_targets_below(f.working_directory.path.string(), f.home.string(),
                                        search_roots(policy), with_links);
-    search.protected_links =
-        ProtectedLinks::find(policy, search.symlinks, search_roots(policy), search.unentered);
+    search.protected_links = ProtectedLinks::find(policy, search.symlinks, search_roots(policy),
+                                                  search.unentered, search.hard_linked);
     if (search.unreadable_count > 0 || search.unsearched_count > 0) {
         // Why: an unreadable config may name any directory as core.hooksPath, or include any file, and the
         // user's git reads it again once its mode is restored; protecting only what lies near it left an

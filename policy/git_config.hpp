@@ -56,6 +56,9 @@ struct SearchLimits {
     std::function<bool()> stop;         // asked before each directory: true ends the search
     // Asked of each symlink the walk meets (its path): true keeps it in Search::symlinks.
     std::function<bool(const std::string&)> keep_link;
+    // Asked of each regular file the walk meets (its directory and name): true looks at its other names (a
+    // hard link), kept in Search::hard_linked when it has some.
+    std::function<bool(const std::string&, std::string_view)> keep_file;
 };
 
 struct Search {
@@ -79,6 +82,7 @@ struct Search {
     bool stopped = false;                // `stop` said so
     std::vector<std::string> symlinks;   // those keep_link kept
     std::vector<std::string> unentered;  // git directories and bare repositories the walk did not enter
+    std::vector<std::pair<unsigned long long, unsigned long long>> hard_linked;  // keep_file's (dev, ino)
     // find_targets_for: the symlinks standing at protected names, and where they lead.
     ProtectedLinks protected_links;
 };

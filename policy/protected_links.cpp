@@ -151,6 +151,36 @@ std::function<bool(const std::string&)> ProtectedLinks::wanted(const Policy& pol
     };
 }
 
+std::function<bool(const std::string&, std::string_view)> ProtectedLinks::file_wanted(const Policy& policy) {
+    // Asked of every regular file of the writable areas: the directory is looked at once (the walk lists a
+    // directory's entries together), a name only where the directory or the name itself may be protected.
+    struct State {
+        std::function<bool(const std::string&)> want;
+        std::unordered_set<std::string> last_words;  // the last components of the protected names
+        std::string dir;
+        bool dir_may = false;
+    };
+    auto state = std::make_shared<State>();
+    state->want = wanted(policy);
+    auto add_last = [&](const std::vector<std::string>& names) {
+        for (const std::string& name : names) {
+            const std::vector<std::string> parts = path_components::split_non_empty(name);
+            if (!parts.empty()) state->last_words.insert(parts.back());
+        }
+    };
+    add_last(policy.filesystem().always_read_only_names);
+    add_last(git_dir_names());
+    add_last(policy.filesystem().home_read_only_names);
+    return [state](const std::string& dir, std::string_view name) {
+        if (dir != state->dir) {
+            state->dir = dir;
+            state->dir_may = state->want(dir);
+        }
+        if (!state->dir_may && !state->last_words.count(std::string(name))) return false;
+        return state->want((dir == "/" ? "" : dir) + "/" + std::string(name));
+    };
+}
+
 void ProtectedLinks::add(Link link, const std::vector<std::string>& hops) {
     for (const std::string& hop : hops)
         places_.push_back(hop);
@@ -162,12 +192,23 @@ void ProtectedLinks::add(Link link, const std::vector<std::string>& hops) {
 void ProtectedLinks::index() {
     std::sort(places_.begin(), places_.end());
     places_.erase(std::unique(places_.begin(), places_.end()), places_.end());
+    std::sort(files_.begin(), files_.end());
+    files_.erase(std::unique(files_.begin(), files_.end()), files_.end());
+}
+
+void ProtectedLinks::add_file(unsigned long long dev, unsigned long long ino) {
+    files_.emplace_back(dev, ino);
+}
+
+bool ProtectedLinks::holds_file(unsigned long long dev, unsigned long long ino) const {
+    return std::binary_search(files_.begin(), files_.end(), std::make_pair(dev, ino));
 }
 
 namespace {
 
 // Every symlink in the tree of the directory `dir` (never followed), into `out`, within `budget` entries.
-void symlinks_below(const std::string& dir, int depth, std::size_t& budget, std::vector<std::string>& out) {
+void symlinks_below(const std::string& dir, int depth, std::size_t& budget, std::vector<std::string>& out,
+                    ProtectedLinks& links) {
     if (depth > 16 || budget == 0) return;
     DIR* listing = ::opendir(dir.c_str());
     if (!listing) return;
@@ -180,17 +221,19 @@ void symlinks_below(const std::string& dir, int depth, std::size_t& budget, std:
         --budget;
         const std::string path = (dir == "/" ? "" : dir) + "/" + name;
         unsigned char type = e->d_type;
-        if (type == DT_UNKNOWN) {
-            struct stat st {};
+        struct stat st {};
+        // (Other names of a file are looked for only near the top: ~/.claude holds thousands of transcripts.)
+        if (type == DT_UNKNOWN || (type == DT_REG && depth <= 1)) {
             if (::lstat(path.c_str(), &st) != 0) continue;
             type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+            if (S_ISREG(st.st_mode) && st.st_nlink > 1) links.add_file(st.st_dev, st.st_ino);
         }
         if (type == DT_LNK) out.push_back(path);
         if (type == DT_DIR) subdirs.push_back(path);
     }
     ::closedir(listing);
     for (const std::string& sub : subdirs)
-        symlinks_below(sub, depth + 1, budget, out);
+        symlinks_below(sub, depth + 1, budget, out, links);
 }
 
 // The protected names where the host reads outside the writable areas `roots`: in the user's home and in
@@ -199,7 +242,7 @@ void symlinks_below(const std::string& dir, int depth, std::size_t& budget, std:
 // ~/.ssh holding `authorized_keys -> ~/dotfiles/keys`, a real .git/hooks holding `pre-commit ->
 // ../../scripts/pre-commit`), which the walk of the writable areas does not see.
 void outside_candidates(const Policy& policy, const std::vector<std::string>& roots,
-                        std::vector<std::string>& out) {
+                        std::vector<std::string>& out, ProtectedLinks& links) {
     auto in_roots = [&](const std::string& p) {
         return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return under(p, r); });
     };
@@ -230,6 +273,7 @@ void outside_candidates(const Policy& policy, const std::vector<std::string>& ro
                     out.push_back(p);
                     break;
                 }
+                if (S_ISREG(st.st_mode) && st.st_nlink > 1) links.add_file(st.st_dev, st.st_ino);
                 if (!S_ISDIR(st.st_mode)) break;
             }
             // A protected directory itself (.git/hooks, .vscode, .ssh): what it holds.
@@ -237,7 +281,7 @@ void outside_candidates(const Policy& policy, const std::vector<std::string>& ro
             const std::string whole = (dir == "/" ? "" : dir) + "/" + name;
             if (name.find('*') == std::string::npos && ::lstat(whole.c_str(), &st) == 0 &&
                 S_ISDIR(st.st_mode))
-                symlinks_below(whole, 0, budget, out);
+                symlinks_below(whole, 0, budget, out, links);
         }
     };
     for (const std::string& d : dirs)
@@ -250,9 +294,10 @@ void outside_candidates(const Policy& policy, const std::vector<std::string>& ro
 
 }  // namespace
 
-ProtectedLinks ProtectedLinks::find(const Policy& policy, const std::vector<std::string>& symlinks,
-                                    const std::vector<std::string>& roots,
-                                    const std::vector<std::string>& unentered) {
+ProtectedLinks ProtectedLinks::find(
+    const Policy& policy, const std::vector<std::string>& symlinks, const std::vector<std::string>& roots,
+    const std::vector<std::string>& unentered,
+    const std::vector<std::pair<unsigned long long, unsigned long long>>& files) {
     // A target the walk looked through: the links inside it are among `symlinks` already.
     auto walked = [&](const std::string& target) {
         auto below = [&](const std::string& dir) { return under(target, dir); };
@@ -262,6 +307,20 @@ ProtectedLinks ProtectedLinks::find(const Policy& policy, const std::vector<std:
     ProtectedLinks out;
     std::set<std::string> seen;
     RealDirs real;
+    std::size_t budget = 20000;  // entries of linked directories looked through for other names
+    auto keep = [&](const std::string& named, const std::string& target,
+                    const std::vector<std::string>& hops) {
+        struct stat st {};
+        const bool there = ::stat(target.c_str(), &st) == 0;
+        if (there && S_ISREG(st.st_mode) && st.st_nlink > 1) out.add_file(st.st_dev, st.st_ino);
+        // What a linked protected directory holds with other names (the walk could not know the directory for
+        // a protected one: `dotclaude/commands/x.md` hard-linked to `docs/x.md`).
+        if (there && S_ISDIR(st.st_mode)) {
+            std::vector<std::string> ignored;  // its symlinks: the walk's, or go_on's
+            symlinks_below(target, 0, budget, ignored, out);
+        }
+        out.add({named, target}, hops);
+    };
     // Inside a target, where the protected names go on: a link there (`dotclaude/commands -> ../cmds`) is
     // followed as the first was. Bounded: a link may lead back into itself.
     std::function<void(const std::string&, const std::string&, int)> go_on = [&](const std::string& named,
@@ -277,15 +336,17 @@ ProtectedLinks ProtectedLinks::find(const Policy& policy, const std::vector<std:
                 if (hops.empty()) continue;  // no link on the way: the name's own path
                 const std::string deeper = named + tail;
                 if (seen.insert(deeper).second) {
-                    out.add({deeper, to}, hops);
+                    keep(deeper, to, hops);
                     if (!walked(to)) go_on(deeper, to, depth + 1);
                 }
                 break;
             }
         }
     };
+    for (const auto& [dev, ino] : files)
+        out.add_file(dev, ino);
     std::vector<std::string> candidates = symlinks;
-    outside_candidates(policy, roots, candidates);
+    outside_candidates(policy, roots, candidates, out);
     std::sort(candidates.begin(), candidates.end());
     candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
     const auto want = wanted(policy);
@@ -309,7 +370,7 @@ ProtectedLinks ProtectedLinks::find(const Policy& policy, const std::vector<std:
                 if (!seen.insert(named).second) break;
                 std::vector<std::string> hops;
                 const std::string target = resolve_recording(link, hops, real);
-                out.add({named, target}, hops);
+                keep(named, target, hops);
                 if (!walked(target)) go_on(named, target, 0);
                 break;
             }

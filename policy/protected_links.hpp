@@ -9,7 +9,9 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "policy/policy.hpp"
@@ -32,9 +34,15 @@ class ProtectedLinks {
     // its way; inside a target, the links where the protected names go on are followed as well.
     // `unentered`: the directories below the roots the walk did not look into (git directories, bare
     // repositories).
-    static ProtectedLinks find(const Policy& policy, const std::vector<std::string>& symlinks,
-                               const std::vector<std::string>& roots,
-                               const std::vector<std::string>& unentered = {});
+    // `files`: the regular files at protected names with other names that the walk found (device, inode).
+    static ProtectedLinks find(
+        const Policy& policy, const std::vector<std::string>& symlinks, const std::vector<std::string>& roots,
+        const std::vector<std::string>& unentered = {},
+        const std::vector<std::pair<unsigned long long, unsigned long long>>& files = {});
+    // Whether the regular file `name` of the directory `dir` is looked at for other names (a cheap look
+    // first, then the policy): its path is a protected name or lies in one.
+    static std::function<bool(const std::string& dir, std::string_view name)> file_wanted(
+        const Policy& policy);
 
     // Whether a symlink at a path is a protected name's or holds one (a first, cheap look).
     static std::function<bool(const std::string&)> wanted(const Policy& policy);
@@ -48,6 +56,12 @@ class ProtectedLinks {
     bool empty() const { return links_.empty(); }
     const std::vector<Link>& links() const { return links_; }
 
+    // The regular files at protected names that had other names (hard links) when the run started, by
+    // device and inode: written through any name, each is the protected file.
+    bool holds_file(unsigned long long dev, unsigned long long ino) const;
+    bool has_files() const { return !files_.empty(); }
+    void add_file(unsigned long long dev, unsigned long long ino);
+
     // Adds a link and the places it passes through (`hops`); index() before holds().
     void add(Link link, const std::vector<std::string>& hops);
     void index();
@@ -56,6 +70,7 @@ class ProtectedLinks {
     std::vector<Link> links_;
     std::unordered_multimap<std::string, std::size_t> by_target_;  // target -> index in links_
     std::vector<std::string> places_;                              // every hop and target, sorted by index()
+    std::vector<std::pair<unsigned long long, unsigned long long>> files_;  // sorted by index()
 };
 
 }  // namespace cordon::policy

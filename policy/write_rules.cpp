@@ -92,8 +92,11 @@ const std::vector<WriteRule>& write_rules() {
          "written "
          "at the target steers the agent or runs on the host, though its own path holds no protected name. "
          "The links on the way and the target are kept in place (protected-moves)",
-         "the links are found by the start-time walk of the writable areas (git-config-targets' bounds); "
-         "`cordon check` follows the links as they are now"},
+         "the links are found by the start-time walk of the writable areas (git-config-targets' bounds), "
+         "at the protected names of the home and of each ancestor of a writable area, and in what their "
+         "protected directories hold (20,000 entries); a regular file at a protected name that has other "
+         "names (a hard link made before the run) is refused by any of them; `cordon check` follows the "
+         "links as they are now"},
         {"git-dirs-by-content", false,
          "inside a git directory of any name (HEAD next to objects, refs or commondir: `.bare`, "
          "`origin.git`, "
@@ -422,6 +425,8 @@ WriteDecision decide_write_at(const Policy& policy, const std::string& dir, cons
         facts.existed_at_start(dir, name))
         return decide_shared_memory_entry(facts.jail(), path, true);
     if (name != "." && facts.is_cordon_file(dir, name)) return by("cordon-files", EACCES);
+    if (name != "." && facts.protected_links().has_files() && facts.is_protected_file(dir, name))
+        return by("protected-links", EACCES);
     if (!looked_up_where_it_lands(name)) return out;
     if (name_is(dir, name, ".git", facts) && facts.is_regular_file(dir, name)) return by("gitfile", EACCES);
     const bool head = name_is(dir, name, "HEAD", facts);

@@ -89,6 +89,9 @@ class WriteFacts {
     // The symlinks that stood at protected names when the run started (`.claude -> dotclaude`), found by the
     // same walk (policy/protected_links.hpp).
     virtual const ProtectedLinks& protected_links() = 0;
+    // Whether the entry `name` of `dir` is a regular file that ProtectedLinks holds by identity (another name
+    // of a protected file, made before the run).
+    virtual bool is_protected_file(const std::string& dir, const std::string& name) = 0;
     // Whether the entry `name` of `dir` is one of cordon's own files (the run's audit log, the cordon binary
     // that runs), by identity (a hard link of it too) or by the path it had when the run started.
     virtual bool is_cordon_file(const std::string& dir, const std::string& name) {

@@ -401,8 +401,22 @@ for line in sys.stdin.read().splitlines():
         for link, to in links:
             os.symlink(to, link)
             self.own(link)
+        # Hard links made before the run: another name of a protected file is that file.
+        self.write(j(".vscode/settings.json"), "{}\n")
+        self.write(j("scripts/post-merge"), "#!/bin/sh\n")
+        self.write(j("docs/x2.md"), "a command\n")
+        self.write(j("dotfiles/bashrc"), "# rc\n")
+        hard = [(j(".vscode/settings.json"), j("bk.json")), (j("scripts/post-merge"), j(".git/hooks/post-merge")),
+                (j("docs/x2.md"), j("dc/commands/x2.md"))]
+        if not self.USER_FLAG:
+            hard.append((j("dotfiles/bashrc"), os.path.join(self.home, ".bashrc")))
+        for existing, new in hard:
+            os.link(existing, new)
         time.sleep(0.05)  # birth times before the run
         writes = [  # (path, create): none allowed
+            (j("bk.json"), False),
+            (j("scripts/post-merge"), False),
+            (j("docs/x2.md"), False),
             (j("dotclaude/settings.local.json"), True),
             (j("scripts/pre-push"), False),
             (j("scripts/pre-commit"), False),
@@ -411,7 +425,8 @@ for line in sys.stdin.read().splitlines():
             (j("docs/x.md"), False),
         ]
         if not self.USER_FLAG:
-            writes += [(j("dotfiles/gitconfig"), False), (j("dotfiles/ssh/authorized_keys"), True)]
+            writes += [(j("dotfiles/gitconfig"), False), (j("dotfiles/ssh/authorized_keys"), True),
+                       (j("dotfiles/bashrc"), False)]
         checked = {path: self.check(path) for path, _ in writes}
         script = r"""
 import errno, json, os, sys
@@ -443,7 +458,8 @@ print(json.dumps(out))
                 self.assertNotEqual(got.get(path), "ok", err)
                 self.assertFalse(allowed, answer)
         self.assertFalse(os.path.exists(j("githooks/post-checkout")))
-        self.assertEqual(open(j("scripts/pre-commit")).read(), "#!/bin/sh\n")
+        with open(j("scripts/pre-commit")) as f:
+            self.assertEqual(f.read(), "#!/bin/sh\n")
 
     def test_a_fifo_open_that_waits_creates_nothing_where_the_directory_went(self):
         """The attack review's race (issue 23): an O_CREAT open of an existing FIFO named HEAD in a new .git

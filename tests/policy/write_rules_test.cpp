@@ -57,6 +57,10 @@ struct StatedFacts final : WriteFacts {
     void note_bare_repository(const std::string& dir) override { bare_noted.push_back(dir); }
     ProtectedLinks links;
     const ProtectedLinks& protected_links() override { return links; }
+    std::set<std::string> protected_files;
+    bool is_protected_file(const std::string& dir, const std::string& name) override {
+        return protected_files.count(dir + "/" + name) > 0;
+    }
     // A stated tree: directories (by path) and what each holds; symlinks; where a walk stops (an errno).
     std::map<std::string, std::vector<std::string>> directories;
     std::set<std::string> symlinks;
@@ -573,6 +577,13 @@ TEST_CASE("write rules: a symlink at a protected name protects where it leads, a
     CHECK(decide_removal(*p, cwd + "/dotclaude", "commands", f).error == EACCES);
     CHECK(decide_symlink(*p, cwd + "/hop", f).error == EACCES);
     CHECK(decide_removal(*p, cwd, "plain-link", f).error == 0);
+    // Another name of a protected file, made before the run (a hard link): written, it is that file.
+    f.links.add_file(1, 2);
+    f.protected_files.insert(cwd + "/bk.json");
+    const WriteDecision hard = decide_write_at(*p, cwd, "bk.json", false, f);
+    CHECK(hard.error == EACCES);
+    CHECK(rule_of(hard) == "protected-links");
+    CHECK(decide_write_at(*p, cwd, "other.json", false, f).allowed());
 }
 
 TEST_CASE("write rules: magic-links never reopen wider than the descriptor", "[write-rules]") {
