@@ -828,6 +828,11 @@ Search find_targets_below(const std::string& cwd, const std::string& home,
         const std::string top = found[i].top;  // (a copy: `found` grows)
         if (commons.insert(common).second) submodules_of(common, top, home, found, out.targets, budget);
     }
+    for (const Repository& repo : found) {
+        out.unentered.push_back(repo.git_dir);  // (a gitfile's, a submodule's: outside the walk too)
+        out.unentered.push_back(common_dir(repo.git_dir));
+    }
+    sort_unique(out.unentered);
     std::set<std::pair<std::string, std::string>> read;
     for (const Repository& repo : found) {
         if (limits.stop && limits.stop()) {
@@ -898,7 +903,8 @@ Search find_targets_for(const Policy& policy, const SearchLimits& limits) {
                                        search_roots(policy), with_links);
     search.protected_links = ProtectedLinks::find(policy, search.symlinks, search_roots(policy),
                                                   search.unentered, search.hard_linked);
-    if (search.unreadable_count > 0 || search.unsearched_count > 0) {
+    if (search.unreadable_count > 0 || search.unsearched_count > 0 ||
+        !search.protected_links.unsearched().empty()) {
         // Why: an unreadable config may name any directory as core.hooksPath, or include any file, and the
         // user's git reads it again once its mode is restored; protecting only what lies near it left an
         // absolute hooksPath, an include's own includes, the targets of ~/.gitconfig writable. The same for

@@ -79,9 +79,11 @@ struct Search {
     // anywhere), so find_targets_for protects every writable area as a whole.
     std::vector<std::string> unreadable;
     std::size_t unreadable_count = 0;
-    bool stopped = false;                // `stop` said so
-    std::vector<std::string> symlinks;   // those keep_link kept
-    std::vector<std::string> unentered;  // git directories and bare repositories the walk did not enter
+    bool stopped = false;               // `stop` said so
+    std::vector<std::string> symlinks;  // those keep_link kept
+    // The git directories the walk did not enter: below the roots, and those a gitfile, a commondir or a
+    // submodule names (for ProtectedLinks: their hooks).
+    std::vector<std::string> unentered;
     std::vector<std::pair<unsigned long long, unsigned long long>> hard_linked;  // keep_file's (dev, ino)
     // find_targets_for: the symlinks standing at protected names, and where they lead.
     ProtectedLinks protected_links;

@@ -206,43 +206,95 @@ bool ProtectedLinks::holds_file(unsigned long long dev, unsigned long long ino) 
 
 namespace {
 
-// Every symlink in the tree of the directory `dir` (never followed), into `out`, within `budget` entries.
-void symlinks_below(const std::string& dir, int depth, std::size_t& budget, std::vector<std::string>& out,
-                    ProtectedLinks& links) {
-    if (depth > 16 || budget == 0) return;
-    DIR* listing = ::opendir(dir.c_str());
-    if (!listing) return;
-    std::vector<std::string> subdirs;
-    while (budget > 0) {
-        const dirent* e = ::readdir(listing);
-        if (!e) break;
-        const std::string name = e->d_name;
-        if (name == "." || name == "..") continue;
-        --budget;
-        const std::string path = (dir == "/" ? "" : dir) + "/" + name;
-        unsigned char type = e->d_type;
-        struct stat st {};
-        // (Other names of a file are looked for only near the top: ~/.claude holds thousands of transcripts.)
-        if (type == DT_UNKNOWN || (type == DT_REG && depth <= 1)) {
-            if (::lstat(path.c_str(), &st) != 0) continue;
-            type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
-            if (S_ISREG(st.st_mode) && st.st_nlink > 1) links.add_file(st.st_dev, st.st_ino);
-        }
-        if (type == DT_LNK) out.push_back(path);
-        if (type == DT_DIR) subdirs.push_back(path);
+// The trees of protected directories (and of what a protected name's link leads to), looked through for
+// symlinks (each a candidate: it may lead into the writable areas) and for regular files with other names
+// (hard links made before the run). Bounded, all trees together: past the bound what is left is unknown, and
+// find() says so (ProtectedLinks::unsearched).
+class Scanner {
+  public:
+    Scanner(std::vector<std::string>& candidates, std::vector<char>& forced, ProtectedLinks& links)
+        : candidates_(candidates), forced_(forced), links_(links) {}
+
+    // The tree of `dir`, which the host reads as `named` (a home's .claude: its data stores are skipped).
+    // `hooks`: `dir` is a git directory (or what holds them): only its hooks, in every module, count, and
+    // each symlink there is a protected name's whatever its path.
+    void scan(const std::string& dir, const std::string& named, bool hooks = false) {
+        if (!scanned_.insert(dir).second) return;
+        const std::size_t slash = named.rfind('/');
+        const bool home_claude = named.compare(slash + 1, std::string::npos, ".claude") == 0 && !hooks;
+        walk(dir, 0, home_claude, hooks, false);
     }
-    ::closedir(listing);
-    for (const std::string& sub : subdirs)
-        symlinks_below(sub, depth + 1, budget, out, links);
-}
+    bool exhausted() const { return exhausted_; }
+    const std::vector<std::string>& unsearched() const { return unsearched_; }
+
+  private:
+    void walk(const std::string& dir, int depth, bool home_claude, bool git, bool in_hooks) {
+        if (budget_ == 0 || depth > 64) {
+            exhausted_ = true;
+            if (unsearched_.size() < 16) unsearched_.push_back(dir);
+            return;
+        }
+        DIR* listing = ::opendir(dir.c_str());
+        if (!listing) return;
+        std::vector<std::string> subdirs;
+        bool head = false;
+        while (const dirent* e = ::readdir(listing)) {
+            const std::string name = e->d_name;
+            if (name == "." || name == "..") continue;
+            if (budget_ == 0) {
+                exhausted_ = true;
+                if (unsearched_.size() < 16) unsearched_.push_back(dir);
+                break;
+            }
+            --budget_;
+            head = head || name == "HEAD";
+            const std::string path = (dir == "/" ? "" : dir) + "/" + name;
+            unsigned char type = e->d_type;
+            const bool sample = in_hooks && name.ends_with(".sample");  // git never runs those
+            if (type == DT_UNKNOWN || (type == DT_REG && !sample && (!git || in_hooks || depth == 0))) {
+                struct stat st {};
+                if (::lstat(path.c_str(), &st) != 0) continue;
+                type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+                if (S_ISREG(st.st_mode) && st.st_nlink > 1) links_.add_file(st.st_dev, st.st_ino);
+            }
+            if (type == DT_LNK && (!git || in_hooks || depth == 0)) {
+                candidates_.push_back(path);
+                forced_.push_back(git && in_hooks ? 1 : 0);
+            }
+            if (type == DT_DIR) subdirs.push_back(name);
+        }
+        ::closedir(listing);
+        // Claude Code's own data in ~/.claude (transcripts, to-dos, snapshots): thousands of files it reads
+        // as data, never as settings, commands or code.
+        static const std::set<std::string> kData = {
+            "projects", "todos", "shell-snapshots", "statsig", "file-history", "debug",
+            "logs",     "cache", "session-env",     "ide",     "telemetry"};
+        for (const std::string& sub : subdirs) {
+            if (depth == 0 && home_claude && kData.count(sub)) continue;
+            // A git directory's objects, refs and logs: what git reads as data.
+            if ((git || head) && (sub == "objects" || sub == "refs" || sub == "logs" || sub == "lfs"))
+                continue;
+            walk((dir == "/" ? "" : dir) + "/" + sub, depth + 1, false, git || head,
+                 in_hooks || sub == "hooks");
+        }
+    }
+
+    std::vector<std::string>& candidates_;
+    std::vector<char>& forced_;
+    ProtectedLinks& links_;
+    std::set<std::string> scanned_;
+    std::vector<std::string> unsearched_;
+    std::size_t budget_ = 1000000;
+    bool exhausted_ = false;
+};
 
 // The protected names where the host reads outside the writable areas `roots`: in the user's home and in
 // each ancestor of a root (git looks upwards for .git, Claude Code for .claude). A symlink at a name, or at
-// the start of one, is a candidate; so is every symlink inside a protected directory found there (a real
-// ~/.ssh holding `authorized_keys -> ~/dotfiles/keys`, a real .git/hooks holding `pre-commit ->
-// ../../scripts/pre-commit`), which the walk of the writable areas does not see.
+// the start of one, is a candidate; a protected directory found there is scanned (a real ~/.ssh holding
+// `authorized_keys -> ~/dotfiles/keys`, a real .git/hooks holding `pre-commit -> ../../scripts/pre-commit`),
+// which the walk of the writable areas does not see.
 void outside_candidates(const Policy& policy, const std::vector<std::string>& roots,
-                        std::vector<std::string>& out, ProtectedLinks& links) {
+                        std::vector<std::string>& out, ProtectedLinks& links, Scanner& scanner) {
     auto in_roots = [&](const std::string& p) {
         return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return under(p, r); });
     };
@@ -259,7 +311,6 @@ void outside_candidates(const Policy& policy, const std::vector<std::string>& ro
     std::vector<std::string> names = policy.filesystem().always_read_only_names;
     for (const std::string& n : git_dir_names())
         names.push_back(n);
-    std::size_t budget = 20000;
     auto look = [&](const std::string& dir, const std::vector<std::string>& list) {
         if (in_roots(dir)) return;  // the walk's
         for (const std::string& name : list) {
@@ -281,8 +332,12 @@ void outside_candidates(const Policy& policy, const std::vector<std::string>& ro
             const std::string whole = (dir == "/" ? "" : dir) + "/" + name;
             if (name.find('*') == std::string::npos && ::lstat(whole.c_str(), &st) == 0 &&
                 S_ISDIR(st.st_mode))
-                symlinks_below(whole, 0, budget, out, links);
+                scanner.scan(whole, whole);
         }
+        // The repository there (git looks upwards): its hooks, its modules' hooks.
+        struct stat st {};
+        const std::string git = (dir == "/" ? "" : dir) + "/.git";
+        if (::lstat(git.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) scanner.scan(git, git, true);
     };
     for (const std::string& d : dirs)
         look(d, names);
@@ -298,27 +353,20 @@ ProtectedLinks ProtectedLinks::find(
     const Policy& policy, const std::vector<std::string>& symlinks, const std::vector<std::string>& roots,
     const std::vector<std::string>& unentered,
     const std::vector<std::pair<unsigned long long, unsigned long long>>& files) {
-    // A target the walk looked through: the links inside it are among `symlinks` already.
-    auto walked = [&](const std::string& target) {
-        auto below = [&](const std::string& dir) { return under(target, dir); };
-        return std::any_of(roots.begin(), roots.end(), below) &&
-               std::none_of(unentered.begin(), unentered.end(), below);
-    };
     ProtectedLinks out;
     std::set<std::string> seen;
     RealDirs real;
-    std::size_t budget = 20000;  // entries of linked directories looked through for other names
+    std::vector<std::string> candidates = symlinks;
+    std::vector<char> forced(candidates.size(), 0);  // found in a git directory's hooks: counts as such
+    Scanner scanner(candidates, forced, out);
     auto keep = [&](const std::string& named, const std::string& target,
                     const std::vector<std::string>& hops) {
         struct stat st {};
         const bool there = ::stat(target.c_str(), &st) == 0;
         if (there && S_ISREG(st.st_mode) && st.st_nlink > 1) out.add_file(st.st_dev, st.st_ino);
-        // What a linked protected directory holds with other names (the walk could not know the directory for
-        // a protected one: `dotclaude/commands/x.md` hard-linked to `docs/x.md`).
-        if (there && S_ISDIR(st.st_mode)) {
-            std::vector<std::string> ignored;  // its symlinks: the walk's, or go_on's
-            symlinks_below(target, 0, budget, ignored, out);
-        }
+        // What a linked protected directory holds: its symlinks (named through this link) and its files with
+        // other names (`dotclaude/commands/x.md` hard-linked to `docs/x.md`).
+        if (there && S_ISDIR(st.st_mode)) scanner.scan(target, named);
         out.add({named, target}, hops);
     };
     // Inside a target, where the protected names go on: a link there (`dotclaude/commands -> ../cmds`) is
@@ -337,7 +385,7 @@ ProtectedLinks ProtectedLinks::find(
                 const std::string deeper = named + tail;
                 if (seen.insert(deeper).second) {
                     keep(deeper, to, hops);
-                    if (!walked(to)) go_on(deeper, to, depth + 1);
+                    go_on(deeper, to, depth + 1);
                 }
                 break;
             }
@@ -345,37 +393,43 @@ ProtectedLinks ProtectedLinks::find(
     };
     for (const auto& [dev, ino] : files)
         out.add_file(dev, ino);
-    std::vector<std::string> candidates = symlinks;
-    outside_candidates(policy, roots, candidates, out);
-    std::sort(candidates.begin(), candidates.end());
-    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+    outside_candidates(policy, roots, candidates, out, scanner);
+    forced.resize(candidates.size(), 0);
+    // Every git directory and bare repository below the roots: their hooks (and their modules'), which the
+    // walk did not enter.
+    for (const std::string& dir : unentered)
+        scanner.scan(dir, dir, true);
     const auto want = wanted(policy);
-    // Until no link is found: one found may name others (a symlink inside its target).
-    std::vector<char> taken(candidates.size(), 0);
+    // Until no link is found: one found may name others (a symlink inside its target), and a target scanned
+    // brings its own.
+    std::vector<char> taken;
     for (bool found = true; found;) {
         found = false;
         for (std::size_t i = 0; i < candidates.size(); ++i) {
+            taken.resize(candidates.size(), 0);
+            forced.resize(candidates.size(), 0);
             if (taken[i]) continue;
-            const std::string& link = candidates[i];
+            const std::string link = candidates[i];  // (a copy: scanning a target adds candidates)
             // Its own path first; then as the links found name it (none for most).
             std::vector<std::string> names;
-            if (!want(link))
-                names = out.named_as(link);
-            else
+            if (forced[i] || want(link))
                 names.push_back(link);
+            else
+                names = out.named_as(link);
             for (const std::string& named : names) {
-                if (!want(named)) continue;
+                if (!forced[i] && !want(named)) continue;
                 taken[i] = 1;
                 found = true;
                 if (!seen.insert(named).second) break;
                 std::vector<std::string> hops;
                 const std::string target = resolve_recording(link, hops, real);
                 keep(named, target, hops);
-                if (!walked(target)) go_on(named, target, 0);
+                go_on(named, target, 0);
                 break;
             }
         }
     }
+    out.unsearched_ = scanner.unsearched();
     out.index();
     return out;
 }

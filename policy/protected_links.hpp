@@ -32,8 +32,8 @@ class ProtectedLinks {
     // path as a link found already names it (`githooks/pre-commit` for `.git/hooks -> githooks`), is a
     // protected name or holds one; each is followed through every link and every directory left by `..` on
     // its way; inside a target, the links where the protected names go on are followed as well.
-    // `unentered`: the directories below the roots the walk did not look into (git directories, bare
-    // repositories).
+    // `unentered`: the git directories the walk did not look into (below the roots, and those gitfiles,
+    // commondirs and submodules name): their hooks are looked through.
     // `files`: the regular files at protected names with other names that the walk found (device, inode).
     static ProtectedLinks find(
         const Policy& policy, const std::vector<std::string>& symlinks, const std::vector<std::string>& roots,
@@ -54,6 +54,9 @@ class ProtectedLinks {
     // one (moving or replacing it changes where the protected name leads). After index().
     bool holds(const std::string& dir) const;
     bool empty() const { return links_.empty(); }
+    // The directories find() could not look through (past its bound of 1,000,000 entries): a link or a hard
+    // link there is unknown (find_targets_for then protects every writable area as a whole).
+    const std::vector<std::string>& unsearched() const { return unsearched_; }
     const std::vector<Link>& links() const { return links_; }
 
     // The regular files at protected names that had other names (hard links) when the run started, by
@@ -71,6 +74,7 @@ class ProtectedLinks {
     std::unordered_multimap<std::string, std::size_t> by_target_;  // target -> index in links_
     std::vector<std::string> places_;                              // every hop and target, sorted by index()
     std::vector<std::pair<unsigned long long, unsigned long long>> files_;  // sorted by index()
+    std::vector<std::string> unsearched_;
 };
 
 }  // namespace cordon::policy

@@ -461,6 +461,54 @@ print(json.dumps(out))
         with open(j("scripts/pre-commit")) as f:
             self.assertEqual(f.read(), "#!/bin/sh\n")
 
+    def test_links_inside_protected_and_git_directories_are_followed(self):
+        """The third review of protected-links (issue 23): symlinks inside a linked protected directory of the
+        home (~/.ssh -> dotfiles/ssh holding authorized_keys -> project/keys); a hard link deep in a linked
+        .claude (dc/commands/sub/x.md); hooks that are links in a submodule's git directory, in a bare
+        repository and in a hooks subdirectory (pre-commit.d/lint); a .git that is a link to a git directory
+        outside the writable areas whose hooks link into the project. Each plant ran on the host before."""
+        cwd = self.cwd
+        j = lambda rel: os.path.join(cwd, rel)  # noqa: E731
+        for rel in ("scripts/pc", "scripts/lint", "scripts/post-receive", "scripts/sub-pc", "keys", "docs/x.md"):
+            self.write(j(rel), "#!/bin/sh\n")
+        realgit = os.path.join(self.outside, "realgit")
+        self.own(self.outside)
+        self.git("init", "-q", "--separate-git-dir", realgit, cwd)
+        sub_git = os.path.join(realgit, "modules/sub")
+        os.makedirs(os.path.join(realgit, "modules"))
+        self.own(os.path.join(realgit, "modules"))
+        self.git("init", "-q", "--separate-git-dir", sub_git, j("sub"))
+        self.git("init", "-q", "--bare", j("repo.git"))
+        self.mkdir("project/dc/commands/sub")
+        os.link(j("docs/x.md"), j("dc/commands/sub/x.md"))
+        os.makedirs(os.path.join(realgit, "hooks/pre-commit.d"), exist_ok=True)
+        links = [(os.path.join(realgit, "hooks/pre-commit"), j("scripts/pc")),
+                 (os.path.join(realgit, "hooks/pre-commit.d/lint"), j("scripts/lint")),
+                 (os.path.join(sub_git, "hooks/pre-commit"), j("scripts/sub-pc")),
+                 (j("repo.git/hooks/post-receive"), "../../scripts/post-receive"),
+                 (j(".claude"), "dc")]
+        if not self.USER_FLAG:
+            self.mkdir("project/dotfiles/ssh")
+            links += [(j("dotfiles/ssh/authorized_keys"), j("keys")),
+                      (os.path.join(self.home, ".ssh"), j("dotfiles/ssh"))]
+        for link, to in links:
+            os.symlink(to, link)
+            self.own(link)
+        time.sleep(0.05)  # birth times before the run
+        writes = [j("scripts/pc"), j("scripts/lint"), j("scripts/sub-pc"), j("scripts/post-receive"),
+                  j("docs/x.md")]
+        if not self.USER_FLAG:
+            writes.append(j("keys"))
+        checked = {path: self.check(path) for path in writes}
+        got = self.jailed_opens([(p, False) for p in writes])
+        for path in writes:
+            allowed, answer = checked[path]
+            with self.subTest(path=path):
+                self.assertNotEqual(got.get(path), "ok")
+                self.assertFalse(allowed, answer)
+        # What no link leads to stays writable.
+        self.assertEqual(self.jailed_opens([(j("scripts/other"), True)]), {j("scripts/other"): "ok"})
+
     def test_a_fifo_open_that_waits_creates_nothing_where_the_directory_went(self):
         """The attack review's race (issue 23): an O_CREAT open of an existing FIFO named HEAD in a new .git
         waits on a thread; meanwhile the FIFO is removed and the .git moved to src/. The wait used to open the
