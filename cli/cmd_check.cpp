@@ -310,7 +310,7 @@ class FileSystemFacts final : public policy::WriteFacts {
                        std::to_string(limits.max_depth) + " levels: the jail does not search past that)");
             if (!search.protected_links.unsearched().empty())
                 assume(search.protected_links.unsearched().front() +
-                       " not looked through for links (the protected directories hold more than 1000000 "
+                       " not looked through for links (the protected directories hold more than 200000 "
                        "entries), so every writable area is read-only");
             targets_ = std::move(search.targets);
             links_ = std::move(search.protected_links);

@@ -286,6 +286,10 @@ int run_with_flags(int argc, char** argv, const RunLauncher& launch) {
     // cordon's sessions (their registries, control sockets and directories): never written by a jailed
     // command, whose uid (or --user's) could otherwise unregister a session's socket and join it, or put a
     // socket of its own in the place of one.
+    // --user's home: its protected names (~U/.ssh, ~U/.local/bin) hold as the caller's do.
+    if (run.user && run.user->first != ::getuid())
+        if (const passwd* pw = ::getpwuid(run.user->first); pw && pw->pw_dir && pw->pw_dir[0] == '/')
+            load.other_homes.emplace_back(pw->pw_dir);
     {
         std::vector<uid_t> uids{::getuid()};
         if (run.user && run.user->first != ::getuid()) uids.push_back(run.user->first);

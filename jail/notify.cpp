@@ -1004,10 +1004,12 @@ class NotifierImpl final : public Notifier {
                 "directory, so every writable area is read-only in this run\n";
             std::fputs(line.c_str(), stderr);
         }
+        for (const std::string& notice : protected_links_.notices())
+            std::fputs(("cordon: note: " + notice + "\n").c_str(), stderr);
         if (!protected_links_.unsearched().empty() && !search.stopped) {
             const std::string line =
                 "cordon: warning: the protected directories and what their symlinks lead to hold more than "
-                "1000000 entries (" +
+                "200000 entries (" +
                 protected_links_.unsearched().front() +
                 ", ...): a link or a hard link there to the writable areas is unknown, so every writable "
                 "area "

@@ -901,8 +901,16 @@ Search find_targets_for(const Policy& policy, const SearchLimits& limits) {
     with_links.keep_file = ProtectedLinks::file_wanted(policy);
     Search search = find_targets_below(f.working_directory.path.string(), f.home.string(),
                                        search_roots(policy), with_links);
-    search.protected_links = ProtectedLinks::find(policy, search.symlinks, search_roots(policy),
-                                                  search.unentered, search.hard_linked);
+    ProtectedLinks::Sources sources;
+    sources.symlinks = std::move(search.symlinks);
+    sources.roots = search_roots(policy);
+    sources.git_dirs = search.unentered;
+    sources.files = search.hard_linked;
+    if (search.unsearched_count == 0) {  // (past the walk's bound every writable area is protected anyway)
+        sources.hook_dirs = search.targets.hook_dirs;
+        sources.included = search.targets.files;
+    }
+    search.protected_links = ProtectedLinks::find(policy, sources);
     if (search.unreadable_count > 0 || search.unsearched_count > 0 ||
         !search.protected_links.unsearched().empty()) {
         // Why: an unreadable config may name any directory as core.hooksPath, or include any file, and the

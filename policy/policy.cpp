@@ -167,6 +167,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
         // Defaults: the working directory (when it is a project, see WorkingDirectory) and the private temp
         // dir are writable; protected names and every settings file read are not.
         fs_.home = c.home;
+        fs_.other_homes = c.other_homes;
         auto& wd = fs_.working_directory;
         wd.path = c.cwd;
         wd.refusal = working_directory_refusal(c.cwd, c.home);
@@ -235,6 +236,8 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             if (c.home != "/") fs_.deny_write.push_back(PathRule{c.home / name, false, home_rules_.back()});
         }
         home_components_of_home_ = path_components::split_non_empty(c.home.string());
+        for (const fs::path& other : c.other_homes)
+            other_home_components_.push_back(path_components::split_non_empty(other.string()));
         for (auto& rule : c.deny_write)
             fs_.deny_write.push_back(std::move(rule));
         // cordon's own secrets (the CA's directory): denyWrite for the mount plan, and always read-only where
@@ -683,10 +686,13 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
             if (path.size() < start + name.size()) return false;
             return std::equal(name.begin(), name.end(), path.begin() + static_cast<std::ptrdiff_t>(start));
         };
-        const auto& home = home_components_of_home_;
-        if (!home.empty() && path.size() >= home.size() &&
-            std::equal(home.begin(), home.end(), path.begin()) && at(home.size()))
-            return true;
+        auto in = [&](const std::vector<std::string>& home) {
+            return !home.empty() && path.size() >= home.size() &&
+                   std::equal(home.begin(), home.end(), path.begin()) && at(home.size());
+        };
+        if (in(home_components_of_home_)) return true;
+        for (const auto& other : other_home_components_)
+            if (in(other)) return true;
         if (!path.empty() && path[0] == "root" && at(1)) return true;
         return path.size() > 1 && path[0] == "home" && at(2);
     }
@@ -775,6 +781,7 @@ class PolicyImpl final : public Policy, public std::enable_shared_from_this<Poli
     std::vector<Rule> home_rules_;
     std::vector<std::vector<std::string>> home_components_;
     std::vector<std::string> home_components_of_home_;
+    std::vector<std::vector<std::string>> other_home_components_;  // FilesystemPolicy::other_homes
     mutable std::once_flag write_rules_resolved_;
     mutable std::vector<std::string> deny_resolved_, allow_resolved_;  // per rule of deny_write / allow_write
     mutable std::unordered_set<std::string> name_words_;               // every component of the names but `*`

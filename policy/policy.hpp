@@ -138,6 +138,8 @@ struct FilesystemPolicy {
     // `home` and, where a writable area holds them, /root and /home/*. home_read_only_names() lists them.
     std::vector<std::string> home_read_only_names;
     std::filesystem::path home;  // the caller's home directory (absolute, normal)
+    // Other homes whose protected names hold as in `home`'s (a `--user` run's user's).
+    std::vector<std::filesystem::path> other_homes;
 
     // The working directory is writable by default only when it is a project: not `/`, a system directory
     // (/etc /usr /bin /sbin /lib* /boot /var /opt /srv /root /home /proc /sys /dev /run, or anything below
@@ -261,6 +263,8 @@ struct LoadOptions {
     // could replace a socket would receive the next joining command's descriptors and environment. A write
     // there is Reason::AlwaysReadOnly, its rule's source kSessionDirWhere.
     std::vector<std::filesystem::path> session_dirs;
+    // Homes whose protected names hold as in `home` (`cordon run --user U`: U's home, from /etc/passwd).
+    std::vector<std::filesystem::path> other_homes;
 };
 
 // The `where` of the rule that keeps a private directory (LoadOptions::private_dirs) read-only.

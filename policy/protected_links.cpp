@@ -1,12 +1,17 @@
 #include "policy/protected_links.hpp"
 
 #include <dirent.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string_view>
@@ -15,6 +20,8 @@
 #include "policy/path_components.hpp"
 
 namespace cordon::policy {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -212,26 +219,41 @@ namespace {
 // find() says so (ProtectedLinks::unsearched).
 class Scanner {
   public:
+    enum class Mode {
+        Protected,  // a protected directory: every symlink, every file with other names
+        GitDir,     // a git directory: its hooks (in every module and worktree) and its config files
+        Hooks,      // a hooks directory (core.hooksPath): every symlink counts as a hook
+    };
     Scanner(std::vector<std::string>& candidates, std::vector<char>& forced, ProtectedLinks& links)
         : candidates_(candidates), forced_(forced), links_(links) {}
 
-    // The tree of `dir`, which the host reads as `named` (a home's .claude: its data stores are skipped).
-    // `hooks`: `dir` is a git directory (or what holds them): only its hooks, in every module, count, and
-    // each symlink there is a protected name's whatever its path.
-    void scan(const std::string& dir, const std::string& named, bool hooks = false) {
+    // The tree of `dir`, which the host reads as `named`.
+    void scan(const std::string& dir, const std::string& named, Mode mode) {
         if (!scanned_.insert(dir).second) return;
+        struct stat st {};
+        if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+            directories_.emplace(std::make_pair(st.st_dev, st.st_ino), named);
         const std::size_t slash = named.rfind('/');
-        const bool home_claude = named.compare(slash + 1, std::string::npos, ".claude") == 0 && !hooks;
-        walk(dir, 0, home_claude, hooks, false);
+        const bool claude = named.compare(slash + 1, std::string::npos, ".claude") == 0;
+        walk(dir, 0, mode == Mode::Protected && claude, mode != Mode::Protected, mode == Mode::Hooks, false);
     }
     bool exhausted() const { return exhausted_; }
     const std::vector<std::string>& unsearched() const { return unsearched_; }
+    // The directories scanned, by identity, and the name the host reads each as.
+    const std::map<std::pair<unsigned long long, unsigned long long>, std::string>& directories() const {
+        return directories_;
+    }
 
   private:
-    void walk(const std::string& dir, int depth, bool home_claude, bool git, bool in_hooks) {
+    void stop_at(const std::string& dir) {
+        exhausted_ = true;
+        if (unsearched_.size() < 16) unsearched_.push_back(dir);
+    }
+
+    // `links_only`: symlinks only, no look at files' other names (~/.claude's transcripts: thousands).
+    void walk(const std::string& dir, int depth, bool claude, bool git, bool in_hooks, bool links_only) {
         if (budget_ == 0 || depth > 64) {
-            exhausted_ = true;
-            if (unsearched_.size() < 16) unsearched_.push_back(dir);
+            stop_at(dir);
             return;
         }
         DIR* listing = ::opendir(dir.c_str());
@@ -242,40 +264,44 @@ class Scanner {
             const std::string name = e->d_name;
             if (name == "." || name == "..") continue;
             if (budget_ == 0) {
-                exhausted_ = true;
-                if (unsearched_.size() < 16) unsearched_.push_back(dir);
+                stop_at(dir);
                 break;
             }
             --budget_;
             head = head || name == "HEAD";
             const std::string path = (dir == "/" ? "" : dir) + "/" + name;
-            unsigned char type = e->d_type;
+            // In a git directory: the hooks, and the files git reads as configuration (a worktree's
+            // config.worktree, a module's config).
+            const bool git_config = git && (name == "config" || name == "config.worktree" ||
+                                            name == "commondir" || name == "gitdir");
             const bool sample = in_hooks && name.ends_with(".sample");  // git never runs those
-            if (type == DT_UNKNOWN || (type == DT_REG && !sample && (!git || in_hooks || depth == 0))) {
+            const bool looked = !git || in_hooks || git_config || depth == 0;
+            unsigned char type = e->d_type;
+            if (type == DT_UNKNOWN || (type == DT_REG && looked && !sample && !links_only)) {
                 struct stat st {};
                 if (::lstat(path.c_str(), &st) != 0) continue;
                 type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
-                if (S_ISREG(st.st_mode) && st.st_nlink > 1) links_.add_file(st.st_dev, st.st_ino);
+                if (S_ISREG(st.st_mode) && st.st_nlink > 1 && !links_only)
+                    links_.add_file(st.st_dev, st.st_ino);
             }
-            if (type == DT_LNK && (!git || in_hooks || depth == 0)) {
+            if (type == DT_LNK && looked) {
                 candidates_.push_back(path);
-                forced_.push_back(git && in_hooks ? 1 : 0);
+                forced_.push_back(git && (in_hooks || git_config) ? 1 : 0);
             }
             if (type == DT_DIR) subdirs.push_back(name);
         }
         ::closedir(listing);
-        // Claude Code's own data in ~/.claude (transcripts, to-dos, snapshots): thousands of files it reads
-        // as data, never as settings, commands or code.
-        static const std::set<std::string> kData = {
-            "projects", "todos", "shell-snapshots", "statsig", "file-history", "debug",
-            "logs",     "cache", "session-env",     "ide",     "telemetry"};
+        // Claude Code's own data in ~/.claude (transcripts, to-dos, snapshots): thousands of files; a symlink
+        // there still counts (shell snapshots are sourced, memory files read into the agent's context).
+        // (Not shell-snapshots nor session-env: Claude Code sources those; a few files.)
+        static const std::set<std::string> kData = {"projects", "todos", "statsig", "file-history", "debug",
+                                                    "logs",     "cache", "ide",     "telemetry"};
         for (const std::string& sub : subdirs) {
-            if (depth == 0 && home_claude && kData.count(sub)) continue;
             // A git directory's objects, refs and logs: what git reads as data.
             if ((git || head) && (sub == "objects" || sub == "refs" || sub == "logs" || sub == "lfs"))
                 continue;
             walk((dir == "/" ? "" : dir) + "/" + sub, depth + 1, false, git || head,
-                 in_hooks || sub == "hooks");
+                 in_hooks || sub == "hooks", links_only || (depth == 0 && claude && kData.count(sub) > 0));
         }
     }
 
@@ -284,13 +310,47 @@ class Scanner {
     ProtectedLinks& links_;
     std::set<std::string> scanned_;
     std::vector<std::string> unsearched_;
-    std::size_t budget_ = 1000000;
+    std::map<std::pair<unsigned long long, unsigned long long>, std::string> directories_;
+    std::size_t budget_ = 200000;
     bool exhausted_ = false;
 };
 
-// The protected names where the host reads outside the writable areas `roots`: in the user's home and in
-// each ancestor of a root (git looks upwards for .git, Claude Code for .claude). A symlink at a name, or at
-// the start of one, is a candidate; a protected directory found there is scanned (a real ~/.ssh holding
+// The homes whose protected names are looked at: the user's, /root's, those in /home and those of the
+// system's users (root and uid 1000 up: a `--user` run's user may have one anywhere), bounded.
+std::vector<std::string> homes_of(const Policy& policy) {
+    std::vector<std::string> homes;
+    const std::string home = policy.filesystem().home.lexically_normal().string();
+    if (!home.empty() && home != "/") homes.push_back(home);
+    homes.push_back("/root");
+    for (const fs::path& other : policy.filesystem().other_homes)
+        homes.push_back(other.lexically_normal().string());
+    if (FILE* f = std::fopen("/etc/passwd", "re")) {
+        while (const passwd* pw = ::fgetpwent(f)) {
+            if (homes.size() >= 256) break;
+            const std::string dir = pw->pw_dir ? pw->pw_dir : "";
+            if ((pw->pw_uid == 0 || pw->pw_uid >= 1000) && dir.size() > 1 && dir[0] == '/' &&
+                dir != "/nonexistent")
+                homes.push_back(fs::path(dir).lexically_normal().string());
+        }
+        std::fclose(f);
+    }
+    if (DIR* listing = ::opendir("/home")) {
+        while (const dirent* e = ::readdir(listing)) {
+            const std::string name = e->d_name;
+            if (name == "." || name == "..") continue;
+            if (homes.size() >= 256) break;
+            homes.push_back("/home/" + name);
+        }
+        ::closedir(listing);
+    }
+    std::sort(homes.begin(), homes.end());
+    homes.erase(std::unique(homes.begin(), homes.end()), homes.end());
+    return homes;
+}
+
+// The protected names where the host reads outside the writable areas `roots`: in the homes and in each
+// ancestor of a root (git looks upwards for .git, Claude Code for .claude). A symlink at a name, or at the
+// start of one, is a candidate; a protected directory found there is scanned (a real ~/.ssh holding
 // `authorized_keys -> ~/dotfiles/keys`, a real .git/hooks holding `pre-commit -> ../../scripts/pre-commit`),
 // which the walk of the writable areas does not see.
 void outside_candidates(const Policy& policy, const std::vector<std::string>& roots,
@@ -299,7 +359,6 @@ void outside_candidates(const Policy& policy, const std::vector<std::string>& ro
         return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return under(p, r); });
     };
     std::vector<std::string> dirs;
-    const std::string home = policy.filesystem().home.lexically_normal().string();
     for (const std::string& root : roots)
         for (std::string a = root; a.size() > 1;) {
             a = a.substr(0, a.rfind('/'));
@@ -332,41 +391,87 @@ void outside_candidates(const Policy& policy, const std::vector<std::string>& ro
             const std::string whole = (dir == "/" ? "" : dir) + "/" + name;
             if (name.find('*') == std::string::npos && ::lstat(whole.c_str(), &st) == 0 &&
                 S_ISDIR(st.st_mode))
-                scanner.scan(whole, whole);
+                scanner.scan(whole, whole, Scanner::Mode::Protected);
         }
         // The repository there (git looks upwards): its hooks, its modules' hooks.
         struct stat st {};
         const std::string git = (dir == "/" ? "" : dir) + "/.git";
-        if (::lstat(git.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) scanner.scan(git, git, true);
+        if (::lstat(git.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+            scanner.scan(git, git, Scanner::Mode::GitDir);
     };
     for (const std::string& d : dirs)
         look(d, names);
-    if (!home.empty() && home != "/") {
+    for (const std::string& home : homes_of(policy)) {
+        if (in_roots(home)) continue;
         look(home, names);
         look(home, policy.filesystem().home_read_only_names);
     }
 }
 
+// Mount points inside the writable areas (a bind mount: a devcontainer's `-v ~/.claude:/work/x`), as
+// /proc/self/mountinfo lists them.
+std::vector<std::string> mount_points_in(const std::vector<std::string>& roots) {
+    std::vector<std::string> out;
+    FILE* f = std::fopen("/proc/self/mountinfo", "re");
+    if (!f) return out;
+    char* line = nullptr;
+    std::size_t cap = 0;
+    while (::getline(&line, &cap, f) > 0) {
+        // "ID PARENT MAJ:MIN ROOT MOUNT_POINT ...": the fifth field, octal escapes for spaces and the like.
+        std::string_view l = line;
+        std::size_t at = 0;
+        for (int field = 0; field < 4 && at != std::string_view::npos; ++field)
+            at = l.find(' ', at + (field ? 1 : 0));
+        if (at == std::string_view::npos) continue;
+        const std::size_t end = l.find(' ', at + 1);
+        const std::string_view raw = l.substr(at + 1, end - at - 1);
+        std::string point;
+        for (std::size_t i = 0; i < raw.size(); ++i) {
+            if (raw[i] == '\\' && i + 3 < raw.size()) {
+                point +=
+                    static_cast<char>((raw[i + 1] - '0') * 64 + (raw[i + 2] - '0') * 8 + (raw[i + 3] - '0'));
+                i += 3;
+            } else {
+                point += raw[i];
+            }
+        }
+        if (std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return under(point, r); }))
+            out.push_back(point);
+    }
+    std::free(line);
+    std::fclose(f);
+    return out;
+}
+
 }  // namespace
 
-ProtectedLinks ProtectedLinks::find(
-    const Policy& policy, const std::vector<std::string>& symlinks, const std::vector<std::string>& roots,
-    const std::vector<std::string>& unentered,
-    const std::vector<std::pair<unsigned long long, unsigned long long>>& files) {
+ProtectedLinks ProtectedLinks::find(const Policy& policy, const Sources& sources) {
+    const std::vector<std::string>& roots = sources.roots;
     ProtectedLinks out;
     std::set<std::string> seen;
     RealDirs real;
-    std::vector<std::string> candidates = symlinks;
-    std::vector<char> forced(candidates.size(), 0);  // found in a git directory's hooks: counts as such
+    std::vector<std::string> candidates = sources.symlinks;
+    std::vector<char> forced(candidates.size(), 0);  // found among git's hooks: counts as one
     Scanner scanner(candidates, forced, out);
     auto keep = [&](const std::string& named, const std::string& target,
                     const std::vector<std::string>& hops) {
         struct stat st {};
         const bool there = ::stat(target.c_str(), &st) == 0;
         if (there && S_ISREG(st.st_mode) && st.st_nlink > 1) out.add_file(st.st_dev, st.st_ino);
-        // What a linked protected directory holds: its symlinks (named through this link) and its files with
-        // other names (`dotclaude/commands/x.md` hard-linked to `docs/x.md`).
-        if (there && S_ISDIR(st.st_mode)) scanner.scan(target, named);
+        // A target that holds a writable area (`.vscode -> /`): every write there is decided as at the name
+        // already, and looking through it would walk the whole tree.
+        const auto held =
+            std::find_if(roots.begin(), roots.end(), [&](const std::string& r) { return under(r, target); });
+        if (held != roots.end()) {
+            if (out.notices_.size() < 16)
+                out.notices_.push_back(named + " leads to " + target + ", which holds the writable area " +
+                                       *held + ": every write there is decided as a write at " + named +
+                                       " (write rule protected-links)");
+        } else if (there && S_ISDIR(st.st_mode)) {
+            // What a linked protected directory holds: its symlinks (named through this link) and its files
+            // with other names (`dotclaude/commands/x.md` hard-linked to `docs/x.md`).
+            scanner.scan(target, named, Scanner::Mode::Protected);
+        }
         out.add({named, target}, hops);
     };
     // Inside a target, where the protected names go on: a link there (`dotclaude/commands -> ../cmds`) is
@@ -391,14 +496,41 @@ ProtectedLinks ProtectedLinks::find(
             }
         }
     };
-    for (const auto& [dev, ino] : files)
+    for (const auto& [dev, ino] : sources.files)
         out.add_file(dev, ino);
     outside_candidates(policy, roots, candidates, out, scanner);
     forced.resize(candidates.size(), 0);
-    // Every git directory and bare repository below the roots: their hooks (and their modules'), which the
-    // walk did not enter.
-    for (const std::string& dir : unentered)
-        scanner.scan(dir, dir, true);
+    // Every git directory: its hooks (and its modules' and worktrees'), which the walk did not enter. git's
+    // hooks directories (core.hooksPath, the user's too): each link there is a hook; its included files.
+    for (const std::string& dir : sources.git_dirs)
+        scanner.scan(dir, dir, Scanner::Mode::GitDir);
+    for (const std::string& dir : sources.hook_dirs)
+        scanner.scan(dir, dir, Scanner::Mode::Hooks);
+    for (const std::string& file : sources.included) {
+        struct stat st {};
+        if (::lstat(file.c_str(), &st) != 0) continue;
+        if (S_ISREG(st.st_mode) && st.st_nlink > 1) out.add_file(st.st_dev, st.st_ino);
+        if (S_ISLNK(st.st_mode)) {
+            candidates.push_back(file);
+            forced.push_back(1);
+        }
+    }
+    // A bind mount inside the writable areas of a protected directory or of a home (a devcontainer's
+    // `-v ~/.claude:/work/.claude-home`): the same directory under another path, as a link would be.
+    std::map<std::pair<unsigned long long, unsigned long long>, std::string> protected_dirs =
+        scanner.directories();
+    for (const std::string& home : homes_of(policy)) {
+        struct stat st {};
+        if (::stat(home.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+            protected_dirs.emplace(std::make_pair(st.st_dev, st.st_ino), home);
+    }
+    for (const std::string& point : mount_points_in(roots)) {
+        struct stat st {};
+        if (::stat(point.c_str(), &st) != 0) continue;
+        const auto it = protected_dirs.find({st.st_dev, st.st_ino});
+        if (it != protected_dirs.end() && it->second != point && seen.insert(point).second)
+            out.add({it->second, point}, {});
+    }
     const auto want = wanted(policy);
     // Until no link is found: one found may name others (a symlink inside its target), and a target scanned
     // brings its own.

@@ -25,27 +25,35 @@ class ProtectedLinks {
         std::string target;  // where it led when the run started, resolved as far as it existed
     };
 
-    // The links that lead from a protected name, found among `symlinks` (every symlink the start-time walk
-    // of the writable areas `roots` met, see git_config::SearchLimits::keep_link) and at the protected
-    // names outside them where the host reads (the user's home, each ancestor of a root: git and Claude Code
-    // look upwards), with what those protected directories hold. A symlink counts when its path, or its
-    // path as a link found already names it (`githooks/pre-commit` for `.git/hooks -> githooks`), is a
-    // protected name or holds one; each is followed through every link and every directory left by `..` on
-    // its way; inside a target, the links where the protected names go on are followed as well.
-    // `unentered`: the git directories the walk did not look into (below the roots, and those gitfiles,
-    // commondirs and submodules name): their hooks are looked through.
-    // `files`: the regular files at protected names with other names that the walk found (device, inode).
-    static ProtectedLinks find(
-        const Policy& policy, const std::vector<std::string>& symlinks, const std::vector<std::string>& roots,
-        const std::vector<std::string>& unentered = {},
-        const std::vector<std::pair<unsigned long long, unsigned long long>>& files = {});
+    // What the start-time walk of the writable areas found (policy/git_config.cpp).
+    struct Sources {
+        std::vector<std::string> symlinks;  // every symlink it met
+        std::vector<std::string> roots;     // the writable areas it walked
+        // The git directories it did not look into (below the roots, and those gitfiles, commondirs and
+        // submodules name): their hooks are looked through.
+        std::vector<std::string> git_dirs;
+        // Regular files at protected names with other names (device, inode).
+        std::vector<std::pair<unsigned long long, unsigned long long>> files;
+        // git's configured targets (core.hooksPath directories, included files): looked through as hooks.
+        std::vector<std::string> hook_dirs, included;
+    };
+
+    // The links that lead from a protected name, found among the walk's symlinks and at the protected names
+    // outside the writable areas where the host reads (the homes, each ancestor of a root: git and Claude
+    // Code look upwards), with what those protected directories, the links' targets, the git directories'
+    // hooks and git's hooks directories hold. A symlink counts when its path, or its path as a link found
+    // already names it (`githooks/pre-commit` for `.git/hooks -> githooks`), is a protected name or holds
+    // one; each is followed through every link and every directory left by `..` on its way; inside a target,
+    // the links where the protected names go on are followed as well. A bind mount in the writable areas of
+    // a protected directory (or of a home) counts as a link to it.
+    static ProtectedLinks find(const Policy& policy, const Sources& sources);
+
+    // Whether a symlink at a path is a protected name's or holds one (a first, cheap look).
+    static std::function<bool(const std::string&)> wanted(const Policy& policy);
     // Whether the regular file `name` of the directory `dir` is looked at for other names (a cheap look
     // first, then the policy): its path is a protected name or lies in one.
     static std::function<bool(const std::string& dir, std::string_view name)> file_wanted(
         const Policy& policy);
-
-    // Whether a symlink at a path is a protected name's or holds one (a first, cheap look).
-    static std::function<bool(const std::string&)> wanted(const Policy& policy);
 
     // `path` (absolute, normal) as each protected name whose target holds it names it: `/w/.claude/x` for
     // `/w/dotclaude/x`. Empty for most paths.
@@ -54,9 +62,12 @@ class ProtectedLinks {
     // one (moving or replacing it changes where the protected name leads). After index().
     bool holds(const std::string& dir) const;
     bool empty() const { return links_.empty(); }
-    // The directories find() could not look through (past its bound of 1,000,000 entries): a link or a hard
+    // The directories find() could not look through (past its bound of 200,000 entries): a link or a hard
     // link there is unknown (find_targets_for then protects every writable area as a whole).
     const std::vector<std::string>& unsearched() const { return unsearched_; }
+    // Links whose target holds a writable area (`.vscode -> /`, `.claude/commands/all -> ../..`): every write
+    // there is decided as at the name, said when the run starts.
+    const std::vector<std::string>& notices() const { return notices_; }
     const std::vector<Link>& links() const { return links_; }
 
     // The regular files at protected names that had other names (hard links) when the run started, by
@@ -74,7 +85,7 @@ class ProtectedLinks {
     std::unordered_multimap<std::string, std::size_t> by_target_;  // target -> index in links_
     std::vector<std::string> places_;                              // every hop and target, sorted by index()
     std::vector<std::pair<unsigned long long, unsigned long long>> files_;  // sorted by index()
-    std::vector<std::string> unsearched_;
+    std::vector<std::string> unsearched_, notices_;
 };
 
 }  // namespace cordon::policy

@@ -1020,6 +1020,8 @@ std::optional<LoadError> collect(const LoadOptions& options, Collected& out) {
         if (ec) process_cwd = "/";
         out.cwd = absolute_normal(options.cwd.empty() ? process_cwd : options.cwd, process_cwd);
         out.home = absolute_normal(options.home.empty() ? home_directory() : options.home, process_cwd);
+        for (const fs::path& other : options.other_homes)
+            if (other.is_absolute()) out.other_homes.push_back(absolute_normal(other, process_cwd));
 
         Loader loader(out);
         const fs::path managed_dir = absolute_normal(options.managed_dir, process_cwd);

@@ -27,8 +27,9 @@ struct DomainRules {
 };
 
 struct Collected {
-    std::filesystem::path cwd;   // absolute, normal
-    std::filesystem::path home;  // absolute, normal
+    std::filesystem::path cwd;                       // absolute, normal
+    std::filesystem::path home;                      // absolute, normal
+    std::vector<std::filesystem::path> other_homes;  // LoadOptions::other_homes, absolute and normal
     // Precedence order: managed first, flags last. Managed files are read first, so allowManagedDomainsOnly
     // is settled before any other allow entry arrives; those go to `ignored_allows` when it is on.
     DomainRules allow, deny;

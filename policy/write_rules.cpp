@@ -93,10 +93,16 @@ const std::vector<WriteRule>& write_rules() {
          "at the target steers the agent or runs on the host, though its own path holds no protected name. "
          "The links on the way and the target are kept in place (protected-moves)",
          "the links are found by the start-time walk of the writable areas (git-config-targets' bounds), "
-         "at the protected names of the home and of each ancestor of a writable area, and in what their "
-         "protected directories hold (20,000 entries); a regular file at a protected name that has other "
-         "names (a hard link made before the run) is refused by any of them; `cordon check` follows the "
-         "links as they are now"},
+         "at the protected names of the homes (the user's, /root, /home/*) and of each ancestor of a "
+         "writable "
+         "area, and in the trees of the protected directories, the links' targets, the git directories' and "
+         "git's hooks directories (200,000 entries in all; past that every writable area is read-only); a "
+         "bind "
+         "mount of a protected directory or a home in the writable areas counts as a link; a regular file at "
+         "a protected name that has other names (a hard link made before the run) is refused by any of them, "
+         "but not in ~/.claude's data (projects, todos, ...), where only links are looked for; `cordon "
+         "check` "
+         "follows the links as they are now"},
         {"git-dirs-by-content", false,
          "inside a git directory of any name (HEAD next to objects, refs or commondir: `.bare`, "
          "`origin.git`, "
@@ -387,7 +393,8 @@ WriteDecision decide_write(const Policy& policy, const std::string& path, bool c
     for (const std::string& named : facts.protected_links().named_as(path)) {
         WriteDecision as = decide_exact(policy, named, creates, named, facts);
         // (A bare repository's hooks are known by its content: git-dirs-by-content's test.)
-        if (as.error == 0 && !in_old_git_dir(policy, named, facts, named)) continue;
+        if (as.error == 0 && !in_old_git_dir(policy, named, facts, named) && !git_config_target(named, facts))
+            continue;
         as.error = EACCES;
         as.rule = &write_rule("protected-links");
         return as;

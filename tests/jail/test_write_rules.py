@@ -9,6 +9,7 @@ A jailed "write" opens the path for writing (O_CREAT where the case makes a name
 written, so a device or a kernel knob that the jail wrongly let through is not changed.
 """
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -508,6 +509,99 @@ print(json.dumps(out))
                 self.assertFalse(allowed, answer)
         # What no link leads to stays writable.
         self.assertEqual(self.jailed_opens([(j("scripts/other"), True)]), {j("scripts/other"): "ok"})
+
+    def test_git_hooks_directories_bind_mounts_and_other_homes_are_followed(self):
+        """The fourth review of protected-links (issue 23): a core.hooksPath directory holding a hard link and a
+        symlink into the project, and an included config hard-linked to a project file; the home's own
+        core.hooksPath (~/.githooks) linked the same way; a link in ~/.claude's data (a shell snapshot, sourced
+        before each command); a worktree's config.worktree hard-linked to a project file; another home in
+        /home (a --user run's user) whose ~/.ssh leads into the project; a home's ~/.claude bind-mounted into
+        the project. And a link to / (`.vscode -> /`): said at start, the start does not walk the file
+        system, every write is refused."""
+        cwd = self.cwd
+        j = lambda rel: os.path.join(cwd, rel)  # noqa: E731
+        self.git("init", "-q", cwd)
+        self.git("config", "core.hooksPath", ".husky")
+        self.git("config", "include.path", "../shared.gitconfig")
+        self.git("config", "extensions.worktreeConfig", "true")
+        for rel in ("scripts/pc", "scripts/linked", "scripts/home-pc", "snap.sh", "dotssh/authorized_keys",
+                    "shared.gitconfig", "src/a.c"):
+            self.write(j(rel), "#\n")
+        self.git("add", "src/a.c")
+        self.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+        wt = os.path.join(self.outside, "wt")
+        self.own(self.outside)
+        self.git("worktree", "add", "-q", wt)
+        os.link(j("scripts/pc"), self.mkdir("project/.husky") + "/pre-commit")
+        os.link(j("shared.gitconfig"), j("conf-team"))
+        os.link(os.path.join(cwd, ".git/worktrees/wt/config.worktree") if os.path.exists(
+            os.path.join(cwd, ".git/worktrees/wt/config.worktree")) else self._made(
+            os.path.join(cwd, ".git/worktrees/wt/config.worktree")), j("notes.txt"))
+        links = [(j(".husky/post-commit"), "../scripts/linked")]
+        if not self.USER_FLAG:
+            githooks = os.path.join(self.home, ".githooks")
+            os.makedirs(githooks)
+            with open(os.path.join(self.home, ".gitconfig"), "w") as f:
+                f.write(f"[core]\n\thooksPath = {githooks}\n")
+            links += [(os.path.join(githooks, "pre-commit"), j("scripts/home-pc")),
+                      (os.path.join(self.home, ".claude/shell-snapshots/snapshot-bash.sh"), j("snap.sh"))]
+            os.makedirs(os.path.join(self.home, ".claude/shell-snapshots"))
+        other_home = f"/home/cordon-links-test-{os.getpid()}-{self.id().rsplit('.', 1)[0][-12:]}"
+        os.makedirs(other_home)
+        self.addCleanup(shutil.rmtree, other_home, True)
+        links.append((os.path.join(other_home, ".ssh"), j("dotssh")))
+        for link, to in links:
+            os.symlink(to, link)
+            self.own(link)
+        # A home's .claude bind-mounted into the project (no link, one name per file).
+        claude_home = os.path.join(other_home, ".claude")
+        os.makedirs(claude_home)
+        with open(os.path.join(claude_home, "settings.json"), "w") as f:
+            f.write("{}\n")
+        os.makedirs(j("claude-home"))
+        self.own(j("claude-home"))
+        subprocess.run(["mount", "--bind", claude_home, j("claude-home")], check=True)
+        self.addCleanup(subprocess.run, ["umount", "-l", j("claude-home")], check=False)
+        for p in (claude_home, os.path.join(claude_home, "settings.json")):
+            self.own(p)
+        time.sleep(0.05)  # birth times before the run
+        writes = [j("scripts/pc"), j("scripts/linked"), j("conf-team"), j("notes.txt"), j("dotssh/authorized_keys"),
+                  j("claude-home/settings.json")]
+        if not self.USER_FLAG:
+            writes += [j("scripts/home-pc"), j("snap.sh")]
+        else:
+            # --user U: U's own home (anywhere /etc/passwd says), whose ~/.ssh leads into the project.
+            uhome = self.mkdir("uhome")
+            os.makedirs(os.path.join(uhome, ".ssh"))
+            self.own(os.path.join(uhome, ".ssh"))
+            self.write(j("ukeys"), "keys\n")
+            os.symlink(j("ukeys"), os.path.join(uhome, ".ssh/authorized_keys"))
+            subprocess.run(["usermod", "-d", uhome, Env.user], check=True)
+            self.addCleanup(subprocess.run, ["usermod", "-d", "/nonexistent", Env.user], check=False)
+            writes.append(j("ukeys"))
+        # (`cordon check` has no --user: it knows the caller's homes only.)
+        checked = {path: self.check(path) for path in writes if path != j("ukeys")}
+        got = self.jailed_opens([(p, False) for p in writes] + [(j("src/b.c"), True)])
+        self.assertEqual(got.get(j("src/b.c")), "ok")
+        for path in writes:
+            with self.subTest(path=path):
+                self.assertNotEqual(got.get(path), "ok")
+                if path in checked:
+                    allowed, answer = checked[path]
+                    self.assertFalse(allowed, answer)
+        # A link to /: said, refused everywhere, and quick (no walk of the whole file system: the run's own
+        # timeout of 60 s would end it).
+        os.symlink("/", j(".vscode"))
+        self.own(j(".vscode"))
+        rc, out, err = self.run_jail(["--jail", self.JAIL, "--", PY, "-c", "open('src/c.c', 'w')"])
+        self.assertNotEqual(rc, 0, err)
+        self.assertIn(".vscode leads to /, which holds the writable area", err)
+
+    def _made(self, path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write("")
+        return self.own(path)
 
     def test_a_fifo_open_that_waits_creates_nothing_where_the_directory_went(self):
         """The attack review's race (issue 23): an O_CREAT open of an existing FIFO named HEAD in a new .git
