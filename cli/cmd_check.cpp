@@ -310,8 +310,8 @@ class FileSystemFacts final : public policy::WriteFacts {
                        std::to_string(limits.max_depth) + " levels: the jail does not search past that)");
             if (!search.protected_links.unsearched().empty())
                 assume(search.protected_links.unsearched().front() +
-                       " not looked through for links (the protected directories hold more than 200000 "
-                       "entries), so every writable area is read-only");
+                       " not looked through for links (a directory of yours that cannot be listed, or "
+                       "past 200000 entries in all), so every writable area is read-only");
             targets_ = std::move(search.targets);
             links_ = std::move(search.protected_links);
         }

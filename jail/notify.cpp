@@ -1008,12 +1008,12 @@ class NotifierImpl final : public Notifier {
             std::fputs(("cordon: note: " + notice + "\n").c_str(), stderr);
         if (!protected_links_.unsearched().empty() && !search.stopped) {
             const std::string line =
-                "cordon: warning: the protected directories and what their symlinks lead to hold more than "
-                "200000 entries (" +
+                "cordon: warning: the protected directories and what their symlinks lead to could not be "
+                "looked through (" +
                 protected_links_.unsearched().front() +
-                ", ...): a link or a hard link there to the writable areas is unknown, so every writable "
-                "area "
-                "is read-only in this run\n";
+                ": a directory of yours that cannot be listed, or past 200000 entries in all): a link or a "
+                "hard link there to the writable areas is unknown, so every writable area is read-only in "
+                "this run; restore its mode (chmod u+rx) and run again\n";
             std::fputs(line.c_str(), stderr);
         }
         if (search.unlisted_count > 0) {

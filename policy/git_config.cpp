@@ -911,6 +911,19 @@ Search find_targets_for(const Policy& policy, const SearchLimits& limits) {
         sources.included = search.targets.files;
     }
     search.protected_links = ProtectedLinks::find(policy, sources);
+    // git's targets named by the writable areas' other path (`core.hooksPath = /data/proj/githooks` while
+    // the run is in `~/code/proj`, a bind mount of it): also where the run writes them.
+    const auto elsewhere = ProtectedLinks::shown_elsewhere(sources.roots);
+    if (!elsewhere.empty()) {
+        for (auto* list : {&search.targets.hook_dirs, &search.targets.files}) {
+            const std::vector<std::string> given = *list;
+            for (const std::string& t : given)
+                for (const auto& [other, root] : elsewhere)
+                    if (t == other || t.rfind(other == "/" ? "/" : other + "/", 0) == 0)
+                        list->push_back(ProtectedLinks::rebase(t, other, root));
+        }
+        search.targets.index();
+    }
     if (search.unreadable_count > 0 || search.unsearched_count > 0 ||
         !search.protected_links.unsearched().empty()) {
         // Why: an unreadable config may name any directory as core.hooksPath, or include any file, and the

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -257,9 +258,18 @@ class Scanner {
             return;
         }
         DIR* listing = ::opendir(dir.c_str());
-        if (!listing) return;
+        if (!listing) {
+            // One of our own that cannot be listed (mode 0: its owner, the command too, can chmod it back):
+            // what it holds is unknown. Another user's (a home in /home) is not ours to read, nor the
+            // command's to write.
+            struct stat st {};
+            if (errno != ENOENT && errno != ENOTDIR && ::lstat(dir.c_str(), &st) == 0 &&
+                st.st_uid == ::geteuid())
+                stop_at(dir);
+            return;
+        }
         std::vector<std::string> subdirs;
-        bool head = false;
+        bool head = false, git_part = false;  // HEAD, and objects, refs or commondir: a git directory
         while (const dirent* e = ::readdir(listing)) {
             const std::string name = e->d_name;
             if (name == "." || name == "..") continue;
@@ -269,6 +279,7 @@ class Scanner {
             }
             --budget_;
             head = head || name == "HEAD";
+            git_part = git_part || name == "objects" || name == "refs" || name == "commondir";
             const std::string path = (dir == "/" ? "" : dir) + "/" + name;
             // In a git directory: the hooks, and the files git reads as configuration (a worktree's
             // config.worktree, a module's config).
@@ -291,6 +302,8 @@ class Scanner {
             if (type == DT_DIR) subdirs.push_back(name);
         }
         ::closedir(listing);
+        head =
+            head && git_part;  // (a HEAD alone is any file: a command could make one to hide what is below)
         // Claude Code's own data in ~/.claude (transcripts, to-dos, snapshots): thousands of files; a symlink
         // there still counts (shell snapshots are sourced, memory files read into the agent's context).
         // (Not shell-snapshots nor session-env: Claude Code sources those; a few files.)
@@ -408,38 +421,69 @@ void outside_candidates(const Policy& policy, const std::vector<std::string>& ro
     }
 }
 
-// Mount points inside the writable areas (a bind mount: a devcontainer's `-v ~/.claude:/work/x`), as
-// /proc/self/mountinfo lists them.
-std::vector<std::string> mount_points_in(const std::vector<std::string>& roots) {
-    std::vector<std::string> out;
+// A mount as /proc/self/mountinfo lists it: the file system's device, the path inside it that the mount
+// shows, and where it shows it.
+struct Mount {
+    std::string dev, root, point;
+};
+
+std::string unescaped(std::string_view raw) {  // mountinfo's octal escapes (\040 for a space)
+    std::string out;
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+        if (raw[i] == '\\' && i + 3 < raw.size()) {
+            out += static_cast<char>((raw[i + 1] - '0') * 64 + (raw[i + 2] - '0') * 8 + (raw[i + 3] - '0'));
+            i += 3;
+        } else {
+            out += raw[i];
+        }
+    }
+    return out;
+}
+
+std::vector<Mount> mounts() {
+    std::vector<Mount> out;
     FILE* f = std::fopen("/proc/self/mountinfo", "re");
     if (!f) return out;
     char* line = nullptr;
     std::size_t cap = 0;
     while (::getline(&line, &cap, f) > 0) {
-        // "ID PARENT MAJ:MIN ROOT MOUNT_POINT ...": the fifth field, octal escapes for spaces and the like.
+        std::vector<std::string_view> fields;
         std::string_view l = line;
-        std::size_t at = 0;
-        for (int field = 0; field < 4 && at != std::string_view::npos; ++field)
-            at = l.find(' ', at + (field ? 1 : 0));
-        if (at == std::string_view::npos) continue;
-        const std::size_t end = l.find(' ', at + 1);
-        const std::string_view raw = l.substr(at + 1, end - at - 1);
-        std::string point;
-        for (std::size_t i = 0; i < raw.size(); ++i) {
-            if (raw[i] == '\\' && i + 3 < raw.size()) {
-                point +=
-                    static_cast<char>((raw[i + 1] - '0') * 64 + (raw[i + 2] - '0') * 8 + (raw[i + 3] - '0'));
-                i += 3;
-            } else {
-                point += raw[i];
-            }
+        for (std::size_t at = 0; fields.size() < 5 && at < l.size();) {
+            const std::size_t end = l.find_first_of(" \n", at);
+            fields.push_back(l.substr(at, (end == std::string_view::npos ? l.size() : end) - at));
+            if (end == std::string_view::npos) break;
+            at = end + 1;
         }
-        if (std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return under(point, r); }))
-            out.push_back(point);
+        if (fields.size() == 5)
+            out.push_back({std::string(fields[2]), unescaped(fields[3]), unescaped(fields[4])});
     }
     std::free(line);
     std::fclose(f);
+    return out;
+}
+
+std::string rebased(const std::string& path, const std::string& from, const std::string& to) {
+    const std::string rest = from == "/" ? path : path.substr(from.size());
+    if (rest.empty()) return to;
+    return to == "/" ? rest : to + rest;
+}
+
+// Where a path shows up again through bind mounts: for each other mount of the same file system that shows
+// the same place, the other path. (`/data/proj` bind-mounted at `~/code/proj`; `~/.config` bind-mounted into
+// the project.)
+std::vector<std::string> other_paths(const std::vector<Mount>& all, const std::string& path) {
+    const Mount* own = nullptr;
+    for (const Mount& m : all)
+        if (under(path, m.point) && (!own || m.point.size() >= own->point.size())) own = &m;
+    std::vector<std::string> out;
+    if (!own) return out;
+    const std::string inside = rebased(path, own->point, own->root);  // the path inside its file system
+    for (const Mount& m : all) {
+        if (&m == own || m.dev != own->dev || !under(inside, m.root)) continue;
+        const std::string there = rebased(inside, m.root, m.point);
+        if (there != path) out.push_back(there);
+    }
     return out;
 }
 
@@ -502,8 +546,14 @@ ProtectedLinks ProtectedLinks::find(const Policy& policy, const Sources& sources
     forced.resize(candidates.size(), 0);
     // Every git directory: its hooks (and its modules' and worktrees'), which the walk did not enter. git's
     // hooks directories (core.hooksPath, the user's too): each link there is a hook; its included files.
-    for (const std::string& dir : sources.git_dirs)
-        scanner.scan(dir, dir, Scanner::Mode::GitDir);
+    for (const std::string& dir : sources.git_dirs) {
+        // A gitfile's `gitdir: ../gits/app` through a link (`gits -> store`): the links on the way say which
+        // git directory git reads, as the gitfile does; they stay.
+        std::vector<std::string> hops;
+        const std::string resolved = resolve_recording(dir, hops, real);
+        if (!hops.empty() && seen.insert(dir).second) out.add({dir, resolved}, hops);
+        scanner.scan(resolved, dir, Scanner::Mode::GitDir);
+    }
     for (const std::string& dir : sources.hook_dirs)
         scanner.scan(dir, dir, Scanner::Mode::Hooks);
     for (const std::string& file : sources.included) {
@@ -515,21 +565,27 @@ ProtectedLinks ProtectedLinks::find(const Policy& policy, const Sources& sources
             forced.push_back(1);
         }
     }
-    // A bind mount inside the writable areas of a protected directory or of a home (a devcontainer's
-    // `-v ~/.claude:/work/.claude-home`): the same directory under another path, as a link would be.
-    std::map<std::pair<unsigned long long, unsigned long long>, std::string> protected_dirs =
-        scanner.directories();
-    for (const std::string& home : homes_of(policy)) {
-        struct stat st {};
-        if (::stat(home.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-            protected_dirs.emplace(std::make_pair(st.st_dev, st.st_ino), home);
-    }
-    for (const std::string& point : mount_points_in(roots)) {
-        struct stat st {};
-        if (::stat(point.c_str(), &st) != 0) continue;
-        const auto it = protected_dirs.find({st.st_dev, st.st_ino});
-        if (it != protected_dirs.end() && it->second != point && seen.insert(point).second)
-            out.add({it->second, point}, {});
+    // Bind mounts. One inside the writable areas (a devcontainer's `-v ~/.claude:/work/.claude-home`, a file
+    // `~/.gitconfig`, a parent `~/.config`): the host's other path for it is named by it, as a link's would
+    // be (a write there is refused only where that path is protected). And the writable areas shown elsewhere
+    // too
+    // (`/data/proj` at `~/code/proj`): a link to the other path leads into them.
+    const std::vector<Mount> all_mounts = mounts();
+    const auto elsewhere = shown_elsewhere(roots);
+    auto in_roots = [&](const std::string& p) {
+        return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return under(p, r); });
+    };
+    for (const Mount& m : all_mounts) {
+        const bool inside = in_roots(m.point);
+        if (inside && std::find(roots.begin(), roots.end(), m.point) != roots.end()) continue;
+        for (const std::string& other : other_paths(all_mounts, m.point)) {
+            // Inside, shown elsewhere: named there. Outside (`mount --bind proj/cmds ~/.claude/commands`),
+            // showing a part of the writable areas: that part is named by the mount's path.
+            if (inside == in_roots(other)) continue;
+            const std::string& named = inside ? other : m.point;
+            const std::string& target = inside ? m.point : other;
+            if (seen.insert(target + "\n" + named).second) out.add({named, target}, {});
+        }
     }
     const auto want = wanted(policy);
     // Until no link is found: one found may name others (a symlink inside its target), and a target scanned
@@ -561,9 +617,29 @@ ProtectedLinks ProtectedLinks::find(const Policy& policy, const Sources& sources
             }
         }
     }
+    // A link to the writable areas' other path (`~/.claude -> /data/proj/dotclaude` while the run is in
+    // `~/code/proj`): its target there.
+    const std::vector<Link> found_links = out.links_;
+    for (const Link& link : found_links)
+        for (const auto& [other, root] : elsewhere)
+            if (under(link.target, other)) out.add({link.named, rebased(link.target, other, root)}, {});
     out.unsearched_ = scanner.unsearched();
     out.index();
     return out;
+}
+
+std::vector<std::pair<std::string, std::string>> ProtectedLinks::shown_elsewhere(
+    const std::vector<std::string>& roots) {
+    const std::vector<Mount> all = mounts();
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const std::string& root : roots)
+        for (const std::string& other : other_paths(all, root))
+            out.emplace_back(other, root);
+    return out;
+}
+
+std::string ProtectedLinks::rebase(const std::string& path, const std::string& from, const std::string& to) {
+    return rebased(path, from, to);
 }
 
 std::vector<std::string> ProtectedLinks::named_as(const std::string& path) const {

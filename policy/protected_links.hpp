@@ -55,6 +55,12 @@ class ProtectedLinks {
     static std::function<bool(const std::string& dir, std::string_view name)> file_wanted(
         const Policy& policy);
 
+    // The writable areas `roots` shown at other paths by bind mounts: (the other path, the root).
+    static std::vector<std::pair<std::string, std::string>> shown_elsewhere(
+        const std::vector<std::string>& roots);
+    // `path` below `from`, moved below `to`.
+    static std::string rebase(const std::string& path, const std::string& from, const std::string& to);
+
     // `path` (absolute, normal) as each protected name whose target holds it names it: `/w/.claude/x` for
     // `/w/dotclaude/x`. Empty for most paths.
     std::vector<std::string> named_as(const std::string& path) const;
@@ -62,8 +68,9 @@ class ProtectedLinks {
     // one (moving or replacing it changes where the protected name leads). After index().
     bool holds(const std::string& dir) const;
     bool empty() const { return links_.empty(); }
-    // The directories find() could not look through (past its bound of 200,000 entries): a link or a hard
-    // link there is unknown (find_targets_for then protects every writable area as a whole).
+    // The directories find() could not look through (one of the caller's own that cannot be listed, or past
+    // its bound of 200,000 entries): a link or a hard link there is unknown (find_targets_for then protects
+    // every writable area as a whole).
     const std::vector<std::string>& unsearched() const { return unsearched_; }
     // Links whose target holds a writable area (`.vscode -> /`, `.claude/commands/all -> ../..`): every write
     // there is decided as at the name, said when the run starts.

@@ -393,7 +393,10 @@ WriteDecision decide_write(const Policy& policy, const std::string& path, bool c
     for (const std::string& named : facts.protected_links().named_as(path)) {
         WriteDecision as = decide_exact(policy, named, creates, named, facts);
         // (A bare repository's hooks are known by its content: git-dirs-by-content's test.)
-        if (as.error == 0 && !in_old_git_dir(policy, named, facts, named) && !git_config_target(named, facts))
+        // Refused there for a protection (EACCES), not for lying outside the writable areas (EROFS: a bind
+        // mount's other path may be anywhere).
+        if (as.error != EACCES && !in_old_git_dir(policy, named, facts, named) &&
+            !git_config_target(named, facts))
             continue;
         as.error = EACCES;
         as.rule = &write_rule("protected-links");

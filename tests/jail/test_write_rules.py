@@ -597,6 +597,85 @@ print(json.dumps(out))
         self.assertNotEqual(rc, 0, err)
         self.assertIn(".vscode leads to /, which holds the writable area", err)
 
+    def test_bind_mounts_gitfile_links_and_unlistable_directories(self):
+        """The fifth review of protected-links (issue 23): bind mounts into the project of a home's parent of
+        protected names (~/.config) and of a single file (~/.gitconfig); the project shown at a second path
+        that the home's links and core.hooksPath name; a gitfile whose `gitdir:` passes a link (`gits ->
+        store`), swapped for a repository of the command's; a directory of the caller's own that cannot be
+        listed (mode 0) in a protected tree; a HEAD file that made a linked .claude look like a git
+        directory, hiding a hard link below it."""
+        cwd = self.cwd
+        j = lambda rel: os.path.join(cwd, rel)  # noqa: E731
+        self.git("init", "-q", cwd)
+        for rel in ("docs/x.md", "agents/reviewer.md", "githooks/pre-commit", "dotclaude/settings.json",
+                    "dotclaude/HEAD", "src/a.c"):
+            self.write(j(rel), "#\n")
+        self.mkdir("project/dotclaude/commands")
+        os.link(j("docs/x.md"), j("dotclaude/commands/x.md"))
+        os.symlink("dotclaude", j(".claude"))
+        self.own(j(".claude"))
+        # A gitfile through a link: app/.git says gitdir: ../gits/app, gits -> store.
+        store = self.mkdir("project/store")
+        self.git("init", "-q", "--separate-git-dir", os.path.join(store, "app"), j("app"))
+        with open(j("app/.git"), "w") as f:
+            f.write("gitdir: ../gits/app\n")
+        self.own(j("app/.git"))
+        os.symlink("store", j("gits"))
+        self.own(j("gits"))
+        writes = [j("docs/x.md")]
+        mounts = []
+        if not self.USER_FLAG:
+            # The home: ~/.config/git/config and ~/.gitconfig bind-mounted into the project; the project also at
+            # a second path, which ~/.claude and the repository's core.hooksPath name.
+            self.write(os.path.join(self.home, ".config/git/config"), "[user]\n")
+            self.write(os.path.join(self.home, ".gitconfig"), "[user]\n")
+            for rel in ("cfg", "alt"):
+                os.makedirs(j(rel) if rel == "cfg" else os.path.join(self.dir, rel))
+            self.write(j("gc"), "")
+            mounts = [(os.path.join(self.home, ".config"), j("cfg")), (os.path.join(self.home, ".gitconfig"), j("gc")),
+                      (cwd, os.path.join(self.dir, "alt"))]
+            for source, point in mounts:
+                subprocess.run(["mount", "--bind", source, point], check=True)
+                self.addCleanup(subprocess.run, ["umount", "-l", point], check=False)
+            os.symlink(os.path.join(self.dir, "alt/dotclaude"), os.path.join(self.home, ".claude"))
+            self.git("config", "core.hooksPath", os.path.join(self.dir, "alt/githooks"))
+            # A directory of the caller's own in a protected tree that cannot be listed, holding a link into the
+            # project.
+            agents = os.path.join(self.home, ".config/git/hooks")
+            os.makedirs(agents)
+            os.symlink(j("agents/reviewer.md"), os.path.join(agents, "reviewer"))
+            self.own(agents)
+            os.chmod(agents, 0)
+            self.addCleanup(subprocess.run, ["chmod", "-f", "755", agents], check=False)
+            writes += [j("cfg/git/config"), j("gc"), j("dotclaude/settings.json"), j("githooks/pre-commit"),
+                       j("agents/reviewer.md")]
+        time.sleep(0.05)  # birth times before the run
+        script = r"""
+import errno, json, os, sys
+out = {}
+for what, path in (("rm", "gits"), ("mv", "gits")):
+    try:
+        os.unlink(path) if what == "rm" else os.rename(path, "gits2")
+        out[what] = "ok"
+    except OSError as e:
+        out[what] = errno.errorcode.get(e.errno, str(e.errno))
+for path in sys.stdin.read().split():
+    try:
+        os.close(os.open(path, os.O_WRONLY))
+        out[path] = "ok"
+    except OSError as e:
+        out[path] = errno.errorcode.get(e.errno, str(e.errno))
+print(json.dumps(out))
+"""
+        rc, out, err = self.run_jail(["--jail", self.JAIL, "--", PY, "-c", script], input_text="\n".join(writes))
+        self.assertEqual(rc, 0, err)
+        got = json.loads(out.strip().splitlines()[-1])
+        self.assertEqual((got["rm"], got["mv"]), ("EACCES", "EACCES"), err)
+        self.assertTrue(os.path.islink(j("gits")))
+        for path in writes:
+            with self.subTest(path=path):
+                self.assertNotEqual(got.get(path), "ok", err)
+
     def _made(self, path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
