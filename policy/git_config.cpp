@@ -591,11 +591,10 @@ class TreeSearch {
                 std::string folded;
                 if (casefold::folds(raw)) folded = casefold::fold(raw);
                 const std::string_view name = folded.empty() ? raw : std::string_view(folded);
-                if ((e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) && limits_.keep_link) {
+                if ((e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) && limits_.keep_links) {
                     struct stat st {};
-                    if ((e->d_type == DT_LNK ||
-                         (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))) &&
-                        limits_.keep_link(at_path(dir, raw)))
+                    if (e->d_type == DT_LNK ||
+                        (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)))
                         out_.symlinks.push_back(at_path(dir, raw));
                 }
                 if (name == ".git") {
@@ -622,38 +621,7 @@ class TreeSearch {
         if (git_dir) {
             found.push_back(Repository{at + "/" + git_name, dir});
             out_.unentered.push_back(at + "/" + git_name);
-            // A git directory is not entered, but a symlink at a name protected inside it (`.git/hooks ->
-            // ../githooks`, a tracked hooks directory) is a protected name's.
-            if (limits_.keep_link) {
-                for (const char* inside : {"hooks", "config", "commondir", "config.worktree", "modules"}) {
-                    const std::string rel = git_name + "/" + inside;
-                    struct stat st {};
-                    if (::fstatat(fd, rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode) &&
-                        limits_.keep_link(at + "/" + rel))
-                        out_.symlinks.push_back(at + "/" + rel);
-                }
-                // And a hook that is a symlink (`pre-commit -> ../../scripts/pre-commit`).
-                const std::string hooks = git_name + "/hooks";
-                const int hfd = ::openat(fd, hooks.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (DIR* listing = hfd >= 0 ? ::fdopendir(hfd) : nullptr) {
-                    while (const dirent* h = ::readdir(listing)) {
-                        ++out_.entries;
-                        struct stat st {};
-                        const bool link =
-                            h->d_type == DT_LNK ||
-                            (h->d_type == DT_UNKNOWN &&
-                             ::fstatat(hfd, h->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode));
-                        const std::string path = at + "/" + hooks + "/" + h->d_name;
-                        if (link && limits_.keep_link(path)) out_.symlinks.push_back(path);
-                        const std::string_view hook = h->d_name;
-                        if (!link && h->d_name[0] != '.' && !hook.ends_with(".sample"))
-                            hard_link(hfd, h->d_name);
-                    }
-                    ::closedir(listing);
-                } else if (hfd >= 0) {
-                    ::close(hfd);
-                }
-            }
+            // (Not entered: ProtectedLinks looks through its hooks and config, Search::unentered.)
         } else if (git || (head && (objects || commondir))) {
             if (auto repo = repository_at(dir)) {
                 const bool bare = repo->git_dir == dir;
@@ -894,16 +862,16 @@ std::vector<std::string> search_roots(const Policy& policy) {
 
 Search find_targets_for(const Policy& policy, const SearchLimits& limits) {
     const auto& f = policy.filesystem();
-    // Symlinks at protected names (`.claude -> dotclaude`): found by the same walk.
+    // Symlinks at protected names (`.claude -> dotclaude`): found by the same walk. Every symlink: one that
+    // names no protected name may lie inside the target of one that does.
     SearchLimits with_links = limits;
-    // Every symlink: one that names no protected name may lie inside the target of one that does.
-    with_links.keep_link = [](const std::string&) { return true; };
+    with_links.keep_links = true;
     with_links.keep_file = ProtectedLinks::file_wanted(policy);
-    Search search = find_targets_below(f.working_directory.path.string(), f.home.string(),
-                                       search_roots(policy), with_links);
     ProtectedLinks::Sources sources;
-    sources.symlinks = std::move(search.symlinks);
     sources.roots = search_roots(policy);
+    Search search =
+        find_targets_below(f.working_directory.path.string(), f.home.string(), sources.roots, with_links);
+    sources.symlinks = std::move(search.symlinks);
     sources.git_dirs = search.unentered;
     sources.files = search.hard_linked;
     if (search.unsearched_count == 0) {  // (past the walk's bound every writable area is protected anyway)
@@ -913,14 +881,13 @@ Search find_targets_for(const Policy& policy, const SearchLimits& limits) {
     search.protected_links = ProtectedLinks::find(policy, sources);
     // git's targets named by the writable areas' other path (`core.hooksPath = /data/proj/githooks` while
     // the run is in `~/code/proj`, a bind mount of it): also where the run writes them.
-    const auto elsewhere = ProtectedLinks::shown_elsewhere(sources.roots);
+    const auto& elsewhere = search.protected_links.elsewhere();
     if (!elsewhere.empty()) {
         for (auto* list : {&search.targets.hook_dirs, &search.targets.files}) {
             const std::vector<std::string> given = *list;
             for (const std::string& t : given)
                 for (const auto& [other, root] : elsewhere)
-                    if (t == other || t.rfind(other == "/" ? "/" : other + "/", 0) == 0)
-                        list->push_back(ProtectedLinks::rebase(t, other, root));
+                    if (covers(other, t)) list->push_back(ProtectedLinks::rebase(t, other, root));
         }
         search.targets.index();
     }

@@ -54,8 +54,8 @@ struct SearchLimits {
     std::size_t max_entries = 1000000;  // directory entries looked at, all trees together
     int max_depth = 64;                 // directories below a root
     std::function<bool()> stop;         // asked before each directory: true ends the search
-    // Asked of each symlink the walk meets (its path): true keeps it in Search::symlinks.
-    std::function<bool(const std::string&)> keep_link;
+    // Every symlink the walk meets kept in Search::symlinks.
+    bool keep_links = false;
     // Asked of each regular file the walk meets (its directory and name): true looks at its other names (a
     // hard link), kept in Search::hard_linked when it has some.
     std::function<bool(const std::string&, std::string_view)> keep_file;
@@ -80,7 +80,7 @@ struct Search {
     std::vector<std::string> unreadable;
     std::size_t unreadable_count = 0;
     bool stopped = false;               // `stop` said so
-    std::vector<std::string> symlinks;  // those keep_link kept
+    std::vector<std::string> symlinks;  // with keep_links
     // The git directories the walk did not enter: below the roots, and those a gitfile, a commondir or a
     // submodule names (for ProtectedLinks: their hooks).
     std::vector<std::string> unentered;

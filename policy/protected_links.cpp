@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
-#include <map>
 #include <memory>
 #include <set>
 #include <string_view>
@@ -30,6 +29,10 @@ bool under(const std::string& path, const std::string& root) {
     if (root == "/") return !path.empty() && path[0] == '/';
     return path.compare(0, root.size(), root) == 0 &&
            (path.size() == root.size() || path[root.size()] == '/');
+}
+
+bool in_any(const std::vector<std::string>& roots, const std::string& path) {
+    return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return under(path, r); });
 }
 
 std::string joined(const std::vector<std::string>& parts, std::size_t from, std::size_t to) {
@@ -115,26 +118,37 @@ std::vector<std::vector<std::string>> rests_after(const Policy& policy, const st
     return {out.begin(), out.end()};
 }
 
+// The components of the protected names (but `*`): any of them, and the last of each name. Looked up by view
+// (std::set's strings do not move), once per symlink and per regular file of the writable areas.
+struct NameWords {
+    std::set<std::string> owned;
+    std::unordered_set<std::string_view> any, last;
+};
+
+std::shared_ptr<const NameWords> name_words(const Policy& policy) {
+    auto words = std::make_shared<NameWords>();
+    std::vector<std::string> lasts;
+    for (const auto* names : {&policy.filesystem().always_read_only_names, &git_dir_names(),
+                              &policy.filesystem().home_read_only_names})
+        for (const std::string& name : *names) {
+            std::vector<std::string> parts = path_components::split_non_empty(name);
+            if (!parts.empty()) lasts.push_back(parts.back());
+            for (std::string& c : parts)
+                if (c != "*") words->owned.insert(std::move(c));
+        }
+    for (const std::string& w : words->owned)
+        words->any.insert(w);
+    for (const std::string& l : lasts)
+        if (auto it = words->owned.find(l); it != words->owned.end()) words->last.insert(*it);
+    return words;
+}
+
 }  // namespace
 
 std::function<bool(const std::string&)> ProtectedLinks::wanted(const Policy& policy) {
     // Asked of every symlink of the writable areas (node_modules/.bin holds thousands): most have no
     // component of a protected name and lead to no denied path, which a set lookup per component says.
-    struct Words {
-        std::set<std::string> owned;
-        std::unordered_set<std::string_view> set;  // views of `owned`
-    };
-    auto words = std::make_shared<Words>();
-    auto add_words = [&](const std::vector<std::string>& names) {
-        for (const std::string& name : names)
-            for (std::string& c : path_components::split_non_empty(name))
-                if (c != "*") words->owned.insert(std::move(c));
-    };
-    add_words(policy.filesystem().always_read_only_names);
-    add_words(git_dir_names());
-    add_words(policy.filesystem().home_read_only_names);
-    for (const std::string& w : words->owned)
-        words->set.insert(w);
+    auto words = name_words(policy);
     std::vector<std::string> denied;  // a link above one (cordon's own directories) moves it
     for (const PathRule& rule : policy.filesystem().deny_write)
         if (!rule.glob) denied.push_back(rule.path.string());
@@ -144,7 +158,7 @@ std::function<bool(const std::string&)> ProtectedLinks::wanted(const Policy& pol
         for (std::size_t start = 1; !maybe && start < path.size();) {
             std::size_t end = path.find('/', start);
             if (end == std::string::npos) end = path.size();
-            maybe = words->set.count(std::string_view(path).substr(start, end - start)) > 0;
+            maybe = words->any.count(std::string_view(path).substr(start, end - start)) > 0;
             start = end + 1;
         }
         if (!maybe) {  // a denied path below `path` (sorted: those below it follow `path/`)
@@ -164,27 +178,19 @@ std::function<bool(const std::string&, std::string_view)> ProtectedLinks::file_w
     // directory's entries together), a name only where the directory or the name itself may be protected.
     struct State {
         std::function<bool(const std::string&)> want;
-        std::unordered_set<std::string> last_words;  // the last components of the protected names
+        std::shared_ptr<const NameWords> words;
         std::string dir;
         bool dir_may = false;
     };
     auto state = std::make_shared<State>();
     state->want = wanted(policy);
-    auto add_last = [&](const std::vector<std::string>& names) {
-        for (const std::string& name : names) {
-            const std::vector<std::string> parts = path_components::split_non_empty(name);
-            if (!parts.empty()) state->last_words.insert(parts.back());
-        }
-    };
-    add_last(policy.filesystem().always_read_only_names);
-    add_last(git_dir_names());
-    add_last(policy.filesystem().home_read_only_names);
+    state->words = name_words(policy);
     return [state](const std::string& dir, std::string_view name) {
         if (dir != state->dir) {
             state->dir = dir;
             state->dir_may = state->want(dir);
         }
-        if (!state->dir_may && !state->last_words.count(std::string(name))) return false;
+        if (!state->dir_may && !state->words->last.count(name)) return false;
         return state->want((dir == "/" ? "" : dir) + "/" + std::string(name));
     };
 }
@@ -231,23 +237,14 @@ class Scanner {
     // The tree of `dir`, which the host reads as `named`.
     void scan(const std::string& dir, const std::string& named, Mode mode) {
         if (!scanned_.insert(dir).second) return;
-        struct stat st {};
-        if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-            directories_.emplace(std::make_pair(st.st_dev, st.st_ino), named);
         const std::size_t slash = named.rfind('/');
         const bool claude = named.compare(slash + 1, std::string::npos, ".claude") == 0;
         walk(dir, 0, mode == Mode::Protected && claude, mode != Mode::Protected, mode == Mode::Hooks, false);
     }
-    bool exhausted() const { return exhausted_; }
     const std::vector<std::string>& unsearched() const { return unsearched_; }
-    // The directories scanned, by identity, and the name the host reads each as.
-    const std::map<std::pair<unsigned long long, unsigned long long>, std::string>& directories() const {
-        return directories_;
-    }
 
   private:
     void stop_at(const std::string& dir) {
-        exhausted_ = true;
         if (unsearched_.size() < 16) unsearched_.push_back(dir);
     }
 
@@ -323,9 +320,7 @@ class Scanner {
     ProtectedLinks& links_;
     std::set<std::string> scanned_;
     std::vector<std::string> unsearched_;
-    std::map<std::pair<unsigned long long, unsigned long long>, std::string> directories_;
     std::size_t budget_ = 200000;
-    bool exhausted_ = false;
 };
 
 // The homes whose protected names are looked at: the user's, /root's, those in /home and those of the
@@ -368,9 +363,7 @@ std::vector<std::string> homes_of(const Policy& policy) {
 // which the walk of the writable areas does not see.
 void outside_candidates(const Policy& policy, const std::vector<std::string>& roots,
                         std::vector<std::string>& out, ProtectedLinks& links, Scanner& scanner) {
-    auto in_roots = [&](const std::string& p) {
-        return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return under(p, r); });
-    };
+    auto in_roots = [&](const std::string& p) { return in_any(roots, p); };
     std::vector<std::string> dirs;
     for (const std::string& root : roots)
         for (std::string a = root; a.size() > 1;) {
@@ -571,10 +564,10 @@ ProtectedLinks ProtectedLinks::find(const Policy& policy, const Sources& sources
     // too
     // (`/data/proj` at `~/code/proj`): a link to the other path leads into them.
     const std::vector<Mount> all_mounts = mounts();
-    const auto elsewhere = shown_elsewhere(roots);
-    auto in_roots = [&](const std::string& p) {
-        return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return under(p, r); });
-    };
+    for (const std::string& root : roots)
+        for (const std::string& other : other_paths(all_mounts, root))
+            out.elsewhere_.emplace_back(other, root);
+    auto in_roots = [&](const std::string& p) { return in_any(roots, p); };
     for (const Mount& m : all_mounts) {
         const bool inside = in_roots(m.point);
         if (inside && std::find(roots.begin(), roots.end(), m.point) != roots.end()) continue;
@@ -621,20 +614,10 @@ ProtectedLinks ProtectedLinks::find(const Policy& policy, const Sources& sources
     // `~/code/proj`): its target there.
     const std::vector<Link> found_links = out.links_;
     for (const Link& link : found_links)
-        for (const auto& [other, root] : elsewhere)
+        for (const auto& [other, root] : out.elsewhere_)
             if (under(link.target, other)) out.add({link.named, rebased(link.target, other, root)}, {});
     out.unsearched_ = scanner.unsearched();
     out.index();
-    return out;
-}
-
-std::vector<std::pair<std::string, std::string>> ProtectedLinks::shown_elsewhere(
-    const std::vector<std::string>& roots) {
-    const std::vector<Mount> all = mounts();
-    std::vector<std::pair<std::string, std::string>> out;
-    for (const std::string& root : roots)
-        for (const std::string& other : other_paths(all, root))
-            out.emplace_back(other, root);
     return out;
 }
 

@@ -55,9 +55,9 @@ class ProtectedLinks {
     static std::function<bool(const std::string& dir, std::string_view name)> file_wanted(
         const Policy& policy);
 
-    // The writable areas `roots` shown at other paths by bind mounts: (the other path, the root).
-    static std::vector<std::pair<std::string, std::string>> shown_elsewhere(
-        const std::vector<std::string>& roots);
+    // The writable areas shown at other paths by bind mounts, as find() found them: (the other path, the
+    // root).
+    const std::vector<std::pair<std::string, std::string>>& elsewhere() const { return elsewhere_; }
     // `path` below `from`, moved below `to`.
     static std::string rebase(const std::string& path, const std::string& from, const std::string& to);
 
@@ -93,6 +93,7 @@ class ProtectedLinks {
     std::vector<std::string> places_;                              // every hop and target, sorted by index()
     std::vector<std::pair<unsigned long long, unsigned long long>> files_;  // sorted by index()
     std::vector<std::string> unsearched_, notices_;
+    std::vector<std::pair<std::string, std::string>> elsewhere_;
 };
 
 }  // namespace cordon::policy
